@@ -1,0 +1,131 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/looplab/fsm"
+)
+
+// Machine walks one agent through its role's transition table. It starts in
+// CONTINUE. It is safe for concurrent use, though an agent normally drives
+// its machine from one goroutine.
+type Machine struct {
+	role Role
+
+	mu      sync.Mutex // serialises Go so history matches the transitions
+	machine *fsm.FSM
+	history []State
+}
+
+// New returns a machine for role r in the start state (CONTINUE). It panics
+// if r is not Host or App: the role is chosen in code, never read from input.
+func New(r Role) *Machine {
+	rows, ok := tables[r]
+	if !ok {
+		panic(fmt.Sprintf("fsm: unknown role %q (use fsm.Host or fsm.App)", string(r)))
+	}
+	// One looplab event per target state ("to_FINISH"), whose sources are the
+	// table's states that may reach it.
+	var events fsm.Events
+	for _, target := range States(r) {
+		var sources []string
+		for _, row := range rows {
+			for _, to := range row.to {
+				if to == target {
+					sources = append(sources, string(row.from))
+				}
+			}
+		}
+		if len(sources) > 0 {
+			events = append(events, fsm.EventDesc{Name: eventName(target), Src: sources, Dst: string(target)})
+		}
+	}
+	return &Machine{
+		role:    r,
+		machine: fsm.NewFSM(string(Start), events, nil),
+		history: []State{Start},
+	}
+}
+
+// eventName is the looplab event that moves a machine to state to.
+func eventName(to State) string { return "to_" + string(to) }
+
+// Role is the role the machine was made for.
+func (m *Machine) Role() Role { return m.role }
+
+// Current is the state the machine is in.
+func (m *Machine) Current() State { return State(m.machine.Current()) }
+
+// Terminal reports whether the machine has reached a final state.
+func (m *Machine) Terminal() bool { return m.Current().Terminal() }
+
+// Next returns the states the machine may go to from where it is, in table
+// order (empty once terminal). Prompts can list them for the model.
+func (m *Machine) Next() []State {
+	targets, _ := allowed(m.role, m.Current())
+	return append([]State{}, targets...)
+}
+
+// Can reports whether Go(ctx, to) would succeed now.
+func (m *Machine) Can(to State) bool { return Allowed(m.role, m.Current(), to) }
+
+// History returns the states visited, in order, starting with CONTINUE. A
+// self-transition (CONTINUE to CONTINUE) is one more entry: the history has
+// one entry per successful Go plus the start.
+func (m *Machine) History() []State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]State{}, m.history...)
+}
+
+// Go moves the machine to state to, or returns a *TransitionError (and stays
+// where it is) if the table does not allow that move. Staying in the same
+// state is a success when the table allows it (CONTINUE to CONTINUE).
+//
+// A transition is instant and cannot be half done, so Go completes even when
+// ctx is already cancelled: the caller's cancellation is for the agent's
+// work, not for bookkeeping, and looplab/fsm would otherwise be left stuck
+// "in transition" and refuse every later event.
+func (m *Machine) Go(ctx context.Context, to State) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from := State(m.machine.Current())
+	if !Allowed(m.role, from, to) {
+		return &TransitionError{Role: m.role, From: from, To: to}
+	}
+	err := m.machine.Event(context.WithoutCancel(ctx), eventName(to))
+	// looplab reports a move to the current state as NoTransitionError; the
+	// table allowed it, so for us it is a successful step.
+	var same fsm.NoTransitionError
+	if err != nil && !errors.As(err, &same) {
+		// Unreachable while New builds the events from the same table.
+		return fmt.Errorf("fsm: %s: moving from %s to %s: %w", m.role, from, to, err)
+	}
+	m.history = append(m.history, to)
+	return nil
+}
+
+// TransitionError is a move the role's table does not allow (including a
+// move to a state the role does not have).
+type TransitionError struct {
+	Role     Role
+	From, To State
+}
+
+func (e *TransitionError) Error() string {
+	prefix := fmt.Sprintf("%s: cannot go from %s to %s", e.Role, e.From, e.To)
+	targets, known := allowed(e.Role, e.From)
+	switch {
+	case !known:
+		return fmt.Sprintf("%s (%s is not a state of the %s; its states: %s)", prefix, e.From, e.Role, join(States(e.Role)))
+	case e.From.Terminal() || len(targets) == 0:
+		return fmt.Sprintf("%s (%s is final)", prefix, e.From)
+	}
+	if _, ok := allowed(e.Role, e.To); !ok {
+		return fmt.Sprintf("%s (%s is not a state of the %s; allowed: %s)", prefix, e.To, e.Role, join(targets))
+	}
+	return fmt.Sprintf("%s (allowed: %s)", prefix, join(targets))
+}
