@@ -1,0 +1,91 @@
+package prompts
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Names of the control tools: in tools mode the agents call these, besides
+// the app's own tools, to assign work and to end it.
+const (
+	AssignTool = "assign_subtask"
+	FinishTool = "finish_task"
+	FailTool   = "fail_task"
+)
+
+// ControlTool is a control tool offered to the model as a native tool. Its
+// fields match llm.Tool, so llm.Tool(ct) converts it.
+type ControlTool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments: self-contained, with
+	// no $ref, $defs, $id or $schema.
+	Parameters json.RawMessage
+}
+
+// AssignArgs are the arguments of assign_subtask.
+type AssignArgs struct {
+	App     string `json:"app" jsonschema:"required" jsonschema_description:"Name of the app that does the subtask, exactly as listed."`
+	Subtask string `json:"subtask" jsonschema:"required" jsonschema_description:"The subtask, complete in itself: what to do, with the exact names, paths and values it needs, and what to report back."`
+}
+
+// FinishArgs are the arguments of finish_task.
+type FinishArgs struct {
+	Result string `json:"result" jsonschema:"required" jsonschema_description:"The answer, complete: the facts, values or paths that were asked for."`
+}
+
+// FailArgs are the arguments of fail_task.
+type FailArgs struct {
+	Reason string `json:"reason" jsonschema:"required" jsonschema_description:"Why it cannot be done, and what was tried."`
+}
+
+// HostControlTools are the host agent's tools in tools mode.
+func HostControlTools() []ControlTool {
+	return []ControlTool{
+		{
+			Name: AssignTool,
+			Description: "Give one subtask to the agent of one app. That agent sees the user's request and the notes of finished subtasks, " +
+				"but not your plan, so write the subtask so that it can be done from its text alone. " +
+				"Several calls in one reply run one after another, in order.",
+			Parameters: schemaOf(&AssignArgs{}),
+		},
+		{
+			Name: FinishTool,
+			Description: "End the task because the notes show the request is done. " +
+				"result is the final answer for the user, with the facts they asked for. Call it alone.",
+			Parameters: schemaOf(&FinishArgs{}),
+		},
+		{
+			Name:        FailTool,
+			Description: "End the task because it cannot be done with the available apps. Call it alone.",
+			Parameters:  schemaOf(&FailArgs{}),
+		},
+	}
+}
+
+// AppControlTools are the app agent's control tools in tools mode, offered
+// beside the app's own tools.
+func AppControlTools() []ControlTool {
+	return []ControlTool{
+		{
+			Name: FinishTool,
+			Description: "Finish your subtask. Call it only after tool results have shown that the subtask is done, and call it alone. " +
+				"result is the subtask's answer: the facts, values or paths that were asked for.",
+			Parameters: schemaOf(&FinishArgs{}),
+		},
+		{
+			Name:        FailTool,
+			Description: "Give up your subtask because it cannot be done with these tools. Call it alone.",
+			Parameters:  schemaOf(&FailArgs{}),
+		},
+	}
+}
+
+func schemaOf(v any) json.RawMessage {
+	b, err := json.Marshal(reflectSchema(v))
+	if err != nil {
+		// The schemas are built from our own types; failing here is a bug.
+		panic(fmt.Sprintf("prompts: encode control tool schema: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,50 @@
+package prompts
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestControlTools(t *testing.T) {
+	tests := []struct {
+		name     string
+		tools    []ControlTool
+		want     []string
+		required map[string][]any
+	}{
+		{"host", HostControlTools(), []string{AssignTool, FinishTool, FailTool},
+			map[string][]any{AssignTool: {"app", "subtask"}, FinishTool: {"result"}, FailTool: {"reason"}}},
+		{"app", AppControlTools(), []string{FinishTool, FailTool},
+			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var names []string
+			for _, ct := range tt.tools {
+				names = append(names, ct.Name)
+				if ct.Description == "" {
+					t.Errorf("%s has no description", ct.Name)
+				}
+				var schema map[string]any
+				if err := json.Unmarshal(ct.Parameters, &schema); err != nil {
+					t.Fatalf("%s: %v", ct.Name, err)
+				}
+				for _, k := range []string{"$ref", "$defs", "$schema", "$id"} {
+					if _, ok := schema[k]; ok {
+						t.Errorf("%s schema has top-level %s: %s", ct.Name, k, ct.Parameters)
+					}
+				}
+				if schema["type"] != "object" || schema["additionalProperties"] != false {
+					t.Errorf("%s schema is not a closed object: %s", ct.Name, ct.Parameters)
+				}
+				if got := schema["required"]; !reflect.DeepEqual(got, tt.required[ct.Name]) {
+					t.Errorf("%s required = %v, want %v", ct.Name, got, tt.required[ct.Name])
+				}
+			}
+			if !reflect.DeepEqual(names, tt.want) {
+				t.Errorf("names = %v, want %v", names, tt.want)
+			}
+		})
+	}
+}

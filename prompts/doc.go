@@ -1,0 +1,38 @@
+// Package prompts holds what Saucer says to models and how it reads their
+// answers: the prompt templates of the host and app agents, the JSON reply
+// format with its schema, the control tools, and a tolerant reply parser.
+//
+// # Templates
+//
+// The defaults are embedded from templates/*.tmpl; each file defines the
+// template named after it without the extension:
+//
+//	host_system, host_user, host_examples   rendered with HostData
+//	app_system, app_user, app_examples      rendered with AppData
+//	device, tools, notes                    partials (DeviceInfo, []ToolInfo, []Note)
+//
+// The system templates include the examples and, in json mode, the reply
+// schema (and for the app agent the tools with their input schemas); the
+// user templates carry the request or subtask, the notes of finished
+// subtasks, the latest observations and the step or round budget.
+//
+// Load with an override directory replaces any of them, or adds new ones,
+// from *.tmpl files of the same names. Templates run with missingkey=error
+// and may use, besides text/template's built-ins:
+//
+//	json X          X as compact JSON (a json.RawMessage is compacted as is)
+//	pretty X        X as JSON indented by two spaces
+//	indent N S      S with N spaces before every non-empty line
+//	join SEP LIST   the elements of LIST joined by SEP
+//	upper, lower, trim, firstLine S
+//	add A B         A+B, for numbering from 1
+//	replySchema S…  the reply schema with the status enum narrowed to S…
+//
+// # Replies
+//
+// In json mode a model answers with one Reply object; ParseReply reads it
+// tolerantly and returns a *ParseError whose text is meant to be sent back
+// to the model. In tools mode the model calls the control tools
+// (HostControlTools, AppControlTools) besides the app's tools;
+// RepairArguments reads their possibly malformed arguments.
+package prompts

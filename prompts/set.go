@@ -1,0 +1,338 @@
+package prompts
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"text/template"
+	"text/template/parse"
+)
+
+//go:embed templates/*.tmpl
+var embedded embed.FS
+
+const templateExt = ".tmpl"
+
+// Set is a parsed collection of prompt templates: the embedded defaults,
+// possibly with some replaced or added from an override directory. A Set is
+// safe for concurrent use.
+type Set struct {
+	root *template.Template
+	// files maps each file-level template name to the file it came from, so
+	// that errors found after parsing can still name the file.
+	files map[string]string
+}
+
+// Load parses the embedded templates and then, if overrideDir is not empty,
+// every *.tmpl file in that directory: a file replaces the template of the
+// same name (app_examples.tmpl replaces "app_examples") or adds a new one,
+// such as a partial used by another override. An empty file blanks its
+// template out. A file's final line break is dropped, so that a partial
+// adds no blank line where it is used. Errors name the file and, for syntax
+// errors, the line.
+func Load(overrideDir string) (*Set, error) {
+	sources := map[string]source{}
+	entries, err := fs.Glob(embedded, "templates/*"+templateExt)
+	if err != nil {
+		return nil, fmt.Errorf("prompts: list embedded templates: %w", err)
+	}
+	for _, p := range entries {
+		b, err := embedded.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("prompts: read embedded %s: %w", p, err)
+		}
+		sources[templateName(p)] = source{file: "embedded " + p, text: string(b)}
+	}
+	var overridden []string
+	if overrideDir != "" {
+		overridden, err = readOverrides(overrideDir, sources)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	s := &Set{root: template.New("").Funcs(funcs()).Option("missingkey=error"), files: map[string]string{}}
+	// Defaults first, overrides last: a {{define}} inside an override then
+	// wins over a default of the same name.
+	for _, name := range parseOrder(sources, overridden) {
+		src := sources[name]
+		// A file's final line break ends the file, not the prompt text:
+		// without this every partial would add a blank line where used.
+		text := strings.TrimSuffix(strings.TrimSuffix(src.text, "\n"), "\r")
+		if _, err := s.root.New(name).Parse(text); err != nil {
+			return nil, fmt.Errorf("prompts: %s: %w", src.file, err)
+		}
+		s.files[name] = src.file
+	}
+	if err := s.checkReferences(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type source struct{ file, text string }
+
+func templateName(p string) string {
+	return strings.TrimSuffix(path.Base(filepath.ToSlash(p)), templateExt)
+}
+
+// readOverrides puts the override files into sources and returns their
+// names, sorted.
+func readOverrides(dir string, sources map[string]source) ([]string, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("prompts: override directory %s does not exist; create it or leave the setting empty to use the built-in prompts", dir)
+		}
+		return nil, fmt.Errorf("prompts: override directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("prompts: override directory %s is a file, not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("prompts: read override directory: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), templateExt) {
+			continue
+		}
+		file := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("prompts: read override: %w", err)
+		}
+		name := templateName(e.Name())
+		sources[name] = source{file: file, text: string(b)}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func parseOrder(sources map[string]source, overridden []string) []string {
+	isOverride := map[string]bool{}
+	for _, n := range overridden {
+		isOverride[n] = true
+	}
+	var order []string
+	for name := range sources {
+		if !isOverride[name] {
+			order = append(order, name)
+		}
+	}
+	sort.Strings(order)
+	return append(order, overridden...)
+}
+
+// checkReferences finds {{template "x"}} calls to templates that do not
+// exist, which text/template would only report when that branch runs,
+// perhaps in the middle of a session.
+func (s *Set) checkReferences() error {
+	for _, t := range s.root.Templates() {
+		if t.Tree == nil || t.Root == nil {
+			continue
+		}
+		var missing error
+		walk(t.Root, func(n *parse.TemplateNode) {
+			if missing == nil && s.root.Lookup(n.Name) == nil {
+				loc, _ := t.ErrorContext(n)
+				missing = fmt.Errorf("prompts: %s: %s uses template %q, which is not defined; add %s%s or fix the name (known: %s)",
+					s.files[t.ParseName], loc, n.Name, n.Name, templateExt, strings.Join(s.Names(), ", "))
+			}
+		})
+		if missing != nil {
+			return missing
+		}
+	}
+	return nil
+}
+
+func walk(n parse.Node, visit func(*parse.TemplateNode)) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			walk(c, visit)
+		}
+	case *parse.TemplateNode:
+		visit(n)
+	case *parse.IfNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	case *parse.RangeNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	case *parse.WithNode:
+		walk(n.List, visit)
+		walk(n.ElseList, visit)
+	}
+}
+
+// Names lists the templates in the set, sorted.
+func (s *Set) Names() []string {
+	var names []string
+	for _, t := range s.root.Templates() {
+		if t.Name() != "" {
+			names = append(names, t.Name())
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Render executes the named template with data and returns the text with
+// surrounding white space trimmed. If data has a Validate method (HostData
+// and AppData do), it is called first.
+func (s *Set) Render(name string, data any) (string, error) {
+	t := s.root.Lookup(name)
+	if t == nil || name == "" {
+		return "", fmt.Errorf("prompts: no template named %q; known: %s", name, strings.Join(s.Names(), ", "))
+	}
+	if v, ok := data.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return "", fmt.Errorf("prompts: render %s: %w", name, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("prompts: render %s (from %s): %w", name, s.fileOf(t), err)
+	}
+	return strings.TrimSpace(buf.String()), nil
+}
+
+func (s *Set) fileOf(t *template.Template) string {
+	if t.Tree != nil {
+		if f, ok := s.files[t.ParseName]; ok {
+			return f
+		}
+	}
+	return s.files[t.Name()]
+}
+
+// funcs are the functions templates may use, besides text/template's own.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"json":        compactJSON,
+		"pretty":      prettyJSON,
+		"indent":      indent,
+		"join":        join,
+		"upper":       strings.ToUpper,
+		"lower":       strings.ToLower,
+		"trim":        strings.TrimSpace,
+		"firstLine":   firstLine,
+		"add":         func(a, b int) int { return a + b },
+		"replySchema": func(statuses ...string) string { return string(ReplySchemaFor(statuses)) },
+	}
+}
+
+// compactJSON writes v as one line of JSON. A json.RawMessage is compacted
+// as it is; HTML characters are not escaped, since prompts are not HTML.
+func compactJSON(v any) (string, error) {
+	if raw, ok := asRaw(v); ok {
+		if len(raw) == 0 {
+			return "null", nil
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return "", fmt.Errorf("json: %w", err)
+		}
+		return buf.String(), nil
+	}
+	return encode(v, "")
+}
+
+// prettyJSON writes v as JSON indented by two spaces.
+func prettyJSON(v any) (string, error) {
+	if raw, ok := asRaw(v); ok {
+		if len(raw) == 0 {
+			return "null", nil
+		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return "", fmt.Errorf("pretty: %w", err)
+		}
+		return buf.String(), nil
+	}
+	return encode(v, "  ")
+}
+
+func asRaw(v any) (json.RawMessage, bool) {
+	switch r := v.(type) {
+	case json.RawMessage:
+		return r, true
+	case *json.RawMessage:
+		if r == nil {
+			return nil, true
+		}
+		return *r, true
+	}
+	return nil, false
+}
+
+func encode(v any, indent string) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("json: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// indent puts n spaces before every non-empty line of s (empty lines stay
+// empty, so the prompt has no trailing spaces).
+func indent(n int, s string) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// join joins the elements of a slice with sep; non-string elements are
+// formatted with fmt.
+func join(sep string, list any) (string, error) {
+	if ss, ok := list.([]string); ok {
+		return strings.Join(ss, sep), nil
+	}
+	v := reflect.ValueOf(list)
+	if !v.IsValid() {
+		return "", nil
+	}
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+		return "", fmt.Errorf("join: want a list, got %T", list)
+	}
+	parts := make([]string, v.Len())
+	for i := range parts {
+		parts[i] = fmt.Sprint(v.Index(i).Interface())
+	}
+	return strings.Join(parts, sep), nil
+}
+
+// firstLine is the first non-empty line of s, trimmed: a short summary of a
+// long tool description.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
