@@ -1,0 +1,296 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/saucerhq/saucer/command"
+)
+
+// noAction is UFO's answer to a command without a tool name.
+const noAction = "No action taken."
+
+// Execute runs one command and always returns its Result, carrying the
+// command's call id and the namespace that ran it. Nothing is returned as a
+// Go error: an unknown tool, bad arguments, a tool's own error, a transport
+// failure, a panic in an in-process tool and a timeout (Options.CallTimeout)
+// all come back as failure Results the model can read.
+//
+// The built-in commands get_mcp_tools ({namespace?, tool_type?}),
+// list_tools ({tool_type?}) and get_device_info are answered by the client
+// itself, unless the command's namespace names a server that has a tool of
+// that name. An empty tool name succeeds with "No action taken.".
+//
+// A tool is found by the command's namespace and name; without a namespace,
+// by name alone when exactly one server offers it. The command's tool_type
+// is not checked: routing is by name.
+func (c *Client) Execute(ctx context.Context, cmd command.Command) command.Result {
+	r := c.execute(ctx, cmd)
+	r.CallID = cmd.CallID
+	return r
+}
+
+func (c *Client) execute(ctx context.Context, cmd command.Command) command.Result {
+	if cmd.ToolName == "" {
+		return withNamespace(command.Succeeded(cmd.CallID, noAction), cmd.Namespace)
+	}
+	if conn := c.byNamespace[cmd.Namespace]; conn == nil || conn.tools[cmd.ToolName].Name == "" {
+		switch cmd.ToolName {
+		case command.GetMCPTools:
+			return c.getMCPTools(cmd)
+		case command.ListTools:
+			return c.listTools(cmd)
+		case command.GetDeviceInfo:
+			return command.Succeeded(cmd.CallID, c.device)
+		}
+	}
+	conn, msg := c.resolve(cmd)
+	if conn == nil {
+		return withNamespace(command.Failed(cmd.CallID, msg), cmd.Namespace)
+	}
+	return withNamespace(c.call(ctx, conn, cmd), conn.server.Namespace)
+}
+
+func withNamespace(r command.Result, ns string) command.Result {
+	r.Namespace = ns
+	return r
+}
+
+func (c *Client) getMCPTools(cmd command.Command) command.Result {
+	ns, err := stringParam(cmd.Parameters, "namespace")
+	if err != nil {
+		return command.Failed(cmd.CallID, err.Error())
+	}
+	if ns != "" && c.byNamespace[ns] == nil {
+		return command.Failed(cmd.CallID, fmt.Sprintf("get_mcp_tools: unknown namespace %q; known namespaces: %s", ns, c.namespaceList()))
+	}
+	tt, err := toolTypeParam(cmd.Parameters)
+	if err != nil {
+		return command.Failed(cmd.CallID, "get_mcp_tools: "+err.Error())
+	}
+	return command.Succeeded(cmd.CallID, c.Tools(ns, tt))
+}
+
+func (c *Client) listTools(cmd command.Command) command.Result {
+	tt, err := toolTypeParam(cmd.Parameters)
+	if err != nil {
+		return command.Failed(cmd.CallID, "list_tools: "+err.Error())
+	}
+	return command.Succeeded(cmd.CallID, c.Tools("", tt))
+}
+
+func stringParam(params map[string]any, name string) (string, error) {
+	v, ok := params[name]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("parameter %q must be a string, got %T", name, v)
+	}
+	return s, nil
+}
+
+func toolTypeParam(params map[string]any) (command.ToolType, error) {
+	s, err := stringParam(params, "tool_type")
+	if err != nil {
+		return "", err
+	}
+	tt := command.ToolType(s)
+	if tt != "" && !tt.Valid() {
+		return "", fmt.Errorf("tool_type %q must be %q or %q", s, command.Action, command.DataCollection)
+	}
+	return tt, nil
+}
+
+// resolve finds the server that runs cmd, or says why there is none.
+func (c *Client) resolve(cmd command.Command) (*connection, string) {
+	if cmd.Namespace != "" {
+		conn := c.byNamespace[cmd.Namespace]
+		if conn == nil {
+			return nil, fmt.Sprintf("unknown namespace %q; known namespaces: %s", cmd.Namespace, c.namespaceList())
+		}
+		if _, ok := conn.tools[cmd.ToolName]; !ok {
+			return nil, c.unknownTool(cmd.ToolName, fmt.Sprintf(" in namespace %q", cmd.Namespace))
+		}
+		return conn, ""
+	}
+	var found []*connection
+	for _, conn := range c.conns {
+		if _, ok := conn.tools[cmd.ToolName]; ok {
+			found = append(found, conn)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, c.unknownTool(cmd.ToolName, "")
+	case 1:
+		return found[0], ""
+	}
+	var names []string
+	for _, conn := range found {
+		names = append(names, conn.server.Namespace)
+	}
+	return nil, fmt.Sprintf("tool %q is offered by several namespaces (%s); say which one in the command's namespace",
+		cmd.ToolName, strings.Join(names, ", "))
+}
+
+func (c *Client) unknownTool(name, where string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unknown tool %q%s", name, where)
+	if near := closest(name, c.tools, 3); len(near) > 0 {
+		b.WriteString("; did you mean ")
+		for i, t := range near {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (namespace %s)", t.Name, t.Namespace)
+		}
+		b.WriteString("?")
+	} else {
+		fmt.Fprintf(&b, "; known namespaces: %s; get_mcp_tools lists their tools", c.namespaceList())
+	}
+	return b.String()
+}
+
+func (c *Client) namespaceList() string {
+	if len(c.conns) == 0 {
+		return "(none)"
+	}
+	var names []string
+	for _, conn := range c.conns {
+		names = append(names, conn.server.Namespace)
+	}
+	return strings.Join(names, ", ")
+}
+
+// call runs the tool with the client's call timeout. The call runs in its
+// own goroutine so that a tool that ignores its context cannot hold the
+// caller past the timeout, and so that a panicking in-process tool becomes
+// a failure instead of bringing the device down.
+func (c *Client) call(ctx context.Context, conn *connection, cmd command.Command) command.Result {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.callTimeout, errCallTimeout)
+	defer cancel()
+	args := cmd.Parameters
+	if args == nil {
+		args = map[string]any{}
+	}
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: cmd.ToolName, Arguments: args}}
+	type reply struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	replies := make(chan reply, 1) // buffered: a late reply must not block its goroutine forever
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				replies <- reply{err: fmt.Errorf("tool panicked: %v", p)}
+			}
+		}()
+		res, err := conn.mcp.CallTool(ctx, req)
+		replies <- reply{res, err}
+	}()
+	var r reply
+	select {
+	case r = <-replies:
+	case <-ctx.Done():
+		select {
+		case r = <-replies: // it finished just in time
+		default:
+			return command.Failed(cmd.CallID, c.interrupted(ctx, cmd))
+		}
+	}
+	if r.err != nil {
+		if ctx.Err() != nil {
+			return command.Failed(cmd.CallID, c.interrupted(ctx, cmd))
+		}
+		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: %v", conn.server.Namespace, cmd.ToolName, r.err))
+	}
+	if r.res == nil {
+		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: the server sent no result", conn.server.Namespace, cmd.ToolName))
+	}
+	return resultOf(cmd, r.res)
+}
+
+// errCallTimeout marks the client's own call timeout, to tell it from the
+// caller's deadline or cancellation.
+var errCallTimeout = errors.New("call timeout")
+
+func (c *Client) interrupted(ctx context.Context, cmd command.Command) string {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errCallTimeout):
+		return fmt.Sprintf("%s timed out after %s", cmd.ToolName, c.callTimeout)
+	case errors.Is(cause, context.DeadlineExceeded):
+		return fmt.Sprintf("%s did not finish before the caller's deadline", cmd.ToolName)
+	}
+	return fmt.Sprintf("%s was cancelled: %v", cmd.ToolName, cause)
+}
+
+// resultOf maps an MCP tool result to a command Result. An error result
+// becomes a failure with its text. Otherwise the payload is the structured
+// content if there is any; else a lone text content, kept as JSON when it
+// is JSON and as a JSON string when it is not; else, when there are images
+// or several contents, a list of content entries.
+func resultOf(cmd command.Command, res *mcp.CallToolResult) command.Result {
+	if res.IsError {
+		msg := strings.TrimSpace(joinText(res.Content))
+		if msg == "" {
+			msg = fmt.Sprintf("%s reported an error without a message", cmd.ToolName)
+		}
+		return command.Failed(cmd.CallID, msg)
+	}
+	onlyText := !slices.ContainsFunc(res.Content, func(c mcp.Content) bool { _, ok := c.(mcp.TextContent); return !ok })
+	if onlyText {
+		if len(res.RawStructuredContent) > 0 {
+			return command.Result{Status: command.Success, Result: res.RawStructuredContent, CallID: cmd.CallID}
+		}
+		if res.StructuredContent != nil {
+			return command.Succeeded(cmd.CallID, res.StructuredContent)
+		}
+	}
+	switch {
+	case len(res.Content) == 0:
+		return command.Result{Status: command.Success, CallID: cmd.CallID}
+	case len(res.Content) == 1 && onlyText:
+		text := res.Content[0].(mcp.TextContent).Text
+		if json.Valid([]byte(text)) {
+			return command.Result{Status: command.Success, Result: json.RawMessage(text), CallID: cmd.CallID}
+		}
+		return command.Succeeded(cmd.CallID, text)
+	}
+	entries := make([]any, 0, len(res.Content))
+	for _, ct := range res.Content {
+		entries = append(entries, contentEntry(ct))
+	}
+	return command.Succeeded(cmd.CallID, entries)
+}
+
+// contentEntry is one MCP content item as it goes into a Result.
+func contentEntry(ct mcp.Content) any {
+	switch ct := ct.(type) {
+	case mcp.TextContent:
+		return map[string]any{"type": "text", "text": ct.Text}
+	case mcp.ImageContent:
+		return map[string]any{"type": "image", "mime_type": ct.MIMEType, "data": ct.Data}
+	case mcp.AudioContent:
+		return map[string]any{"type": "audio", "mime_type": ct.MIMEType, "data": ct.Data}
+	}
+	return ct // resource links and embedded resources keep their MCP form
+}
+
+func joinText(contents []mcp.Content) string {
+	var parts []string
+	for _, ct := range contents {
+		if t, ok := ct.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,246 @@
+// Package shell is Saucer's MCP server for running shell commands on the
+// device. It offers one tool, execute_command.
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/invopop/jsonschema"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/saucerhq/saucer/tools"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultTimeout    = 60 * time.Second
+	DefaultMaxTimeout = 10 * time.Minute
+	DefaultMaxOutput  = 64 << 10
+)
+
+// Options configures the shell server. The zero value is usable.
+type Options struct {
+	// Shell runs each command as `Shell -c COMMAND`. Default: bash if it is
+	// on PATH, else /bin/sh.
+	Shell string
+	// Dir is the working directory for commands and the base of a relative
+	// cwd. Default: the process's working directory when New is called.
+	Dir string
+	// Timeout applies when a call gives none; MaxTimeout caps what a call may
+	// ask for. Defaults: 60s and 10m.
+	Timeout, MaxTimeout time.Duration
+	// MaxOutput is how many bytes of each stream (stdout, stderr) are kept.
+	// Default: 64 KiB.
+	MaxOutput int
+	// Env holds extra KEY=VALUE pairs added to the inherited environment.
+	Env []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Shell == "" {
+		o.Shell = "/bin/sh"
+		if p, err := exec.LookPath("bash"); err == nil {
+			o.Shell = p
+		}
+	}
+	if o.Dir == "" {
+		if wd, err := os.Getwd(); err == nil {
+			o.Dir = wd
+		}
+	}
+	if abs, err := filepath.Abs(o.Dir); err == nil {
+		o.Dir = abs
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxTimeout <= 0 {
+		o.MaxTimeout = DefaultMaxTimeout
+	}
+	if o.Timeout > o.MaxTimeout {
+		o.Timeout = o.MaxTimeout
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = DefaultMaxOutput
+	}
+	return o
+}
+
+// New builds the shell MCP server (name "shell").
+func New(opts Options) *server.MCPServer {
+	r := &runner{opts: opts.withDefaults()}
+	s := server.NewMCPServer("shell", "1.0.0",
+		server.WithInstructions("Runs shell commands on this device. Each call starts a fresh shell: cd and exported variables do not carry over; use cwd and env."))
+	tools.Add(s, "execute_command",
+		fmt.Sprintf("Run a command with %s -c in a fresh shell and return its stdout, stderr and exit code. "+
+			"A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
+			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. Standard input is empty. "+
+			"Background jobs (cmd &) keep running after the call; redirect their output, or the call waits 2s for it.",
+			filepath.Base(r.opts.Shell), r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput),
+		mcp.ToolAnnotation{
+			Title:           "Run a shell command",
+			ReadOnlyHint:    mcp.ToBoolPtr(false),
+			DestructiveHint: mcp.ToBoolPtr(true),
+			IdempotentHint:  mcp.ToBoolPtr(false),
+			OpenWorldHint:   mcp.ToBoolPtr(true),
+		},
+		r.execute)
+	return s
+}
+
+// ExecuteInput is the input of execute_command.
+type ExecuteInput struct {
+	Command string  `json:"command" jsonschema_description:"The shell command line to run."`
+	Cwd     string  `json:"cwd,omitempty" jsonschema_description:"Working directory; a relative path is taken from the server's directory."`
+	Timeout float64 `json:"timeout,omitempty" jsonschema_description:"Seconds before the command is killed."`
+	Env     EnvVars `json:"env,omitempty" jsonschema_description:"Extra environment variables, as an object {\"KEY\": \"VALUE\"} or a list of \"KEY=VALUE\" strings."`
+}
+
+// ExecuteOutput is the result of execute_command.
+type ExecuteOutput struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exit_code"`
+	Truncated  bool   `json:"truncated" jsonschema_description:"True if stdout or stderr was cut."`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// EnvVars are environment variables given to one command. They decode from
+// a JSON object of strings or from a list of "KEY=VALUE" strings, because
+// models write both.
+type EnvVars []string
+
+// UnmarshalJSON accepts {"K": "V"} or ["K=V"].
+func (e *EnvVars) UnmarshalJSON(b []byte) error {
+	var list []string
+	if err := json.Unmarshal(b, &list); err == nil {
+		for _, kv := range list {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("env entry %q is not KEY=VALUE", kv)
+			}
+		}
+		*e = list
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return errors.New(`env must be an object {"KEY": "VALUE"} or a list of "KEY=VALUE" strings`)
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			out = append(out, k+"="+v)
+		case float64, bool:
+			out = append(out, fmt.Sprintf("%s=%v", k, v))
+		default:
+			return fmt.Errorf("env value of %q must be a string", k)
+		}
+	}
+	slices.Sort(out) // map order is random; keep runs reproducible
+	*e = out
+	return nil
+}
+
+// JSONSchema describes both accepted forms.
+func (EnvVars) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"}},
+		{Type: "array", Items: &jsonschema.Schema{Type: "string", Pattern: "^[^=]+=.*$"}},
+	}}
+}
+
+type runner struct{ opts Options }
+
+// errTimedOut marks the command's own timeout, to tell it from the
+// caller's deadline or cancellation.
+var errTimedOut = errors.New("command timeout")
+
+func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return ExecuteOutput{}, errors.New("command is empty")
+	}
+	timeout := r.opts.Timeout
+	if in.Timeout < 0 {
+		return ExecuteOutput{}, fmt.Errorf("timeout must be positive, got %v", in.Timeout)
+	}
+	if in.Timeout > 0 {
+		timeout = time.Duration(in.Timeout * float64(time.Second))
+		if timeout > r.opts.MaxTimeout {
+			return ExecuteOutput{}, fmt.Errorf("timeout %gs is over the limit of %s", in.Timeout, r.opts.MaxTimeout)
+		}
+	}
+	dir := r.opts.Dir
+	if in.Cwd != "" {
+		dir = in.Cwd
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.opts.Dir, dir)
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return ExecuteOutput{}, fmt.Errorf("cwd %s is not an existing directory", dir)
+		}
+	}
+
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.opts.Shell, "-c", in.Command)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), r.opts.Env...), in.Env...)
+	// Own process group, so that a timeout kills what the shell started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A background child that keeps our pipes open must not hold the call
+	// forever once the shell itself has exited.
+	cmd.WaitDelay = 2 * time.Second
+	stdout, stderr := newCapped(r.opts.MaxOutput), newCapped(r.opts.MaxOutput)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	start := time.Now()
+	err := cmd.Run()
+	out := ExecuteOutput{
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
+		ExitCode:   cmd.ProcessState.ExitCode(),
+		Truncated:  stdout.dropped > 0 || stderr.dropped > 0,
+		DurationMS: time.Since(start).Milliseconds(),
+	}
+	if err != nil && ctx.Err() != nil {
+		what := fmt.Sprintf("timed out after %s", formatSeconds(timeout))
+		if cause := context.Cause(ctx); !errors.Is(cause, errTimedOut) {
+			what = fmt.Sprintf("was stopped by its caller (%v)", cause)
+		}
+		return out, fmt.Errorf("command %s and was killed; %s", what, capturedOutput(out))
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil, errors.As(err, &exitErr):
+		return out, nil // a non-zero exit is data for the model, not a failure
+	case errors.Is(err, exec.ErrWaitDelay):
+		return out, nil // the command finished; a background child kept the output open
+	default:
+		return out, fmt.Errorf("could not run the command with %s: %v", r.opts.Shell, err)
+	}
+}
+
+// capturedOutput describes what a killed command had written.
+func capturedOutput(out ExecuteOutput) string {
+	if out.Stdout == "" && out.Stderr == "" {
+		return "it wrote no output"
+	}
+	return fmt.Sprintf("output so far:\nstdout:\n%s\nstderr:\n%s", out.Stdout, out.Stderr)
+}
+
+func formatSeconds(d time.Duration) string {
+	return fmt.Sprintf("%gs", d.Seconds())
+}

@@ -1,0 +1,283 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// connect starts a real shell server and an in-process MCP client to it.
+func connect(t *testing.T, opts Options) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.NewInProcessClient(New(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "test"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run calls execute_command and returns the decoded output (when the call
+// succeeded) and the text content.
+func run(t *testing.T, c *mcpclient.Client, args map[string]any) (out ExecuteOutput, text string, isError bool) {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "execute_command", Arguments: args}})
+	if err != nil {
+		t.Fatalf("protocol error: %v", err)
+	}
+	for _, ct := range res.Content {
+		if tc, ok := mcp.AsTextContent(ct); ok {
+			text += tc.Text
+		}
+	}
+	if !res.IsError {
+		if err := json.Unmarshal([]byte(text), &out); err != nil {
+			t.Fatalf("result text is not ExecuteOutput JSON: %v: %q", err, text)
+		}
+	}
+	return out, text, res.IsError
+}
+
+func TestExecuteCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, Options{Dir: dir, Env: []string{"FROM_OPTIONS=opt"}})
+	tests := []struct {
+		name       string
+		args       map[string]any
+		wantStdout string
+		wantStderr string
+		wantExit   int
+	}{
+		{"echo", map[string]any{"command": "echo hello"}, "hello\n", "", 0},
+		{"exit code is data", map[string]any{"command": "echo partial; exit 3"}, "partial\n", "", 3},
+		{"stderr", map[string]any{"command": "echo oops >&2"}, "", "oops\n", 0},
+		{"default dir", map[string]any{"command": "pwd"}, dir + "\n", "", 0},
+		{"relative cwd", map[string]any{"command": "pwd", "cwd": "sub"}, filepath.Join(dir, "sub") + "\n", "", 0},
+		{"absolute cwd", map[string]any{"command": "pwd", "cwd": filepath.Join(dir, "sub")}, filepath.Join(dir, "sub") + "\n", "", 0},
+		{"env as object", map[string]any{"command": `echo "$A-$B"`, "env": map[string]any{"A": "1", "B": "two"}}, "1-two\n", "", 0},
+		{"env as list", map[string]any{"command": `echo "$A"`, "env": []any{"A=x=y"}}, "x=y\n", "", 0},
+		{"options env", map[string]any{"command": `echo "$FROM_OPTIONS"`}, "opt\n", "", 0},
+		{"stdin is empty", map[string]any{"command": "cat"}, "", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, text, isErr := run(t, c, tt.args)
+			if isErr {
+				t.Fatalf("error result: %s", text)
+			}
+			if out.Stdout != tt.wantStdout || out.Stderr != tt.wantStderr || out.ExitCode != tt.wantExit {
+				t.Errorf("got stdout %q stderr %q exit %d; want %q %q %d", out.Stdout, out.Stderr, out.ExitCode, tt.wantStdout, tt.wantStderr, tt.wantExit)
+			}
+			if out.Truncated {
+				t.Error("truncated set for small output")
+			}
+		})
+	}
+}
+
+func TestExecuteCommandRefusals(t *testing.T) {
+	c := connect(t, Options{Dir: t.TempDir(), MaxTimeout: time.Minute})
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"missing cwd", map[string]any{"command": "true", "cwd": "nope"}, "is not an existing directory"},
+		{"empty command", map[string]any{"command": "  "}, "command is empty"},
+		{"missing command", map[string]any{}, `missing required argument "command"`},
+		{"timeout over limit", map[string]any{"command": "true", "timeout": 120}, "over the limit of 1m0s"},
+		{"bad env entry", map[string]any{"command": "true", "env": []any{"NOEQUALS"}}, `"NOEQUALS" is not KEY=VALUE`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, text, isErr := run(t, c, tt.args)
+			if !isErr || !strings.Contains(text, tt.want) {
+				t.Errorf("got isError=%v %q, want an error containing %q", isErr, text, tt.want)
+			}
+		})
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	c := connect(t, Options{Dir: dir})
+	start := time.Now()
+	// The shell starts a child, records its pid and waits for it: the kill
+	// must reach the child, not only the shell.
+	_, text, isErr := run(t, c, map[string]any{
+		"command": "echo started; sleep 30 & echo $! > child.pid; wait",
+		"timeout": 0.5,
+	})
+	elapsed := time.Since(start)
+	if !isErr {
+		t.Fatalf("timed-out command did not give an error result: %s", text)
+	}
+	for _, want := range []string{"timed out after 0.5s", "started"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("error %q does not contain %q", text, want)
+		}
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("call took %s, the timeout was 0.5s", elapsed)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The killed child is reaped by init shortly after; until then it may be
+	// a zombie, which /proc reports as state Z.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if gone(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child sleep (pid %d) is still running after the timeout", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// Format: pid (comm) state ...
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+func TestBigOutputIsTruncatedAndMarked(t *testing.T) {
+	c := connect(t, Options{Dir: t.TempDir(), MaxOutput: 1000})
+	out, text, isErr := run(t, c, map[string]any{
+		"command": "printf 'BEGIN'; head -c 5000 /dev/zero | tr '\\0' a; printf 'END'; printf 'e%.0s' $(seq 10) >&2",
+	})
+	if isErr {
+		t.Fatal(text)
+	}
+	if !out.Truncated {
+		t.Error("truncated = false for 5006 bytes with a 1000-byte cap")
+	}
+	if !strings.HasPrefix(out.Stdout, "BEGIN") || !strings.HasSuffix(out.Stdout, "END") {
+		t.Errorf("head or tail lost: %q...%q", out.Stdout[:10], out.Stdout[len(out.Stdout)-10:])
+	}
+	const marker = "\n…[truncated 4008 bytes]…\n" // 5+5000+3 bytes written, 1000 kept
+	if !strings.Contains(out.Stdout, marker) {
+		t.Errorf("no truncation marker with the dropped count in %q", out.Stdout)
+	}
+	if n := strings.Count(strings.Replace(out.Stdout, marker, "", 1), "a"); n != 1000-len("BEGIN")-len("END") {
+		t.Errorf("kept %d a's, want %d", n, 1000-8)
+	}
+	if out.Stderr != "eeeeeeeeee" {
+		t.Errorf("stderr = %q; a small stream must be untouched", out.Stderr)
+	}
+}
+
+func TestCapped(t *testing.T) {
+	tests := []struct {
+		name   string
+		max    int
+		writes []string
+		want   string
+	}{
+		{"under cap", 10, []string{"abc", "def"}, "abcdef"},
+		{"exactly cap", 4, []string{"ab", "cd"}, "abcd"},
+		{"small writes over cap", 4, []string{"a", "b", "c", "d", "e", "f"}, "ab\n…[truncated 2 bytes]…\nef"},
+		{"one big write", 4, []string{"abcdefgh"}, "ab\n…[truncated 4 bytes]…\ngh"},
+		{"big then small", 4, []string{"abcdefgh", "ij"}, "ab\n…[truncated 6 bytes]…\nij"},
+		{"odd cap", 5, []string{"abcdefgh"}, "abc\n…[truncated 3 bytes]…\ngh"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCapped(tt.max)
+			for _, w := range tt.writes {
+				if n, _ := c.Write([]byte(w)); n != len(w) {
+					t.Fatalf("Write returned %d, want %d", n, len(w))
+				}
+			}
+			if got := c.String(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvSchemaOffersBothForms(t *testing.T) {
+	c := connect(t, Options{})
+	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) != 1 || list.Tools[0].Name != "execute_command" {
+		t.Fatalf("tools = %+v", list.Tools)
+	}
+	tool := list.Tools[0]
+	env, _ := json.Marshal(tool.InputSchema.Properties["env"])
+	if !strings.Contains(string(env), `"anyOf"`) || !strings.Contains(string(env), `"array"`) || !strings.Contains(string(env), `"description"`) {
+		t.Errorf("env schema = %s", env)
+	}
+	if a := tool.Annotations; a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+		t.Errorf("annotations = %+v", a)
+	}
+}
+
+func TestCallerDeadlineIsNotReportedAsOwnTimeout(t *testing.T) {
+	r := &runner{opts: Options{Dir: t.TempDir()}.withDefaults()}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := r.execute(ctx, ExecuteInput{Command: "echo partial; sleep 5"})
+	if err == nil || !strings.Contains(err.Error(), "was stopped by its caller (context deadline exceeded)") || !strings.Contains(err.Error(), "partial") {
+		t.Errorf("err = %v", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("the command outlived its caller's deadline: %s", time.Since(start))
+	}
+}
+
+func TestBackgroundJobDoesNotHoldTheCall(t *testing.T) {
+	dir := t.TempDir()
+	c := connect(t, Options{Dir: dir})
+	start := time.Now()
+	out, text, isErr := run(t, c, map[string]any{"command": "sleep 30 & echo $! > bg.pid; echo hi"})
+	if b, err := os.ReadFile(filepath.Join(dir, "bg.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		}
+	}
+	if isErr || out.Stdout != "hi\n" || out.ExitCode != 0 {
+		t.Errorf("got %+v %q", out, text)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("a background job held the call for %s", elapsed)
+	}
+}
