@@ -1,0 +1,213 @@
+// Package agent runs a session: a HostAgent splits the user's request and
+// assigns subtasks to apps (tool namespaces on the device); an AppAgent works
+// one subtask with its app's tools until it finishes or fails. Each agent
+// step is one pass of the strategy processor; the step's status moves the
+// agent's finite-state machine.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/memory"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+// Asker puts an agent's question to the user (the PENDING state).
+type Asker interface {
+	Ask(ctx context.Context, agent, question string) (string, error)
+}
+
+// Options configure a session. Model, Dispatcher and Prompts are required.
+type Options struct {
+	Model      llm.Model
+	Mode       strategy.Mode
+	Dispatcher dispatcher.Dispatcher
+	Prompts    *prompts.Set
+	// Registry supplies strategies by name; nil means the built-ins.
+	Registry *strategy.Registry
+	// HostPipeline and AppPipeline name each agent's strategies; empty
+	// means strategy.DefaultPipeline().
+	HostPipeline, AppPipeline []strategy.Spec
+	// AppPipelines overrides AppPipeline for the named apps.
+	AppPipelines map[string][]strategy.Spec
+	Middleware   []strategy.Middleware
+	// MaxRounds bounds the host agent's steps, MaxSteps each app agent's.
+	MaxRounds, MaxSteps int
+	Limits              strategy.Limits
+	Confirmer           strategy.Confirmer
+	Asker               Asker
+	// AppDescriptions describe apps to the host agent, by namespace.
+	AppDescriptions map[string]string
+	// Observer, when set, is told of every step and transition.
+	Observer func(Event)
+	// OnChunk, when set, streams model replies as they arrive.
+	OnChunk func(agent string, c llm.Chunk)
+}
+
+// Defaults used where Options leave a value zero.
+const (
+	DefaultMaxRounds  = 10
+	DefaultMaxSteps   = 20
+	DefaultMaxRetries = 3
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+const (
+	EventAgentStart EventKind = "agent_start"
+	EventStep       EventKind = "step"
+	EventTransition EventKind = "transition"
+	EventAgentEnd   EventKind = "agent_end"
+)
+
+// Event is what an Observer is told.
+type Event struct {
+	Kind    EventKind
+	Agent   string
+	Role    fsm.Role
+	App     string
+	Subtask string
+	Round   int
+	Step    int
+	// From and To are set on transitions.
+	From, To fsm.State
+	// Step events carry the step's work.
+	Decision *strategy.Decision
+	Commands []command.Command
+	Results  []command.Result
+	Messages []llm.Message
+	Response *llm.Response
+	Usage    llm.Usage
+	Attempts int
+	Duration time.Duration
+	Timings  map[strategy.Phase]time.Duration
+	Errors   []error
+	// Note is set when an app agent ends.
+	Note *memory.Note
+	Err  error
+}
+
+// Outcome is how a session ended.
+type Outcome struct {
+	Status fsm.State
+	Answer string
+	// Cancelled is set when the caller's context ended the session.
+	Cancelled bool
+	Rounds    int
+	Steps     int
+	Usage     llm.Usage
+	Subtasks  []memory.Note
+	// Err is the infrastructure failure behind an ERROR status.
+	Err error
+}
+
+// OK reports whether the session finished its task.
+func (o *Outcome) OK() bool { return o.Status == fsm.Finish }
+
+// Session runs one user request with a host agent and its app agents.
+type Session struct {
+	opts     Options
+	board    *memory.Blackboard
+	hostProc *strategy.Processor
+	appProcs map[string]*strategy.Processor
+	appProc  *strategy.Processor
+	steps    int
+	usage    llm.Usage
+	apps     int
+}
+
+// New checks the options and builds the strategy pipelines.
+func New(opts Options) (*Session, error) {
+	switch {
+	case opts.Model == nil:
+		return nil, errors.New("agent: no model")
+	case opts.Dispatcher == nil:
+		return nil, errors.New("agent: no dispatcher")
+	case opts.Prompts == nil:
+		return nil, errors.New("agent: no prompts")
+	}
+	if opts.Mode == "" {
+		opts.Mode = strategy.ModeTools
+	}
+	if opts.Registry == nil {
+		opts.Registry = strategy.NewRegistry()
+	}
+	if opts.MaxRounds <= 0 {
+		opts.MaxRounds = DefaultMaxRounds
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	switch {
+	case opts.Limits.MaxRetries == 0:
+		opts.Limits.MaxRetries = DefaultMaxRetries
+	case opts.Limits.MaxRetries < 0:
+		opts.Limits.MaxRetries = 0
+	}
+	s := &Session{opts: opts, board: &memory.Blackboard{}, appProcs: map[string]*strategy.Processor{}}
+	var err error
+	if s.hostProc, err = s.processor("host", opts.HostPipeline); err != nil {
+		return nil, err
+	}
+	if s.appProc, err = s.processor("app", opts.AppPipeline); err != nil {
+		return nil, err
+	}
+	for app, specs := range opts.AppPipelines {
+		if s.appProcs[app], err = s.processor("app "+app, specs); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Processor, error) {
+	if len(specs) == 0 {
+		specs = strategy.DefaultPipeline()
+	}
+	entries, err := s.opts.Registry.Build(specs)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %s pipeline: %w", who, err)
+	}
+	return strategy.NewProcessor(entries, s.opts.Middleware...)
+}
+
+// Blackboard is the session's shared blackboard.
+func (s *Session) Blackboard() *memory.Blackboard { return s.board }
+
+// Run works the request to the end and says how it ended. It never returns
+// nil; infrastructure failures end in status ERROR with Outcome.Err set.
+func (s *Session) Run(ctx context.Context, request string) *Outcome {
+	h := s.newHost(request)
+	out := h.run(ctx)
+	out.Steps, out.Usage = s.steps, s.usage
+	out.Subtasks = s.board.Notes()
+	return out
+}
+
+func (s *Session) emit(e Event) {
+	if s.opts.Observer != nil {
+		s.opts.Observer(e)
+	}
+}
+
+func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *strategy.Context {
+	pc := &strategy.Context{
+		Agent: a, Request: request, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
+		Prompts: s.opts.Prompts, Memory: &memory.Memory{}, Board: s.board, Confirmer: s.opts.Confirmer,
+		Limits: s.opts.Limits, MaxSteps: maxSteps,
+	}
+	if s.opts.OnChunk != nil {
+		name := a.Name
+		pc.OnChunk = func(c llm.Chunk) { s.opts.OnChunk(name, c) }
+	}
+	return pc
+}

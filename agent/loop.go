@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/memory"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+// HostAgent splits the user's request into subtasks and assigns each to an
+// app, until it can answer (FINISH) or must give up (FAIL).
+type HostAgent struct {
+	core
+}
+
+// AppAgent works one subtask with one app's tools.
+type AppAgent struct {
+	core
+	subtask string
+}
+
+// core is what both agents share: a processing context, a pipeline, a
+// state machine and the loop that drives them.
+type core struct {
+	s       *Session
+	pc      *strategy.Context
+	proc    *strategy.Processor
+	machine *fsm.Machine
+	limit   int
+}
+
+func (s *Session) newHost(request string) *HostAgent {
+	a := strategy.Agent{Name: "host", Role: fsm.Host}
+	h := &HostAgent{core{s: s, pc: s.newContext(a, request, s.opts.MaxRounds), proc: s.hostProc, machine: fsm.New(fsm.Host), limit: s.opts.MaxRounds}}
+	for name, d := range s.opts.AppDescriptions {
+		h.pc.Apps = append(h.pc.Apps, prompts.App{Name: name, Description: d})
+	}
+	h.pc.RunSubtask = s.runSubtask
+	return h
+}
+
+// runSubtask is how the host's ASSIGN reaches an app agent; the outcome goes
+// on the blackboard for every later agent to see.
+func (s *Session) runSubtask(ctx context.Context, app, subtask string) memory.Note {
+	note := s.NewApp(app, subtask).Run(ctx, s.requestOf(ctx))
+	s.board.AddNote(note)
+	return note
+}
+
+// NewApp makes an app agent for a subtask. The host agent makes its own;
+// this is for callers that drive an app agent directly.
+func (s *Session) NewApp(app, subtask string) *AppAgent {
+	s.apps++
+	name := fmt.Sprintf("app:%s#%d", app, s.apps)
+	a := &AppAgent{subtask: subtask}
+	a.core = core{s: s, pc: s.newContext(strategy.Agent{Name: name, Role: fsm.App, App: app}, "", s.opts.MaxSteps), machine: fsm.New(fsm.App), limit: s.opts.MaxSteps, proc: s.appProc}
+	if p, ok := s.appProcs[app]; ok {
+		a.proc = p
+	}
+	a.pc.Subtask = subtask
+	return a
+}
+
+// Step runs the agent's next step alone and returns the state it reached.
+// Run is the usual way to drive an agent; Step is for benchmarks, debuggers
+// and evaluators that look at one step at a time.
+func (a *AppAgent) Step(ctx context.Context) (fsm.State, error) {
+	err := a.step(ctx, a.pc.Memory.Len()+1)
+	return a.machine.Current(), err
+}
+
+type requestKey struct{}
+
+func (s *Session) requestOf(ctx context.Context) string {
+	r, _ := ctx.Value(requestKey{}).(string)
+	return r
+}
+
+// Run works the subtask; request is the user's whole request, for context.
+func (a *AppAgent) Run(ctx context.Context, request string) memory.Note {
+	a.pc.Request = request
+	a.s.emit(Event{Kind: EventAgentStart, Agent: a.pc.Agent.Name, Role: fsm.App, App: a.pc.Agent.App, Subtask: a.subtask})
+	end := a.loop(ctx)
+	note := memory.Note{Subtask: a.subtask, App: a.pc.Agent.App, Status: string(end.status), Result: end.answer}
+	a.s.emit(Event{Kind: EventAgentEnd, Agent: a.pc.Agent.Name, Role: fsm.App, App: a.pc.Agent.App, Subtask: a.subtask, Note: &note, Err: end.err})
+	return note
+}
+
+func (h *HostAgent) run(ctx context.Context) *Outcome {
+	ctx = context.WithValue(ctx, requestKey{}, h.pc.Request)
+	h.s.emit(Event{Kind: EventAgentStart, Agent: "host", Role: fsm.Host})
+	end := h.loop(ctx)
+	out := &Outcome{Status: end.status, Answer: end.answer, Cancelled: end.cancelled, Rounds: h.pc.Memory.Len(), Err: end.err}
+	h.s.emit(Event{Kind: EventAgentEnd, Agent: "host", Role: fsm.Host, Err: end.err})
+	return out
+}
+
+type ending struct {
+	status    fsm.State
+	answer    string
+	cancelled bool
+	err       error
+}
+
+// loop runs steps until the state machine reaches a final state, the step
+// budget runs out, or ctx is cancelled (checked between steps; a step's
+// commands are never cut off in the middle).
+func (c *core) loop(ctx context.Context) ending {
+	pc := c.pc
+	for step := 1; ; step++ {
+		if ctx.Err() != nil {
+			return c.stop(fsm.Fail, ending{cancelled: true, answer: fmt.Sprintf("cancelled after %d steps: %v", step-1, context.Cause(ctx))})
+		}
+		if step > c.limit {
+			what := "steps"
+			if pc.Agent.Role == fsm.Host {
+				what = "rounds"
+			}
+			return c.stop(fsm.Fail, ending{answer: fmt.Sprintf("stopped: reached the limit of %d %s without finishing", c.limit, what)})
+		}
+		if err := c.step(ctx, step); err != nil {
+			if ctx.Err() != nil {
+				return c.stop(fsm.Fail, ending{cancelled: true, answer: fmt.Sprintf("cancelled during step %d: %v", step, context.Cause(ctx))})
+			}
+			return c.stop(fsm.Error, ending{answer: err.Error(), err: err})
+		}
+		switch pc.Status {
+		case fsm.Finish, fsm.Fail:
+			return ending{status: pc.Status, answer: c.answer()}
+		case fsm.Pending:
+			if e, stop := c.askUser(ctx); stop {
+				return e
+			}
+		}
+	}
+}
+
+// step runs step number n through the pipeline and moves the state machine
+// to where the step left the agent.
+func (c *core) step(ctx context.Context, n int) error {
+	pc := c.pc
+	round := n
+	if pc.Agent.Role == fsm.App {
+		round = 0
+	}
+	pc.BeginStep(round, n)
+	start := time.Now()
+	err := c.proc.Run(ctx, pc)
+	c.s.steps++
+	c.s.usage = c.s.usage.Add(pc.Usage)
+	c.s.emit(Event{Kind: EventStep, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
+		Round: pc.Round, Step: n, To: pc.Status, Decision: pc.Decision, Commands: pc.Commands, Results: pc.Results,
+		Messages: pc.Messages, Response: pc.Response, Usage: pc.Usage, Attempts: pc.Attempts, Duration: time.Since(start),
+		Timings: pc.Timings, Errors: pc.Errors, Err: err})
+	if err != nil {
+		return err
+	}
+	if pc.Status == "" {
+		return errors.New("the step ended without a status: the pipeline needs an LLM_INTERACTION strategy that decides one")
+	}
+	for _, st := range append(pc.Visited, pc.Status) {
+		if err := c.goTo(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *core) answer() string {
+	if d := c.pc.Decision; d != nil {
+		return d.Result
+	}
+	return ""
+}
+
+func (c *core) goTo(st fsm.State) error {
+	from := c.machine.Current()
+	// The machine's own context is never the caller's: a cancelled context
+	// must not leave it half-way through a transition.
+	if err := c.machine.Go(context.Background(), st); err != nil {
+		return err
+	}
+	c.s.emit(Event{Kind: EventTransition, Agent: c.pc.Agent.Name, Role: c.pc.Agent.Role, App: c.pc.Agent.App, Step: c.pc.Step, From: from, To: st})
+	return nil
+}
+
+// stop moves the machine to a final state for a reason outside the model's
+// reply (a limit, a cancel, an error).
+func (c *core) stop(st fsm.State, e ending) ending {
+	e.status = st
+	if !c.machine.Terminal() {
+		if err := c.goTo(st); err != nil && e.err == nil {
+			e.err = err
+		}
+	}
+	return e
+}
+
+// askUser answers a PENDING step: the question goes to the user and the
+// answer to the agent's memory, or the agent fails when no one can answer.
+func (c *core) askUser(ctx context.Context) (ending, bool) {
+	q := ""
+	if d := c.pc.Decision; d != nil {
+		q = d.Comment
+		if q == "" {
+			q = d.Result
+		}
+	}
+	if c.s.opts.Asker == nil {
+		return c.stop(fsm.Fail, ending{answer: "the agent needs the user's input, but no one can answer here: " + q}), true
+	}
+	ans, err := c.s.opts.Asker.Ask(ctx, c.pc.Agent.Name, q)
+	if err != nil {
+		return c.stop(fsm.Fail, ending{answer: fmt.Sprintf("asking the user failed: %v (question: %s)", err, q)}), true
+	}
+	c.pc.Memory.AddNote("The user answered: " + ans)
+	if err := c.goTo(fsm.Continue); err != nil {
+		return c.stop(fsm.Error, ending{answer: err.Error(), err: err}), true
+	}
+	return ending{}, false
+}

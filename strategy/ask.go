@@ -1,0 +1,263 @@
+package strategy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/memory"
+	"github.com/saucerhq/saucer/prompts"
+)
+
+// askStrategy renders the agent's prompt, asks the model and turns its reply
+// into a Decision. A reply that cannot be used is sent back to the model with
+// the reason, at most Limits.MaxRetries times; after that the step FAILs with
+// the raw reply kept in the Decision.
+type askStrategy struct{}
+
+func (askStrategy) Name() string { return Ask }
+func (askStrategy) Phase() Phase { return LLMInteraction }
+
+func (askStrategy) Execute(ctx context.Context, pc *Context) error {
+	msgs, err := Conversation(pc)
+	if err != nil {
+		return err
+	}
+	req := &llm.Request{Messages: msgs, JSON: pc.Mode == ModeJSON}
+	if pc.Mode == ModeTools {
+		req.Tools = NativeTools(pc)
+	}
+	for attempt := 0; ; attempt++ {
+		pc.Messages = req.Messages
+		resp, err := complete(ctx, pc, req)
+		var reason string
+		switch {
+		case errors.Is(err, llm.ErrEmptyReply):
+			reason = "Your reply was empty."
+		case err != nil:
+			return err
+		default:
+			pc.Response = resp
+			dec, perr := decide(pc, resp.Message)
+			if perr == nil {
+				pc.Decision = dec
+				pc.Status = dec.Status
+				return nil
+			}
+			reason = perr.Error()
+		}
+		if attempt >= pc.Limits.MaxRetries {
+			raw := ""
+			if pc.Response != nil {
+				raw = pc.Response.Message.Content
+			}
+			pc.Decision = &Decision{Status: fsm.Fail, Thought: raw,
+				Result: fmt.Sprintf("the model's reply could not be used after %d attempts: %s", attempt+1, reason)}
+			pc.Status = fsm.Fail
+			return nil
+		}
+		next := append([]llm.Message(nil), req.Messages...)
+		if resp != nil && pc.Mode == ModeJSON {
+			next = append(next, llm.Assistant(resp.Message.Content))
+		}
+		next = append(next, llm.User(reason+" "+reaskHint(pc)))
+		req = &llm.Request{Messages: next, Tools: req.Tools, JSON: req.JSON}
+	}
+}
+
+func reaskHint(pc *Context) string {
+	if pc.Mode == ModeJSON {
+		return "Reply again with exactly one JSON object in the required format."
+	}
+	if pc.Agent.Role == fsm.Host {
+		return "Call " + prompts.AssignTool + ", " + prompts.FinishTool + " or " + prompts.FailTool + "."
+	}
+	return "Call one of your tools, or " + prompts.FinishTool + " or " + prompts.FailTool + "."
+}
+
+// complete asks the model, retrying provider errors that may pass.
+func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response, error) {
+	wait := pc.Limits.RetryBackoff
+	if wait <= 0 {
+		wait = time.Second
+	}
+	for try := 0; ; try++ {
+		var resp *llm.Response
+		var err error
+		if pc.OnChunk != nil {
+			resp, err = pc.Model.Stream(ctx, req, pc.OnChunk)
+		} else {
+			resp, err = pc.Model.Complete(ctx, req)
+		}
+		pc.Attempts++
+		if err == nil {
+			pc.Usage = pc.Usage.Add(resp.Usage)
+			if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 {
+				return resp, llm.ErrEmptyReply
+			}
+			return resp, nil
+		}
+		if !llm.Retryable(err) || try >= pc.Limits.MaxRetries {
+			return nil, fmt.Errorf("asking the model: %w", err)
+		}
+		d := wait << try
+		var le *llm.Error
+		if errors.As(err, &le) && le.RetryAfter > d {
+			d = le.RetryAfter
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("asking the model: %w (gave up waiting to retry: %v)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// Conversation builds the messages for the model: the agent's system prompt
+// and first user turn, then each remembered step as the model's reply and the
+// results it produced, then this step's observations.
+func Conversation(pc *Context) ([]llm.Message, error) {
+	// The system prompt and first user turn are rendered once per agent and
+	// stay the same for its whole life, so provider prompt caches hit.
+	if pc.intro == nil {
+		intro, err := renderIntro(pc)
+		if err != nil {
+			return nil, err
+		}
+		pc.intro = intro
+	}
+	intro := pc.intro
+	msgs := append(make([]llm.Message, 0, len(intro)+3*pc.Memory.Len()+1), intro...)
+	for _, st := range pc.Memory.Steps() {
+		msgs = append(msgs, st.Reply)
+		msgs = append(msgs, resultMessages(pc, st)...)
+		for _, n := range st.Notes {
+			msgs = append(msgs, llm.User(n))
+		}
+	}
+	if pc.Memory.Len() > 0 && len(pc.Observations) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Observations at step %d:\n", pc.Step)
+		for _, o := range pc.Observations {
+			fmt.Fprintf(&b, "## %s\n%s\n", o.Name, o.Content)
+		}
+		msgs = append(msgs, llm.User(b.String()))
+	}
+	return msgs, nil
+}
+
+func renderIntro(pc *Context) ([]llm.Message, error) {
+	var sysName, userName string
+	var data any
+	notes := promptNotes(pc.Board)
+	if pc.Agent.Role == fsm.Host {
+		sysName, userName = "host_system", "host_user"
+		data = prompts.HostData{Request: pc.Request, Device: pc.Device, Apps: pc.Apps, Notes: notes, Mode: string(pc.Mode), Round: pc.Round, MaxRounds: pc.MaxSteps}
+	} else {
+		sysName, userName = "app_system", "app_user"
+		data = prompts.AppData{Request: pc.Request, Subtask: pc.Subtask, App: pc.Agent.App, Tools: pc.Tools, Device: pc.Device,
+			Observations: pc.Observations, Notes: notes, Mode: string(pc.Mode), Step: pc.Step, MaxSteps: pc.MaxSteps}
+	}
+	sys, err := pc.Prompts.Render(sysName, data)
+	if err != nil {
+		return nil, err
+	}
+	user, err := pc.Prompts.Render(userName, data)
+	if err != nil {
+		return nil, err
+	}
+	return []llm.Message{llm.System(sys), llm.User(user)}, nil
+}
+
+func promptNotes(b *memory.Blackboard) []prompts.Note {
+	if b == nil {
+		return nil
+	}
+	var out []prompts.Note
+	for _, n := range b.Notes() {
+		out = append(out, prompts.Note{Subtask: n.Subtask, App: n.App, Status: n.Status, Result: n.Result})
+	}
+	return out
+}
+
+// resultMessages turns a step's results into what the model reads next: a
+// tool turn per native tool call, or one user turn listing the results.
+func resultMessages(pc *Context, st memory.Step) []llm.Message {
+	if len(st.Reply.ToolCalls) > 0 {
+		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
+		for _, call := range st.Reply.ToolCalls {
+			content := controlAck(st)
+			for i, id := range st.CallIDs {
+				if id == call.ID && i < len(st.Results) {
+					content = ResultText(st.Results[i], pc.Limits.MaxResultChars)
+				}
+			}
+			out = append(out, llm.ToolResult(call, content))
+		}
+		return out
+	}
+	var b strings.Builder
+	if len(st.Commands) == 0 {
+		fmt.Fprintf(&b, "Step %d ran no actions.", st.Step)
+	} else {
+		fmt.Fprintf(&b, "Results of step %d:\n", st.Step)
+		for i, c := range st.Commands {
+			text := "(no result)"
+			if i < len(st.Results) {
+				text = ResultText(st.Results[i], pc.Limits.MaxResultChars)
+			}
+			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, compactJSON(c.Parameters), text)
+		}
+	}
+	return []llm.Message{llm.User(b.String())}
+}
+
+// controlAck answers a control tool call (finish_task, fail_task) that did
+// not end the agent, which happens when an action in the same reply failed.
+func controlAck(st memory.Step) string {
+	if st.Status == string(fsm.Finish) || st.Status == string(fsm.Fail) {
+		return "ok"
+	}
+	return "not done: an action in the same reply did not succeed; check the results and continue"
+}
+
+func compactJSON(v any) string {
+	if v == nil {
+		return "{}"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// NativeTools is what the model may call in tools mode: the host's control
+// tools, or an app's tools plus finish and fail.
+func NativeTools(pc *Context) []llm.Tool {
+	var out []llm.Tool
+	if pc.Agent.Role == fsm.Host {
+		for _, c := range prompts.HostControlTools() {
+			out = append(out, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
+		}
+		return out
+	}
+	for _, t := range pc.Tools {
+		params := t.InputSchema
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	for _, c := range prompts.AppControlTools() {
+		out = append(out, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package strategy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/prompts"
+)
+
+// discoverStrategy asks the device what it offers: the host agent learns the
+// device and its apps (tool namespaces), an app agent its app's tools. It
+// asks through the dispatcher, so it works the same for a remote device, and
+// only once per agent: the answers are kept in the context.
+type discoverStrategy struct{}
+
+func (discoverStrategy) Name() string { return Discover }
+func (discoverStrategy) Phase() Phase { return DataCollection }
+
+func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
+	if pc.Tools != nil {
+		return nil
+	}
+	params := map[string]any{}
+	if pc.Agent.Role == fsm.App {
+		params["namespace"] = pc.Agent.App
+	}
+	cmds := []command.Command{{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: params}}
+	if pc.Agent.Role == fsm.Host {
+		cmds = append(cmds, command.Command{ToolName: command.GetDeviceInfo, ToolType: command.DataCollection})
+	}
+	results := pc.Dispatcher.Execute(ctx, cmds)
+	if len(results) != len(cmds) {
+		return fmt.Errorf("discover: the dispatcher returned %d results for %d commands", len(results), len(cmds))
+	}
+	if !results[0].OK() {
+		return fmt.Errorf("discover: the device could not list its tools: %s", results[0].Error)
+	}
+	var tools []command.ToolInfo
+	if err := json.Unmarshal(results[0].Result, &tools); err != nil {
+		return fmt.Errorf("discover: the device's tool list is not a list of tool infos: %w", err)
+	}
+	if tools == nil {
+		tools = []command.ToolInfo{}
+	}
+	pc.Tools = tools
+	if pc.Agent.Role == fsm.App && len(tools) == 0 {
+		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.Agent.App)
+	}
+	if pc.Agent.Role == fsm.Host {
+		if results[1].OK() {
+			if err := json.Unmarshal(results[1].Result, &pc.Device); err != nil {
+				return fmt.Errorf("discover: device info: %w", err)
+			}
+		}
+		pc.Apps = groupApps(tools, pc.Apps)
+	}
+	return nil
+}
+
+// groupApps groups tools by namespace, keeping descriptions the agent was
+// configured with.
+func groupApps(tools []command.ToolInfo, known []prompts.App) []prompts.App {
+	desc := map[string]string{}
+	for _, a := range known {
+		desc[a.Name] = a.Description
+	}
+	byName := map[string]*prompts.App{}
+	var names []string
+	for _, t := range tools {
+		a, ok := byName[t.Namespace]
+		if !ok {
+			a = &prompts.App{Name: t.Namespace, Description: desc[t.Namespace]}
+			byName[t.Namespace] = a
+			names = append(names, t.Namespace)
+		}
+		a.Tools = append(a.Tools, t)
+	}
+	sort.Strings(names)
+	apps := make([]prompts.App, 0, len(names))
+	for _, n := range names {
+		apps = append(apps, *byName[n])
+	}
+	return apps
+}
+
+// observeStrategy runs configured data-collection commands each step, in
+// parallel, and hands their results to the prompt as observations.
+//
+//	- name: observe
+//	  params:
+//	    commands:
+//	      - tool: list_dir
+//	        arguments: {path: "."}
+type observeStrategy struct {
+	cmds []command.Command
+}
+
+func newObserve(params map[string]any) (Strategy, error) {
+	raw, err := json.Marshal(params["commands"])
+	if err != nil {
+		return nil, err
+	}
+	var specs []struct {
+		Tool      string         `json:"tool"`
+		Namespace string         `json:"namespace"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if err := json.Unmarshal(raw, &specs); err != nil || len(specs) == 0 {
+		return nil, fmt.Errorf("observe needs params.commands: a list of {tool, namespace?, arguments?}")
+	}
+	s := observeStrategy{}
+	for i, c := range specs {
+		if c.Tool == "" {
+			return nil, fmt.Errorf("observe: command #%d has no tool", i+1)
+		}
+		s.cmds = append(s.cmds, command.Command{ToolName: c.Tool, Namespace: c.Namespace, Parameters: c.Arguments, ToolType: command.DataCollection})
+	}
+	return s, nil
+}
+
+func (observeStrategy) Name() string { return Observe }
+func (observeStrategy) Phase() Phase { return DataCollection }
+
+func (s observeStrategy) Execute(ctx context.Context, pc *Context) error {
+	obs := make([]prompts.Observation, len(s.cmds))
+	var wg sync.WaitGroup
+	for i, c := range s.cmds {
+		if c.Namespace == "" {
+			c.Namespace = pc.Agent.App
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// One command per call: observations are independent, so one
+			// failing must not skip the others.
+			r := pc.Dispatcher.Execute(ctx, []command.Command{c})
+			obs[i] = prompts.Observation{Name: c.String(), Content: ResultText(r[0], pc.Limits.MaxResultChars)}
+		}()
+	}
+	wg.Wait()
+	pc.Observations = append(pc.Observations, obs...)
+	return nil
+}
+
+// ResultText renders a result for the model: the payload on success, the
+// error otherwise, cut to max characters (0: no cap) with the cut marked.
+func ResultText(r command.Result, max int) string {
+	var b strings.Builder
+	switch r.Status {
+	case command.Success:
+		if len(r.Result) == 0 {
+			b.WriteString("success")
+		} else {
+			var s string
+			if json.Unmarshal(r.Result, &s) == nil {
+				b.WriteString(s)
+			} else {
+				b.Write(r.Result)
+			}
+		}
+	default:
+		b.WriteString(string(r.Status))
+		if r.Error != "" {
+			b.WriteString(": ")
+			b.WriteString(r.Error)
+		}
+	}
+	return truncate(b.String(), max)
+}
+
+func truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n…[truncated %d characters]", len(s)-cut)
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

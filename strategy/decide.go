@@ -1,0 +1,146 @@
+package strategy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/prompts"
+)
+
+// decide turns the model's reply into a Decision. An error means the reply
+// cannot be used; its text is sent back to the model.
+func decide(pc *Context, msg llm.Message) (*Decision, error) {
+	if pc.Mode == ModeJSON {
+		return decideJSON(pc, msg.Content)
+	}
+	return decideTools(pc, msg)
+}
+
+func decideJSON(pc *Context, content string) (*Decision, error) {
+	allowed := prompts.AppStatuses()
+	if pc.Agent.Role == fsm.Host {
+		allowed = prompts.HostStatuses()
+	}
+	r, err := prompts.ParseReply(content, allowed)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fsm.ParseState(r.Status)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decision{Observation: r.Observation, Thought: r.Thought, Status: st, Plan: r.Plan, Comment: r.Comment, Result: r.Result}
+	for _, a := range r.Actions {
+		d.Actions = append(d.Actions, checkRole(pc, Action{Function: a.Function, Arguments: a.Arguments}))
+	}
+	if pc.Agent.Role == fsm.Host && st == fsm.Assign && len(d.Actions) == 0 {
+		return nil, fmt.Errorf("status ASSIGN needs at least one %s action naming the app and the subtask", prompts.AssignTool)
+	}
+	return d, nil
+}
+
+func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
+	d := &Decision{Thought: stripThink(msg.Content)}
+	var ended fsm.State
+	for _, call := range msg.ToolCalls {
+		args, invalid := parseArguments(call.Arguments)
+		switch call.Name {
+		case prompts.FinishTool, prompts.FailTool:
+			ended = fsm.Finish
+			key := "result"
+			if call.Name == prompts.FailTool {
+				ended, key = fsm.Fail, "reason"
+			}
+			d.Result = argString(args, key)
+			if d.Result == "" && invalid != "" {
+				d.Result = strings.TrimSpace(call.Arguments)
+			}
+		default:
+			d.Actions = append(d.Actions, checkRole(pc, Action{Function: call.Name, Arguments: args, CallID: call.ID, Invalid: invalid}))
+		}
+	}
+	switch {
+	case ended != "":
+		d.Status = ended
+	case len(d.Actions) > 0 && pc.Agent.Role == fsm.Host:
+		d.Status = fsm.Assign
+	case len(d.Actions) > 0:
+		d.Status = fsm.Continue
+	case d.Thought != "":
+		// A reply in words with no tool call is the model's answer.
+		d.Status, d.Result = fsm.Finish, d.Thought
+	default:
+		return nil, fmt.Errorf("your reply had neither text nor a tool call")
+	}
+	return d, nil
+}
+
+// checkRole marks actions the agent's role may not take.
+func checkRole(pc *Context, a Action) Action {
+	if a.Invalid != "" {
+		return a
+	}
+	isAssign := a.Function == prompts.AssignTool
+	if pc.Agent.Role == fsm.Host && !isAssign {
+		a.Invalid = fmt.Sprintf("the host agent cannot run %q itself; use %s to give the work to an app", a.Function, prompts.AssignTool)
+	}
+	if pc.Agent.Role == fsm.App && isAssign {
+		a.Invalid = fmt.Sprintf("an app agent cannot call %s; do the subtask with the %s tools", prompts.AssignTool, pc.Agent.App)
+	}
+	return a
+}
+
+// parseArguments decodes a tool call's arguments, repairing what models
+// commonly get wrong. invalid says why they cannot be used.
+func parseArguments(raw string) (args map[string]any, invalid string) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || raw == "null" {
+		return map[string]any{}, ""
+	}
+	if err := json.Unmarshal([]byte(raw), &args); err == nil && args != nil {
+		return args, ""
+	}
+	fixed, err := prompts.RepairJSON(raw)
+	if err == nil {
+		if json.Unmarshal([]byte(fixed), &args) == nil && args != nil {
+			return args, ""
+		}
+	}
+	return nil, fmt.Sprintf("the arguments are not a JSON object: %q; send the arguments as one JSON object that matches the tool's input schema", cut(raw, 200))
+}
+
+func argString(args map[string]any, key string) string {
+	v, ok := args[key]
+	if !ok {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func stripThink(s string) string {
+	for {
+		i := strings.Index(s, "<think>")
+		if i < 0 {
+			return strings.TrimSpace(s)
+		}
+		j := strings.Index(s[i:], "</think>")
+		if j < 0 {
+			return strings.TrimSpace(s[:i])
+		}
+		s = s[:i] + s[i+j+len("</think>"):]
+	}
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

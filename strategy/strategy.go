@@ -1,0 +1,155 @@
+// Package strategy is the processor that moves an agent through one step:
+// DATA_COLLECTION → LLM_INTERACTION → ACTION_EXECUTION → MEMORY_UPDATE.
+//
+// Each phase runs the strategies configured for it, in order. Strategies are
+// chosen by name from a Registry, so a config file (or a user's own code)
+// decides what an agent does in each phase; middleware wraps every strategy
+// for cross-cutting work such as logging, timing and recording.
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Phase is one stage of an agent step.
+type Phase string
+
+const (
+	DataCollection  Phase = "DATA_COLLECTION"
+	LLMInteraction  Phase = "LLM_INTERACTION"
+	ActionExecution Phase = "ACTION_EXECUTION"
+	MemoryUpdate    Phase = "MEMORY_UPDATE"
+)
+
+// Phases lists the phases in the order a step runs them.
+var Phases = []Phase{DataCollection, LLMInteraction, ActionExecution, MemoryUpdate}
+
+// Strategy does one piece of an agent step.
+type Strategy interface {
+	// Name is the name the strategy is registered and configured under.
+	Name() string
+	// Phase is the phase the strategy belongs to.
+	Phase() Phase
+	// Execute does the work, reading and writing the processing context. A
+	// returned error is an infrastructure failure; what the model or a tool
+	// got wrong is data in the context, not an error.
+	Execute(ctx context.Context, pc *Context) error
+}
+
+// Func turns a function into a Strategy.
+func Func(name string, phase Phase, fn func(ctx context.Context, pc *Context) error) Strategy {
+	return funcStrategy{name, phase, fn}
+}
+
+type funcStrategy struct {
+	name  string
+	phase Phase
+	fn    func(context.Context, *Context) error
+}
+
+func (f funcStrategy) Name() string                                   { return f.name }
+func (f funcStrategy) Phase() Phase                                   { return f.phase }
+func (f funcStrategy) Execute(ctx context.Context, pc *Context) error { return f.fn(ctx, pc) }
+
+// Handler runs the strategy currently named in pc.Running.
+type Handler func(ctx context.Context, pc *Context) error
+
+// Middleware wraps every strategy run: func(next) next.
+type Middleware func(next Handler) Handler
+
+// Entry is a strategy in a processor. FailFast stops the step when the
+// strategy fails; otherwise the error is kept in pc.Errors and the step goes
+// on with the next strategy.
+type Entry struct {
+	Strategy Strategy
+	FailFast bool
+}
+
+// Processor runs a step's strategies phase by phase.
+type Processor struct {
+	phases     map[Phase][]Entry
+	middleware []Middleware
+}
+
+// NewProcessor builds a processor. Entries run in phase order, and in the
+// given order within a phase. Middleware is applied outermost first.
+func NewProcessor(entries []Entry, mw ...Middleware) (*Processor, error) {
+	p := &Processor{phases: map[Phase][]Entry{}, middleware: mw}
+	for _, e := range entries {
+		if e.Strategy == nil {
+			return nil, errors.New("strategy: nil strategy in processor")
+		}
+		ph := e.Strategy.Phase()
+		if !validPhase(ph) {
+			return nil, fmt.Errorf("strategy %q: unknown phase %q (phases: %v)", e.Strategy.Name(), ph, Phases)
+		}
+		p.phases[ph] = append(p.phases[ph], e)
+	}
+	return p, nil
+}
+
+// Entries returns the processor's strategies in the order they run.
+func (p *Processor) Entries() []Entry {
+	var out []Entry
+	for _, ph := range Phases {
+		out = append(out, p.phases[ph]...)
+	}
+	return out
+}
+
+// StepError is a fail-fast strategy's failure.
+type StepError struct {
+	Strategy string
+	Phase    Phase
+	Err      error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("%s strategy %q: %v", e.Phase, e.Strategy, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Run runs one step. It stops early, returning ctx's error, when ctx is done
+// before a strategy starts (a strategy that has started is never cut off by
+// the processor), and returns a *StepError when a fail-fast strategy fails.
+func (p *Processor) Run(ctx context.Context, pc *Context) error {
+	for _, ph := range Phases {
+		for _, e := range p.phases[ph] {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			pc.Running = e.Strategy.Name()
+			pc.Phase = ph
+			h := Handler(e.Strategy.Execute)
+			for i := len(p.middleware) - 1; i >= 0; i-- {
+				h = p.middleware[i](h)
+			}
+			start := time.Now()
+			err := h(ctx, pc)
+			pc.addTiming(ph, time.Since(start))
+			if err != nil {
+				serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}
+				if e.FailFast {
+					pc.Running = ""
+					return serr
+				}
+				pc.Errors = append(pc.Errors, serr)
+			}
+		}
+	}
+	pc.Running = ""
+	return nil
+}
+
+func validPhase(p Phase) bool {
+	for _, q := range Phases {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
