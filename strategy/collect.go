@@ -92,11 +92,11 @@ func groupApps(tools []command.ToolInfo, known []prompts.App) []prompts.App {
 // observeStrategy runs configured data-collection commands each step, in
 // parallel, and hands their results to the prompt as observations.
 //
-//	- name: observe
-//	  params:
-//	    commands:
-//	      - tool: list_dir
-//	        arguments: {path: "."}
+//   - name: observe
+//     params:
+//     commands:
+//   - tool: list_dir
+//     arguments: {path: "."}
 type observeStrategy struct {
 	cmds []command.Command
 }
