@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/saucerhq/saucer/command"
@@ -133,6 +134,10 @@ func (l *Local) run(ctx context.Context, cmd command.Command) command.Result {
 		default:
 			r = command.Failed(cmd.CallID, fmt.Sprintf("%s timed out after %s", cmd.ToolName, l.timeout))
 		}
+	}
+	if ctx.Err() != nil && r.Status != command.Success && !strings.HasPrefix(r.Error, cmd.ToolName+" timed out") {
+		// The executor noticed the deadline first; say which deadline it was.
+		r.Error = fmt.Sprintf("%s timed out after %s: %s", cmd.ToolName, l.timeout, r.Error)
 	}
 	r.CallID = cmd.CallID // an executor that loses the id must not break the pairing
 	if r.Namespace == "" {

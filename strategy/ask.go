@@ -57,7 +57,7 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 				raw = pc.Response.Message.Content
 			}
 			pc.Decision = &Decision{Status: fsm.Fail, Thought: raw,
-				Result: fmt.Sprintf("the model's reply could not be used after %d attempts: %s", attempt+1, reason)}
+				Result: fmt.Sprintf("the model's reply could not be used after %d attempts: %s Its last reply was: %q", attempt+1, reason, cut(raw, 2000))}
 			pc.Status = fsm.Fail
 			return nil
 		}

@@ -13,7 +13,9 @@ import (
 func TestDecideTools(t *testing.T) {
 	app := &Context{Agent: Agent{Role: fsm.App, App: "files"}, Mode: ModeTools}
 	host := &Context{Agent: Agent{Role: fsm.Host}, Mode: ModeTools}
-	call := func(name, args string) llm.ToolCall { return llm.ToolCall{ID: "c_" + name, Name: name, Arguments: args} }
+	call := func(name, args string) llm.ToolCall {
+		return llm.ToolCall{ID: "c_" + name, Name: name, Arguments: args}
+	}
 	cases := []struct {
 		name    string
 		pc      *Context

@@ -113,14 +113,19 @@ func (e *StepError) Error() string {
 
 func (e *StepError) Unwrap() error { return e.Err }
 
-// Run runs one step. It stops early, returning ctx's error, when ctx is done
-// before a strategy starts (a strategy that has started is never cut off by
-// the processor), and returns a *StepError when a fail-fast strategy fails.
+// Run runs one step and returns a *StepError when a fail-fast strategy
+// fails. When ctx is done before the step has acted (during data collection
+// or while asking the model) it stops and returns ctx's cause; once actions
+// may have run, the remaining phases run anyway so that what was done is
+// remembered (the dispatcher itself runs no command after a cancel). A
+// strategy that has started is never cut off by the processor.
 func (p *Processor) Run(ctx context.Context, pc *Context) error {
 	for _, ph := range Phases {
 		for _, e := range p.phases[ph] {
-			if err := ctx.Err(); err != nil {
-				return context.Cause(ctx)
+			if ph == DataCollection || ph == LLMInteraction {
+				if err := ctx.Err(); err != nil {
+					return context.Cause(ctx)
+				}
 			}
 			pc.Running = e.Strategy.Name()
 			pc.Phase = ph

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/local"
+)
+
+func newToolsCmd(g *globalFlags) *cobra.Command {
+	var workdir string
+	var schemas bool
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List the tools the device offers (what get_mcp_tools returns)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			dev, err := local.Device(cmd.Context(), cfg, workdir)
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAMESPACE\tTOOL\tTYPE\tDESCRIPTION")
+			for _, t := range dev.Tools("", "") {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.Namespace, t.Name, t.ToolType, oneLine(t.Description, 80))
+				if schemas {
+					fmt.Fprintf(w, "\t\t\t%s\n", t.InputSchema)
+				}
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().BoolVar(&schemas, "schemas", false, "print each tool's input schema")
+	return cmd
+}
+
+func newFSMCmd() *cobra.Command {
+	var mermaid bool
+	cmd := &cobra.Command{
+		Use:   "fsm",
+		Short: "Show the agents' state machines",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			if mermaid {
+				fmt.Fprint(out, fsm.MermaidAll())
+				return nil
+			}
+			for _, r := range []fsm.Role{fsm.Host, fsm.App} {
+				fmt.Fprintf(out, "%s:\n", r)
+				t := fsm.Table(r)
+				for _, s := range fsm.States(r) {
+					fmt.Fprintf(out, "  %-10s → %v\n", s, t[s])
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&mermaid, "mermaid", false, "print the diagrams as Mermaid")
+	return cmd
+}
+
+func newConfigCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the effective config (defaults, file, environment and flags; secrets redacted)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			b, err := cfg.YAML()
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+}

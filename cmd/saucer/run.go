@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/local"
+)
+
+type runFlags struct {
+	maxSteps, maxRounds int
+	workdir             string
+	yes                 bool
+	quiet               bool
+}
+
+func newRunCmd(g *globalFlags) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run \"task\"",
+		Short: "Run a task in plain language on this machine",
+		Long: "Run a task: the host agent splits it into subtasks, app agents do them with the device's tools " +
+			"(the shell and files MCP servers in local mode). Prints a line per step; exits 0 when the task " +
+			"finished, 1 when it failed, 2 on bad usage or configuration, 130 when interrupted.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTask(cmd, g, f, strings.Join(args, " "))
+		},
+	}
+	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, "steps per app agent (default from config: 20)")
+	cmd.Flags().IntVar(&f.maxRounds, "max-rounds", 0, "host agent rounds (default from config: 10)")
+	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "approve commands the agent asks to confirm, without asking")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
+	return cmd
+}
+
+func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	if f.maxSteps > 0 {
+		cfg.Agent.MaxSteps = f.maxSteps
+	}
+	if f.maxRounds > 0 {
+		cfg.Agent.MaxRounds = f.maxRounds
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dev, err := local.Device(ctx, cfg, f.workdir)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+
+	out := cmd.OutOrStdout()
+	p := &printer{w: out}
+	opts := local.Options{Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
+	if !f.quiet {
+		opts.Observer = p.event
+	}
+	sess, err := local.Session(cfg, dev, opts)
+	if err != nil {
+		return err
+	}
+	if !f.quiet {
+		fmt.Fprintf(out, "saucer: %s (%s mode) on %s\n", cfg.Model, cfg.ModeFor(cfg.Model), dev.Device().Hostname)
+	}
+	o := sess.Run(ctx, task)
+	if f.quiet {
+		fmt.Fprintln(out, o.Answer)
+	} else {
+		p.outcome(o)
+	}
+	switch {
+	case o.Cancelled:
+		return exitError{130}
+	case !o.OK():
+		return exitError{1}
+	}
+	return nil
+}
+
+// confirmer approves everything with --yes, asks on a terminal, and
+// declines when no one is there to ask.
+func confirmer(yes bool, in io.Reader, out io.Writer) confirmFunc {
+	return func(ctx context.Context, agentName string, cmds []command.Command, reason string) (bool, error) {
+		if yes {
+			fmt.Fprintf(out, "  %s asked to confirm %d command(s): approved by --yes\n", agentName, len(cmds))
+			return true, nil
+		}
+		if !isTerminal(in) {
+			fmt.Fprintf(out, "  %s asked to confirm %d command(s): declined (no terminal to ask; use --yes to approve)\n", agentName, len(cmds))
+			return false, nil
+		}
+		fmt.Fprintf(out, "  %s wants to run (%s):\n", agentName, reason)
+		for _, c := range cmds {
+			fmt.Fprintf(out, "    %s\n", c)
+		}
+		fmt.Fprint(out, "  Run them? [y/N] ")
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		return strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y"), nil
+	}
+}
+
+type confirmFunc func(ctx context.Context, agent string, cmds []command.Command, reason string) (bool, error)
+
+func (f confirmFunc) Confirm(ctx context.Context, agent string, cmds []command.Command, reason string) (bool, error) {
+	return f(ctx, agent, cmds, reason)
+}
+
+type askFunc func(ctx context.Context, agent, question string) (string, error)
+
+func (f askFunc) Ask(ctx context.Context, agent, question string) (string, error) {
+	return f(ctx, agent, question)
+}
+
+// asker asks the user on a terminal; with no terminal there is no asker, and
+// an agent that needs an answer fails with its question.
+func asker(in io.Reader, out io.Writer) agent.Asker {
+	if !isTerminal(in) {
+		return nil
+	}
+	return askFunc(func(ctx context.Context, agentName, q string) (string, error) {
+		fmt.Fprintf(out, "  %s asks: %s\n  > ", agentName, q)
+		line, err := bufio.NewReader(in).ReadString('\n')
+		return strings.TrimSpace(line), err
+	})
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,223 @@
+// Package config is Saucer's configuration: one YAML file over embedded
+// defaults that need no file for local mode, then environment overrides.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Config is the whole configuration.
+type Config struct {
+	Model     string                       `yaml:"model"`
+	Mode      string                       `yaml:"mode"`
+	Models    map[string]Model             `yaml:"models"`
+	Providers map[string]provider.Settings `yaml:"providers"`
+	Agent     Agent                        `yaml:"agent"`
+	Prompts   string                       `yaml:"prompts"`
+	Tools     Tools                        `yaml:"tools"`
+}
+
+// Model holds settings for models whose spec matches the key (a path.Match
+// pattern such as "ollama:*").
+type Model struct {
+	Mode string `yaml:"mode"`
+}
+
+// Agent bounds and shapes the agents.
+type Agent struct {
+	MaxRounds          int             `yaml:"max_rounds"`
+	MaxSteps           int             `yaml:"max_steps"`
+	MaxRetries         int             `yaml:"max_retries"`
+	RetryBackoff       Duration        `yaml:"retry_backoff"`
+	CommandTimeout     Duration        `yaml:"command_timeout"`
+	MaxResultChars     int             `yaml:"max_result_chars"`
+	ConfirmDestructive bool            `yaml:"confirm_destructive"`
+	HostStrategies     []strategy.Spec `yaml:"host_strategies"`
+	AppStrategies      []strategy.Spec `yaml:"app_strategies"`
+}
+
+// Tools configures Saucer's own MCP servers.
+type Tools struct {
+	Shell Shell `yaml:"shell"`
+	Files Files `yaml:"files"`
+}
+
+// Shell configures the shell tool.
+type Shell struct {
+	Enabled     bool     `yaml:"enabled"`
+	Description string   `yaml:"description"`
+	Timeout     Duration `yaml:"timeout"`
+	MaxOutput   int      `yaml:"max_output"`
+}
+
+// Files configures the files tool.
+type Files struct {
+	Enabled     bool     `yaml:"enabled"`
+	Description string   `yaml:"description"`
+	Roots       []string `yaml:"roots"`
+}
+
+// Duration is a time.Duration written as "30s" or "5m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (write e.g. 30s, 5m)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Default returns the embedded defaults.
+func Default() *Config {
+	c, err := parse(nil, defaultYAML, "defaults")
+	if err != nil {
+		panic("config: embedded defaults are broken: " + err.Error())
+	}
+	return c
+}
+
+// Load reads the defaults, then the file at path (if path is not empty),
+// then the environment (SAUCER_MODEL, SAUCER_MODE, SAUCER_PROMPTS).
+func Load(file string, getenv func(string) string) (*Config, error) {
+	c := Default()
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if c, err = parse(c, data, file); err != nil {
+			return nil, err
+		}
+	}
+	if getenv != nil {
+		if v := getenv("SAUCER_MODEL"); v != "" {
+			c.Model = v
+		}
+		if v := getenv("SAUCER_MODE"); v != "" {
+			c.Mode = v
+		}
+		if v := getenv("SAUCER_PROMPTS"); v != "" {
+			c.Prompts = v
+		}
+	}
+	return c, c.Validate()
+}
+
+// parse decodes YAML over base (nil: an empty Config), refusing unknown keys.
+func parse(base *Config, data []byte, name string) (*Config, error) {
+	c := &Config{}
+	if base != nil {
+		*c = *base
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config %s: %v", name, err)
+	}
+	return c, nil
+}
+
+// Validate checks values that would otherwise fail late.
+func (c *Config) Validate() error {
+	var errs []string
+	if _, _, err := provider.Describe(c.Model); err != nil {
+		errs = append(errs, fmt.Sprintf("model: %v", err))
+	}
+	if _, ok := strategy.ParseMode(c.Mode); !ok {
+		errs = append(errs, fmt.Sprintf("mode: %q is not tools or json", c.Mode))
+	}
+	for pat, m := range c.Models {
+		if _, err := path.Match(pat, ""); err != nil {
+			errs = append(errs, fmt.Sprintf("models: %q is not a valid pattern", pat))
+		}
+		if _, ok := strategy.ParseMode(m.Mode); !ok {
+			errs = append(errs, fmt.Sprintf("models.%s.mode: %q is not tools or json", pat, m.Mode))
+		}
+	}
+	a := c.Agent
+	if a.MaxRounds < 1 || a.MaxSteps < 1 {
+		errs = append(errs, "agent: max_rounds and max_steps must be at least 1")
+	}
+	if a.MaxRetries < 0 {
+		errs = append(errs, "agent.max_retries must not be negative")
+	}
+	if a.CommandTimeout.D() <= 0 {
+		errs = append(errs, "agent.command_timeout must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ModeFor says how the given model acts: the first matching models entry
+// (patterns in sorted order, exact names first), else the top-level mode.
+func (c *Config) ModeFor(model string) strategy.Mode {
+	if m, ok := c.Models[model]; ok && m.Mode != "" {
+		mode, _ := strategy.ParseMode(m.Mode)
+		return mode
+	}
+	pats := make([]string, 0, len(c.Models))
+	for p := range c.Models {
+		pats = append(pats, p)
+	}
+	sort.Strings(pats)
+	for _, p := range pats {
+		if ok, _ := path.Match(p, model); ok && c.Models[p].Mode != "" {
+			mode, _ := strategy.ParseMode(c.Models[p].Mode)
+			return mode
+		}
+	}
+	mode, _ := strategy.ParseMode(c.Mode)
+	return mode
+}
+
+// YAML renders the config with secrets redacted, for `saucer config`.
+func (c *Config) YAML() ([]byte, error) {
+	cp := *c
+	cp.Providers = map[string]provider.Settings{}
+	for k, v := range c.Providers {
+		if v.APIKey != "" {
+			v.APIKey = "[redacted]"
+		}
+		if len(v.Headers) > 0 {
+			hs := make(map[string]string, len(v.Headers))
+			for h := range v.Headers {
+				hs[h] = "[redacted]"
+			}
+			v.Headers = hs
+		}
+		cp.Providers[k] = v
+	}
+	return yaml.Marshal(&cp)
+}

@@ -1,0 +1,72 @@
+package langchain
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms/anthropic"
+)
+
+// DefaultAnthropicBaseURL is the Anthropic API root used when
+// Config.BaseURL is empty.
+const DefaultAnthropicBaseURL = "https://api.anthropic.com"
+
+// Config configures NewAnthropic.
+type Config struct {
+	// APIKey is sent as x-api-key. Required: unlike langchaingo, this
+	// package never reads it from the environment behind the caller's back.
+	APIKey string
+	// BaseURL is the API root as Anthropic's SDKs take it (and as
+	// ANTHROPIC_BASE_URL holds it), https://api.anthropic.com; a trailing
+	// /v1 is accepted too. Empty means DefaultAnthropicBaseURL.
+	BaseURL string
+	// Model is the model name, such as claude-sonnet-4-5.
+	Model string
+	// Headers are added to every request (for gateways and proxies).
+	Headers map[string]string
+	// HTTPClient sends the requests; nil means a client without its own
+	// timeout, so the caller's context alone bounds each call.
+	HTTPClient *http.Client
+}
+
+// NewAnthropic returns a Model for Anthropic's Messages API, built on
+// langchaingo's anthropic provider. It makes no network call.
+func NewAnthropic(cfg Config) (*Model, error) {
+	if cfg.APIKey == "" {
+		return nil, fmt.Errorf("anthropic: no API key given")
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, fmt.Errorf("anthropic: no model name given, e.g. claude-sonnet-4-5")
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultAnthropicBaseURL
+	}
+	// langchaingo appends /messages to a base that already ends in /v1.
+	if !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	headers := make(http.Header, len(cfg.Headers))
+	for k, v := range cfg.Headers {
+		headers.Set(k, v)
+	}
+	inner, err := anthropic.New(
+		anthropic.WithToken(cfg.APIKey),
+		anthropic.WithModel(cfg.Model),
+		anthropic.WithBaseURL(base),
+		anthropic.WithHTTPClient(&doer{client: hc, headers: headers}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	m := New(inner, "anthropic")
+	m.modelName = cfg.Model
+	m.apiKey = cfg.APIKey
+	m.onePartPerAssistantTurn = true
+	return m, nil
+}

@@ -1,0 +1,191 @@
+package langchain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+
+	"github.com/saucerhq/saucer/llm"
+)
+
+// doer is the HTTP client given to langchaingo providers built here. It
+// notes the status and Retry-After of a failed response, which langchaingo
+// folds into error text or drops.
+type doer struct {
+	client  *http.Client
+	headers http.Header
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	for k, vs := range d.headers {
+		req.Header[k] = append([]string(nil), vs...) // a copy per request
+	}
+	resp, err := d.client.Do(req)
+	if err == nil && resp.StatusCode >= 400 {
+		if meta, ok := req.Context().Value(responseMetaKey{}).(*responseMeta); ok {
+			meta.status = resp.StatusCode
+			meta.retryAfter = retryAfter(resp.Header, time.Now())
+		}
+	}
+	return resp, err
+}
+
+// responseMeta carries what the HTTP layer saw of one failed call to the
+// code that maps its error; one per call, on its context.
+type responseMeta struct {
+	status     int
+	retryAfter time.Duration
+}
+
+type responseMetaKey struct{}
+
+func withResponseMeta(ctx context.Context) (context.Context, *responseMeta) {
+	meta := &responseMeta{}
+	return context.WithValue(ctx, responseMetaKey{}, meta), meta
+}
+
+// retryAfter reads a Retry-After header in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// statusInText finds the HTTP status langchaingo providers write into their
+// error text ("API returned unexpected status code: 429: ...").
+var statusInText = regexp.MustCompile(`status(?: code)?:? (\d{3})\b`)
+
+// mapError turns a langchaingo error into an *llm.Error. The HTTP status
+// decides when it is known (from the doer, or from the error text); words in
+// the text decide otherwise. A cancellation by the caller is not the
+// provider's failure and stays an error matching context.Canceled.
+func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return fmt.Errorf("%s: request canceled: %w", m.provider, err)
+	}
+	// langchaingo starts its messages with the provider's name, which
+	// llm.Error already prints.
+	msg := strings.TrimPrefix(err.Error(), m.provider+": ")
+	out := &llm.Error{Provider: m.provider, Err: err, Message: msg, Status: meta.status}
+	if out.Status == 0 {
+		if sm := statusInText.FindStringSubmatch(err.Error()); sm != nil {
+			out.Status, _ = strconv.Atoi(sm[1])
+		}
+	}
+	var (
+		lcErr  *llms.Error
+		netErr net.Error
+		urlErr *url.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		out.Kind = llm.KindTimeout
+	case errors.Is(err, anthropic.ErrEmptyResponse):
+		out.Kind = llm.KindEmptyReply
+	case out.Status != 0:
+		out.Kind = llm.KindForStatus(out.Status)
+	case errors.As(err, &lcErr):
+		out.Kind = kindForCode(lcErr.Code)
+	default:
+		out.Kind = kindForText(err.Error())
+		if out.Kind == llm.KindUnknown && errors.As(err, &urlErr) {
+			// The request never got an answer: refused, reset, DNS.
+			out.Kind = llm.KindServer
+		}
+	}
+	// A context-length failure comes as a plain 400 ("prompt is too long").
+	if (out.Kind == llm.KindBadRequest || out.Kind == llm.KindUnknown) && isContextLength(err.Error()) {
+		out.Kind = llm.KindContextLength
+	}
+	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
+		out.RetryAfter = meta.retryAfter
+	}
+	m.scrubKey(out)
+	return out
+}
+
+func kindForCode(code llms.ErrorCode) llm.ErrorKind {
+	switch code {
+	case llms.ErrCodeAuthentication:
+		return llm.KindAuth
+	case llms.ErrCodeRateLimit, llms.ErrCodeQuotaExceeded:
+		return llm.KindRateLimit
+	case llms.ErrCodeTokenLimit:
+		return llm.KindContextLength
+	case llms.ErrCodeTimeout:
+		return llm.KindTimeout
+	case llms.ErrCodeProviderUnavailable:
+		return llm.KindServer
+	case llms.ErrCodeInvalidRequest, llms.ErrCodeResourceNotFound, llms.ErrCodeContentFilter:
+		return llm.KindBadRequest
+	}
+	return llm.KindUnknown
+}
+
+// kindForText guesses the kind from words providers use, for errors that
+// carry no status, such as an error event in the middle of a stream.
+func kindForText(s string) llm.ErrorKind {
+	s = strings.ToLower(s)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(s, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case isContextLength(s):
+		return llm.KindContextLength
+	case has("rate limit", "rate_limit", "too many requests", "resource_exhausted", "quota"):
+		return llm.KindRateLimit
+	case has("authentication", "unauthorized", "invalid api key", "invalid x-api-key", "permission", "forbidden"):
+		return llm.KindAuth
+	case has("overloaded", "internal server error", "api_error", "service unavailable", "bad gateway"):
+		return llm.KindServer
+	case has("invalid_request", "invalid request", "bad request"):
+		return llm.KindBadRequest
+	}
+	return llm.KindUnknown
+}
+
+func isContextLength(s string) bool {
+	s = strings.ToLower(s)
+	for _, w := range []string{"prompt is too long", "context length", "context window", "maximum context", "too many tokens", "input is too long"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// scrubKey keeps the API key out of error text, even if a server echoes it.
+func (m *Model) scrubKey(e *llm.Error) {
+	if len(m.apiKey) < 4 {
+		return
+	}
+	e.Message = strings.ReplaceAll(e.Message, m.apiKey, "[redacted]")
+	if e.Err != nil && strings.Contains(e.Err.Error(), m.apiKey) {
+		e.Err = errors.New(e.Message)
+	}
+}
+
+func sniffImage(data []byte) string { return http.DetectContentType(data) }

@@ -1,0 +1,178 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/saucerhq/saucer/llm"
+)
+
+// doer is the HTTP client handed to go-openai. It adds the configured
+// headers and notes the Retry-After hint of a failed response, which
+// go-openai's error types do not keep.
+type doer struct {
+	client  *http.Client
+	headers http.Header
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	for k, vs := range d.headers {
+		req.Header[k] = append([]string(nil), vs...) // a copy per request
+	}
+	resp, err := d.client.Do(req)
+	if err == nil && resp.StatusCode >= 400 {
+		if meta, ok := req.Context().Value(responseMetaKey{}).(*responseMeta); ok {
+			meta.retryAfter = retryAfter(resp.Header, time.Now())
+		}
+	}
+	return resp, err
+}
+
+// responseMeta carries what the HTTP layer learned about one call back to
+// the code that maps its error. Each call has its own, on its context, so a
+// Model stays safe for concurrent use.
+type responseMeta struct {
+	retryAfter time.Duration
+}
+
+type responseMetaKey struct{}
+
+func withResponseMeta(ctx context.Context) (context.Context, *responseMeta) {
+	meta := &responseMeta{}
+	return context.WithValue(ctx, responseMetaKey{}, meta), meta
+}
+
+// retryAfter reads the wait a server asks for: OpenAI's and Azure's
+// retry-after-ms, else the standard Retry-After in seconds or as a date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// mapError turns whatever go-openai or the HTTP stack returned into an
+// *llm.Error, except a cancellation by the caller, which is not the
+// provider's failure and stays an error that matches context.Canceled.
+func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) error {
+	var (
+		apiErr *goopenai.APIError
+		reqErr *goopenai.RequestError
+		netErr net.Error
+	)
+	out := &llm.Error{Provider: m.provider, Err: err}
+	switch {
+	case errors.As(err, &apiErr):
+		out.Status = apiErr.HTTPStatusCode
+		out.Kind = llm.KindForStatus(apiErr.HTTPStatusCode)
+		out.Message = apiErr.Message
+		if code := fmt.Sprint(apiErr.Code); code != "<nil>" && code != "" {
+			out.Message += " [" + code + "]"
+		}
+		if isContextLength(apiErr.Code, apiErr.Message) {
+			out.Kind = llm.KindContextLength
+		} else if out.Kind == llm.KindUnknown {
+			// An error sent inside a stream has no HTTP status.
+			out.Kind = kindForErrorType(apiErr.Type)
+		}
+	case errors.As(err, &reqErr):
+		out.Status = reqErr.HTTPStatusCode
+		out.Kind = llm.KindForStatus(reqErr.HTTPStatusCode)
+		out.Message = strings.TrimSpace(truncate(string(reqErr.Body), 500))
+		if out.Message == "" {
+			out.Message = reqErr.HTTPStatus
+		}
+		if isContextLength(nil, out.Message) {
+			out.Kind = llm.KindContextLength
+		}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return fmt.Errorf("%s: request canceled: %w", m.provider, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		out.Kind = llm.KindTimeout
+		out.Message = "no complete reply before the deadline"
+	case errors.Is(err, goopenai.ErrReasoningModelMaxTokensDeprecated),
+		errors.Is(err, goopenai.ErrReasoningModelLimitationsOther),
+		errors.Is(err, goopenai.ErrReasoningModelLimitationsLogprobs),
+		errors.Is(err, goopenai.ErrReasoningToolsRequireResponses),
+		errors.Is(err, goopenai.ErrReasoningSamplingUnsupported),
+		errors.Is(err, goopenai.ErrReasoningEffortUnsupported),
+		errors.Is(err, goopenai.ErrChatCompletionInvalidModel):
+		// go-openai refused the request before sending it.
+		out.Kind = llm.KindBadRequest
+		out.Message = err.Error()
+	default:
+		// Connection refused, DNS failure, a broken stream: the server may
+		// well answer a second try.
+		out.Kind = llm.KindServer
+		out.Message = err.Error()
+	}
+	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
+		out.RetryAfter = meta.retryAfter
+	}
+	m.scrubKey(out)
+	return out
+}
+
+func isContextLength(code any, message string) bool {
+	if c, ok := code.(string); ok && c == "context_length_exceeded" {
+		return true
+	}
+	msg := strings.ToLower(message)
+	// OpenAI-compatible servers without OpenAI's code: vLLM says "maximum
+	// context length", llama.cpp "exceeds the available context size".
+	return strings.Contains(msg, "maximum context length") ||
+		strings.Contains(msg, "context_length_exceeded") ||
+		strings.Contains(msg, "context size") ||
+		strings.Contains(msg, "context window")
+}
+
+func kindForErrorType(typ string) llm.ErrorKind {
+	switch typ {
+	case "rate_limit_exceeded", "rate_limit_error", "tokens":
+		return llm.KindRateLimit
+	case "server_error", "overloaded_error":
+		return llm.KindServer
+	case "invalid_request_error":
+		return llm.KindBadRequest
+	case "authentication_error", "permission_error":
+		return llm.KindAuth
+	}
+	return llm.KindUnknown
+}
+
+// scrubKey makes sure the API key never reaches an error message, even when
+// a server (or a proxy) echoes it back.
+func (m *Model) scrubKey(e *llm.Error) {
+	if len(m.apiKey) < 4 {
+		return
+	}
+	e.Message = strings.ReplaceAll(e.Message, m.apiKey, "[redacted]")
+	if e.Err != nil && strings.Contains(e.Err.Error(), m.apiKey) {
+		e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), m.apiKey, "[redacted]"))
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

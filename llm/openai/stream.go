@@ -1,0 +1,125 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/saucerhq/saucer/llm"
+)
+
+// accumulator builds the complete reply from streamed chunks.
+//
+// Tool-call fragments are matched to calls by index, as OpenAI sends them,
+// but servers differ: Ollama has sent no index at all, and some servers send
+// index 0 for every one of several parallel calls. So a fragment without an
+// index extends the most recent call, and a fragment that carries an id
+// different from the call it would extend starts a new call (without ids, a
+// name does the same; see startsNewCall). Only the first fragment of a call
+// is relied on for its id and name.
+type accumulator struct {
+	text         strings.Builder
+	refusal      strings.Builder
+	calls        []llm.ToolCall
+	byIndex      map[int]int // stream index → position in calls
+	finishReason string
+	model        string
+	usage        llm.Usage
+}
+
+func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse, onChunk func(llm.Chunk)) {
+	if chunk.Model != "" {
+		a.model = chunk.Model
+	}
+	if chunk.Usage != nil {
+		a.usage = usage(chunk.Usage)
+	}
+	// Only the first choice is ever asked for (n is left at 1).
+	for _, choice := range chunk.Choices {
+		if choice.Index != 0 {
+			continue
+		}
+		d := choice.Delta
+		if d.Content != "" {
+			a.text.WriteString(d.Content)
+			if onChunk != nil {
+				onChunk(llm.Chunk{Text: d.Content})
+			}
+		}
+		a.refusal.WriteString(d.Refusal)
+		for _, tc := range d.ToolCalls {
+			a.addToolCall(tc)
+			if onChunk != nil {
+				onChunk(llm.Chunk{ToolCall: &llm.ToolCallDelta{
+					Index:     tc.Index,
+					ID:        tc.ID,
+					Name:      tc.Function.Name,
+					Arguments: tc.Function.Arguments,
+				}})
+			}
+		}
+		if choice.FinishReason != "" && choice.FinishReason != goopenai.FinishReasonNull {
+			a.finishReason = string(choice.FinishReason)
+		}
+	}
+}
+
+func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
+	pos := -1
+	if tc.Index != nil {
+		if p, ok := a.byIndex[*tc.Index]; ok {
+			pos = p
+		}
+	} else if len(a.calls) > 0 {
+		pos = len(a.calls) - 1
+	}
+	if pos >= 0 && startsNewCall(a.calls[pos], tc) {
+		pos = -1
+	}
+	if pos < 0 {
+		a.calls = append(a.calls, llm.ToolCall{})
+		pos = len(a.calls) - 1
+		if tc.Index != nil {
+			if a.byIndex == nil {
+				a.byIndex = map[int]int{}
+			}
+			a.byIndex[*tc.Index] = pos
+		}
+	}
+	call := &a.calls[pos]
+	if call.ID == "" {
+		call.ID = tc.ID
+	}
+	// The name comes whole in the first fragment; a server that repeats it
+	// in later ones must not double it.
+	if call.Name == "" {
+		call.Name = tc.Function.Name
+	}
+	call.Arguments += tc.Function.Arguments
+}
+
+// startsNewCall reports whether fragment tc begins a call other than cur,
+// the call its index (or, without one, its position) points at.
+func startsNewCall(cur llm.ToolCall, tc goopenai.ToolCall) bool {
+	if tc.ID != "" && cur.ID != "" {
+		return tc.ID != cur.ID
+	}
+	// Without ids to compare, a name marks a first fragment: another tool's
+	// name, or the same name once cur's arguments are a complete JSON value.
+	name := tc.Function.Name
+	return name != "" && cur.Name != "" && (name != cur.Name || json.Valid([]byte(cur.Arguments)))
+}
+
+func (a *accumulator) response() *llm.Response {
+	out := &llm.Response{
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: a.text.String(), ToolCalls: a.calls},
+		FinishReason: a.finishReason,
+		Model:        a.model,
+		Usage:        a.usage,
+	}
+	if out.Message.Content == "" {
+		out.Message.Content = a.refusal.String() // as in Complete
+	}
+	return out
+}

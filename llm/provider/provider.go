@@ -1,0 +1,239 @@
+// Package provider opens an llm.Model from one string, PROVIDER:MODEL, such
+// as "openai:gpt-4o", "ollama:qwen2.5" or "scripted:testdata/run.yaml", with
+// keys and endpoints taken from the config file's provider settings or, where
+// those are empty, from the environment.
+package provider
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/langchain"
+	"github.com/saucerhq/saucer/llm/openai"
+	"github.com/saucerhq/saucer/llm/scripted"
+)
+
+// Settings configure one provider: the config file's providers.NAME entry.
+// A non-empty field wins over the provider's environment variable.
+type Settings struct {
+	APIKey       string            `yaml:"api_key,omitempty" json:"api_key,omitempty"`
+	BaseURL      string            `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	APIVersion   string            `yaml:"api_version,omitempty" json:"api_version,omitempty"`
+	Organization string            `yaml:"organization,omitempty" json:"organization,omitempty"`
+	Headers      map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// Defaults for the providers that have a well-known endpoint.
+const (
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultOllamaHost    = "http://localhost:11434"
+)
+
+// opener builds one provider's model; name is the provider as written in
+// the spec, so errors and settings use it.
+type opener func(name, model string, s Settings, env func(string) string) (llm.Model, error)
+
+var openers = map[string]opener{
+	"openai":            openOpenAI,
+	"azure":             openAzure,
+	"ollama":            openOllama,
+	"anthropic":         openAnthropic,
+	"openai-compatible": openCompatible,
+	"vllm":              openCompatible,
+	"lmstudio":          openCompatible,
+	"scripted":          openScripted,
+}
+
+// known lists the providers for error messages, in a fixed order.
+const known = "openai, azure, ollama, anthropic, openai-compatible, vllm, lmstudio, scripted"
+
+// Describe splits spec into provider and model and checks both, without
+// opening anything. The provider is matched without regard to case; the
+// model is everything after the first colon ("ollama:qwen2.5:7b" names
+// the model "qwen2.5:7b").
+func Describe(spec string) (provider, model string, err error) {
+	p, m, ok := strings.Cut(strings.TrimSpace(spec), ":")
+	if !ok {
+		return "", "", fmt.Errorf("model %q has no provider: write PROVIDER:MODEL, e.g. openai:gpt-4o or ollama:qwen2.5 (providers: %s)", spec, known)
+	}
+	p = strings.ToLower(strings.TrimSpace(p))
+	m = strings.TrimSpace(m)
+	if _, found := openers[p]; !found {
+		return "", "", fmt.Errorf("model %q: unknown provider %q: use one of %s", spec, p, known)
+	}
+	if m == "" {
+		what := "model name"
+		if p == "scripted" {
+			what = "script path"
+		}
+		return "", "", fmt.Errorf("model %q: no %s after %q", spec, what, p+":")
+	}
+	return p, m, nil
+}
+
+// Open returns the model spec names. settings are the config file's
+// provider entries, by provider name (nil is fine); getenv reads the
+// environment (nil means os.Getenv). Nothing is sent over the network.
+func Open(spec string, settings map[string]Settings, getenv func(string) string) (llm.Model, error) {
+	p, model, err := Describe(spec)
+	if err != nil {
+		return nil, err
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return openers[p](p, model, settings[p], getenv)
+}
+
+// pick returns the setting if set, else the first non-empty environment
+// variable among names.
+func pick(setting string, env func(string) string, names ...string) string {
+	if setting != "" {
+		return setting
+	}
+	for _, n := range names {
+		if v := strings.TrimSpace(env(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func missing(provider, what, envVar, key string) error {
+	return fmt.Errorf("%s: no %s: set %s or providers.%s.%s in the config", provider, what, envVar, provider, key)
+}
+
+func openOpenAI(name, model string, s Settings, env func(string) string) (llm.Model, error) {
+	key := pick(s.APIKey, env, "OPENAI_API_KEY")
+	if key == "" {
+		return nil, missing(name, "API key", "OPENAI_API_KEY", "api_key")
+	}
+	base := pick(s.BaseURL, env, "OPENAI_BASE_URL")
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	return asModel(openai.New(openai.Config{
+		APIKey:       key,
+		BaseURL:      base,
+		Model:        model,
+		Organization: pick(s.Organization, env, "OPENAI_ORG_ID"),
+		Headers:      s.Headers,
+		ProviderName: name,
+	}))
+}
+
+func openAzure(name, model string, s Settings, env func(string) string) (llm.Model, error) {
+	key := pick(s.APIKey, env, "AZURE_OPENAI_API_KEY")
+	if key == "" {
+		return nil, missing(name, "API key", "AZURE_OPENAI_API_KEY", "api_key")
+	}
+	endpoint := pick(s.BaseURL, env, "AZURE_OPENAI_ENDPOINT")
+	if endpoint == "" {
+		return nil, missing(name, "endpoint", "AZURE_OPENAI_ENDPOINT", "base_url")
+	}
+	return asModel(openai.New(openai.Config{
+		APIKey:       key,
+		BaseURL:      endpoint,
+		Model:        model, // the deployment name
+		Azure:        true,
+		APIVersion:   pick(s.APIVersion, env, "AZURE_OPENAI_API_VERSION", "OPENAI_API_VERSION"),
+		Headers:      s.Headers,
+		ProviderName: name,
+	}))
+}
+
+func openOllama(name, model string, s Settings, env func(string) string) (llm.Model, error) {
+	host := pick(s.BaseURL, env, "OLLAMA_HOST")
+	if host == "" {
+		host = DefaultOllamaHost
+	}
+	base, err := ollamaBaseURL(host)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (set OLLAMA_HOST or providers.%s.base_url, e.g. %s)", name, err, name, DefaultOllamaHost)
+	}
+	return asModel(openai.New(openai.Config{
+		APIKey:       s.APIKey, // none unless a proxy in front wants one
+		BaseURL:      base,
+		Model:        model,
+		Headers:      s.Headers,
+		ProviderName: name,
+	}))
+}
+
+// ollamaBaseURL turns an Ollama host as OLLAMA_HOST writes it ("host",
+// "host:port", "http://host:port", maybe with a path) into the URL of its
+// OpenAI-compatible API. Like Ollama's own client it assumes http and port
+// 11434 when they are left out.
+func ollamaBaseURL(host string) (string, error) {
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("bad Ollama host %q", host)
+	}
+	if u.Port() == "" && u.Scheme == "http" {
+		u.Host = net.JoinHostPort(u.Hostname(), "11434")
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	if !strings.HasSuffix(u.Path, "/v1") {
+		u.Path += "/v1"
+	}
+	return u.String(), nil
+}
+
+func openAnthropic(name, model string, s Settings, env func(string) string) (llm.Model, error) {
+	key := pick(s.APIKey, env, "ANTHROPIC_API_KEY")
+	if key == "" {
+		return nil, missing(name, "API key", "ANTHROPIC_API_KEY", "api_key")
+	}
+	return asModel(langchain.NewAnthropic(langchain.Config{
+		APIKey:  key,
+		BaseURL: pick(s.BaseURL, env, "ANTHROPIC_BASE_URL"),
+		Model:   model,
+		Headers: s.Headers,
+	}))
+}
+
+// openCompatible opens any other OpenAI-compatible server. Its environment
+// variables are named after the provider: VLLM_BASE_URL, LMSTUDIO_API_KEY,
+// OPENAI_COMPATIBLE_BASE_URL, ...
+func openCompatible(name, model string, s Settings, env func(string) string) (llm.Model, error) {
+	prefix := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	base := pick(s.BaseURL, env, prefix+"_BASE_URL")
+	if base == "" {
+		return nil, fmt.Errorf("%s: no base URL: set %s_BASE_URL or providers.%s.base_url in the config to the server's OpenAI-compatible API, e.g. %s",
+			name, prefix, name, exampleBaseURL[name])
+	}
+	return asModel(openai.New(openai.Config{
+		APIKey:       pick(s.APIKey, env, prefix+"_API_KEY"),
+		BaseURL:      base,
+		Model:        model,
+		Organization: s.Organization,
+		Headers:      s.Headers,
+		ProviderName: name,
+	}))
+}
+
+var exampleBaseURL = map[string]string{
+	"vllm":              "http://localhost:8000/v1",
+	"lmstudio":          "http://localhost:1234/v1",
+	"openai-compatible": "http://localhost:8080/v1",
+}
+
+func openScripted(_, path string, _ Settings, _ func(string) string) (llm.Model, error) {
+	return asModel(scripted.Load(path))
+}
+
+// asModel returns m as an llm.Model, or a nil interface on error: a nil
+// *T in an interface would not compare equal to nil.
+func asModel[T llm.Model](m T, err error) (llm.Model, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
