@@ -64,7 +64,10 @@ type EventKind string
 
 const (
 	EventAgentStart EventKind = "agent_start"
-	EventStep       EventKind = "step"
+	// EventDecision comes as soon as the model's reply is understood, before
+	// anything runs; EventStep comes when the step is over.
+	EventDecision EventKind = "decision"
+	EventStep     EventKind = "step"
 	EventTransition EventKind = "transition"
 	EventAgentEnd   EventKind = "agent_end"
 )
@@ -177,7 +180,22 @@ func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Proces
 	if err != nil {
 		return nil, fmt.Errorf("agent: %s pipeline: %w", who, err)
 	}
-	return strategy.NewProcessor(entries, s.opts.Middleware...)
+	return strategy.NewProcessor(entries, append([]strategy.Middleware{s.announceDecision}, s.opts.Middleware...)...)
+}
+
+// announceDecision tells the observer what the model decided as soon as the
+// LLM_INTERACTION phase has decided it, so a live view shows the plan before
+// its (possibly long) execution.
+func (s *Session) announceDecision(next strategy.Handler) strategy.Handler {
+	return func(ctx context.Context, pc *strategy.Context) error {
+		had := pc.Decision != nil
+		err := next(ctx, pc)
+		if !had && pc.Decision != nil && pc.Phase == strategy.LLMInteraction {
+			s.emit(Event{Kind: EventDecision, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
+				Round: pc.Round, Step: pc.Step, To: pc.Decision.Status, Decision: pc.Decision, Usage: pc.Usage, Attempts: pc.Attempts})
+		}
+		return err
+	}
 }
 
 // Blackboard is the session's shared blackboard.

@@ -8,11 +8,18 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/fsm"
 )
 
 // printer writes a live line per step.
 type printer struct {
 	w io.Writer
+	// decided is the state each agent's current decision asked for.
+	decided map[string]fsm.State
+	// last is the agent whose line was printed last: when another agent's
+	// lines came between a decision and its results, the results get a
+	// header of their own.
+	last string
 }
 
 func (p *printer) event(e agent.Event) {
@@ -21,26 +28,44 @@ func (p *printer) event(e agent.Event) {
 		if e.Subtask != "" {
 			fmt.Fprintf(p.w, "→ %s: %s\n", e.Agent, e.Subtask)
 		}
+	case agent.EventDecision:
+		p.decision(e)
 	case agent.EventStep:
 		p.step(e)
 	case agent.EventAgentEnd:
+		p.last = e.Agent
 		if e.Note != nil {
 			fmt.Fprintf(p.w, "← %s %s: %s\n", e.Agent, e.Note.Status, oneLine(e.Note.Result, 160))
 		}
 	}
 }
 
+// decision prints the step's first line as soon as the model has decided:
+// agent, step, the state it asked for, and its thought.
+func (p *printer) decision(e agent.Event) {
+	if p.decided == nil {
+		p.decided = map[string]fsm.State{}
+	}
+	p.decided[e.Agent] = e.To
+	p.last = e.Agent
+	line := fmt.Sprintf("[%s step %d] %s", e.Agent, e.Step, e.To)
+	if t := e.Decision.Thought; t != "" {
+		line += "  " + oneLine(t, 120)
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// step prints what the step ran and what it cost, once it is over.
 func (p *printer) step(e agent.Event) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s step %d] %s", e.Agent, e.Step, e.To)
-	if e.Decision != nil && e.Decision.Thought != "" {
-		fmt.Fprintf(&b, "  %s", oneLine(e.Decision.Thought, 120))
+	switch {
+	case e.Decision == nil:
+		// No decision was announced (the model call failed).
+		fmt.Fprintf(&b, "[%s step %d] %s\n", e.Agent, e.Step, e.To)
+	case p.last != e.Agent:
+		fmt.Fprintf(&b, "[%s step %d] results:\n", e.Agent, e.Step)
 	}
-	fmt.Fprintf(&b, "  (tokens %d+%d", e.Usage.PromptTokens, e.Usage.CompletionTokens)
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, ", %d model calls", e.Attempts)
-	}
-	fmt.Fprintf(&b, ", %s)\n", e.Duration.Round(time.Millisecond))
+	p.last = e.Agent
 	for i, c := range e.Commands {
 		res := "not run"
 		if i < len(e.Results) {
@@ -54,6 +79,15 @@ func (p *printer) step(e agent.Event) {
 	for _, err := range e.Errors {
 		fmt.Fprintf(&b, "    warning: %v\n", err)
 	}
+	fmt.Fprintf(&b, "    tokens %d+%d", e.Usage.PromptTokens, e.Usage.CompletionTokens)
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " in %d model calls", e.Attempts)
+	}
+	fmt.Fprintf(&b, ", %s", e.Duration.Round(time.Millisecond))
+	if e.Decision != nil && e.To != p.decided[e.Agent] {
+		fmt.Fprintf(&b, ", now %s", e.To)
+	}
+	b.WriteString("\n")
 	io.WriteString(p.w, b.String())
 }
 
