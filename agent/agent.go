@@ -66,8 +66,8 @@ const (
 	EventAgentStart EventKind = "agent_start"
 	// EventDecision comes as soon as the model's reply is understood, before
 	// anything runs; EventStep comes when the step is over.
-	EventDecision EventKind = "decision"
-	EventStep     EventKind = "step"
+	EventDecision   EventKind = "decision"
+	EventStep       EventKind = "step"
 	EventTransition EventKind = "transition"
 	EventAgentEnd   EventKind = "agent_end"
 )
