@@ -34,6 +34,9 @@ type Config struct {
 	Tools     Tools                        `yaml:"tools"`
 }
 
+// ProviderSettings are one provider's key, endpoint and headers.
+type ProviderSettings = provider.Settings
+
 // Model holds settings for models whose spec matches the key (a path.Match
 // pattern such as "ollama:*").
 type Model struct {

@@ -1,0 +1,100 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "saucer.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsNeedNoFile(t *testing.T) {
+	c, err := config.Load("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "openai:gpt-4o" || c.Agent.MaxSteps != 20 || c.Agent.CommandTimeout.D() != 5*time.Minute ||
+		!c.Tools.Shell.Enabled || !c.Tools.Files.Enabled {
+		t.Errorf("defaults %+v", c)
+	}
+}
+
+func TestFileAndEnvironmentOverride(t *testing.T) {
+	p := write(t, "model: anthropic:claude-sonnet-4-5\nagent:\n  max_steps: 5\n  command_timeout: 30s\n  app_strategies:\n    - {name: discover}\n    - {name: ask, fail_fast: false}\n")
+	env := map[string]string{"SAUCER_MODE": "json"}
+	c, err := config.Load(p, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "anthropic:claude-sonnet-4-5" || c.Agent.MaxSteps != 5 || c.Agent.MaxRounds != 10 ||
+		c.Agent.CommandTimeout.D() != 30*time.Second || c.Mode != "json" {
+		t.Errorf("merged %+v", c)
+	}
+	if len(c.Agent.AppStrategies) != 2 || *c.Agent.AppStrategies[1].FailFast {
+		t.Errorf("strategies %+v", c.Agent.AppStrategies)
+	}
+	env["SAUCER_MODEL"] = "ollama:llama3"
+	c, _ = config.Load(p, func(k string) string { return env[k] })
+	if c.Model != "ollama:llama3" {
+		t.Errorf("SAUCER_MODEL ignored: %s", c.Model)
+	}
+}
+
+func TestBadConfigIsAClearError(t *testing.T) {
+	cases := map[string]string{
+		"model: gpt-4o\n":                         "PROVIDER:MODEL",
+		"mode: telepathy\n":                       "telepathy",
+		"agent: {max_stepz: 3}\n":                 "max_stepz",
+		"agent: {command_timeout: soon}\n":        "not a duration",
+		"agent: {max_steps: 0}\n":                 "max_steps",
+		"models: {\"openai:*\": {mode: smoke}}\n": "smoke",
+		"model: [1, 2\n":                          "saucer.yaml",
+	}
+	for body, want := range cases {
+		_, err := config.Load(write(t, body), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one mentioning %q", body, err, want)
+		}
+	}
+	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml"), nil); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}
+
+func TestModeFor(t *testing.T) {
+	c := config.Default()
+	if c.ModeFor("openai:gpt-4o") != strategy.ModeTools || c.ModeFor("ollama:qwen2.5") != strategy.ModeJSON {
+		t.Errorf("defaults: %s %s", c.ModeFor("openai:gpt-4o"), c.ModeFor("ollama:qwen2.5"))
+	}
+	c.Models["ollama:qwen2.5"] = config.Model{Mode: "tools"}
+	if c.ModeFor("ollama:qwen2.5") != strategy.ModeTools || c.ModeFor("ollama:llama3") != strategy.ModeJSON {
+		t.Error("an exact entry should win over a pattern")
+	}
+}
+
+func TestYAMLRedactsSecrets(t *testing.T) {
+	c := config.Default()
+	c.Providers = map[string]config.ProviderSettings{"openai": {APIKey: "sk-secret", Headers: map[string]string{"X-Token": "tok"}}}
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "tok\n") {
+		t.Errorf("secrets leaked:\n%s", out)
+	}
+	if c.Providers["openai"].APIKey != "sk-secret" || c.Providers["openai"].Headers["X-Token"] != "tok" {
+		t.Error("redacting changed the config itself")
+	}
+}
