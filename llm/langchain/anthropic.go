@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 	"github.com/tmc/langchaingo/llms/anthropic"
 )
 
@@ -59,7 +60,7 @@ func NewAnthropic(cfg Config) (*Model, error) {
 		anthropic.WithToken(cfg.APIKey),
 		anthropic.WithModel(cfg.Model),
 		anthropic.WithBaseURL(base),
-		anthropic.WithHTTPClient(&doer{client: hc, headers: headers}),
+		anthropic.WithHTTPClient(&httpmeta.Doer{Client: hc, Headers: headers}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)

@@ -10,64 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 )
-
-// doer is the HTTP client given to langchaingo providers built here. It
-// notes the status and Retry-After of a failed response, which langchaingo
-// folds into error text or drops.
-type doer struct {
-	client  *http.Client
-	headers http.Header
-}
-
-func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	for k, vs := range d.headers {
-		req.Header[k] = append([]string(nil), vs...) // a copy per request
-	}
-	resp, err := d.client.Do(req)
-	if err == nil && resp.StatusCode >= 400 {
-		if meta, ok := req.Context().Value(responseMetaKey{}).(*responseMeta); ok {
-			meta.status = resp.StatusCode
-			meta.retryAfter = retryAfter(resp.Header, time.Now())
-		}
-	}
-	return resp, err
-}
-
-// responseMeta carries what the HTTP layer saw of one failed call to the
-// code that maps its error; one per call, on its context.
-type responseMeta struct {
-	status     int
-	retryAfter time.Duration
-}
-
-type responseMetaKey struct{}
-
-func withResponseMeta(ctx context.Context) (context.Context, *responseMeta) {
-	meta := &responseMeta{}
-	return context.WithValue(ctx, responseMetaKey{}, meta), meta
-}
-
-// retryAfter reads a Retry-After header in seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 // statusInText finds the HTTP status langchaingo providers write into their
 // error text ("API returned unexpected status code: 429: ...").
@@ -77,14 +26,14 @@ var statusInText = regexp.MustCompile(`status(?: code)?:? (\d{3})\b`)
 // decides when it is known (from the doer, or from the error text); words in
 // the text decide otherwise. A cancellation by the caller is not the
 // provider's failure and stays an error matching context.Canceled.
-func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) error {
+func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return fmt.Errorf("%s: request canceled: %w", m.provider, err)
 	}
 	// langchaingo starts its messages with the provider's name, which
 	// llm.Error already prints.
 	msg := strings.TrimPrefix(err.Error(), m.provider+": ")
-	out := &llm.Error{Provider: m.provider, Err: err, Message: msg, Status: meta.status}
+	out := &llm.Error{Provider: m.provider, Err: err, Message: msg, Status: meta.Status}
 	if out.Status == 0 {
 		if sm := statusInText.FindStringSubmatch(err.Error()); sm != nil {
 			out.Status, _ = strconv.Atoi(sm[1])
@@ -116,7 +65,7 @@ func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) err
 		out.Kind = llm.KindContextLength
 	}
 	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
-		out.RetryAfter = meta.retryAfter
+		out.RetryAfter = meta.RetryAfter
 	}
 	m.scrubKey(out)
 	return out

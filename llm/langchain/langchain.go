@@ -21,6 +21,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 )
 
 // Model is an llm.Model over a langchaingo model. It is safe for concurrent
@@ -88,7 +89,7 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, stream func(cont
 	if stream != nil {
 		opts = append(opts, llms.WithStreamingFunc(stream))
 	}
-	ctx, meta := withResponseMeta(ctx)
+	ctx, meta := httpmeta.With(ctx)
 	cr, err := m.inner.GenerateContent(ctx, msgs, opts...)
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)

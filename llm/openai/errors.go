@@ -5,74 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 )
-
-// doer is the HTTP client handed to go-openai. It adds the configured
-// headers and notes the Retry-After hint of a failed response, which
-// go-openai's error types do not keep.
-type doer struct {
-	client  *http.Client
-	headers http.Header
-}
-
-func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	for k, vs := range d.headers {
-		req.Header[k] = append([]string(nil), vs...) // a copy per request
-	}
-	resp, err := d.client.Do(req)
-	if err == nil && resp.StatusCode >= 400 {
-		if meta, ok := req.Context().Value(responseMetaKey{}).(*responseMeta); ok {
-			meta.retryAfter = retryAfter(resp.Header, time.Now())
-		}
-	}
-	return resp, err
-}
-
-// responseMeta carries what the HTTP layer learned about one call back to
-// the code that maps its error. Each call has its own, on its context, so a
-// Model stays safe for concurrent use.
-type responseMeta struct {
-	retryAfter time.Duration
-}
-
-type responseMetaKey struct{}
-
-func withResponseMeta(ctx context.Context) (context.Context, *responseMeta) {
-	meta := &responseMeta{}
-	return context.WithValue(ctx, responseMetaKey{}, meta), meta
-}
-
-// retryAfter reads the wait a server asks for: OpenAI's and Azure's
-// retry-after-ms, else the standard Retry-After in seconds or as a date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 // mapError turns whatever go-openai or the HTTP stack returned into an
 // *llm.Error, except a cancellation by the caller, which is not the
 // provider's failure and stays an error that matches context.Canceled.
-func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) error {
+func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) error {
 	var (
 		apiErr *goopenai.APIError
 		reqErr *goopenai.RequestError
@@ -125,7 +69,7 @@ func (m *Model) mapError(ctx context.Context, err error, meta *responseMeta) err
 		out.Message = err.Error()
 	}
 	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
-		out.RetryAfter = meta.retryAfter
+		out.RetryAfter = meta.RetryAfter
 	}
 	m.scrubKey(out)
 	return out

@@ -18,6 +18,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 )
 
 // DefaultAzureAPIVersion is the Azure OpenAI REST API version used when
@@ -107,7 +108,7 @@ func New(cfg Config) (*Model, error) {
 	for k, v := range cfg.Headers {
 		headers.Set(k, v)
 	}
-	cc.HTTPClient = &doer{client: hc, headers: headers}
+	cc.HTTPClient = &httpmeta.Doer{Client: hc, Headers: headers}
 
 	return &Model{
 		client:   goopenai.NewClientWithConfig(cc),
@@ -123,7 +124,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, err
 	}
-	ctx, meta := withResponseMeta(ctx)
+	ctx, meta := httpmeta.With(ctx)
 	resp, err := m.client.CreateChatCompletion(ctx, creq)
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)
@@ -165,7 +166,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.C
 		return nil, err
 	}
 	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
-	ctx, meta := withResponseMeta(ctx)
+	ctx, meta := httpmeta.With(ctx)
 	stream, err := m.client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)

@@ -1,0 +1,69 @@
+// Package httpmeta is the HTTP layer shared by the providers: it adds
+// configured headers to every request and notes what a failed response said
+// (status, Retry-After) that provider SDKs fold into error text or drop, so
+// the provider can build a precise *llm.Error.
+package httpmeta
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Doer is the HTTP client handed to a provider SDK.
+type Doer struct {
+	Client  *http.Client
+	Headers http.Header
+}
+
+// Do sends the request with the configured headers and, on a failed
+// response, fills in the Meta on the request's context (see With).
+func (d *Doer) Do(req *http.Request) (*http.Response, error) {
+	for k, vs := range d.Headers {
+		req.Header[k] = append([]string(nil), vs...) // a copy per request
+	}
+	resp, err := d.Client.Do(req)
+	if err == nil && resp.StatusCode >= 400 {
+		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok {
+			meta.Status = resp.StatusCode
+			meta.RetryAfter = RetryAfter(resp.Header, time.Now())
+		}
+	}
+	return resp, err
+}
+
+// Meta is what the HTTP layer saw of one failed call. Each call has its own,
+// on its context, so a model stays safe for concurrent use.
+type Meta struct {
+	Status     int
+	RetryAfter time.Duration
+}
+
+type metaKey struct{}
+
+// With returns a context that carries a fresh Meta for one call.
+func With(ctx context.Context) (context.Context, *Meta) {
+	meta := &Meta{}
+	return context.WithValue(ctx, metaKey{}, meta), meta
+}
+
+// RetryAfter reads the wait a server asks for: OpenAI's and Azure's
+// retry-after-ms, else the standard Retry-After in seconds or as a date.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
