@@ -32,6 +32,7 @@ type Config struct {
 	Agent     Agent                        `yaml:"agent"`
 	Prompts   string                       `yaml:"prompts"`
 	Tools     Tools                        `yaml:"tools"`
+	// Sections of later features follow, one field each.
 }
 
 // ProviderSettings are one provider's key, endpoint and headers.

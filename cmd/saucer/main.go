@@ -48,8 +48,16 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.mode, "mode", "", "how the model acts: tools (native tool calls) or json")
 	root.PersistentFlags().StringVar(&g.prompts, "prompts", "", "directory of *.tmpl files overriding the built-in prompts")
 	root.AddCommand(newRunCmd(g), newToolsCmd(g), newFSMCmd(), newConfigCmd(g))
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(g))
+	}
 	return root
 }
+
+// commands are the subcommands that files of this package add for
+// themselves, in an init function, so that adding a command touches no other
+// file.
+var commands []func(*globalFlags) *cobra.Command
 
 // load reads the config and applies the global flags over it.
 func (g *globalFlags) load() (*config.Config, error) {
