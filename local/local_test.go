@@ -270,6 +270,15 @@ replies:
 	if !results[3].OK() {
 		t.Errorf("corrected call failed: %+v", results[3])
 	}
+	// History sent back to a provider never carries arguments that are not
+	// JSON (providers reject them); the result quotes what was sent.
+	for _, m := range r.model.Calls()[4].Messages {
+		for _, c := range m.ToolCalls {
+			if !json.Valid([]byte(c.Arguments)) {
+				t.Errorf("invalid arguments in history: %q", c.Arguments)
+			}
+		}
+	}
 	// Each failure reached the model as the answer to its tool call.
 	for call, want := range map[int]string{2: "read_file", 3: "path", 4: "JSON"} {
 		msgs := r.model.Calls()[call].Messages

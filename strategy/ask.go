@@ -136,7 +136,7 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 	intro := pc.intro
 	msgs := append(make([]llm.Message, 0, len(intro)+3*pc.Memory.Len()+1), intro...)
 	for _, st := range pc.Memory.Steps() {
-		msgs = append(msgs, st.Reply)
+		msgs = append(msgs, replayable(st.Reply))
 		msgs = append(msgs, resultMessages(pc, st)...)
 		for _, n := range st.Notes {
 			msgs = append(msgs, llm.User(n))
@@ -151,6 +151,26 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 		msgs = append(msgs, llm.User(b.String()))
 	}
 	return msgs, nil
+}
+
+// replayable returns the reply as it can be sent back to a provider: tool
+// call arguments that are not valid JSON (which providers reject in history)
+// become {}. The model still learns what was wrong from the call's result,
+// which quotes the arguments it sent.
+func replayable(m llm.Message) llm.Message {
+	for i, c := range m.ToolCalls {
+		if !json.Valid([]byte(c.Arguments)) {
+			calls := append([]llm.ToolCall(nil), m.ToolCalls...)
+			for j := i; j < len(calls); j++ {
+				if !json.Valid([]byte(calls[j].Arguments)) {
+					calls[j].Arguments = "{}"
+				}
+			}
+			m.ToolCalls = calls
+			break
+		}
+	}
+	return m
 }
 
 func renderIntro(pc *Context) ([]llm.Message, error) {
