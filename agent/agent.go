@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/saucerhq/saucer/command"
@@ -46,7 +47,9 @@ type Options struct {
 	Asker               Asker
 	// AppDescriptions describe apps to the host agent, by namespace.
 	AppDescriptions map[string]string
-	// Observer, when set, is told of every step and transition.
+	// Observer, when set, is told of every step and transition, and of
+	// every model call and command batch. Calls are serialized: an observer
+	// need not be safe for concurrent use.
 	Observer func(Event)
 	// OnChunk, when set, streams model replies as they arrive.
 	OnChunk func(agent string, c llm.Chunk)
@@ -70,6 +73,13 @@ const (
 	EventStep       EventKind = "step"
 	EventTransition EventKind = "transition"
 	EventAgentEnd   EventKind = "agent_end"
+	// EventModelCall reports one call to the model (re-asks and retries
+	// each make one) with its full request, its reply or error and its
+	// latency, so that a recording can answer the same calls again.
+	EventModelCall EventKind = "model_call"
+	// EventDispatch reports one batch of commands sent to the dispatcher,
+	// in any phase (discovery and observations included), with its results.
+	EventDispatch EventKind = "dispatch"
 )
 
 // Event is what an Observer is told.
@@ -94,6 +104,12 @@ type Event struct {
 	Duration time.Duration
 	Timings  map[strategy.Phase]time.Duration
 	Errors   []error
+	// Observations are what the step's data collection saw (step events).
+	Observations []prompts.Observation
+	// Request is the model call's request (model_call events); Phase is the
+	// phase a model call or a dispatch was made in.
+	Request *llm.Request
+	Phase   strategy.Phase
 	// Note is set when an app agent ends.
 	Note *memory.Note
 	Err  error
@@ -126,6 +142,9 @@ type Session struct {
 	steps    int
 	usage    llm.Usage
 	apps     int
+	// emitMu serializes observer calls: observations are collected in
+	// parallel, and each reports its dispatch.
+	emitMu sync.Mutex
 }
 
 // New checks the options and builds the strategy pipelines.
@@ -213,6 +232,8 @@ func (s *Session) Run(ctx context.Context, request string) *Outcome {
 
 func (s *Session) emit(e Event) {
 	if s.opts.Observer != nil {
+		s.emitMu.Lock()
+		defer s.emitMu.Unlock()
 		s.opts.Observer(e)
 	}
 }
@@ -226,6 +247,10 @@ func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *st
 	if s.opts.OnChunk != nil {
 		name := a.Name
 		pc.OnChunk = func(c llm.Chunk) { s.opts.OnChunk(name, c) }
+	}
+	if s.opts.Observer != nil {
+		pc.Model = observedModel{s: s, pc: pc, next: pc.Model}
+		pc.Dispatcher = observedDispatcher{s: s, pc: pc, next: pc.Dispatcher}
 	}
 	return pc
 }

@@ -156,7 +156,7 @@ func (c *core) step(ctx context.Context, n int) error {
 	c.s.emit(Event{Kind: EventStep, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
 		Round: pc.Round, Step: n, To: pc.Status, Decision: pc.Decision, Commands: pc.Commands, Results: pc.Results,
 		Messages: pc.Messages, Response: pc.Response, Usage: pc.Usage, Attempts: pc.Attempts, Duration: time.Since(start),
-		Timings: pc.Timings, Errors: pc.Errors, Err: err})
+		Timings: pc.Timings, Errors: pc.Errors, Observations: pc.Observations, Err: err})
 	if err != nil {
 		return err
 	}

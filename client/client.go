@@ -1,24 +1,27 @@
 // Package client is the device client: it connects to the device's MCP
-// servers, caches what tools they offer, and runs Commands as MCP tool
-// calls, turning every outcome, including transport failures, into a
-// command.Result.
+// servers, keeps them alive, caches what tools they offer, and runs
+// Commands as MCP tool calls, turning every outcome, including transport
+// failures, into a command.Result.
 //
-// Each MCP server is one namespace (an "app" for the host agent). For now
-// the servers run in the same process; stdio and streamable HTTP servers
-// will join them behind the same Client.
+// Each MCP server is one namespace (an "app" for the host agent). A server
+// runs in the same process (Server.MCP), as a child process over stdio
+// (Server.Command) or behind a streamable HTTP endpoint (Server.URL).
+// External servers are supervised: initialised under a timeout, pinged,
+// restarted with backoff when they die, refreshed when their tool list
+// changes, and stopped with their whole process group on Close.
 package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -30,12 +33,30 @@ import (
 // draft one.
 const ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // "2025-11-25"
 
-// DefaultCallTimeout bounds one tool call when Options.CallTimeout is zero.
-// It is longer than the limits of Saucer's own tools, so that those report
-// their own, more informative timeouts first.
-const DefaultCallTimeout = 15 * time.Minute
+// Defaults for the zero Options and Server fields.
+const (
+	// DefaultCallTimeout bounds one tool call. It is longer than the limits
+	// of Saucer's own tools, so that those report their own, more
+	// informative timeouts first.
+	DefaultCallTimeout = 15 * time.Minute
+	// DefaultInitTimeout bounds starting a server, initialize and the first
+	// tools/list. npx may install a package first, hence the margin.
+	DefaultInitTimeout = 60 * time.Second
+	// DefaultPingInterval is how often an external server is pinged.
+	DefaultPingInterval = 30 * time.Second
+	// DefaultMinBackoff and DefaultMaxBackoff bound the wait before a dead
+	// server is started again; the wait doubles after each failed start.
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultMaxResultBytes is the largest tool result passed on.
+	DefaultMaxResultBytes = 4 << 20
+	// DefaultMaxMessageBytes is the longest line read from a stdio server;
+	// a longer one is dropped (and named in the call's error).
+	DefaultMaxMessageBytes = 32 << 20
+)
 
-// Server is one MCP server the client serves tools from.
+// Server is one MCP server the client serves tools from. Exactly one of MCP,
+// Command and URL says where it is.
 type Server struct {
 	// Namespace names the server's tools for routing and for the agents;
 	// it must be unique within a Client.
@@ -46,9 +67,60 @@ type Server struct {
 	// empty each tool's type follows its annotations: readOnlyHint true
 	// makes it data_collection, anything else action.
 	ToolType command.ToolType
-	// MCP is the in-process server.
+
+	// MCP is an in-process server.
 	MCP *server.MCPServer
+
+	// Command starts a stdio server: Command with Args, in Dir (default:
+	// the process's directory), with Env (KEY=VALUE) added to the
+	// inherited environment.
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+
+	// URL is a streamable HTTP endpoint; Headers go with every request.
+	URL     string
+	Headers map[string]string
+
+	// Allow, when not empty, keeps only the tools whose names match one of
+	// its patterns (path.Match syntax: *, ?, [a-z]); Deny then removes the
+	// tools that match one of its patterns. Filtered tools are invisible:
+	// calling one is an unknown tool.
+	Allow, Deny []string
+	// Risks sets the risk class of the tools whose names match a pattern,
+	// over what their annotations say. The first matching pattern in
+	// sorted order wins.
+	Risks map[string]Risk
+
+	// InitTimeout bounds start, initialize and the first listing; zero
+	// means DefaultInitTimeout.
+	InitTimeout time.Duration
+	// CallTimeout bounds each call to this server; zero means
+	// Options.CallTimeout. ToolTimeouts does the same per tool name.
+	CallTimeout  time.Duration
+	ToolTimeouts map[string]time.Duration
 }
+
+// Kind says where a server runs: "builtin", "stdio" or "http".
+func (s Server) Kind() string {
+	switch {
+	case s.MCP != nil:
+		return KindBuiltin
+	case s.Command != "":
+		return KindStdio
+	case s.URL != "":
+		return KindHTTP
+	}
+	return ""
+}
+
+// Server kinds.
+const (
+	KindBuiltin = "builtin"
+	KindStdio   = "stdio"
+	KindHTTP    = "http"
+)
 
 // Options configures a Client. The zero value is usable.
 type Options struct {
@@ -56,6 +128,67 @@ type Options struct {
 	Device command.DeviceInfo
 	// CallTimeout bounds each tool call; zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// Logger receives the servers' lifecycle, their stderr (at debug
+	// level) and policy violations; nil means slog.Default().
+	Logger *slog.Logger
+	// PingInterval is how often external servers are pinged; zero means
+	// DefaultPingInterval, a negative value turns pinging off.
+	PingInterval time.Duration
+	// MinBackoff and MaxBackoff bound the wait before restarting a dead
+	// server; zero means the defaults.
+	MinBackoff, MaxBackoff time.Duration
+	// RequireAll makes New fail when an external server does not start.
+	// Without it New returns a Client whose dead servers are retried in the
+	// background and whose calls to them fail fast with the reason.
+	RequireAll bool
+	// Forbid lists risk classes whose tools may not run: a call to one is
+	// a failure Result, logged. The tools stay visible, with their class.
+	Forbid []Risk
+	// MaxResultBytes is the largest tool result passed on; a larger one is
+	// a failure Result. Zero means DefaultMaxResultBytes.
+	MaxResultBytes int
+	// MaxMessageBytes is the longest line read from a stdio server; zero
+	// means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// Screenshot, if set, captures the display for the built-in screenshot
+	// command (PNG bytes). When nil, a display is detected and captured
+	// with a system tool; a device without a display does not declare
+	// screenshot at all.
+	Screenshot func(ctx context.Context) ([]byte, error)
+}
+
+func (o Options) withDefaults() Options {
+	if reflect.ValueOf(o.Device).IsZero() {
+		o.Device = DetectDevice()
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Screenshot == nil {
+		o.Screenshot = systemScreenshot()
+	}
+	return o
 }
 
 // Namespace summarises one server for the host agent.
@@ -66,202 +199,172 @@ type Namespace struct {
 }
 
 // Client runs Commands against a set of MCP servers. It is safe for
-// concurrent use; its tool list is fixed when New returns.
+// concurrent use. Its tool list follows the servers: it changes when a
+// server reports a changed list or is restarted.
 type Client struct {
-	device      command.DeviceInfo
-	callTimeout time.Duration
-	conns       []*connection // in the order given to New
-	byNamespace map[string]*connection
-	tools       []command.ToolInfo // sorted by namespace, then name
+	opts        Options
+	log         *slog.Logger
+	conns       []*conn // in the order given to New
+	byNamespace map[string]*conn
+	closeOnce   sync.Once
+	closeErr    error
 }
 
-// connection is one live MCP session and the tools it offers.
-type connection struct {
-	server Server
-	mcp    *mcpclient.Client
-	tools  map[string]command.ToolInfo
-}
-
-// New connects to each server, initialises the MCP session and lists its
-// tools. It fails, closing what it opened, if a namespace is empty or
-// repeated, or if a server cannot be reached or listed.
+// New connects to each server (in parallel), initialises the MCP session
+// and lists its tools. It fails, closing what it opened, if a server's
+// definition is wrong, if an in-process server cannot be listed, or, with
+// Options.RequireAll, if an external server does not start within its
+// InitTimeout. Otherwise a dead external server is reported by Status and
+// retried in the background.
 func New(ctx context.Context, servers []Server, opts Options) (*Client, error) {
-	c := &Client{
-		device:      opts.Device,
-		callTimeout: opts.CallTimeout,
-		byNamespace: make(map[string]*connection, len(servers)),
-	}
-	if reflect.ValueOf(c.device).IsZero() {
-		c.device = DetectDevice()
-	}
-	if c.callTimeout <= 0 {
-		c.callTimeout = DefaultCallTimeout
-	}
+	opts = opts.withDefaults()
+	c := &Client{opts: opts, log: opts.Logger, byNamespace: make(map[string]*conn, len(servers))}
 	for _, s := range servers {
-		conn, err := c.connect(ctx, s)
-		if err != nil {
-			c.Close()
+		if err := c.check(s); err != nil {
 			return nil, err
 		}
-		c.conns = append(c.conns, conn)
-		c.byNamespace[s.Namespace] = conn
-		for _, t := range conn.tools {
-			c.tools = append(c.tools, t)
+		cn := newConn(s, &c.opts)
+		c.conns = append(c.conns, cn)
+		c.byNamespace[s.Namespace] = cn
+	}
+	errs := make([]error, len(c.conns))
+	var wg sync.WaitGroup
+	for i, cn := range c.conns {
+		wg.Go(func() { errs[i] = cn.start(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if c.conns[i].kind == KindBuiltin || opts.RequireAll || ctx.Err() != nil {
+			c.Close()
+			return nil, fmt.Errorf("client: server %q: %w", c.conns[i].srv.Namespace, err)
 		}
 	}
-	slices.SortFunc(c.tools, func(a, b command.ToolInfo) int {
+	return c, nil
+}
+
+// check refuses server definitions that cannot work.
+func (c *Client) check(s Server) error {
+	n := 0
+	for _, set := range []bool{s.MCP != nil, s.Command != "", s.URL != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case s.Namespace == "":
+		return errors.New("client: a server has an empty namespace; give each server a unique name")
+	case c.byNamespace[s.Namespace] != nil:
+		return fmt.Errorf("client: namespace %q is used by two servers; namespaces must be unique", s.Namespace)
+	case isBuiltin(s.Namespace):
+		return fmt.Errorf("client: namespace %q is reserved for the client's built-in commands", s.Namespace)
+	case n == 0:
+		return fmt.Errorf("client: server %q has no MCP server: set one of MCP (in-process), Command (stdio) or URL (http)", s.Namespace)
+	case n > 1:
+		return fmt.Errorf("client: server %q sets more than one of MCP, Command and URL", s.Namespace)
+	case s.ToolType != "" && !s.ToolType.Valid():
+		return fmt.Errorf("client: server %q: tool type %q is neither %s nor %s", s.Namespace, s.ToolType, command.Action, command.DataCollection)
+	}
+	for pat, r := range s.Risks {
+		if !r.Valid() {
+			return fmt.Errorf("client: server %q: risk %q for %q is not one of %s", s.Namespace, r, pat, riskList())
+		}
+	}
+	for _, pats := range [][]string{s.Allow, s.Deny, mapKeys(s.Risks)} {
+		for _, p := range pats {
+			if err := checkPattern(p); err != nil {
+				return fmt.Errorf("client: server %q: %w", s.Namespace, err)
+			}
+		}
+	}
+	return nil
+}
+
+// isBuiltin reports whether name is a command the client answers itself,
+// so that no server can take it as its namespace.
+func isBuiltin(name string) bool {
+	switch name {
+	case command.GetMCPTools, command.ListTools, command.GetDeviceInfo, Describe, GetState, Screenshot:
+		return true
+	}
+	return false
+}
+
+// Tools lists the tools of one namespace ("" for all) and one type (""
+// for both), sorted by namespace, then name. The slice is the caller's.
+// A server that is not running keeps the tools it last listed.
+func (c *Client) Tools(namespace string, toolType command.ToolType) []command.ToolInfo {
+	out := []command.ToolInfo{}
+	for _, cn := range c.conns {
+		if namespace != "" && cn.srv.Namespace != namespace {
+			continue
+		}
+		for _, t := range cn.toolList() {
+			if toolType == "" || t.info.ToolType == toolType {
+				out = append(out, t.info)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b command.ToolInfo) int {
 		if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
 			return n
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return c, nil
-}
-
-func (c *Client) connect(ctx context.Context, s Server) (*connection, error) {
-	switch {
-	case s.Namespace == "":
-		return nil, errors.New("client: a server has an empty namespace; give each server a unique name")
-	case c.byNamespace[s.Namespace] != nil:
-		return nil, fmt.Errorf("client: namespace %q is used by two servers; namespaces must be unique", s.Namespace)
-	case s.MCP == nil:
-		return nil, fmt.Errorf("client: server %q has no MCP server", s.Namespace)
-	case s.ToolType != "" && !s.ToolType.Valid():
-		return nil, fmt.Errorf("client: server %q: tool type %q is neither %s nor %s", s.Namespace, s.ToolType, command.Action, command.DataCollection)
-	}
-	mc, err := mcpclient.NewInProcessClientWithOptions(s.MCP, mcpclient.WithProtocolVersion(ProtocolVersion))
-	if err != nil {
-		return nil, fmt.Errorf("client: server %q: %w", s.Namespace, err)
-	}
-	conn := &connection{server: s, mcp: mc}
-	if err := conn.open(ctx); err != nil {
-		mc.Close()
-		return nil, fmt.Errorf("client: server %q: %w", s.Namespace, err)
-	}
-	return conn, nil
-}
-
-func (conn *connection) open(ctx context.Context) error {
-	if err := conn.mcp.Start(ctx); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	_, err := conn.mcp.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: ProtocolVersion,
-		ClientInfo:      mcp.Implementation{Name: "saucer", Version: "0.1.0"},
-	}})
-	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	list, err := conn.mcp.ListTools(ctx, mcp.ListToolsRequest{}) // follows pagination
-	if err != nil {
-		return fmt.Errorf("list tools: %w", err)
-	}
-	conn.tools = make(map[string]command.ToolInfo, len(list.Tools))
-	for _, t := range list.Tools {
-		info, err := toolInfo(conn.server, t)
-		if err != nil {
-			return fmt.Errorf("tool %q: %w", t.Name, err)
-		}
-		conn.tools[t.Name] = info
-	}
-	return nil
-}
-
-// toolInfo describes an MCP tool in AIP's terms.
-func toolInfo(s Server, t mcp.Tool) (command.ToolInfo, error) {
-	toolType := s.ToolType
-	if toolType == "" {
-		toolType = command.Action
-		if ro := t.Annotations.ReadOnlyHint; ro != nil && *ro {
-			toolType = command.DataCollection
-		}
-	}
-	info := command.ToolInfo{
-		Key:         command.ToolKey(toolType, t.Name),
-		Name:        t.Name,
-		Title:       t.Title,
-		Namespace:   s.Namespace,
-		ToolType:    toolType,
-		Description: t.Description,
-	}
-	if info.Title == "" {
-		info.Title = t.Annotations.Title
-	}
-	var err error
-	if info.InputSchema, err = schemaJSON(t.RawInputSchema, t.InputSchema, t.InputSchema.Type != ""); err != nil {
-		return info, fmt.Errorf("input schema: %w", err)
-	}
-	if info.OutputSchema, err = schemaJSON(t.RawOutputSchema, t.OutputSchema, t.OutputSchema.Type != ""); err != nil {
-		return info, fmt.Errorf("output schema: %w", err)
-	}
-	if info.Annotations, err = toMap(t.Annotations); err != nil {
-		return info, fmt.Errorf("annotations: %w", err)
-	}
-	if t.Meta != nil {
-		if info.Meta, err = toMap(t.Meta); err != nil {
-			return info, fmt.Errorf("meta: %w", err)
-		}
-	}
-	return info, nil
-}
-
-func schemaJSON(raw json.RawMessage, structured any, present bool) (json.RawMessage, error) {
-	if len(raw) > 0 {
-		return raw, nil
-	}
-	if !present {
-		return nil, nil
-	}
-	return json.Marshal(structured)
-}
-
-// toMap re-encodes v as a JSON object; an empty object becomes nil.
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return m, nil
-}
-
-// Tools lists the tools of one namespace ("" for all) and one type (""
-// for both), sorted by namespace, then name. The slice is the caller's.
-func (c *Client) Tools(namespace string, toolType command.ToolType) []command.ToolInfo {
-	out := []command.ToolInfo{}
-	for _, t := range c.tools {
-		if (namespace == "" || t.Namespace == namespace) && (toolType == "" || t.ToolType == toolType) {
-			out = append(out, t)
-		}
-	}
 	return out
 }
+
+// allTools is every visible tool, for suggestions.
+func (c *Client) allTools() []command.ToolInfo { return c.Tools("", "") }
 
 // Namespaces lists the servers in the order given to New.
 func (c *Client) Namespaces() []Namespace {
 	out := make([]Namespace, 0, len(c.conns))
-	for _, conn := range c.conns {
-		out = append(out, Namespace{Name: conn.server.Namespace, Description: conn.server.Description, Tools: len(conn.tools)})
+	for _, cn := range c.conns {
+		out = append(out, Namespace{Name: cn.srv.Namespace, Description: cn.srv.Description, Tools: len(cn.toolList())})
+	}
+	return out
+}
+
+// Status reports the state of every server, in the order given to New.
+func (c *Client) Status() []ServerStatus {
+	out := make([]ServerStatus, 0, len(c.conns))
+	for _, cn := range c.conns {
+		out = append(out, cn.status())
 	}
 	return out
 }
 
 // Device describes the device the client runs on.
-func (c *Client) Device() command.DeviceInfo { return c.device }
+func (c *Client) Device() command.DeviceInfo { return c.opts.Device }
 
-// Close ends every MCP session.
+// Close stops supervising, ends every MCP session and stops every server
+// process with its whole process group. It waits for them to exit, so
+// nothing outlives it. Calling it again returns the first result.
 func (c *Client) Close() error {
-	var errs []error
-	for _, conn := range c.conns {
-		if err := conn.mcp.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", conn.server.Namespace, err))
+	c.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		errs := make([]error, len(c.conns))
+		for i, cn := range c.conns {
+			wg.Go(func() {
+				if err := cn.close(); err != nil {
+					errs[i] = fmt.Errorf("close %s: %w", cn.srv.Namespace, err)
+				}
+			})
 		}
+		wg.Wait()
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return errors.Join(errs...)
+	slices.Sort(keys)
+	return keys
 }

@@ -325,7 +325,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		{"nothing close", command.Command{ToolName: "zzzzzzzzzz"}, command.Failure, "known namespaces: shell, files, custom; get_mcp_tools lists their tools", "", ""},
 		{"unknown namespace", command.Command{ToolName: "read_file", Namespace: "paint"}, command.Failure, `unknown namespace "paint"`, "", "paint"},
 		{"missing required argument", command.Command{ToolName: "read_file"}, command.Failure, `missing required argument "path"`, "", "files"},
-		{"wrong argument type", command.Command{ToolName: "read_file", Parameters: map[string]any{"path": 5}}, command.Failure, `argument "path" must be a string, not number`, "", "files"},
+		{"wrong argument type", command.Command{ToolName: "read_file", Parameters: map[string]any{"path": 5}}, command.Failure, `invalid arguments for files.read_file: argument "path": got number, want string`, "", "files"},
 		{"tool error result", command.Command{ToolName: "always_fails"}, command.Failure, "the printer is out of paper", "", "custom"},
 		{"error without text", command.Command{ToolName: "silent_failure"}, command.Failure, "silent_failure reported an error without a message", "", "custom"},
 		{"protocol error", command.Command{ToolName: "protocol_error"}, command.Failure, "calling custom.protocol_error failed:", "", "custom"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -18,14 +19,19 @@ const noAction = "No action taken."
 
 // Execute runs one command and always returns its Result, carrying the
 // command's call id and the namespace that ran it. Nothing is returned as a
-// Go error: an unknown tool, bad arguments, a tool's own error, a transport
-// failure, a panic in an in-process tool and a timeout (Options.CallTimeout)
-// all come back as failure Results the model can read.
+// Go error: an unknown tool (with the closest names), arguments that do not
+// fit the tool's input schema (naming the argument), a tool of a forbidden
+// risk class, a dead server (with its last words), a tool's own error, a
+// transport failure, a panic in an in-process tool, a timeout (per tool,
+// per server or Options.CallTimeout) and a result over
+// Options.MaxResultBytes all come back as failure Results the model can
+// read. Progress reports go to the callback set with WithProgress.
 //
 // The built-in commands get_mcp_tools ({namespace?, tool_type?}),
-// list_tools ({tool_type?}) and get_device_info are answered by the client
-// itself, unless the command's namespace names a server that has a tool of
-// that name. An empty tool name succeeds with "No action taken.".
+// list_tools ({tool_type?}), get_device_info, describe ({namespace?}),
+// get_state and, where a display exists, screenshot are answered by the
+// client itself, unless the command's namespace names a server that has a
+// tool of that name. An empty tool name succeeds with "No action taken.".
 //
 // A tool is found by the command's namespace and name; without a namespace,
 // by name alone when exactly one server offers it. The command's tool_type
@@ -40,21 +46,27 @@ func (c *Client) execute(ctx context.Context, cmd command.Command) command.Resul
 	if cmd.ToolName == "" {
 		return withNamespace(command.Succeeded(cmd.CallID, noAction), cmd.Namespace)
 	}
-	if conn := c.byNamespace[cmd.Namespace]; conn == nil || conn.tools[cmd.ToolName].Name == "" {
-		switch cmd.ToolName {
-		case command.GetMCPTools:
-			return c.getMCPTools(cmd)
-		case command.ListTools:
-			return c.listTools(cmd)
-		case command.GetDeviceInfo:
-			return command.Succeeded(cmd.CallID, c.device)
+	if cn := c.byNamespace[cmd.Namespace]; cn == nil || cn.lookup(cmd.ToolName) == nil {
+		if r, ok := c.builtin(ctx, cmd); ok {
+			return r
 		}
 	}
-	conn, msg := c.resolve(cmd)
-	if conn == nil {
+	cn, t, msg := c.resolve(cmd)
+	if cn == nil {
 		return withNamespace(command.Failed(cmd.CallID, msg), cmd.Namespace)
 	}
-	return withNamespace(c.call(ctx, conn, cmd), conn.server.Namespace)
+	ns := cn.srv.Namespace
+	if t.schema != nil {
+		if err := validateArgs(t.schema, cmd.Parameters); err != nil {
+			return withNamespace(command.Failed(cmd.CallID, fmt.Sprintf("invalid arguments for %s.%s: %v", ns, cmd.ToolName, err)), ns)
+		}
+	}
+	if slices.Contains(c.opts.Forbid, t.risk) {
+		c.log.Warn("policy refused a command", "namespace", ns, "tool", cmd.ToolName, "risk", t.risk, "call_id", cmd.CallID)
+		return withNamespace(command.Failed(cmd.CallID, fmt.Sprintf("policy: %s.%s is a %s tool, and this device does not run %s tools",
+			ns, cmd.ToolName, t.risk, t.risk)), ns)
+	}
+	return withNamespace(c.call(ctx, cn, cmd), ns)
 }
 
 func withNamespace(r command.Result, ns string) command.Result {
@@ -109,42 +121,50 @@ func toolTypeParam(params map[string]any) (command.ToolType, error) {
 	return tt, nil
 }
 
-// resolve finds the server that runs cmd, or says why there is none.
-func (c *Client) resolve(cmd command.Command) (*connection, string) {
+// resolve finds the server and tool that run cmd, or says why there is
+// none.
+func (c *Client) resolve(cmd command.Command) (*conn, *tool, string) {
 	if cmd.Namespace != "" {
-		conn := c.byNamespace[cmd.Namespace]
-		if conn == nil {
-			return nil, fmt.Sprintf("unknown namespace %q; known namespaces: %s", cmd.Namespace, c.namespaceList())
+		cn := c.byNamespace[cmd.Namespace]
+		if cn == nil {
+			return nil, nil, fmt.Sprintf("unknown namespace %q; known namespaces: %s", cmd.Namespace, c.namespaceList())
 		}
-		if _, ok := conn.tools[cmd.ToolName]; !ok {
-			return nil, c.unknownTool(cmd.ToolName, fmt.Sprintf(" in namespace %q", cmd.Namespace))
+		t := cn.lookup(cmd.ToolName)
+		if t == nil && len(cn.toolList()) == 0 {
+			if _, err := cn.current(); err != nil {
+				return nil, nil, err.Error() // it never listed its tools: say why
+			}
 		}
-		return conn, ""
+		if t == nil {
+			return nil, nil, c.unknownTool(cmd.ToolName, fmt.Sprintf(" in namespace %q", cmd.Namespace))
+		}
+		return cn, t, ""
 	}
-	var found []*connection
-	for _, conn := range c.conns {
-		if _, ok := conn.tools[cmd.ToolName]; ok {
-			found = append(found, conn)
+	var found []*conn
+	var tools []*tool
+	for _, cn := range c.conns {
+		if t := cn.lookup(cmd.ToolName); t != nil {
+			found, tools = append(found, cn), append(tools, t)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return nil, c.unknownTool(cmd.ToolName, "")
+		return nil, nil, c.unknownTool(cmd.ToolName, "")
 	case 1:
-		return found[0], ""
+		return found[0], tools[0], ""
 	}
 	var names []string
-	for _, conn := range found {
-		names = append(names, conn.server.Namespace)
+	for _, cn := range found {
+		names = append(names, cn.srv.Namespace)
 	}
-	return nil, fmt.Sprintf("tool %q is offered by several namespaces (%s); say which one in the command's namespace",
+	return nil, nil, fmt.Sprintf("tool %q is offered by several namespaces (%s); say which one in the command's namespace",
 		cmd.ToolName, strings.Join(names, ", "))
 }
 
 func (c *Client) unknownTool(name, where string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown tool %q%s", name, where)
-	if near := closest(name, c.tools, 3); len(near) > 0 {
+	if near := closest(name, c.allTools(), 3); len(near) > 0 {
 		b.WriteString("; did you mean ")
 		for i, t := range near {
 			if i > 0 {
@@ -164,24 +184,31 @@ func (c *Client) namespaceList() string {
 		return "(none)"
 	}
 	var names []string
-	for _, conn := range c.conns {
-		names = append(names, conn.server.Namespace)
+	for _, cn := range c.conns {
+		names = append(names, cn.srv.Namespace)
 	}
 	return strings.Join(names, ", ")
 }
 
-// call runs the tool with the client's call timeout. The call runs in its
-// own goroutine so that a tool that ignores its context cannot hold the
-// caller past the timeout, and so that a panicking in-process tool becomes
-// a failure instead of bringing the device down.
-func (c *Client) call(ctx context.Context, conn *connection, cmd command.Command) command.Result {
-	ctx, cancel := context.WithTimeoutCause(ctx, c.callTimeout, errCallTimeout)
+// call runs the tool with its call timeout. The call runs in its own
+// goroutine so that a tool that ignores its context cannot hold the caller
+// past the timeout, and so that a panicking in-process tool becomes a
+// failure instead of bringing the device down.
+func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) command.Result {
+	timeout := cn.srv.timeoutFor(cmd.ToolName, c.opts.CallTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 	args := cmd.Parameters
 	if args == nil {
 		args = map[string]any{}
 	}
-	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: cmd.ToolName, Arguments: args}}
+	var onProgress func(Progress)
+	if fn := progressFrom(ctx); fn != nil {
+		onProgress = func(p Progress) {
+			p.CallID, p.Namespace, p.Tool = cmd.CallID, cn.srv.Namespace, cmd.ToolName
+			fn(p)
+		}
+	}
 	type reply struct {
 		res *mcp.CallToolResult
 		err error
@@ -193,7 +220,7 @@ func (c *Client) call(ctx context.Context, conn *connection, cmd command.Command
 				replies <- reply{err: fmt.Errorf("tool panicked: %v", p)}
 			}
 		}()
-		res, err := conn.mcp.CallTool(ctx, req)
+		res, err := cn.callTool(ctx, cmd.ToolName, args, onProgress)
 		replies <- reply{res, err}
 	}()
 	var r reply
@@ -203,30 +230,35 @@ func (c *Client) call(ctx context.Context, conn *connection, cmd command.Command
 		select {
 		case r = <-replies: // it finished just in time
 		default:
-			return command.Failed(cmd.CallID, c.interrupted(ctx, cmd))
+			return command.Failed(cmd.CallID, interrupted(ctx, cmd, timeout)+cn.lastWords())
 		}
 	}
 	if r.err != nil {
 		if ctx.Err() != nil {
-			return command.Failed(cmd.CallID, c.interrupted(ctx, cmd))
+			return command.Failed(cmd.CallID, interrupted(ctx, cmd, timeout)+cn.lastWords())
 		}
-		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: %v", conn.server.Namespace, cmd.ToolName, r.err))
+		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: %v", cn.srv.Namespace, cmd.ToolName, r.err))
 	}
 	if r.res == nil {
-		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: the server sent no result", conn.server.Namespace, cmd.ToolName))
+		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: the server sent no result", cn.srv.Namespace, cmd.ToolName))
 	}
-	return resultOf(cmd, r.res)
+	res := resultOf(cmd, r.res)
+	if n := len(res.Result); n > c.opts.MaxResultBytes {
+		return command.Failed(cmd.CallID, fmt.Sprintf("the result of %s.%s is %d bytes, over the limit of %d bytes; ask for less (a smaller range, a filter, a page)",
+			cn.srv.Namespace, cmd.ToolName, n, c.opts.MaxResultBytes))
+	}
+	return res
 }
 
 // errCallTimeout marks the client's own call timeout, to tell it from the
 // caller's deadline or cancellation.
 var errCallTimeout = errors.New("call timeout")
 
-func (c *Client) interrupted(ctx context.Context, cmd command.Command) string {
+func interrupted(ctx context.Context, cmd command.Command, timeout time.Duration) string {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errCallTimeout):
-		return fmt.Sprintf("%s timed out after %s", cmd.ToolName, c.callTimeout)
+		return fmt.Sprintf("%s timed out after %s", cmd.ToolName, timeout)
 	case errors.Is(cause, context.DeadlineExceeded):
 		return fmt.Sprintf("%s did not finish before the caller's deadline", cmd.ToolName)
 	}

@@ -63,7 +63,7 @@ func TestPinnedProtocolVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if got := c.conns[0].mcp.ProtocolVersion(); got != "2025-11-25" {
+	if got := c.conns[0].cur.mc.ProtocolVersion(); got != "2025-11-25" {
 		t.Errorf("negotiated protocol %q, want 2025-11-25", got)
 	}
 }

@@ -33,6 +33,9 @@ type Config struct {
 	Prompts   string                       `yaml:"prompts"`
 	Tools     Tools                        `yaml:"tools"`
 	// Sections of later features follow, one field each.
+	MCP    MCP    `yaml:"mcp"`
+	Record Record `yaml:"record"`
+	Remote Remote `yaml:"remote"`
 }
 
 // ProviderSettings are one provider's key, endpoint and headers.

@@ -1,5 +1,14 @@
-// Package evals will hold eval suites, their runner, checkers, metrics and
-// reports, and replay-based evaluation against recorded device sessions.
-// It is planned work (see the issue "Record every session, replay it, and
-// evaluate agents against recorded device sessions") and has no code yet.
+// Package evals evaluates agents: eval suites (YAML, see README.md and
+// suite.schema.json) of cases on recorded or live local devices, a runner
+// with parallel workers, per-trial limits and a resumable results
+// directory, checkers (final device state, tool-call sequences, final
+// answers, an LLM judge, expected failures), metrics (success rate, pass@k
+// and pass^k, step success, tokens, cost, wall time per phase, a failure
+// taxonomy), reports (JSON, JUnit XML, Markdown, a self-contained HTML
+// walkthrough) and comparisons of two runs.
+//
+// It also replays recorded sessions (Replay: recorded model replies and
+// recorded device, or a live model on the recorded device) and scores a
+// model step by step on a gold recording (EvaluateSteps, as Mind2Web
+// does). Package agentbench imports AgentBench's OS tasks as a suite.
 package evals

@@ -1,6 +1,73 @@
-// Package trajectory will hold the recorded-session format: one JSON event
-// per line (session start, steps, model requests and replies, commands,
-// results, state transitions, session end) plus content-addressed artifacts,
-// with a writer and a reader. The agent package already reports every such
-// event through agent.Options.Observer; this package will write them down.
+// Package trajectory is the recorded-session format (saucer.trajectory/v1):
+// what a session did, written down so that it can be read, replayed
+// offline and evaluated.
+//
+// # Layout
+//
+// A trajectory is a directory:
+//
+//	runs/20250102-030405-a1b2c3/
+//	  trajectory.jsonl   one JSON event per line
+//	  artifacts/         large values, named by the SHA-256 of their content
+//
+// # Events
+//
+// Every line has "seq" (1, 2, 3, ... without gaps), "time" (RFC 3339, UTC)
+// and "type"; the other fields depend on the type (event.schema.json is the
+// JSON Schema of a line, and the reader checks the same requirements):
+//
+//   - session_start (always first): "session" with the id, the format, the
+//     task, the model spec and mode, the Saucer version (which identifies
+//     the built-in prompts), the effective config as YAML with secrets
+//     redacted, the prompt override directory and its digest, the device
+//     info, the working directory and the apps.
+//   - agent_start, agent_end: an agent begins or ends; agent_end carries
+//     an app agent's "note" (status and result) or the error that ended it.
+//   - model_call: "call" with its number n, the full request (messages,
+//     tools, options), the raw response (message with tool calls, usage,
+//     finish reason, model) or the error (kind and message), and the
+//     latency. Re-asks and retries each make one.
+//   - dispatch: a batch of commands sent to the device in any phase
+//     (discovery, observations, actions, an eval's checks) with their
+//     results, the phase and the duration.
+//   - decision: the parsed reply (thought, status, actions) as soon as the
+//     model decided, before anything ran.
+//   - step: the finished step: status, decision, commands and results,
+//     observations, usage, attempts, duration, timings per phase, errors.
+//   - transition: an agent's state machine moved "from" → "to".
+//   - session_end (last when the session ended): status, answer, whether
+//     it was cancelled, rounds, steps, usage, error, duration.
+//
+// Agent names are "host", "app:<app>#<n>", and in eval trials "check" (a
+// state check's commands) and "judge" (a judge's model call).
+//
+// # Artifacts
+//
+// Values under the keys content, data, arguments, parameters and result
+// that are at least Options.ArtifactThreshold bytes long (4096 by default)
+// are moved into artifacts/<sha256>.<ext> and replaced in the line by a
+// reference:
+//
+//	{"$artifact": "sha256:<hex>", "path": "artifacts/<hex>.png",
+//	 "encoding": "base64", "media_type": "image/png", "size": 48213}
+//
+// encoding "text" stands for a string, "base64" for image data (the file is
+// the decoded image: screenshots are viewable as they are), "json" for any
+// JSON value (a tool's result). The same content is stored once, however
+// often it recurs (a system prompt sent at every step, say). The reader
+// puts every value back and checks each artifact against its digest.
+//
+// # Secrets
+//
+// A Writer redacts before anything reaches the disk, lines and artifacts
+// alike: the literal secrets it is given (API keys from the config and the
+// environment, record.redact entries) and the shapes of common keys
+// (DefaultPatterns) become [REDACTED]. Replay redacts live values the same
+// way before comparing them with recorded ones.
+//
+// # Versioning
+//
+// The format is "saucer.trajectory/v1". Additive changes (new optional
+// fields, new event types readers may skip) keep v1; anything else is v2,
+// and a reader refuses a major version it does not know.
 package trajectory

@@ -22,6 +22,8 @@ type runFlags struct {
 	workdir             string
 	yes                 bool
 	quiet               bool
+	noRecord            bool
+	runs                string
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -42,6 +44,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "approve commands the agent asks to confirm, without asking")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
+	cmd.Flags().BoolVar(&f.noRecord, "no-record", false, "do not record this run's trajectory")
+	cmd.Flags().StringVar(&f.runs, "runs", "", "directory for recorded runs (default: $SAUCER_RUNS, else record.dir from the config: runs)")
 	return cmd
 }
 
@@ -71,6 +75,13 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	if !f.quiet {
 		opts.Observer = p.event
 	}
+	rec, err := startRecording(cfg, dev, f, task, f.workdir)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		opts.Observer = chainObservers(opts.Observer, rec.Observe)
+	}
 	sess, err := local.Session(cfg, dev, opts)
 	if err != nil {
 		return err
@@ -79,6 +90,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		fmt.Fprintf(out, "saucer: %s (%s mode) on %s\n", cfg.Model, cfg.ModeFor(cfg.Model), dev.Device().Hostname)
 	}
 	o := sess.Run(ctx, task)
+	finishRecording(rec, o, cmd.ErrOrStderr())
 	if f.quiet {
 		fmt.Fprintln(out, o.Answer)
 	} else {

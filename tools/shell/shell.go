@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,12 @@ type Options struct {
 	MaxOutput int
 	// Env holds extra KEY=VALUE pairs added to the inherited environment.
 	Env []string
+	// Policy limits which commands run, where, and with which inherited
+	// environment. A refusal is an error result that starts with
+	// "policy:", logged to Logger.
+	Policy Policy
+	// Logger receives policy refusals; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -77,9 +84,27 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// New builds the shell MCP server (name "shell").
+// New builds the shell MCP server (name "shell"). It panics on a policy
+// pattern that is empty; use NewChecked to get an error instead.
 func New(opts Options) *server.MCPServer {
-	r := &runner{opts: opts.withDefaults()}
+	s, err := NewChecked(opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewChecked builds the shell MCP server, or says what is wrong with the
+// policy.
+func NewChecked(opts Options) (*server.MCPServer, error) {
+	pol, err := compilePolicy(opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{opts: opts.withDefaults(), policy: pol}
+	if r.opts.Logger == nil {
+		r.opts.Logger = slog.Default()
+	}
 	s := server.NewMCPServer("shell", "1.0.0",
 		server.WithInstructions("Runs shell commands on this device. Each call starts a fresh shell: cd and exported variables do not carry over; use cwd and env."))
 	tools.Add(s, "execute_command",
@@ -96,7 +121,7 @@ func New(opts Options) *server.MCPServer {
 			OpenWorldHint:   mcp.ToBoolPtr(true),
 		},
 		r.execute)
-	return s
+	return s, nil
 }
 
 // ExecuteInput is the input of execute_command.
@@ -161,7 +186,16 @@ func (EnvVars) JSONSchema() *jsonschema.Schema {
 	}}
 }
 
-type runner struct{ opts Options }
+type runner struct {
+	opts   Options
+	policy *compiled
+}
+
+// refuse logs a policy violation and returns it as the tool's error.
+func (r *runner) refuse(in ExecuteInput, why string) error {
+	r.opts.Logger.Warn("shell policy refused a command", "command", in.Command, "cwd", in.Cwd, "reason", why)
+	return fmt.Errorf("policy: %s", why)
+}
 
 // errTimedOut marks the command's own timeout, to tell it from the
 // caller's deadline or cancellation.
@@ -170,6 +204,9 @@ var errTimedOut = errors.New("command timeout")
 func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return ExecuteOutput{}, errors.New("command is empty")
+	}
+	if why := r.policy.checkCommand(in.Command); why != "" {
+		return ExecuteOutput{}, r.refuse(in, why)
 	}
 	timeout := r.opts.Timeout
 	if in.Timeout < 0 {
@@ -190,13 +227,16 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return ExecuteOutput{}, fmt.Errorf("cwd %s is not an existing directory", dir)
 		}
+		if why := r.policy.checkCwd(r.opts.Dir, dir); why != "" {
+			return ExecuteOutput{}, r.refuse(in, why)
+		}
 	}
 
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.opts.Shell, "-c", in.Command)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), r.opts.Env...), in.Env...)
+	cmd.Env = append(append(r.policy.environ(), r.opts.Env...), in.Env...)
 	// Own process group, so that a timeout kills what the shell started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -1,0 +1,292 @@
+package aip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Defaults of ConnOptions, from UFO's client settings.
+const (
+	// DefaultReadLimit is the largest frame read: UFO allows 100 MiB
+	// (screenshots travel as base64).
+	DefaultReadLimit = 100 << 20
+	// DefaultPingInterval is how often a WebSocket ping goes out.
+	DefaultPingInterval = 20 * time.Second
+	// DefaultDeadAfter is how long a peer may stay silent (no frame, no
+	// pong) before the connection is closed as dead.
+	DefaultDeadAfter = 180 * time.Second
+	// DefaultWriteTimeout bounds one frame's write; a write that takes
+	// longer means the peer stopped reading, and the connection is closed.
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// ConnOptions configure a Conn. Zero values mean the defaults.
+type ConnOptions struct {
+	// ReadLimit is the largest frame accepted, in bytes; a larger one
+	// closes the connection with status 1009 (message too big).
+	ReadLimit int64
+	// PingInterval is how often a ping goes out; negative disables pings.
+	PingInterval time.Duration
+	// DeadAfter closes the connection when nothing (a frame or a pong) has
+	// come for this long. It is checked at each ping.
+	DeadAfter time.Duration
+	// WriteTimeout bounds each frame's write.
+	WriteTimeout time.Duration
+}
+
+func (o ConnOptions) withDefaults() ConnOptions {
+	if o.ReadLimit == 0 {
+		o.ReadLimit = DefaultReadLimit
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = DefaultDeadAfter
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	return o
+}
+
+// ErrClosed is the cause of a Conn's context after Close.
+var ErrClosed = errors.New("aip: connection closed")
+
+// Conn is one AIP WebSocket connection. Frames go out one at a time (Send
+// is safe for concurrent use); one goroutine reads (Read). A ping loop
+// keeps the connection alive and closes it when the peer has been silent
+// for DeadAfter; pings need the concurrent reader to see their pongs.
+type Conn struct {
+	ws       *websocket.Conn
+	opts     ConnOptions
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	lastSeen atomic.Int64 // unix nanoseconds of the last frame or pong
+	// writing is a one-slot semaphore rather than a mutex so that a sender
+	// can give up waiting when its context ends.
+	writing chan struct{}
+	buf     []byte // encoding buffer, used under writing
+	// writeStart is when the write in progress began (unix ns; 0: none).
+	// keepAlive closes the connection when a write outlasts WriteTimeout,
+	// so that writes need no per-call timer.
+	writeStart atomic.Int64
+	// readMu guards bound: the context Read has tied the connection to.
+	readMu sync.Mutex
+	bound  context.Context
+}
+
+// newConn allocates the Conn before the handshake so that the pong
+// callback can refer to it.
+func newConn(opts ConnOptions) *Conn {
+	c := &Conn{opts: opts.withDefaults(), writing: make(chan struct{}, 1)}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.seen()
+	return c
+}
+
+func (c *Conn) seen() { c.lastSeen.Store(time.Now().UnixNano()) }
+
+func (c *Conn) start(ws *websocket.Conn) *Conn {
+	c.ws = ws
+	ws.SetReadLimit(c.opts.ReadLimit)
+	if c.opts.PingInterval > 0 {
+		go c.keepAlive()
+	}
+	return c
+}
+
+// Accept upgrades an HTTP request to an AIP connection. Refuse
+// unauthenticated requests before calling it: after the upgrade the only
+// way to say no is to close.
+func Accept(w http.ResponseWriter, r *http.Request, opts ConnOptions) (*Conn, error) {
+	c := newConn(opts)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OnPongReceived: func(context.Context, []byte) { c.seen() },
+	})
+	if err != nil {
+		c.cancel(err)
+		return nil, fmt.Errorf("aip: websocket upgrade: %w", err)
+	}
+	return c.start(ws), nil
+}
+
+// DialOptions configure Dial.
+type DialOptions struct {
+	ConnOptions
+	// Header is sent with the handshake (X-API-Key, for instance).
+	Header http.Header
+	// HTTPClient makes the handshake request; its transport carries TLS
+	// settings. Nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Dial opens an AIP connection to a server's WebSocket URL (ws:// or
+// wss://). On a refused handshake the HTTP response is returned with the
+// error, so that the caller can tell a 401 from a network failure.
+func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Response, error) {
+	c := newConn(opts.ConnOptions)
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient:     opts.HTTPClient,
+		HTTPHeader:     opts.Header,
+		OnPongReceived: func(context.Context, []byte) { c.seen() },
+	})
+	if err != nil {
+		c.cancel(err)
+		return nil, resp, fmt.Errorf("aip: dial %s: %w", url, err)
+	}
+	return c.start(ws), resp, nil
+}
+
+// Read reads the next frame and says whether it was text (AIP frames are
+// text; binary frames belong to file transfers). One goroutine reads.
+//
+// As with coder/websocket, a ctx that ends during the read closes the
+// connection. A read loop should Bind its context first: reads under the
+// bound context need no per-read timer.
+func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
+	c.readMu.Lock()
+	if ctx == c.bound {
+		ctx = context.Background() // Bind closes the connection when it ends
+	}
+	c.readMu.Unlock()
+	typ, b, err := c.ws.Read(ctx)
+	if err != nil {
+		c.cancel(fmt.Errorf("aip: read: %w", err))
+		return false, nil, err
+	}
+	c.seen()
+	return typ == websocket.MessageText, b, nil
+}
+
+// Bind ties the connection's life to ctx: when ctx ends, the connection
+// is closed. Bind the context of the read loop (once; a later Bind
+// replaces the binding for reads, not the closing).
+func (c *Conn) Bind(ctx context.Context) {
+	if ctx.Done() == nil {
+		return
+	}
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if c.bound == ctx {
+		return
+	}
+	c.bound = ctx
+	stop := context.AfterFunc(ctx, func() {
+		c.cancel(fmt.Errorf("aip: read: %w", context.Cause(ctx)))
+		c.ws.CloseNow()
+	})
+	context.AfterFunc(c.ctx, func() { stop() })
+}
+
+// Frame is a message that can encode itself: *ClientMessage,
+// *ServerMessage.
+type Frame interface {
+	Append(dst []byte) ([]byte, error)
+}
+
+// Send encodes f and writes it as one text frame. ctx bounds the wait for
+// the writer slot; once writing starts, the write is bounded by
+// WriteTimeout instead (a write cut short would close the connection, so a
+// caller's cancellation must not reach it).
+func (c *Conn) Send(ctx context.Context, f Frame) error {
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("aip: send: %w", context.Cause(ctx))
+	case <-c.ctx.Done():
+		return fmt.Errorf("aip: send: %w", context.Cause(c.ctx))
+	}
+	defer func() { <-c.writing }()
+	b, err := f.Append(c.buf[:0])
+	if err != nil {
+		return err
+	}
+	if cap(b) <= 1<<20 { // keep small buffers; let a screenshot's go
+		c.buf = b
+	}
+	wctx := context.Background() // keepAlive enforces WriteTimeout
+	if c.opts.PingInterval <= 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(c.ctx, c.opts.WriteTimeout)
+		defer cancel()
+	}
+	c.writeStart.Store(time.Now().UnixNano())
+	err = c.ws.Write(wctx, websocket.MessageText, b)
+	c.writeStart.Store(0)
+	if err != nil {
+		c.cancel(fmt.Errorf("aip: write: %w", err))
+		return fmt.Errorf("aip: send: %w", err)
+	}
+	return nil
+}
+
+// SendRaw writes b, which must be one encoded frame, as a text frame. It
+// serves replay tools and tests that need exact bytes on the wire.
+func (c *Conn) SendRaw(ctx context.Context, b []byte) error {
+	return c.Send(ctx, rawFrame(b))
+}
+
+type rawFrame []byte
+
+func (r rawFrame) Append(dst []byte) ([]byte, error) { return append(dst, r...), nil }
+
+// keepAlive pings every PingInterval and closes the connection when the
+// peer has been silent for DeadAfter or a write has been stuck for longer
+// than WriteTimeout (checked at each ping, so a stuck write is noticed
+// within WriteTimeout+PingInterval).
+func (c *Conn) keepAlive() {
+	t := time.NewTicker(c.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ws := c.writeStart.Load(); ws != 0 && time.Since(time.Unix(0, ws)) > c.opts.WriteTimeout {
+			c.cancel(fmt.Errorf("%w: a write took longer than %s", ErrClosed, c.opts.WriteTimeout))
+			c.ws.CloseNow()
+			return
+		}
+		if silent := time.Since(time.Unix(0, c.lastSeen.Load())); silent > c.opts.DeadAfter {
+			// A dead peer will not complete a close handshake: drop it.
+			c.cancel(fmt.Errorf("%w: no frame or pong for %s", ErrClosed, silent.Round(time.Millisecond)))
+			c.ws.CloseNow()
+			return
+		}
+		// A late pong is not an error: silence is judged by DeadAfter.
+		pctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
+		_ = c.ws.Ping(pctx)
+		cancel()
+	}
+}
+
+// Close sends a close frame with the code and reason and closes the
+// connection. It waits (at most a few seconds) for the peer's close frame,
+// which the reading goroutine receives.
+func (c *Conn) Close(code websocket.StatusCode, reason string) error {
+	err := c.ws.Close(code, reason)
+	c.cancel(fmt.Errorf("%w: %s", ErrClosed, reason))
+	return err
+}
+
+// CloseNow closes the connection without a close handshake.
+func (c *Conn) CloseNow() error {
+	c.cancel(ErrClosed)
+	return c.ws.CloseNow()
+}
+
+// Context is cancelled when the connection is closed, for whatever reason;
+// context.Cause says why.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// LastSeen is when the peer last sent a frame or a pong.
+func (c *Conn) LastSeen() time.Time { return time.Unix(0, c.lastSeen.Load()) }

@@ -1,0 +1,165 @@
+// Package aip is the Agent Interaction Protocol (AIP) that Microsoft UFO's
+// agent server and device clients speak, as Saucer speaks it: the message
+// types, their JSON codec, the validation rules, and a connection wrapper
+// over coder/websocket.
+//
+// The JSON is UFO's exactly: every field written, null where unset;
+// missing, null and unknown fields accepted on input; enum values
+// lower-case and case-sensitive. Saucer's own additions travel as extra
+// JSON fields (Lifecycle on command frames, Progress on heartbeats,
+// Namespaces in registration metadata) that UFO peers ignore.
+package aip
+
+import (
+	"time"
+
+	"github.com/saucerhq/saucer/command"
+)
+
+// Type is a frame's message type.
+type Type string
+
+// The message types. A ClientMessage may carry every type but command; a
+// ServerMessage every type but register and command_results.
+const (
+	TypeRegister           Type = "register"
+	TypeHeartbeat          Type = "heartbeat"
+	TypeTask               Type = "task"
+	TypeCommand            Type = "command"
+	TypeCommandResults     Type = "command_results"
+	TypeTaskEnd            Type = "task_end"
+	TypeError              Type = "error"
+	TypeDeviceInfoRequest  Type = "device_info_request"
+	TypeDeviceInfoResponse Type = "device_info_response"
+)
+
+// ClientTypes lists the types a client may send, ServerTypes those a server
+// may send.
+var (
+	clientTypes = map[Type]bool{TypeRegister: true, TypeHeartbeat: true, TypeTask: true, TypeCommandResults: true,
+		TypeTaskEnd: true, TypeError: true, TypeDeviceInfoRequest: true, TypeDeviceInfoResponse: true}
+	serverTypes = map[Type]bool{TypeHeartbeat: true, TypeTask: true, TypeCommand: true, TypeTaskEnd: true,
+		TypeError: true, TypeDeviceInfoRequest: true, TypeDeviceInfoResponse: true}
+)
+
+// Status is a frame's task status.
+type Status string
+
+// The statuses.
+const (
+	StatusContinue  Status = "continue"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusOK        Status = "ok"
+	StatusError     Status = "error"
+)
+
+// Valid reports whether s is one of the AIP statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusContinue, StatusCompleted, StatusFailed, StatusOK, StatusError:
+		return true
+	}
+	return false
+}
+
+// ClientType says what kind of peer registered.
+type ClientType string
+
+// The client types.
+const (
+	ClientDevice        ClientType = "device"
+	ClientConstellation ClientType = "constellation"
+)
+
+// Valid reports whether t is one of the AIP client types.
+func (t ClientType) Valid() bool { return t == ClientDevice || t == ClientConstellation }
+
+// ClientMessage is a frame from a client to the server. String fields are
+// empty where the wire has null or nothing.
+type ClientMessage struct {
+	Type       Type
+	Status     Status
+	ClientType ClientType
+	SessionID  string
+	TaskName   string
+	ClientID   string
+	TargetID   string
+	// Request is a task frame's request text.
+	Request string
+	// ActionResults are a command_results frame's results, in the order of
+	// the command frame's actions.
+	ActionResults []command.Result
+	Timestamp     string
+	RequestID     string
+	// PrevResponseID is the response_id of the command frame answered.
+	PrevResponseID string
+	Error          string
+	// Metadata is free-form: registration metadata, device info pushes.
+	Metadata map[string]any
+
+	// Progress (Saucer extension, on heartbeats) reports a command that is
+	// still running on the device.
+	Progress *Progress
+}
+
+// ServerMessage is a frame from the server to a client. String fields are
+// empty where the wire has null or nothing.
+type ServerMessage struct {
+	Type        Type
+	Status      Status
+	UserRequest string
+	AgentName   string
+	ProcessName string
+	RootName    string
+	// Actions are a command frame's commands, run in order.
+	Actions   []command.Command
+	Messages  []string
+	Error     string
+	SessionID string
+	TaskName  string
+	Timestamp string
+	// ResponseID identifies this frame; a command_results frame answers it
+	// with the same value as prev_response_id.
+	ResponseID string
+	// Result is any JSON payload (task_end, device_info_response); nil
+	// means null.
+	Result []byte
+
+	// Lifecycle (Saucer extension, on command frames) says when the
+	// commands were queued, by whom, and when they expire.
+	Lifecycle *Lifecycle
+}
+
+// Lifecycle is the durable-command information a Saucer server adds to a
+// command frame (JSON field "lifecycle"). A device must not start a command
+// after ExpiresAt.
+type Lifecycle struct {
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	QueuedBy  string    `json:"queued_by,omitempty"`
+}
+
+// Expired reports whether a command of this frame may no longer start.
+func (l *Lifecycle) Expired(now time.Time) bool {
+	return l != nil && !l.ExpiresAt.IsZero() && now.After(l.ExpiresAt)
+}
+
+// Progress is a Saucer device's report that a command is running (JSON
+// field "progress" on a heartbeat, which UFO servers simply acknowledge).
+type Progress struct {
+	ResponseID string `json:"response_id"`
+	CallID     string `json:"call_id"`
+	// State is "running".
+	State string `json:"state"`
+	// Index is the command's position in its frame.
+	Index int `json:"index"`
+	// Elapsed is how long the command has run, in milliseconds.
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// Timestamp formats t the way UFO does: ISO-8601 in UTC with microseconds
+// and an explicit offset.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000+00:00")
+}

@@ -1,0 +1,593 @@
+// Package remote is the device side of remote mode: it connects a device
+// client to an agent server over AIP, registers with the device's info,
+// sends heartbeats, runs each command frame in order and returns the
+// results, and reconnects with exponential backoff and jitter when the
+// connection drops.
+//
+// Delivery survives reconnections: results produced while disconnected
+// are queued and sent after the next registration, and a command frame
+// that arrives again (a server re-sends what it has no results for) is
+// answered from a cache of recent rounds instead of being run twice.
+//
+// It speaks plain AIP, so it also works for a UFO server; Saucer's
+// extensions (command expiry, progress reports) are extra JSON fields that
+// UFO ignores.
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// Device runs commands and describes the device; *client.Client is one.
+type Device interface {
+	Execute(ctx context.Context, cmd command.Command) command.Result
+	Device() command.DeviceInfo
+}
+
+// namespacer is what *client.Client adds: its apps, for the server's host
+// agent.
+type namespacer interface {
+	Namespaces() []client.Namespace
+}
+
+// Defaults of Options.
+const (
+	DefaultHeartbeat  = 30 * time.Second
+	DefaultMinBackoff = 250 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultRegisterTimeout bounds the wait for the server's answer to
+	// register.
+	DefaultRegisterTimeout = 15 * time.Second
+)
+
+// SkippedAfterFailure is the error of a command skipped because an earlier
+// one failed: UFO's client's exact words.
+const SkippedAfterFailure = "Skipped due to previous failure (early_exit=True)."
+
+// Options configure a Client. URL and ClientID are required.
+type Options struct {
+	// URL is the server's WebSocket endpoint, ws://HOST:PORT/ws or wss://.
+	URL string
+	// Token is the server's API key, sent as ?token= and X-API-Key.
+	Token string
+	// ClientID names this device on the server; it must be unique there.
+	ClientID string
+	// TLS configures wss:// (a custom CA in RootCAs, for instance).
+	TLS *tls.Config
+	// HTTPClient, when set, makes the handshakes (its transport wins over
+	// TLS).
+	HTTPClient *http.Client
+	// Conn sets the read limit, pings and write timeout.
+	Conn aip.ConnOptions
+	// HeartbeatInterval is how often a heartbeat goes out; while a command
+	// runs, each heartbeat reports it (Saucer's progress extension).
+	HeartbeatInterval time.Duration
+	// MinBackoff and MaxBackoff bound the wait between reconnection
+	// attempts; each failed attempt doubles it, with jitter.
+	MinBackoff, MaxBackoff time.Duration
+	// RegisterTimeout bounds the wait for the registration answer.
+	RegisterTimeout time.Duration
+	// Logf, when set, is told about connections, tasks and errors.
+	Logf func(format string, args ...any)
+}
+
+// ErrRefused is wrapped by Run's error when the server refuses the token:
+// retrying will not help.
+var ErrRefused = errors.New("the server refused the connection")
+
+// TaskEnd is how a task this device asked for (StartTask) ended.
+type TaskEnd struct {
+	SessionID string
+	// Status is completed or failed.
+	Status aip.Status
+	Result json.RawMessage
+	Error  string
+}
+
+// Client keeps one device connected to a server.
+type Client struct {
+	dev  Device
+	opts Options
+	url  string
+
+	mu     sync.Mutex
+	conn   *aip.Conn // nil while disconnected
+	up     chan struct{}
+	outbox []*aip.ClientMessage
+	rounds map[string]*roundEntry // recent command frames, by response_id
+	order  []string
+	queue  []*aip.ServerMessage // command frames waiting to run, in arrival order
+	// draining is set while a goroutine runs the queue; drainers counts
+	// them, so that Run can wait for the last.
+	draining bool
+	drainers sync.WaitGroup
+	// running cancels the round in progress, by session id.
+	running map[string]context.CancelCauseFunc
+	// current is the command in progress (nil: none).
+	current atomic.Pointer[running]
+	// task requests waiting for their acceptance, oldest first, and task
+	// ends waited for or arrived early, by session id.
+	accepts []chan string
+	ends    map[string]chan TaskEnd
+}
+
+// roundEntry remembers a command frame: its results once it has run.
+type roundEntry struct {
+	results *aip.ClientMessage
+}
+
+// recentRounds bounds the cache of answered rounds.
+const recentRounds = 1024
+
+// New checks the options; Run connects.
+func New(dev Device, opts Options) (*Client, error) {
+	if dev == nil {
+		return nil, errors.New("remote: no device")
+	}
+	if opts.ClientID == "" {
+		return nil, errors.New("remote: no client id: name this device with --id")
+	}
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws", opts.URL)
+	}
+	if opts.Token != "" {
+		q := u.Query()
+		q.Set("token", opts.Token)
+		u.RawQuery = q.Encode()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeat
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	if opts.RegisterTimeout <= 0 {
+		opts.RegisterTimeout = DefaultRegisterTimeout
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.HTTPClient == nil && opts.TLS != nil {
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
+	}
+	return &Client{dev: dev, opts: opts, url: u.String(), up: make(chan struct{}), rounds: map[string]*roundEntry{},
+		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}}, nil
+}
+
+// Run keeps the device connected until ctx ends (then it returns nil) or
+// the server refuses the token (an error wrapping ErrRefused). Lost
+// connections and refused registrations (a duplicate id whose old
+// connection the server has not yet dropped) are retried with backoff.
+func (c *Client) Run(ctx context.Context) error {
+	defer c.drainers.Wait()
+	for attempt := 0; ; attempt++ {
+		conn, err := c.connect(ctx)
+		if ctx.Err() != nil {
+			if conn != nil {
+				conn.Close(1000, "device client stopping")
+			}
+			return nil
+		}
+		if errors.Is(err, ErrRefused) {
+			return err
+		}
+		if err != nil {
+			wait := c.backoff(attempt)
+			c.opts.Logf("connect to %s failed (%v); retrying in %s", c.opts.URL, err, wait.Round(time.Millisecond))
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			continue
+		}
+		attempt = -1
+		c.serve(ctx, conn)
+		if ctx.Err() != nil {
+			conn.Close(1000, "device client stopping")
+			return nil
+		}
+		c.opts.Logf("connection lost (%v); reconnecting", context.Cause(conn.Context()))
+	}
+}
+
+// backoff is the wait before attempt n+1: MinBackoff doubled n times,
+// capped at MaxBackoff, then drawn uniformly from its upper half so that
+// devices cut off together do not come back together.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.opts.MinBackoff
+	for i := 0; i < n && d < c.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.MaxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+// connect dials and registers.
+func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
+	h := http.Header{}
+	if c.opts.Token != "" {
+		h.Set("X-API-Key", c.opts.Token)
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.opts.RegisterTimeout)
+	defer cancel()
+	conn, resp, err := aip.Dial(dctx, c.url, aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient})
+	if err != nil {
+		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			return nil, fmt.Errorf("%w (HTTP %d): check the token (--token)", ErrRefused, resp.StatusCode)
+		}
+		return nil, err
+	}
+	info := c.dev.Device()
+	info.DeviceID = c.opts.ClientID
+	meta := map[string]any{"system_info": info, "registration_time": aip.Timestamp(time.Now()), "platform": info.Platform}
+	if ns, ok := c.dev.(namespacer); ok {
+		meta["namespaces"] = ns.Namespaces()
+	}
+	reg := &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientType: aip.ClientDevice,
+		ClientID: c.opts.ClientID, Timestamp: aip.Timestamp(time.Now()), Metadata: meta}
+	if err := conn.Send(ctx, reg); err != nil {
+		conn.CloseNow()
+		return nil, err
+	}
+	// The read's context closes the connection if it expires: that is the
+	// registration timeout.
+	_, b, err := conn.Read(dctx)
+	if err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("no answer to register: %w", err)
+	}
+	m, err := aip.DecodeServer(b)
+	if err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("answer to register: %w", err)
+	}
+	if m.Status != aip.StatusOK {
+		conn.CloseNow()
+		return nil, fmt.Errorf("registration refused: %s", m.Error)
+	}
+	c.opts.Logf("registered as %s with %s", c.opts.ClientID, c.opts.URL)
+	return conn, nil
+}
+
+// serve runs one registered connection until it ends.
+func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
+	c.mu.Lock()
+	c.conn = conn
+	close(c.up)
+	queued := c.outbox
+	c.outbox = nil
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.conn = nil
+		c.up = make(chan struct{})
+		c.mu.Unlock()
+	}()
+	for _, m := range queued {
+		c.deliver(ctx, m)
+	}
+
+	go c.heartbeats(ctx, conn)
+	conn.Bind(ctx)
+	go c.read(ctx, conn)
+	// The connection ends when a read or write fails or ctx ends (its
+	// reader's context); aip.Conn then cancels its own context.
+	<-conn.Context().Done()
+}
+
+// read reads frames until the connection fails. A command frame that
+// finds no round running is run by this goroutine, after it has started a
+// successor to go on reading (pings, cancellations): the round then starts
+// without waking another goroutine, which is a good part of a round trip
+// on loopback.
+func (c *Client) read(ctx context.Context, conn *aip.Conn) {
+	for {
+		text, b, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if !text {
+			c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
+			continue
+		}
+		m, err := aip.DecodeServer(b)
+		if err == nil {
+			err = m.Validate()
+		}
+		if err != nil {
+			c.opts.Logf("bad frame from the server: %v", err)
+			c.send(ctx, &aip.ClientMessage{Type: aip.TypeError, Status: aip.StatusError, ClientID: c.opts.ClientID,
+				Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
+			continue
+		}
+		if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
+			go c.read(ctx, conn) // a successor reads (pings, cancellations) meanwhile
+			c.drain(ctx)
+			return
+		}
+		c.handle(ctx, m)
+	}
+}
+
+func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
+	t := time.NewTicker(c.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-conn.Context().Done():
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hb := &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: c.opts.ClientID,
+			Timestamp: aip.Timestamp(time.Now())}
+		if r := c.current.Load(); r != nil {
+			hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(dispatcher.StateRunning),
+				Index: r.index, ElapsedMS: time.Since(r.start).Milliseconds()}
+		}
+		conn.Send(ctx, hb)
+	}
+}
+
+func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
+	switch m.Type {
+	case aip.TypeHeartbeat:
+		if m.SessionID != "" {
+			c.mu.Lock()
+			if len(c.accepts) > 0 {
+				// Ready for the task's end before the waiter wakes up.
+				c.ends[m.SessionID] = make(chan TaskEnd, 1)
+				c.accepts[0] <- m.SessionID
+				c.accepts = c.accepts[1:]
+			}
+			c.mu.Unlock()
+		}
+	case aip.TypeTask:
+		// As UFO's client does: a pushed task is started by asking for it,
+		// which is how a UFO server begins the session. A Saucer server
+		// recognises the echo of its own dispatch.
+		c.opts.Logf("task %q assigned (session %s): %s", m.TaskName, m.SessionID, m.UserRequest)
+		c.send(ctx, &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientDevice,
+			ClientID: c.opts.ClientID, SessionID: m.SessionID, TaskName: m.TaskName, Request: m.UserRequest,
+			RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now()),
+			Metadata: map[string]any{"platform": c.dev.Device().Platform}})
+	case aip.TypeTaskEnd:
+		c.opts.Logf("task ended (session %s): %s %s", m.SessionID, m.Status, m.Error)
+		c.mu.Lock()
+		if cancel := c.running[m.SessionID]; cancel != nil && m.Status == aip.StatusFailed {
+			cancel(fmt.Errorf("the server ended the task: %s", m.Error))
+		}
+		ch := c.ends[m.SessionID] // set when a StartTask's task was accepted
+		c.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- TaskEnd{SessionID: m.SessionID, Status: m.Status, Result: m.Result, Error: m.Error}:
+			default:
+			}
+		}
+	case aip.TypeError:
+		c.opts.Logf("the server reports an error: %s", m.Error)
+	}
+}
+
+// enqueue queues a command frame, unless it is a frame seen before: one
+// that has run is answered again from the cache; one queued or running
+// will be answered when it ends. It reports whether the caller must run
+// the queue (drain): no other goroutine is running it.
+func (c *Client) enqueue(ctx context.Context, m *aip.ServerMessage) bool {
+	c.mu.Lock()
+	if e, seen := c.rounds[m.ResponseID]; seen {
+		res := e.results
+		c.mu.Unlock()
+		if res != nil {
+			c.deliver(ctx, res)
+		}
+		return false
+	}
+	c.rounds[m.ResponseID] = &roundEntry{}
+	c.order = append(c.order, m.ResponseID)
+	if len(c.order) > recentRounds {
+		delete(c.rounds, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.queue = append(c.queue, m)
+	if c.draining {
+		c.mu.Unlock()
+		return false
+	}
+	c.draining = true
+	c.drainers.Add(1)
+	c.mu.Unlock()
+	return true
+}
+
+// drain runs queued command frames one at a time, in arrival order,
+// whether or not a connection is up, until the queue is empty.
+func (c *Client) drain(ctx context.Context) {
+	defer c.drainers.Done()
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.draining = false
+			c.mu.Unlock()
+			return
+		}
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		res := c.runRound(ctx, m)
+		c.mu.Lock()
+		if e := c.rounds[m.ResponseID]; e != nil {
+			e.results = res
+		}
+		c.mu.Unlock()
+		c.deliver(ctx, res)
+	}
+}
+
+// runRound runs a frame's actions in order. After the first failure the
+// rest are skipped, as UFO does. A command whose frame has expired is not
+// run. Cancellation (the server ending the task, or the client stopping)
+// is cooperative: the command running finishes, the rest are skipped.
+func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.ClientMessage {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if m.SessionID != "" {
+		c.mu.Lock()
+		c.running[m.SessionID] = cancel
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.running, m.SessionID)
+			c.mu.Unlock()
+		}()
+	}
+	results := make([]command.Result, len(m.Actions))
+	failed := false
+	for i, cmd := range m.Actions {
+		switch {
+		case rctx.Err() != nil:
+			results[i] = command.SkippedResult(cmd.CallID, fmt.Sprintf("cancelled before it ran: %v", context.Cause(rctx)))
+		case failed:
+			results[i] = command.SkippedResult(cmd.CallID, SkippedAfterFailure)
+		case m.Lifecycle.Expired(time.Now()):
+			results[i] = command.Failed(cmd.CallID, fmt.Sprintf("%s expired at %s before it could run (queued by %s)",
+				cmd.ToolName, m.Lifecycle.ExpiresAt.Format(time.RFC3339Nano), m.Lifecycle.QueuedBy))
+		default:
+			results[i] = c.runCommand(context.WithoutCancel(rctx), m.ResponseID, i, cmd)
+		}
+		results[i].CallID = cmd.CallID
+		if results[i].Status == command.Failure {
+			failed = true
+		}
+	}
+	return &aip.ClientMessage{Type: aip.TypeCommandResults, Status: m.Status, ClientType: aip.ClientDevice,
+		ClientID: c.opts.ClientID, SessionID: m.SessionID, ActionResults: results, PrevResponseID: m.ResponseID,
+		RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+}
+
+// running is the command in progress, for the heartbeats' progress reports.
+type running struct {
+	responseID, callID string
+	index              int
+	start              time.Time
+}
+
+// runCommand runs one command; heartbeats report it while it runs.
+func (c *Client) runCommand(ctx context.Context, responseID string, index int, cmd command.Command) command.Result {
+	c.current.Store(&running{responseID: responseID, callID: cmd.CallID, index: index, start: time.Now()})
+	defer c.current.Store(nil)
+	return c.dev.Execute(ctx, cmd)
+}
+
+// send writes a frame if connected; it is not queued (heartbeats,
+// progress, errors are only useful now).
+func (c *Client) send(ctx context.Context, m *aip.ClientMessage) {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Send(ctx, m)
+	}
+}
+
+// deliver writes a results frame, or queues it for the next connection.
+// A frame written into a connection that then breaks may be lost; the
+// server then sends the command frame again and gets the cached results.
+func (c *Client) deliver(ctx context.Context, m *aip.ClientMessage) {
+	c.mu.Lock()
+	conn := c.conn
+	if conn == nil {
+		c.outbox = append(c.outbox, m)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if err := conn.Send(ctx, m); err != nil {
+		c.mu.Lock()
+		c.outbox = append(c.outbox, m)
+		c.mu.Unlock()
+	}
+}
+
+// Connected returns a channel closed while the client is registered (it
+// is replaced when the connection drops).
+func (c *Client) Connected() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.up
+}
+
+// StartTask asks the server to run a task on this device and waits for
+// it to end. Run must be running. The task continues across
+// reconnections; ctx bounds the wait.
+func (c *Client) StartTask(ctx context.Context, request, taskName string) (*TaskEnd, error) {
+	select {
+	case <-c.Connected():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("not connected to %s: %w", c.opts.URL, context.Cause(ctx))
+	}
+	accepted := make(chan string, 1)
+	c.mu.Lock()
+	conn := c.conn
+	c.accepts = append(c.accepts, accepted)
+	c.mu.Unlock()
+	if conn == nil {
+		return nil, errors.New("the connection dropped before the task could be sent; try again")
+	}
+	req := &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientDevice,
+		ClientID: c.opts.ClientID, TaskName: taskName, Request: request, RequestID: dispatcher.NewUUID(),
+		Timestamp: aip.Timestamp(time.Now()), Metadata: map[string]any{"platform": c.dev.Device().Platform}}
+	if err := conn.Send(ctx, req); err != nil {
+		return nil, fmt.Errorf("send the task: %w", err)
+	}
+	var session string
+	select {
+	case session = <-accepted:
+	case <-ctx.Done():
+		c.mu.Lock()
+		for i, ch := range c.accepts {
+			if ch == accepted { // the next acceptance is not ours to take
+				c.accepts = append(c.accepts[:i], c.accepts[i+1:]...)
+				break
+			}
+		}
+		c.mu.Unlock()
+		return nil, fmt.Errorf("the server did not accept the task: %w", context.Cause(ctx))
+	}
+	c.mu.Lock()
+	ch := c.ends[session]
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.ends, session)
+		c.mu.Unlock()
+	}()
+	select {
+	case end := <-ch:
+		return &end, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("task %s did not end: %w", session, context.Cause(ctx))
+	}
+}

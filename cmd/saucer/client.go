@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/local"
+)
+
+func init() { commands = append(commands, newClientCmd) }
+
+func newClientCmd(g *globalFlags) *cobra.Command {
+	f := &remoteFlags{}
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Connect this device to an agent server and run the commands it sends",
+		Long: "Connect this device to an agent server (`saucer serve`, or a UFO server) over AIP: register with the device's " +
+			"info, run its tools (the same MCP servers and config as local mode) for the commands the server's agents " +
+			"send, and reconnect with backoff when the connection drops. With --request, ask the server to run that " +
+			"task on this device and exit when it ends (0 completed, 1 failed).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, g, f) },
+	}
+	cmd.Flags().StringVar(&f.server, "server", "", "server WebSocket URL (default from config: ws://127.0.0.1:5000/ws)")
+	cmd.Flags().StringVar(&f.token, "token", "", "the server's API key (default: $SAUCER_TOKEN)")
+	cmd.Flags().StringVar(&f.id, "id", "", "this device's id on the server (default: the host name)")
+	cmd.Flags().StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA to trust for wss:// (default: the system's)")
+	cmd.Flags().StringVar(&f.request, "request", "", "ask the server to run this task on this device, then exit")
+	cmd.Flags().StringVar(&f.taskName, "task-name", "task", "name of the --request task")
+	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	return cmd
+}
+
+// tlsConfig trusts the PEM CA file, or the system's roots when empty.
+func tlsConfig(caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-cert: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-cert: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	r := cfg.Remote
+	if f.server != "" {
+		r.Server = f.server
+	}
+	if f.id != "" {
+		r.ClientID = f.id
+	}
+	if f.caCert != "" {
+		r.CACert = f.caCert
+	}
+	if r.ClientID == "" {
+		if r.ClientID, err = os.Hostname(); err != nil || r.ClientID == "" {
+			return errors.New("client: give this device an id with --id")
+		}
+	}
+	tlsCfg, err := tlsConfig(r.CACert)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dev, err := local.Device(ctx, cfg, f.workdir)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	errOut := cmd.ErrOrStderr()
+	rc, err := remote.New(dev, remote.Options{URL: r.Server, Token: tokenFrom(f.token), ClientID: r.ClientID, TLS: tlsCfg,
+		Conn:              aip.ConnOptions{ReadLimit: r.ReadLimit, PingInterval: r.PingInterval.D(), DeadAfter: r.DeadAfter.D()},
+		HeartbeatInterval: r.Heartbeat.D(), MaxBackoff: r.MaxBackoff.D(),
+		Logf: func(format string, args ...any) { fmt.Fprintf(errOut, "saucer client: "+format+"\n", args...) }})
+	if err != nil {
+		return err
+	}
+	if f.request == "" {
+		return rc.Run(ctx)
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- rc.Run(runCtx) }()
+	defer func() { cancelRun(); <-runErr }()
+	type ended struct {
+		end *remote.TaskEnd
+		err error
+	}
+	res := make(chan ended, 1)
+	go func() { e, err := rc.StartTask(runCtx, f.request, f.taskName); res <- ended{e, err} }()
+	var e ended
+	select {
+	case e = <-res:
+	case err := <-runErr:
+		runErr <- err // for the deferred wait
+		if err != nil {
+			return err
+		}
+		return exitError{130}
+	}
+	if e.err != nil {
+		if ctx.Err() != nil {
+			return exitError{130}
+		}
+		return e.err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "task %s %s\n", e.end.SessionID, e.end.Status)
+	if e.end.Error != "" {
+		fmt.Fprintf(out, "error: %s\n", e.end.Error)
+	}
+	if len(e.end.Result) > 0 {
+		fmt.Fprintf(out, "result: %s\n", e.end.Result)
+	}
+	if e.end.Status != aip.StatusCompleted {
+		return exitError{1}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/evals/agentbench"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+func init() { commands = append(commands, newEvalCmd) }
+
+type evalFlags struct {
+	jobs       int
+	out        string
+	timeout    time.Duration
+	trials     int
+	minSuccess float64
+	quiet      bool
+	labels     []string
+}
+
+func newEvalCmd(g *globalFlags) *cobra.Command {
+	f := &evalFlags{}
+	cmd := &cobra.Command{
+		Use:   "eval SUITE.yaml",
+		Short: "Run an eval suite and write its reports (JSON, JUnit XML, Markdown, HTML)",
+		Long: "Run every case of an eval suite (see evals/README.md): cases on recorded or live local devices, " +
+			"with checkers, trials, limits and metrics. The results directory keeps a result and a trajectory per " +
+			"trial; running again with the same directory resumes, and refuses if the suite or the options changed. " +
+			"--model replaces every case's model. Exits 1 when the success rate is below --min-success, 130 when " +
+			"interrupted (run again to resume).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runEval(cmd, g, f, args[0]) },
+	}
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", 1, "trials run in parallel")
+	cmd.Flags().StringVarP(&f.out, "out", "o", "", "results directory (default eval-results/<suite name>)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "time limit per trial for cases that set none (e.g. 2m)")
+	cmd.Flags().IntVar(&f.trials, "trials", 0, "trials per case, replacing the suite's")
+	cmd.Flags().Float64Var(&f.minSuccess, "min-success", 0, "exit 1 when the success rate is below this (0 to 1)")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
+	cmd.Flags().StringSliceVar(&f.labels, "label", nil, "run only the cases with this label (repeatable)")
+	cmd.AddCommand(newEvalCompareCmd(), newEvalImportCmd(), newEvalStepsCmd(g))
+	return cmd
+}
+
+func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) error {
+	s, err := evals.LoadSuite(file)
+	if err != nil {
+		return err
+	}
+	if f.minSuccess < 0 || f.minSuccess > 1 {
+		return fmt.Errorf("--min-success %v: give a rate from 0 to 1", f.minSuccess)
+	}
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return err
+	}
+	out := f.out
+	if out == "" {
+		out = filepath.Join("eval-results", s.Name)
+	}
+	opts := evals.Options{Results: out, Jobs: f.jobs, Timeout: f.timeout, Model: g.model, Trials: f.trials, Labels: f.labels,
+		Config: cfg, Redactor: red}
+	opts.OpenModel = func(spec string) (llm.Model, error) {
+		// An imported AgentBench suite's cases play their example solutions.
+		if m, ok, err := agentbench.Open(spec, file); ok {
+			return m, err
+		}
+		return provider.Open(spec, cfg.Providers, os.Getenv)
+	}
+	errw := cmd.ErrOrStderr()
+	if !f.quiet {
+		opts.Progress = progressBar(errw, isTerminal(os.Stderr) && errw == os.Stderr)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, runErr := evals.Run(ctx, s, opts)
+	if rep == nil {
+		return runErr
+	}
+	if err := evals.WriteReports(rep, out); err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	rep.WriteMarkdown(w)
+	fmt.Fprintf(w, "\nreports: %s\n", strings.Join([]string{filepath.Join(out, "report.json"), filepath.Join(out, "report.md"),
+		filepath.Join(out, "junit.xml"), filepath.Join(out, "report.html")}, ", "))
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(errw, runErr)
+		return exitError{130}
+	case runErr != nil:
+		return runErr
+	case rep.Metrics.SuccessRate < f.minSuccess:
+		fmt.Fprintf(w, "FAIL: success rate %.1f%% is below --min-success %.1f%%\n", 100*rep.Metrics.SuccessRate, 100*f.minSuccess)
+		return exitError{1}
+	}
+	return nil
+}
+
+// progressBar draws the run's progress: redrawn in place on a terminal,
+// else a line at each tenth of the run.
+func progressBar(w io.Writer, tty bool) func(evals.Progress) {
+	lastTenth := -1
+	return func(p evals.Progress) {
+		const width = 24
+		filled := width * p.Done / max(1, p.Total)
+		eta := "?"
+		if p.ETA > 0 || p.Done == p.Total {
+			eta = p.ETA.Round(time.Second).String()
+		}
+		line := fmt.Sprintf("[%s%s] %d/%d  pass %d  fail %d  elapsed %s  ETA %s", strings.Repeat("#", filled), strings.Repeat("-", width-filled),
+			p.Done, p.Total, p.Passed, p.Failed, p.Elapsed.Round(time.Second), eta)
+		if tty {
+			fmt.Fprintf(w, "\r%s", line)
+			if p.Done == p.Total {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		if tenth := 10 * p.Done / max(1, p.Total); tenth != lastTenth {
+			lastTenth = tenth
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func newEvalCompareCmd() *cobra.Command {
+	var failOnRegression bool
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Compare two eval results (directories or report.json files): regressions, improvements, metric deltas",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := evals.ReadReport(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := evals.ReadReport(args[1])
+			if err != nil {
+				return err
+			}
+			c := evals.Compare(a, b)
+			c.Write(cmd.OutOrStdout())
+			if failOnRegression && len(c.Regressions) > 0 {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&failOnRegression, "fail-on-regression", false, "exit 1 when any case regressed")
+	return cmd
+}
+
+func newEvalImportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "import agentbench FILE.json",
+		Short: "Turn AgentBench OS tasks into a Saucer suite (scripts from FILE's scripts/dev/ folder)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "agentbench" {
+				return fmt.Errorf("unknown source %q: only agentbench can be imported", args[0])
+			}
+			if out == "" {
+				return errors.New("--out DIR is needed: the suite and its scripted solutions are written there")
+			}
+			res, err := agentbench.Import(args[1], out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d tasks into %s (%d runnable without root: label no-root)\n", res.Tasks, res.Suite, res.NoRoot)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory for the suite")
+	return cmd
+}
+
+func newEvalStepsCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "steps RUN_DIR",
+		Short: "Step-level evaluation: at each recorded app step, ask the model (--model) for the next action and score it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			t, err := trajectory.Read(args[0])
+			if err != nil {
+				return err
+			}
+			m, err := local.OpenModel(cfg)
+			if err != nil {
+				return err
+			}
+			rep, err := evals.EvaluateSteps(cmd.Context(), t, m, evals.StepOptions{Mode: cfg.ModeFor(cfg.Model)})
+			if err != nil {
+				return err
+			}
+			rep.Write(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	return cmd
+}

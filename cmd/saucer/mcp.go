@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/local"
+)
+
+func init() { commands = append(commands, newMCPCmd) }
+
+// newMCPCmd serves Saucer's own tools to other MCP hosts.
+func newMCPCmd(g *globalFlags) *cobra.Command {
+	var workdir, addr string
+	cmd := &cobra.Command{
+		Use:   "mcp shell|files",
+		Short: "Serve Saucer's shell or files tools as an MCP server (stdio, or streamable HTTP with --http)",
+		Long: "Serve one of Saucer's own MCP servers to any MCP host, over stdio (the default) or over streamable HTTP\n" +
+			"at http://ADDR/mcp with --http ADDR. The tools' settings and the shell policy come from the config.",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"shell", "files"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			if args[0] != "shell" && args[0] != "files" {
+				return fmt.Errorf("unknown server %q: saucer mcp serves shell or files", args[0])
+			}
+			srv, err := local.Builtin(cfg, workdir, args[0])
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if addr == "" {
+				// stdout carries the protocol: nothing else may be written there.
+				err := server.NewStdioServer(srv).Listen(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+				if err != nil && !errors.Is(err, context.Canceled) {
+					return err
+				}
+				return nil
+			}
+			return serveHTTP(ctx, srv, addr, cmd)
+		},
+	}
+	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8931) instead of stdio")
+	return cmd
+}
+
+func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cobra.Command) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(srv))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errs := make(chan error, 1)
+	go func() { errs <- hs.Serve(ln) }()
+	fmt.Fprintf(cmd.ErrOrStderr(), "saucer mcp: serving at http://%s/mcp (Ctrl-C stops)\n", ln.Addr())
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+		// Listening streams never end on their own: give requests a moment,
+		// then close what is left.
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(shutdown); err != nil {
+			hs.Close()
+		}
+		return nil
+	}
+}

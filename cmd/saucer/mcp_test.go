@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/command"
+)
+
+// saucerBinary builds the CLI once per test run, for tests that need it as
+// a real process.
+func saucerBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "saucer")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestMCPServesOwnToolsOverStdioAndHTTP(t *testing.T) {
+	bin := saucerBinary(t)
+	dir := t.TempDir()
+
+	// stdio: `saucer mcp shell` as another MCP host would start it.
+	c, err := client.New(context.Background(), []client.Server{
+		{Namespace: "shell", Command: bin, Args: []string{"mcp", "shell", "-C", dir}},
+	}, client.Options{RequireAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Execute(context.Background(), command.Command{Namespace: "shell", ToolName: "execute_command",
+		Parameters: map[string]any{"command": "echo over stdio > out.txt && cat out.txt"}})
+	var out struct{ Stdout string }
+	if err := json.Unmarshal(r.Result, &out); err != nil || out.Stdout != "over stdio\n" {
+		t.Errorf("execute_command over stdio: %+v", r)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+
+	// http: `saucer mcp files --http 127.0.0.1:0`.
+	srv := exec.Command(bin, "mcp", "files", "-C", dir, "--http", "127.0.0.1:0")
+	stderr, _ := srv.StderrPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(os.Interrupt); srv.Wait() }()
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	_, url, found := strings.Cut(strings.TrimSpace(line), "serving at ")
+	if err != nil || !found {
+		t.Fatalf("no address in %q (%v)", line, err)
+	}
+	url = strings.TrimSuffix(url, " (Ctrl-C stops)")
+	c, err = client.New(context.Background(), []client.Server{{Namespace: "files", URL: url}}, client.Options{RequireAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r = c.Execute(context.Background(), command.Command{Namespace: "files", ToolName: "read_file", Parameters: map[string]any{"path": "out.txt"}})
+	if !r.OK() || !strings.Contains(string(r.Result), "over stdio") {
+		t.Errorf("read_file over http: %+v", r)
+	}
+	if n := len(c.Tools("files", "")); n != 4 {
+		t.Errorf("%d files tools over http", n)
+	}
+}
+
+func TestMCPRefusesUnknownServer(t *testing.T) {
+	out, code := saucer(t, "mcp", "browser")
+	if code != 2 || !strings.Contains(out, `unknown server "browser"`) {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	out, code := saucer(t, "doctor", "--skip-provider", "-C", dir)
+	if code != 0 || !strings.Contains(out, "ok    server shell (builtin)") || !strings.Contains(out, "checked 2 MCP servers") {
+		t.Errorf("healthy: exit %d\n%s", code, out)
+	}
+	cfgFile := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgFile, []byte("model: scripted:x.yaml\nmcp:\n  use: [shell, broken]\n  servers:\n    broken: {kind: stdio, command: /no/such/server, init_timeout: 2s}\n"), 0o644)
+	start := time.Now()
+	out, code = saucer(t, "doctor", "-c", cfgFile, "-C", dir)
+	for _, want := range []string{"FAIL  server broken (stdio)", "cannot start /no/such/server", "fix: install the server", "ok    server shell"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("broken server: output lacks %q\n%s", want, out)
+		}
+	}
+	if code != 1 || time.Since(start) > 5*time.Second {
+		t.Errorf("exit %d after %s", code, time.Since(start))
+	}
+	os.WriteFile(cfgFile, []byte("mcp:\n  use: [nothing]\n"), 0o644)
+	if out, code = saucer(t, "doctor", "-c", cfgFile, "--skip-provider"); code != 1 || !strings.Contains(out, `mcp.use: no server "nothing"`) {
+		t.Errorf("bad config: exit %d\n%s", code, out)
+	}
+}

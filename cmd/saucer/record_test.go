@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+// TestMain keeps every run this package's tests make from recording into
+// the source tree: runs go to a temporary directory unless --runs says
+// otherwise.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "saucer-runs-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("SAUCER_RUNS", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func demoArgs(workdir string, extra ...string) []string {
+	return append([]string{"run", "--model", "scripted:../../examples/demo.yaml", "--workdir", workdir}, append(extra,
+		"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")...)
+}
+
+func onlyRun(t *testing.T, runs string) string {
+	t.Helper()
+	entries, err := os.ReadDir(runs)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("runs dir %s: %v %v", runs, entries, err)
+	}
+	return filepath.Join(runs, entries[0].Name())
+}
+
+func TestRunRecordsAndReplays(t *testing.T) {
+	runs := t.TempDir()
+	t.Setenv("OPENAI_API_KEY", "sk-test-abcdefghijklmnopqrstuvwxyz")
+	out, code := saucer(t, demoArgs(t.TempDir(), "--runs", runs)...)
+	if code != 0 || !strings.Contains(out, "recorded to "+runs) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	dir := onlyRun(t, runs)
+	tr, err := trajectory.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Session()
+	if s.Model != "scripted:../../examples/demo.yaml" || s.Mode != "tools" || s.Device == nil || s.Apps["shell"] == "" ||
+		!strings.Contains(s.Config, "max_steps: 20") || s.Version == "" || tr.End().Status != "FINISH" {
+		t.Errorf("session %+v end %+v", s, tr.End())
+	}
+	// The key in the environment is in no file of the recording.
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if b, _ := os.ReadFile(p); !d.IsDir() && bytes.Contains(b, []byte("sk-test-abcdefghijklmnopqrstuvwxyz")) {
+			t.Errorf("%s holds the API key", p)
+		}
+		return nil
+	})
+	validateAgainstSchema(t, dir)
+
+	out, code = saucer(t, "replay", dir)
+	if code != 0 || !strings.Contains(out, "identical to the recording: 7 model calls") || !strings.Contains(out, "[app:shell#2 step 1] CONTINUE") {
+		t.Fatalf("replay: exit %d\n%s", code, out)
+	}
+
+	// A tampered result: replay exits 1 and shows the diff.
+	p := filepath.Join(dir, trajectory.EventsFile)
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte(`"bytes_written":18`), []byte(`"bytes_written":17`), 1), 0o644)
+	out, code = saucer(t, "replay", "-q", dir)
+	if code != 1 || !strings.Contains(out, "DIVERGED") || !strings.Contains(out, `bytes_written\":17`) {
+		t.Fatalf("tampered replay: exit %d\n%s", code, out)
+	}
+}
+
+func TestRunNoRecord(t *testing.T) {
+	runs := t.TempDir()
+	out, code := saucer(t, demoArgs(t.TempDir(), "--runs", runs, "--no-record")...)
+	if code != 0 || strings.Contains(out, "recorded to") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if entries, _ := os.ReadDir(runs); len(entries) != 0 {
+		t.Errorf("--no-record recorded %v", entries)
+	}
+	// By default runs go to $SAUCER_RUNS (set by TestMain).
+	runs = t.TempDir()
+	t.Setenv("SAUCER_RUNS", runs)
+	if _, code := saucer(t, demoArgs(t.TempDir())...); code != 0 {
+		t.Fatal(code)
+	}
+	onlyRun(t, runs)
+}
+
+func validateAgainstSchema(t *testing.T, dir string) {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(trajectory.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AddResource(trajectory.SchemaID, doc)
+	sch, err := c.Compile(trajectory.SchemaID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, trajectory.EventsFile))
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		if err == nil {
+			err = sch.Validate(v)
+		}
+		if err != nil {
+			t.Errorf("line %d: %v", i+1, err)
+		}
+	}
+}
+
+func TestReplayLiveModel(t *testing.T) {
+	runs := t.TempDir()
+	if _, code := saucer(t, demoArgs(t.TempDir(), "--runs", runs)...); code != 0 {
+		t.Fatal(code)
+	}
+	dir := onlyRun(t, runs)
+	// A "new model" that goes straight to the shell: the recorded device
+	// answers its ls with the recorded listing.
+	script := filepath.Join(t.TempDir(), "new.yaml")
+	os.WriteFile(script, []byte(`replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "List the notes folder with sizes (ls -l notes)."}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "ls -l notes"}}]
+  - expect: hello.txt
+    tool_calls: [{name: finish_task, arguments: {result: "one file"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "notes holds hello.txt"}}]
+`), 0o644)
+	out, code := saucer(t, "replay", "--live-model", "--model", "scripted:"+script, dir)
+	if code != 0 || !strings.Contains(out, "(live), recorded device") || !strings.Contains(out, "[app:shell#1 step 1] CONTINUE") ||
+		!strings.Contains(out, "notes holds hello.txt") || strings.Contains(out, "not in the recording") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}

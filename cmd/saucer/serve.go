@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+type remoteFlags struct {
+	addr, token, tlsCert, tlsKey string
+	server, id, caCert           string
+	request, taskName, workdir   string
+}
+
+// tokenFrom is the flag's value, else SAUCER_TOKEN.
+func tokenFrom(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv("SAUCER_TOKEN")
+}
+
+func newServeCmd(g *globalFlags) *cobra.Command {
+	f := &remoteFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the agent server: devices connect over AIP, tasks come from its HTTP API",
+		Long: "Run the agent server. Devices (`saucer client`, or UFO's device client) connect to ws://ADDR/ws with the " +
+			"API key; the host and app agents run here and send each command to the device. HTTP API (same key, as " +
+			"X-API-Key or ?token=): POST /api/dispatch {client_id, request, task_name}, GET /api/clients, " +
+			"GET /api/tasks/{id}, DELETE /api/tasks/{id}, GET /api/health. Ctrl-C ends running tasks as failed and stops.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, g, f) },
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "", "listen address (default from config: 127.0.0.1:5000)")
+	cmd.Flags().StringVar(&f.token, "token", "", "API key devices and API callers must present (default: $SAUCER_TOKEN)")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate: serve wss:// and https:// (with --tls-key)")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	return cmd
+}
+
+// sessionsFrom builds each task's agents from the config, as local mode
+// does, with the server's dispatcher in place of the local one.
+func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, error), error) {
+	set, err := prompts.Load(cfg.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := local.OpenModel(cfg); err != nil {
+		return nil, err // a missing key is better said at start than at the first task
+	}
+	a := cfg.Agent
+	retries := a.MaxRetries
+	if retries == 0 {
+		retries = -1 // the config's 0 means none; agent.Options' 0 means the default
+	}
+	return func(spec server.SessionSpec) (server.Runner, error) {
+		model, err := local.OpenModel(cfg) // one per task: scripted models keep their place in the script
+		if err != nil {
+			return nil, err
+		}
+		return agent.New(agent.Options{
+			Model: model, Mode: cfg.ModeFor(cfg.Model), Dispatcher: spec.Dispatcher, Prompts: set,
+			HostPipeline: a.HostStrategies, AppPipeline: a.AppStrategies, MaxRounds: a.MaxRounds, MaxSteps: a.MaxSteps,
+			Limits: strategy.Limits{MaxRetries: retries, RetryBackoff: a.RetryBackoff.D(), MaxResultChars: a.MaxResultChars,
+				ConfirmDestructive: a.ConfirmDestructive},
+			AppDescriptions: spec.AppDescriptions, Observer: spec.Observer,
+		})
+	}, nil
+}
+
+func connOptions(r config.Remote) aip.ConnOptions {
+	return aip.ConnOptions{ReadLimit: r.ReadLimit, PingInterval: r.PingInterval.D(), DeadAfter: r.DeadAfter.D()}
+}
+
+func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
+	cfg, err := g.load()
+	if err != nil {
+		return err
+	}
+	r := cfg.Remote
+	if f.addr != "" {
+		r.Addr = f.addr
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		r.TLSCert, r.TLSKey = f.tlsCert, f.tlsKey
+	}
+	if (r.TLSCert == "") != (r.TLSKey == "") {
+		return errors.New("serve: give both --tls-cert and --tls-key, or neither")
+	}
+	token := tokenFrom(f.token)
+	if token == "" {
+		return errors.New("serve: no API key: give one with --token or SAUCER_TOKEN; devices and API callers present it")
+	}
+	sessions, err := sessionsFrom(cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.ErrOrStderr()
+	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r),
+		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), CommandTTL: r.CommandTTL.D(),
+		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
+		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", r.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	scheme := "ws"
+	serveErr := make(chan error, 1)
+	if r.TLSCert != "" {
+		scheme = "wss"
+		go func() { serveErr <- hs.ServeTLS(ln, r.TLSCert, r.TLSKey) }()
+	} else {
+		go func() { serveErr <- hs.Serve(ln) }()
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "saucer serve: %s (%s mode) on %s://%s/ws\n", cfg.Model, cfg.ModeFor(cfg.Model), scheme, ln.Addr())
+
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(out, "saucer serve: stopping; running tasks end as failed")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx, "the server was stopped")
+	hs.Shutdown(sctx)
+	return err
+}

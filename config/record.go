@@ -1,0 +1,80 @@
+package config
+
+import (
+	"os"
+	"strings"
+)
+
+// Record configures how sessions are recorded (see package trajectory).
+type Record struct {
+	// Enabled records every `saucer run`; --no-record turns it off once.
+	Enabled bool `yaml:"enabled"`
+	// Dir holds one directory per recorded run, named by the run's id.
+	Dir string `yaml:"dir"`
+	// ArtifactThreshold is the size in bytes from which a value moves into
+	// an artifact file (0: the default, 4096; negative: never).
+	ArtifactThreshold int `yaml:"artifact_threshold"`
+	// Redact lists more secrets to remove from recordings: literal values,
+	// or $NAME for the value of the environment variable NAME.
+	Redact []string `yaml:"redact"`
+	// RedactPatterns are more regular expressions whose matches are
+	// removed, on top of the built-in API-key shapes.
+	RedactPatterns []string `yaml:"redact_patterns"`
+}
+
+// secretEnv are the environment variables that hold provider credentials.
+var secretEnv = []string{"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+
+// Secrets lists the values a recording must never contain: the providers'
+// API keys and header values, the provider keys in the environment, every
+// environment variable whose name says it holds a secret (*_API_KEY,
+// *_TOKEN, *_SECRET, *_PASSWORD) and what record.redact names. getenv nil
+// means os.Getenv; environ nil means os.Environ.
+func (c *Config) Secrets(getenv func(string) string, environ func() []string) []string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if environ == nil {
+		environ = os.Environ
+	}
+	var out []string
+	for _, p := range c.Providers {
+		out = append(out, p.APIKey)
+		for _, v := range p.Headers {
+			out = append(out, v)
+		}
+	}
+	for _, name := range secretEnv {
+		out = append(out, getenv(name))
+	}
+	for _, kv := range environ() {
+		name, val, _ := strings.Cut(kv, "=")
+		for _, suffix := range []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
+			if strings.HasSuffix(strings.ToUpper(name), suffix) {
+				out = append(out, val)
+			}
+		}
+	}
+	for _, r := range c.Record.Redact {
+		if name, ok := strings.CutPrefix(r, "$"); ok {
+			out = append(out, getenv(name))
+			continue
+		}
+		out = append(out, r)
+	}
+	var kept []string
+	for _, s := range out {
+		// Too short to be a credential, and redacting it would shred the
+		// recording (see trajectory.MinSecretLength).
+		if len(strings.TrimSpace(s)) >= 6 {
+			kept = append(kept, s)
+		}
+	}
+	return kept
+}
+
+// FromYAML reads a config written by YAML (a recorded session's config)
+// over the built-in defaults.
+func FromYAML(data []byte) (*Config, error) {
+	return parse(Default(), data, "recorded config")
+}

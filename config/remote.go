@@ -1,0 +1,41 @@
+package config
+
+// Remote configures remote mode: `saucer serve` (the agent server) and
+// `saucer client` (a device connected to it over AIP). The API key is not
+// part of the file: give it with --token or SAUCER_TOKEN.
+type Remote struct {
+	// Addr is where `saucer serve` listens.
+	Addr string `yaml:"addr"`
+	// Server is the WebSocket URL `saucer client` connects to.
+	Server string `yaml:"server"`
+	// ClientID names the device on the server (default: the host name).
+	ClientID string `yaml:"client_id"`
+	// TLSCert and TLSKey make `saucer serve` speak wss:// and https://.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	// CACert is a PEM file of the CA `saucer client` trusts for wss://
+	// (default: the system's roots).
+	CACert string `yaml:"ca_cert"`
+	// ReadLimit is the largest frame accepted, in bytes.
+	ReadLimit int64 `yaml:"read_limit"`
+	// PingInterval and DeadAfter: WebSocket pings, and the silence after
+	// which a peer is dropped.
+	PingInterval Duration `yaml:"ping_interval"`
+	DeadAfter    Duration `yaml:"dead_after"`
+	// Heartbeat is how often a device sends an AIP heartbeat.
+	Heartbeat Duration `yaml:"heartbeat"`
+	// MaxBackoff caps the wait between a device's reconnection attempts.
+	MaxBackoff Duration `yaml:"max_backoff"`
+	// AwayTimeout is how long the server waits for a disconnected device
+	// that has commands in flight before failing them.
+	AwayTimeout Duration `yaml:"away_timeout"`
+	// CommandTTL is how long a queued command may wait before it expires
+	// and is not run (0: its round's deadline, agent.command_timeout per
+	// command).
+	CommandTTL Duration `yaml:"command_ttl"`
+	// MaxTasks and MaxTasksPerDevice bound concurrent tasks; MaxDevices
+	// bounds registered devices (0: no bound).
+	MaxTasks          int `yaml:"max_tasks"`
+	MaxTasksPerDevice int `yaml:"max_tasks_per_device"`
+	MaxDevices        int `yaml:"max_devices"`
+}

@@ -1,0 +1,85 @@
+package dispatcher_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+func cmd(tool string, params map[string]any) command.Command {
+	return command.Command{ToolName: tool, Namespace: "shell", ToolType: command.Action, Parameters: params}
+}
+
+func recorded() []trajectory.Event {
+	obs := func(path string) trajectory.Event {
+		return trajectory.Event{Type: trajectory.TypeDispatch, Agent: "app:shell#1", Step: 1, Phase: "DATA_COLLECTION",
+			Commands: []command.Command{cmd("list_dir", map[string]any{"path": path})}, Results: []command.Result{command.Succeeded("o-"+path, path)}}
+	}
+	return []trajectory.Event{
+		{Type: trajectory.TypeSessionStart},
+		obs("a"), obs("b"),
+		{Type: trajectory.TypeDispatch, Agent: "app:shell#1", Step: 1, Phase: "ACTION_EXECUTION",
+			Commands: []command.Command{cmd("execute_command", map[string]any{"command": "ls", "timeout": 3})},
+			Results:  []command.Result{command.Succeeded("x-1", "a b")}},
+		{Type: trajectory.TypeStep},
+	}
+}
+
+func TestReplayStrict(t *testing.T) {
+	r := dispatcher.NewReplay(recorded(), dispatcher.ReplayOptions{})
+	ctx := context.Background()
+	// Observations of one step may come in any order.
+	if res := r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "b"})}); res[0].CallID != "o-b" {
+		t.Fatalf("b: %+v", res)
+	}
+	if res := r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "a"})}); res[0].CallID != "o-a" {
+		t.Fatalf("a: %+v", res)
+	}
+	// 3.0 from JSON matches the recorded 3.
+	res := r.Execute(ctx, []command.Command{cmd("execute_command", map[string]any{"command": "ls", "timeout": 3.0})})
+	if !res[0].OK() || string(res[0].Result) != `"a b"` || res[0].CallID != "x-1" {
+		t.Fatalf("ls: %+v", res)
+	}
+	if r.Remaining() != 0 || len(r.Divergences()) != 0 {
+		t.Errorf("remaining %d divergences %v", r.Remaining(), r.Divergences())
+	}
+}
+
+func TestReplayStrictDivergence(t *testing.T) {
+	r := dispatcher.NewReplay(recorded()[:4], dispatcher.ReplayOptions{})
+	ctx := context.Background()
+	res := r.Execute(ctx, []command.Command{cmd("execute_command", map[string]any{"command": "rm -rf /"})})
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "not in the recording") {
+		t.Fatalf("result %+v", res[0])
+	}
+	d := r.Divergences()
+	if len(d) != 1 || !strings.Contains(d[0].Diff, `-     "tool_name": "list_dir"`) || !strings.Contains(d[0].Diff, `+       "command": "rm -rf /"`) {
+		t.Fatalf("divergences %v", d)
+	}
+	if r.Remaining() != 3 {
+		t.Errorf("a divergence consumed recorded batches: %d remain", r.Remaining())
+	}
+}
+
+func TestReplayLenient(t *testing.T) {
+	r := dispatcher.NewReplay(recorded(), dispatcher.ReplayOptions{Lenient: true})
+	ctx := context.Background()
+	// Another order and another batching are fine; a command asked twice
+	// gets its result twice; an unknown command fails.
+	res := r.Execute(ctx, []command.Command{
+		cmd("execute_command", map[string]any{"command": "ls", "timeout": 3}),
+		cmd("list_dir", map[string]any{"path": "a"}),
+		cmd("list_dir", map[string]any{"path": "a"}),
+		cmd("execute_command", map[string]any{"command": "whoami"}),
+	})
+	if !res[0].OK() || !res[1].OK() || !res[2].OK() || res[3].Status != command.Failure {
+		t.Fatalf("%+v", res)
+	}
+	if d := r.Divergences(); len(d) != 1 || !strings.Contains(d[0].Reason, "whoami") {
+		t.Errorf("divergences %v", d)
+	}
+}

@@ -1,0 +1,290 @@
+package dispatcher_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// memLink is a device link in memory: frames go to a channel; up says
+// whether sending works.
+type memLink struct {
+	mu     sync.Mutex
+	up     bool
+	frames chan *aip.ServerMessage
+}
+
+func newLink() *memLink { return &memLink{up: true, frames: make(chan *aip.ServerMessage, 16)} }
+
+func (l *memLink) Send(ctx context.Context, m *aip.ServerMessage) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.up {
+		return errors.New("not connected")
+	}
+	l.frames <- m
+	return nil
+}
+
+func (l *memLink) setUp(up bool) { l.mu.Lock(); l.up = up; l.mu.Unlock() }
+
+func (l *memLink) next(t *testing.T) *aip.ServerMessage {
+	t.Helper()
+	select {
+	case m := <-l.frames:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame sent")
+		return nil
+	}
+}
+
+// answer builds the device's results for a frame: success for each action,
+// in reverse order (correlation must be by call_id, not position).
+func answer(m *aip.ServerMessage) *aip.ClientMessage {
+	res := make([]command.Result, len(m.Actions))
+	for i, a := range m.Actions {
+		res[len(res)-1-i] = command.Succeeded(a.CallID, "ran "+a.ToolName)
+	}
+	return &aip.ClientMessage{Type: aip.TypeCommandResults, Status: m.Status, PrevResponseID: m.ResponseID, ActionResults: res}
+}
+
+func cmds(names ...string) []command.Command {
+	var out []command.Command
+	for _, n := range names {
+		out = append(out, command.Command{ToolName: n, ToolType: command.Action})
+	}
+	return out
+}
+
+func goExecute(ctx context.Context, d dispatcher.Dispatcher, c []command.Command) chan []command.Result {
+	ch := make(chan []command.Result, 1)
+	go func() { ch <- d.Execute(ctx, c) }()
+	return ch
+}
+
+func wait(t *testing.T, ch chan []command.Result) []command.Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("Execute did not return")
+		return nil
+	}
+}
+
+// TestWebSocketCorrelation: a round is one command frame with a fresh
+// response_id, a call_id per command and the session values; results come
+// back matched by call_id; the lifecycle goes pending → completed.
+func TestWebSocketCorrelation(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{})
+	var mu sync.Mutex
+	var states []dispatcher.CommandState
+	d := w.Session(dispatcher.Round{SessionID: "s1", TaskName: "t", QueuedBy: "api-key:ab", TTL: time.Minute,
+		OnState: func(cs dispatcher.CommandState) { mu.Lock(); states = append(states, cs); mu.Unlock() }})
+	given := cmds("a", "b", "c")
+	given[1].CallID = "mine"
+	ch := goExecute(context.Background(), d, given)
+	m := link.next(t)
+	if m.Type != aip.TypeCommand || m.Status != aip.StatusContinue || m.SessionID != "s1" || m.TaskName != "t" || m.ResponseID == "" {
+		t.Fatalf("frame %v", m)
+	}
+	if m.Lifecycle == nil || m.Lifecycle.QueuedBy != "api-key:ab" || m.Lifecycle.ExpiresAt.Sub(m.Lifecycle.CreatedAt) != time.Minute {
+		t.Errorf("lifecycle %+v", m.Lifecycle)
+	}
+	if m.Actions[1].CallID != "mine" || m.Actions[0].CallID == "" || m.Actions[0].CallID == m.Actions[2].CallID {
+		t.Errorf("call ids %q %q %q", m.Actions[0].CallID, m.Actions[1].CallID, m.Actions[2].CallID)
+	}
+	if given[0].CallID != "" {
+		t.Error("the caller's slice was modified")
+	}
+	w.Progress(&aip.Progress{ResponseID: m.ResponseID, CallID: "mine", State: "running"})
+	if err := w.Deliver(answer(m)); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, ch)
+	for i, r := range res {
+		if r.CallID != m.Actions[i].CallID || string(r.Result) != `"ran `+m.Actions[i].ToolName+`"` {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	if err := w.Deliver(answer(m)); !errors.Is(err, dispatcher.ErrDuplicateResults) {
+		t.Errorf("second delivery: %v, want ErrDuplicateResults", err)
+	}
+	if err := w.Deliver(&aip.ClientMessage{PrevResponseID: "nope"}); !errors.Is(err, dispatcher.ErrUnknownRound) {
+		t.Errorf("unknown round: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[dispatcher.State]int{}
+	for _, s := range states {
+		seen[s.State]++
+	}
+	if seen[dispatcher.StatePending] != 3 || seen[dispatcher.StateRunning] != 1 || seen[dispatcher.StateCompleted] != 3 {
+		t.Errorf("lifecycle states %v", seen)
+	}
+}
+
+// TestWebSocketMissingAndPositional: a result missing from the reply
+// becomes a failure; a device that leaves call ids out is matched by
+// position; failure and skipped map to failed and cancelled.
+func TestWebSocketMissingAndPositional(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{})
+	var final []dispatcher.CommandState
+	var mu sync.Mutex
+	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) {
+		if cs.State.Terminal() {
+			mu.Lock()
+			final = append(final, cs)
+			mu.Unlock()
+		}
+	}})
+	ch := goExecute(context.Background(), d, cmds("a", "b", "c"))
+	m := link.next(t)
+	w.Deliver(&aip.ClientMessage{PrevResponseID: m.ResponseID, ActionResults: []command.Result{
+		{Status: command.Failure, Error: "boom"}, {Status: command.Skipped, Error: "skipped"}}})
+	res := wait(t, ch)
+	if res[0].Status != command.Failure || res[0].CallID != m.Actions[0].CallID || res[1].Status != command.Skipped {
+		t.Errorf("positional results %+v", res[:2])
+	}
+	if res[2].Status != command.Failure || !strings.Contains(res[2].Error, "no result") {
+		t.Errorf("missing result %+v", res[2])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []dispatcher.State{dispatcher.StateFailed, dispatcher.StateCancelled, dispatcher.StateFailed}
+	for i, cs := range final {
+		if cs.State != want[i] {
+			t.Errorf("command %d ended %s, want %s", i, cs.State, want[i])
+		}
+	}
+}
+
+// TestWebSocketDeadline: a device that never answers fails the round at
+// its deadline, never hangs.
+func TestWebSocketDeadline(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{CommandTimeout: 30 * time.Millisecond})
+	start := time.Now()
+	res := w.Execute(context.Background(), cmds("a", "b"))
+	if el := time.Since(start); el < 50*time.Millisecond || el > 2*time.Second {
+		t.Errorf("took %v; the deadline is 60ms for 2 commands", el)
+	}
+	for _, r := range res {
+		if r.Status != command.Failure || !strings.Contains(r.Error, "deadline") {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if w.Waiting() != 0 {
+		t.Errorf("%d rounds still waiting", w.Waiting())
+	}
+}
+
+// TestWebSocketReconnect: while the device is away the round waits; when
+// it is back the frame goes out again (same response_id), the device's
+// results are taken once, duplicates dropped.
+func TestWebSocketReconnect(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Second})
+	ch := goExecute(context.Background(), w, cmds("a"))
+	first := link.next(t)
+	link.setUp(false)
+	w.Disconnected()
+	time.Sleep(20 * time.Millisecond)
+	link.setUp(true)
+	w.Connected(context.Background())
+	again := link.next(t)
+	if again.ResponseID != first.ResponseID || again.Actions[0].CallID != first.Actions[0].CallID {
+		t.Fatalf("re-sent frame differs: %v vs %v", again, first)
+	}
+	if err := w.Deliver(answer(first)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Deliver(answer(again)); !errors.Is(err, dispatcher.ErrDuplicateResults) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if res := wait(t, ch); !res[0].OK() {
+		t.Errorf("result %+v", res[0])
+	}
+}
+
+// TestWebSocketAway: a device that stays away past AwayTimeout fails the
+// round with a clear reason; a round started while away waits too.
+func TestWebSocketAway(t *testing.T) {
+	link := newLink()
+	link.setUp(false)
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Millisecond})
+	w.Disconnected()
+	res := w.Execute(context.Background(), cmds("a"))
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "disconnected for longer than 40ms") {
+		t.Errorf("result %+v", res[0])
+	}
+}
+
+// TestWebSocketExpired: commands that expire while the device is away are
+// not sent when it comes back.
+func TestWebSocketExpired(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Second})
+	ch := goExecute(context.Background(), w.Session(dispatcher.Round{TTL: 20 * time.Millisecond}), cmds("a"))
+	link.next(t)
+	w.Disconnected()
+	time.Sleep(40 * time.Millisecond)
+	w.Connected(context.Background())
+	res := wait(t, ch)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "expired") {
+		t.Errorf("result %+v", res[0])
+	}
+	select {
+	case m := <-link.frames:
+		t.Errorf("an expired frame was sent again: %v", m)
+	default:
+	}
+}
+
+// TestWebSocketCancel: on cancellation the round waits CancelGrace for the
+// device's report; without one the commands end cancelled.
+func TestWebSocketCancel(t *testing.T) {
+	link := newLink()
+	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{CancelGrace: 30 * time.Millisecond})
+	var mu sync.Mutex
+	last := map[string]dispatcher.State{}
+	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.CallID] = cs.State; mu.Unlock() }})
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := goExecute(ctx, d, cmds("a", "b"))
+	m := link.next(t)
+	cancel(errors.New("user said stop"))
+	time.Sleep(5 * time.Millisecond)
+	// The device finished a, skipped b, and says so within the grace.
+	w.Deliver(&aip.ClientMessage{PrevResponseID: m.ResponseID, ActionResults: []command.Result{
+		command.Succeeded(m.Actions[0].CallID, "ok"), command.SkippedResult(m.Actions[1].CallID, "cancelled before it ran")}})
+	res := wait(t, ch)
+	if !res[0].OK() || res[1].Status != command.Skipped {
+		t.Errorf("results %+v", res)
+	}
+	mu.Lock()
+	if last[m.Actions[0].CallID] != dispatcher.StateCompleted || last[m.Actions[1].CallID] != dispatcher.StateCancelled {
+		t.Errorf("states %v", last)
+	}
+	mu.Unlock()
+
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	ch = goExecute(ctx2, d, cmds("c"))
+	link.next(t)
+	cancel2(errors.New("user said stop"))
+	res = wait(t, ch)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "user said stop") {
+		t.Errorf("unreported cancel %+v", res[0])
+	}
+}

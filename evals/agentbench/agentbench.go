@@ -1,0 +1,300 @@
+// Package agentbench imports AgentBench's OS-interaction tasks (a JSON list
+// of tasks with a description, init and start scripts, a match or check
+// evaluation and an example solution) as a Saucer eval suite.
+//
+// Each task becomes a case on a live local device whose setup runs the
+// task's init and start scripts. A "match" evaluation becomes an exact
+// answer check; a "check" evaluation becomes a state check that runs the
+// task's own check pipeline with the agent's answer, exactly as AgentBench
+// does: the answer is the first argument of each check script, and each
+// script's output is appended to the arguments of the next (a null entry
+// runs the example solution to produce the expected answer). Tasks whose
+// scripts touch system paths or users need root (and a sandbox); they are
+// labelled needs-root, the others no-root.
+//
+// The cases' model is the task's example solution played by a small model
+// (Solution): run the example in the shell, answer with its output. Give
+// --model to evaluate a real model instead.
+package agentbench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ModelPrefix names the example-solution model of a case:
+// "agentbench-example:<case id>", played from examples/<case id>.sh next
+// to the suite.
+const ModelPrefix = "agentbench-example:"
+
+// Result says what Import wrote.
+type Result struct {
+	// Suite is the suite file written.
+	Suite  string
+	Tasks  int
+	NoRoot int
+}
+
+// task is one entry of an AgentBench OS task file. Several fields come in
+// more than one shape (a string, an object, a list), so they stay raw.
+type task struct {
+	Description string          `json:"description"`
+	Create      json.RawMessage `json:"create"`
+	Start       json.RawMessage `json:"start"`
+	Evaluation  struct {
+		Match   json.RawMessage `json:"match"`
+		Check   json.RawMessage `json:"check"`
+		Example json.RawMessage `json:"example"`
+	} `json:"evaluation"`
+	// Some tasks put the example next to the evaluation.
+	Example json.RawMessage `json:"example"`
+	Labels  []string        `json:"labels"`
+}
+
+// suite and its parts mirror evals.Suite in the YAML the importer writes;
+// writing them here keeps the file's key order readable.
+type suite struct {
+	Name        string    `yaml:"name"`
+	Description string    `yaml:"description"`
+	Defaults    limits    `yaml:"defaults"`
+	Cases       []outCase `yaml:"cases"`
+}
+
+type limits struct {
+	MaxSteps  int    `yaml:"max_steps,omitempty"`
+	MaxRounds int    `yaml:"max_rounds,omitempty"`
+	Timeout   string `yaml:"timeout,omitempty"`
+}
+
+type outCase struct {
+	ID     string   `yaml:"id"`
+	Task   string   `yaml:"task"`
+	Model  string   `yaml:"model"`
+	Device device   `yaml:"device,omitempty"`
+	Checks []check  `yaml:"checks"`
+	Labels []string `yaml:"labels"`
+}
+
+type device struct {
+	Setup []string `yaml:"setup,omitempty"`
+}
+
+type check struct {
+	Name   string  `yaml:"name"`
+	Answer *answer `yaml:"answer,omitempty"`
+	State  *state  `yaml:"state,omitempty"`
+}
+
+type answer struct {
+	Exact string `yaml:"exact"`
+}
+
+type state struct {
+	Run string `yaml:"run"`
+}
+
+// needsRoot matches scripts that touch system locations or accounts.
+var needsRoot = regexp.MustCompile(`/root\b|/home\b|/usr\b|/etc\b|/var\b|\buseradd\b|\busermod\b|\bchown\b|\bsu\s|\bsudo\b|\bapt(-get)?\b|~/`)
+
+// Import reads an AgentBench OS task file (dev.json) with its scripts
+// (scripts/<name>/ next to it) and writes a suite (agentbench-<name>.yaml)
+// and the example solutions (examples/) into outDir.
+func Import(file, outDir string) (*Result, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("agentbench: %w", err)
+	}
+	var tasks []task
+	if err := json.Unmarshal(data, &tasks); err != nil {
+		return nil, fmt.Errorf("agentbench: %s is not a list of OS tasks: %w", file, err)
+	}
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	scripts := filepath.Join(filepath.Dir(file), "scripts", name)
+	if err := os.MkdirAll(filepath.Join(outDir, "examples"), 0o755); err != nil {
+		return nil, err
+	}
+	out := suite{Name: "agentbench-os-" + name,
+		Description: fmt.Sprintf("AgentBench OS interaction tasks imported from %s (Apache-2.0, THUDM/AgentBench).", filepath.Base(file)),
+		Defaults:    limits{MaxSteps: 8, MaxRounds: 4, Timeout: "2m"}}
+	res := &Result{}
+	for i, t := range tasks {
+		id := fmt.Sprintf("%s-%03d", name, i)
+		c, example, err := convert(t, id, scripts)
+		if err != nil {
+			return nil, fmt.Errorf("agentbench: task %d: %w", i, err)
+		}
+		if err := os.WriteFile(filepath.Join(outDir, "examples", id+".sh"), []byte(example), 0o644); err != nil {
+			return nil, err
+		}
+		if hasLabel(c.Labels, "no-root") {
+			res.NoRoot++
+		}
+		out.Cases = append(out.Cases, c)
+	}
+	res.Tasks = len(out.Cases)
+	b, err := yaml.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	header := "# Generated by `saucer eval import agentbench " + filepath.Base(file) + "`: AgentBench OS tasks\n" +
+		"# (https://github.com/THUDM/AgentBench, Apache License 2.0). Cases labelled needs-root need a\n" +
+		"# sandboxed device; the model of every case plays the task's example solution (examples/).\n"
+	res.Suite = filepath.Join(outDir, out.Name+".yaml")
+	return res, os.WriteFile(res.Suite, append([]byte(header), b...), 0o644)
+}
+
+func hasLabel(labels []string, l string) bool {
+	for _, x := range labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// convert turns one task into a case and its example solution.
+func convert(t task, id, scripts string) (outCase, string, error) {
+	c := outCase{ID: id, Task: t.Description, Model: ModelPrefix + id, Labels: append([]string{}, t.Labels...)}
+	var all []string // every script's text, to decide whether root is needed
+	// create: {"init": "code" | {"code": ...} | {"file": ...}}; other shapes carry nothing to run.
+	var create struct {
+		Init json.RawMessage `json:"init"`
+	}
+	if json.Unmarshal(t.Create, &create) == nil && len(create.Init) > 0 {
+		init, err := script(create.Init, scripts)
+		if err != nil {
+			return c, "", fmt.Errorf("init: %w", err)
+		}
+		if init != "" {
+			c.Device.Setup = append(c.Device.Setup, init)
+			all = append(all, init)
+		}
+	}
+	if len(t.Start) > 0 {
+		start, err := script(t.Start, scripts)
+		if err != nil {
+			return c, "", fmt.Errorf("start: %w", err)
+		}
+		if start != "" {
+			c.Device.Setup = append(c.Device.Setup, start)
+			all = append(all, start)
+		}
+	}
+	exRaw := t.Evaluation.Example
+	if len(exRaw) == 0 {
+		exRaw = t.Example
+	}
+	example, err := script(exRaw, scripts)
+	if err != nil {
+		return c, "", fmt.Errorf("example: %w", err)
+	}
+	all = append(all, example)
+	ev := t.Evaluation
+	switch {
+	case len(ev.Match) > 0:
+		var m string
+		if json.Unmarshal(ev.Match, &m) != nil {
+			var obj struct {
+				Answer string `json:"answer"`
+			}
+			if err := json.Unmarshal(ev.Match, &obj); err != nil {
+				return c, "", fmt.Errorf("match: %w", err)
+			}
+			m = obj.Answer
+		}
+		c.Checks = append(c.Checks, check{Name: "agentbench match", Answer: &answer{Exact: m}})
+	case len(ev.Check) > 0:
+		prog, scriptsText, err := checkProgram(ev.Check, example, scripts)
+		if err != nil {
+			return c, "", fmt.Errorf("check: %w", err)
+		}
+		all = append(all, scriptsText...)
+		c.Checks = append(c.Checks, check{Name: "agentbench check", State: &state{Run: prog}})
+	default:
+		return c, "", errors.New("the evaluation has neither match nor check")
+	}
+	label := "no-root"
+	for _, s := range all {
+		if needsRoot.MatchString(s) {
+			label = "needs-root"
+		}
+	}
+	c.Labels = append(c.Labels, label)
+	return c, example, nil
+}
+
+// script reads a script given as a string, {"code": ...} or {"file": ...}
+// (relative to the scripts directory).
+func script(raw json.RawMessage, scripts string) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var obj struct {
+		Code string `json:"code"`
+		File string `json:"file"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", fmt.Errorf("a script must be text, {code} or {file}: %w", err)
+	}
+	if obj.File != "" {
+		b, err := os.ReadFile(filepath.Join(scripts, filepath.FromSlash(obj.File)))
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	return obj.Code, nil
+}
+
+// checkProgram writes AgentBench's check pipeline as one POSIX shell
+// program: the arguments start as the agent's answer ($SAUCER_ANSWER);
+// each script runs with all arguments so far and its output is appended;
+// any script that exits non-zero fails the check.
+func checkProgram(raw json.RawMessage, example, scripts string) (string, []string, error) {
+	var steps []json.RawMessage
+	if json.Unmarshal(raw, &steps) != nil {
+		steps = []json.RawMessage{raw} // a single {file} check
+	}
+	var b strings.Builder
+	var texts []string
+	b.WriteString("set -- \"$SAUCER_ANSWER\"\n")
+	for i, st := range steps {
+		text, interp := example, "bash -s --"
+		if string(st) != "null" {
+			var obj struct {
+				Language string `json:"language"`
+				File     string `json:"file"`
+				Code     string `json:"code"`
+			}
+			if err := json.Unmarshal(st, &obj); err != nil {
+				return "", nil, err
+			}
+			var err error
+			if text, err = script(st, scripts); err != nil {
+				return "", nil, err
+			}
+			if obj.Language == "python" || strings.HasSuffix(obj.File, ".py") {
+				interp = "python3 -"
+			}
+		}
+		texts = append(texts, text)
+		delim := fmt.Sprintf("SAUCER_STEP_%d", i+1)
+		if strings.Contains(text, delim) {
+			return "", nil, fmt.Errorf("a script contains the heredoc marker %s", delim)
+		}
+		fmt.Fprintf(&b, "out=$(%s \"$@\" <<'%s'\n%s\n%s\n) || exit 1\nset -- \"$@\" \"$out\"\n", interp, delim, strings.TrimRight(text, "\n"), delim)
+	}
+	b.WriteString("exit 0")
+	return b.String(), texts, nil
+}

@@ -1,0 +1,660 @@
+package evals
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/llm/replay"
+	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/trajectory"
+	"github.com/saucerhq/saucer/trajectory/record"
+)
+
+// Options configure a suite run.
+type Options struct {
+	// Results is the results directory. A run there resumes: finished
+	// trials are kept and only the others run; a directory made with
+	// another suite or other options is refused.
+	Results string
+	// Jobs is how many trials run at once (default 1).
+	Jobs int
+	// Timeout bounds each trial that sets no timeout of its own.
+	Timeout time.Duration
+	// Model, when set, replaces every case's model.
+	Model string
+	// Trials, when positive, replaces every case's trial count.
+	Trials int
+	// Labels, when set, run only the cases that carry all of them.
+	Labels []string
+	// Config is the base configuration (nil: the built-in defaults).
+	Config *config.Config
+	// Redactor removes secrets from the trials' recordings.
+	Redactor *trajectory.Redactor
+	// OpenModel opens models by spec; nil opens them with the config's
+	// provider settings. Each trial opens its own (scripted models count
+	// their replies).
+	OpenModel func(spec string) (llm.Model, error)
+	// Progress is told after each trial.
+	Progress func(Progress)
+}
+
+// Progress is where a run stands.
+type Progress struct {
+	Done, Total    int
+	Passed, Failed int
+	// Resumed counts trials kept from an earlier run.
+	Resumed int
+	Elapsed time.Duration
+	// ETA is the estimated time left, from this run's pace; 0 when unknown.
+	ETA  time.Duration
+	Last *TrialResult
+}
+
+// Failure categories of the failure taxonomy.
+const (
+	FailMaxSteps      = "max_steps"
+	FailTimeout       = "timeout"
+	FailTokenLimit    = "token_limit"
+	FailParseError    = "parse_error"
+	FailModelError    = "model_error"
+	FailToolError     = "tool_error"
+	FailAgentGaveUp   = "agent_gave_up"
+	FailCheckerFailed = "checker_failed"
+	FailExpectedFail  = "expected_fail_but_finished"
+	FailDivergence    = "replay_divergence"
+	FailInfra         = "infra_error"
+)
+
+// TrialResult is one trial of one case.
+type TrialResult struct {
+	Case    string `json:"case"`
+	Trial   int    `json:"trial"`
+	Model   string `json:"model"`
+	Status  string `json:"status"`
+	Answer  string `json:"answer"`
+	Success bool   `json:"success"`
+	// Failure is the failure's category (see the Fail* constants) and
+	// Detail what happened.
+	Failure string        `json:"failure,omitempty"`
+	Detail  string        `json:"detail,omitempty"`
+	Checks  []CheckResult `json:"checks,omitempty"`
+	Calls   []Call        `json:"calls,omitempty"`
+	Steps   int           `json:"steps"`
+	// AppSteps counts app-agent steps, OKSteps those whose commands all
+	// succeeded.
+	AppSteps   int       `json:"app_steps"`
+	OKSteps    int       `json:"ok_steps"`
+	ModelCalls int       `json:"model_calls"`
+	Usage      llm.Usage `json:"usage"`
+	// CostUSD is nil when the model's price is unknown.
+	CostUSD *float64 `json:"cost_usd"`
+	WallMS  float64  `json:"wall_ms"`
+	// PhaseMS is wall time per phase: the agents' processing phases plus
+	// SETUP and CHECK.
+	PhaseMS map[string]float64 `json:"phase_ms,omitempty"`
+	// Trajectory is the trial's recording, relative to the results dir.
+	Trajectory string `json:"trajectory"`
+}
+
+// runFile records what a results directory was made with.
+type runFile struct {
+	Suite       string    `json:"suite"`
+	Fingerprint string    `json:"fingerprint"`
+	Options     runOpts   `json:"options"`
+	Started     time.Time `json:"started"`
+}
+
+type runOpts struct {
+	Model   string   `json:"model,omitempty"`
+	Trials  int      `json:"trials,omitempty"`
+	Labels  []string `json:"labels,omitempty"`
+	Timeout string   `json:"timeout,omitempty"`
+	Config  string   `json:"config"`
+}
+
+var (
+	errTimeout     = errors.New("the trial's time limit was reached")
+	errTokenLimit  = errors.New("the trial's token limit was reached")
+	errInterrupted = errors.New("interrupted")
+)
+
+// Run runs the suite's cases and writes the results directory: a
+// result.json and a trajectory per trial, and report.json. It returns the
+// report even when interrupted (with the trials done so far) along with
+// ctx's error.
+func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
+	if opts.Results == "" {
+		return nil, errors.New("evals: no results directory")
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = 1
+	}
+	if opts.Config == nil {
+		opts.Config = config.Default()
+	}
+	if opts.OpenModel == nil {
+		cfg := opts.Config
+		opts.OpenModel = func(spec string) (llm.Model, error) { return provider.Open(spec, cfg.Providers, os.Getenv) }
+	}
+	r := &runner{s: s, opts: opts, recordings: map[string]*trajectory.Trajectory{}}
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	type job struct {
+		c     Case
+		trial int
+	}
+	var jobs []job
+	results := map[string][]*TrialResult{}
+	prog := Progress{}
+	s = r.selected()
+	for _, c := range s.Cases {
+		n := r.trials(c)
+		results[c.ID] = make([]*TrialResult, n)
+		for t := 1; t <= n; t++ {
+			prog.Total++
+			if tr, err := r.load(c.ID, t); err == nil {
+				results[c.ID][t-1] = tr
+				prog.Done++
+				prog.Resumed++
+				if tr.Success {
+					prog.Passed++
+				} else {
+					prog.Failed++
+				}
+				continue
+			}
+			jobs = append(jobs, job{c, t})
+		}
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	queue := make(chan job)
+	var wg sync.WaitGroup
+	var firstErr error
+	for w := 0; w < opts.Jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				tr, err := r.runTrial(ctx, j.c, j.trial)
+				mu.Lock()
+				if err != nil {
+					if !errors.Is(err, errInterrupted) && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				results[j.c.ID][j.trial-1] = tr
+				prog.Done++
+				if tr.Success {
+					prog.Passed++
+				} else {
+					prog.Failed++
+				}
+				prog.Elapsed = time.Since(start)
+				if ran := prog.Done - prog.Resumed; ran > 0 {
+					prog.ETA = time.Duration(float64(prog.Elapsed) / float64(ran) * float64(prog.Total-prog.Done))
+				}
+				prog.Last = tr
+				p := prog
+				mu.Unlock()
+				if opts.Progress != nil {
+					opts.Progress(p)
+				}
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case queue <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(queue)
+	wg.Wait()
+	rep := BuildReport(s, results, r.prices())
+	if err := WriteJSON(filepath.Join(opts.Results, "report.json"), rep); err != nil {
+		return rep, err
+	}
+	if ctx.Err() != nil {
+		return rep, fmt.Errorf("evals: interrupted after %d of %d trials; run again with the same results directory to resume: %w", prog.Done, prog.Total, context.Cause(ctx))
+	}
+	return rep, firstErr
+}
+
+type runner struct {
+	s          *Suite
+	opts       Options
+	mu         sync.Mutex
+	recordings map[string]*trajectory.Trajectory
+}
+
+// selected is the suite with only the cases that carry opts.Labels.
+func (r *runner) selected() *Suite {
+	if len(r.opts.Labels) == 0 {
+		return r.s
+	}
+	cp := *r.s
+	cp.Cases = nil
+	for _, c := range r.s.Cases {
+		all := true
+		for _, l := range r.opts.Labels {
+			found := false
+			for _, cl := range c.Labels {
+				found = found || cl == l
+			}
+			all = all && found
+		}
+		if all {
+			cp.Cases = append(cp.Cases, c)
+		}
+	}
+	return &cp
+}
+
+func (r *runner) trials(c Case) int {
+	if r.opts.Trials > 0 {
+		return r.opts.Trials
+	}
+	return r.s.limits(c).Trials
+}
+
+func (r *runner) prices() Prices { return BuiltinPrices().With(r.s.Prices) }
+
+// prepare creates the results directory, or checks that the one there was
+// made with this suite and these options.
+func (r *runner) prepare() error {
+	cfgYAML, err := r.opts.Config.YAML()
+	if err != nil {
+		return err
+	}
+	ro := runOpts{Model: r.opts.Model, Trials: r.opts.Trials, Labels: r.opts.Labels, Config: string(cfgYAML)}
+	if r.opts.Timeout > 0 {
+		ro.Timeout = r.opts.Timeout.String()
+	}
+	b, _ := json.Marshal(ro)
+	h := sha256.Sum256(append([]byte(r.s.hash+"\n"), b...))
+	fp := hex.EncodeToString(h[:])
+	p := filepath.Join(r.opts.Results, "run.json")
+	if data, err := os.ReadFile(p); err == nil {
+		var prev runFile
+		if err := json.Unmarshal(data, &prev); err != nil {
+			return fmt.Errorf("evals: %s is damaged: %w", p, err)
+		}
+		if prev.Fingerprint != fp {
+			return fmt.Errorf("evals: %s holds results of another suite or other options (the suite file, --model, --trials, --timeout or the config changed); use a new results directory, or delete this one to start over", r.opts.Results)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(r.opts.Results, 0o755); err != nil {
+		return fmt.Errorf("evals: %w", err)
+	}
+	return WriteJSON(p, runFile{Suite: r.s.Name, Fingerprint: fp, Options: ro, Started: time.Now().UTC()})
+}
+
+func (r *runner) trialDir(id string, trial int) string {
+	return filepath.Join(r.opts.Results, "cases", id, fmt.Sprintf("trial-%d", trial))
+}
+
+func (r *runner) load(id string, trial int) (*TrialResult, error) {
+	b, err := os.ReadFile(filepath.Join(r.trialDir(id, trial), "result.json"))
+	if err != nil {
+		return nil, err
+	}
+	var tr TrialResult
+	return &tr, json.Unmarshal(b, &tr)
+}
+
+func (r *runner) recording(dir string) (*trajectory.Trajectory, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.recordings[dir]; ok {
+		return t, nil
+	}
+	t, err := trajectory.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.recordings[dir] = t
+	return t, nil
+}
+
+// trial is one trial being run.
+type trial struct {
+	res       *TrialResult
+	rec       *record.Recorder
+	device    dispatcher.Dispatcher
+	divergers []func() []string
+	close     func()
+}
+
+// runTrial runs one trial and saves its result. It returns errInterrupted
+// (and saves nothing) when ctx ends first.
+func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, error) {
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	dir := r.trialDir(c.ID, n)
+	if err := os.RemoveAll(dir); err != nil { // an interrupted attempt's leftovers
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	lim := r.s.limits(c)
+	spec := c.Model
+	if spec == "" {
+		spec = r.s.Model
+	}
+	if r.opts.Model != "" {
+		spec = r.opts.Model
+	}
+	spec = r.s.model(spec)
+	res := &TrialResult{Case: c.ID, Trial: n, Model: spec, PhaseMS: map[string]float64{}, Trajectory: filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "trajectory"))}
+	t := &trial{res: res}
+	sess, col, err := r.setup(ctx, c, n, spec, lim, t, filepath.Join(dir, "trajectory"))
+	if t.close != nil {
+		defer t.close()
+	}
+	res.PhaseMS["SETUP"] = trajectory.MS(time.Since(start))
+	var out *agent.Outcome
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		res.Status, res.Failure, res.Detail = string(fsm.Error), FailInfra, err.Error()
+	} else {
+		timeout := lim.Timeout.D()
+		if timeout <= 0 {
+			timeout = r.opts.Timeout
+		}
+		tctx, cancel := context.WithCancelCause(ctx)
+		col.cancel = cancel
+		if timeout > 0 {
+			var stop context.CancelFunc
+			tctx, stop = context.WithTimeoutCause(tctx, timeout, errTimeout)
+			defer stop()
+		}
+		out = sess.Run(tctx, c.Task)
+		cause := context.Cause(tctx)
+		cancel(nil)
+		if ctx.Err() != nil {
+			if t.rec != nil {
+				t.rec.Finish(out)
+			}
+			return nil, errInterrupted
+		}
+		res.Status, res.Answer, res.Steps, res.Usage = string(out.Status), out.Answer, out.Steps, out.Usage
+		res.AppSteps, res.OKSteps, res.ModelCalls, res.Calls = col.appSteps, col.okSteps, col.modelCalls, col.calls
+		for ph, ms := range col.phaseMS {
+			res.PhaseMS[ph] = ms
+		}
+		if cost, ok := r.prices().Cost(spec, out.Usage); ok {
+			res.CostUSD = &cost
+		}
+		// Checks run once the agent has stopped, on the same device.
+		checkStart := time.Now()
+		env := &checkEnv{device: t.device, answer: out.Answer, status: string(out.Status), task: c.Task, calls: col.calls,
+			openJudge: func(s string) (llm.Model, error) { return r.opts.OpenModel(r.s.model(s)) }, judge: r.s.Judge,
+			record: func(e trajectory.Event) { t.rec.Write(e) }}
+		for i, ch := range c.Checks {
+			res.Checks = append(res.Checks, env.run(ctx, i, ch))
+		}
+		res.PhaseMS["CHECK"] = trajectory.MS(time.Since(checkStart))
+		var divs []string
+		for _, d := range t.divergers {
+			divs = append(divs, d()...)
+		}
+		classify(res, c, out, cause, divs)
+		if err := t.rec.Finish(out); err != nil {
+			return nil, fmt.Errorf("evals: case %s trial %d: recording: %w", c.ID, n, err)
+		}
+	}
+	if out == nil && t.rec != nil {
+		t.rec.Finish(&agent.Outcome{Status: fsm.Error, Answer: res.Detail})
+	}
+	res.WallMS = trajectory.MS(time.Since(start))
+	if ctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	if err := WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// setup prepares the trial's device, model, recording and session.
+func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limits, t *trial, trajDir string) (*agent.Session, *collector, error) {
+	cfg := *r.opts.Config
+	var model llm.Model
+	var apps map[string]string
+	if rec := c.Device.Recording; rec != "" {
+		tr, err := r.recording(r.s.path(rec))
+		if err != nil {
+			return nil, nil, err
+		}
+		rc, err := ReplayConfig(tr)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = *rc
+		rd := dispatcher.NewReplay(tr.Events, dispatcher.ReplayOptions{Lenient: spec != ReplayModel, Redactor: r.opts.Redactor})
+		t.device, apps = rd, tr.Session().Apps
+		t.divergers = append(t.divergers, func() []string {
+			var out []string
+			for _, d := range rd.Divergences() {
+				out = append(out, "device "+d.String())
+			}
+			return out
+		})
+		if spec == ReplayModel {
+			rm := replay.New(callsOf(tr), replay.Options{Redactor: r.opts.Redactor})
+			model = rm
+			t.divergers = append(t.divergers, func() []string {
+				var out []string
+				for _, d := range rm.Divergences() {
+					out = append(out, d.String())
+				}
+				return out
+			})
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "saucer-eval-"+c.ID+"-")
+		if err != nil {
+			return nil, nil, err
+		}
+		for p, content := range c.Device.Files {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return nil, nil, err
+			}
+			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+				return nil, nil, err
+			}
+		}
+		dev, err := local.Device(ctx, &cfg, dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, err
+		}
+		t.close = func() { dev.Close(); os.RemoveAll(dir) }
+		local := dispatcher.NewLocal(dev, dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
+		t.device = local
+		apps = map[string]string{}
+		for _, ns := range dev.Namespaces() {
+			apps[ns.Name] = ns.Description
+		}
+		for _, line := range c.Device.Setup {
+			res := local.Execute(ctx, []command.Command{{ToolName: "execute_command", Namespace: "shell", ToolType: command.Action,
+				Parameters: map[string]any{"command": line}}})
+			var out struct {
+				ExitCode int    `json:"exit_code"`
+				Stderr   string `json:"stderr"`
+			}
+			if !res[0].OK() {
+				return nil, nil, fmt.Errorf("setup command %q failed: %s", line, res[0].Error)
+			}
+			if json.Unmarshal(res[0].Result, &out) == nil && out.ExitCode != 0 {
+				return nil, nil, fmt.Errorf("setup command %q exited %d: %s", line, out.ExitCode, cutText(out.Stderr, 300))
+			}
+		}
+	}
+	if model == nil {
+		var err error
+		if model, err = r.opts.OpenModel(spec); err != nil {
+			return nil, nil, err
+		}
+	}
+	if lim.MaxSteps > 0 {
+		cfg.Agent.MaxSteps = lim.MaxSteps
+	}
+	if lim.MaxRounds > 0 {
+		cfg.Agent.MaxRounds = lim.MaxRounds
+	}
+	if spec != ReplayModel {
+		cfg.Model = spec
+	}
+	y, _ := cfg.YAML()
+	session := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
+		Labels: map[string]string{"suite": r.s.Name, "case": c.ID, "trial": fmt.Sprint(n)}}
+	if spec == ReplayModel {
+		if tr, err := r.recording(r.s.path(c.Device.Recording)); err == nil {
+			session.Mode = tr.Session().Mode
+		}
+	}
+	rec, err := record.Start(trajDir, session, trajectory.Options{Redactor: r.opts.Redactor, ArtifactThreshold: cfg.Record.ArtifactThreshold})
+	if err != nil {
+		return nil, nil, err
+	}
+	t.rec = rec
+	col := &collector{maxTokens: lim.MaxTokens, phaseMS: map[string]float64{}}
+	sess, err := NewSession(&cfg, SessionOptions{Model: model, Dispatcher: t.device, Apps: apps, Observer: chain(rec.Observe, col.observe),
+		Mode: modeOf(session.Mode)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, col, nil
+}
+
+// collector gathers a trial's numbers from its agent events and enforces
+// its token limit.
+type collector struct {
+	maxTokens                     int
+	cancel                        context.CancelCauseFunc
+	tokens                        int
+	appSteps, okSteps, modelCalls int
+	phaseMS                       map[string]float64
+	calls                         []Call
+}
+
+func (c *collector) observe(e agent.Event) {
+	switch e.Kind {
+	case agent.EventModelCall:
+		c.modelCalls++
+		if e.Response != nil {
+			c.tokens += e.Response.Usage.PromptTokens + e.Response.Usage.CompletionTokens
+		}
+		if c.maxTokens > 0 && c.tokens > c.maxTokens && c.cancel != nil {
+			c.cancel(errTokenLimit)
+		}
+	case agent.EventStep:
+		for ph, d := range e.Timings {
+			c.phaseMS[string(ph)] += trajectory.MS(d)
+		}
+		if e.Role != fsm.App {
+			return
+		}
+		c.appSteps++
+		ok := e.Err == nil
+		for _, res := range e.Results {
+			if res.Status != command.Success {
+				ok = false
+			}
+		}
+		if ok {
+			c.okSteps++
+		}
+		for _, cmd := range e.Commands {
+			c.calls = append(c.calls, Call{Tool: cmd.ToolName, Namespace: cmd.Namespace, Arguments: cmd.Parameters})
+		}
+	}
+}
+
+// classify decides success and the failure category.
+func classify(res *TrialResult, c Case, out *agent.Outcome, cause error, divergences []string) {
+	checksOK := true
+	var failed []string
+	for _, ch := range res.Checks {
+		if !ch.Pass {
+			checksOK = false
+			failed = append(failed, ch.Name+": "+ch.Detail)
+		}
+	}
+	ended := out.Status
+	switch {
+	case len(divergences) > 0 && res.Model == ReplayModel:
+		res.Failure, res.Detail = FailDivergence, strings.Join(divergences, "\n")
+	case errors.Is(cause, errTimeout):
+		res.Failure, res.Detail = FailTimeout, out.Answer
+	case errors.Is(cause, errTokenLimit):
+		res.Failure, res.Detail = FailTokenLimit, fmt.Sprintf("%s (%d tokens used)", out.Answer, out.Usage.PromptTokens+out.Usage.CompletionTokens)
+	case c.ExpectFail && ended == fsm.Finish:
+		res.Failure, res.Detail = FailExpectedFail, "the task is infeasible, but the agent answered: "+out.Answer
+	case c.ExpectFail && ended == fsm.Fail && !out.Cancelled:
+		// The right answer to an infeasible task; the checks decide.
+	case ended == fsm.Error && strings.Contains(out.Answer, "asking the model"):
+		res.Failure, res.Detail = FailModelError, out.Answer
+	case ended == fsm.Error:
+		res.Failure, res.Detail = FailInfra, out.Answer
+	case strings.Contains(out.Answer, "reached the limit of"):
+		res.Failure, res.Detail = FailMaxSteps, out.Answer
+	case strings.Contains(out.Answer, "could not be used after"):
+		res.Failure, res.Detail = FailParseError, out.Answer
+	case ended == fsm.Fail && res.AppSteps > res.OKSteps:
+		res.Failure, res.Detail = FailToolError, out.Answer
+	case ended == fsm.Fail:
+		res.Failure, res.Detail = FailAgentGaveUp, out.Answer
+	}
+	if res.Failure == "" && !checksOK {
+		res.Failure, res.Detail = FailCheckerFailed, strings.Join(failed, "; ")
+	}
+	res.Success = res.Failure == ""
+}
+
+func modeOf(s string) strategy.Mode { return strategy.Mode(s) }
+
+// WriteJSON writes v as indented JSON, atomically (a temporary file
+// renamed), so an interrupted run never leaves half a file.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,244 @@
+package evals_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/saucerhq/saucer/evals"
+)
+
+func runSuite(t *testing.T, file, results string, opts evals.Options) (*evals.Report, error) {
+	t.Helper()
+	s, err := evals.LoadSuite(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Results = results
+	if opts.Jobs == 0 {
+		opts.Jobs = 4
+	}
+	return evals.Run(context.Background(), s, opts)
+}
+
+func TestSuiteWithEveryChecker(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := runSuite(t, "testdata/checkers.yaml", dir, evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		successes int
+		failure   string
+	}{
+		"write-hello":             {2, ""},
+		"count-files":             {1, ""},
+		"wrong-answer":            {0, evals.FailCheckerFailed},
+		"extra-calls":             {0, evals.FailCheckerFailed},
+		"infeasible":              {1, ""},
+		"infeasible-but-finished": {0, evals.FailExpectedFail},
+		"loops-forever":           {0, evals.FailMaxSteps},
+		"slow-model":              {0, evals.FailTimeout},
+		"token-hungry":            {0, evals.FailTokenLimit},
+	}
+	for _, c := range rep.Cases {
+		w := want[c.ID]
+		if c.Successes != w.successes {
+			t.Errorf("%s: %d successes, want %d", c.ID, c.Successes, w.successes)
+		}
+		for _, tr := range c.Trials {
+			if tr.Failure != w.failure {
+				t.Errorf("%s #%d: failure %q (%s), want %q", c.ID, tr.Trial, tr.Failure, tr.Detail, w.failure)
+			}
+		}
+	}
+	byID := map[string]evals.CaseReport{}
+	for _, c := range rep.Cases {
+		byID[c.ID] = c
+	}
+	// Every check of the passing case passed, the judge's verdict is kept.
+	hello := byID["write-hello"].Trials[0]
+	if len(hello.Checks) != 7 {
+		t.Fatalf("write-hello checks: %+v", hello.Checks)
+	}
+	if v := hello.Checks[6].Verdict; v == nil || !v.Pass || v.Score != 0.9 || !strings.Contains(v.Reason, "holds hello") {
+		t.Errorf("judge verdict %+v", v)
+	}
+	wrong := byID["wrong-answer"].Trials[0]
+	if wrong.Checks[0].Pass || wrong.Checks[1].Pass || wrong.Checks[1].Verdict == nil || wrong.Checks[1].Verdict.Score != 0.1 {
+		t.Errorf("wrong-answer checks %+v", wrong.Checks)
+	}
+	if d := byID["extra-calls"].Trials[0].Detail; !strings.Contains(d, "files.write_file") || !strings.Contains(d, "not among the expected") {
+		t.Errorf("extra-calls detail %q", d)
+	}
+	m := rep.Metrics
+	if m.Trials != 10 || m.Successes != 4 || math.Abs(m.SuccessRate-0.4) > 1e-9 || m.Cases != 9 {
+		t.Errorf("metrics %+v", m)
+	}
+	// pass@1 averages per-case rates: (1+1+1)/9; pass@2 only write-hello.
+	if math.Abs(m.PassAtK[1]-3.0/9) > 1e-9 || m.PassAtK[2] != 1 || m.PassHatK[2] != 1 {
+		t.Errorf("pass@k %v pass^k %v", m.PassAtK, m.PassHatK)
+	}
+	if m.Failures[evals.FailCheckerFailed] != 2 || m.Failures[evals.FailTimeout] != 1 || m.Failures[evals.FailMaxSteps] != 1 {
+		t.Errorf("failures %v", m.Failures)
+	}
+	if m.CostUSD == nil || *m.CostUSD != 0 || m.Tokens.Prompt == 0 || m.StepSuccess <= 0 || m.StepSuccess > 1 || m.MeanSteps == 0 {
+		t.Errorf("cost %v tokens %+v step success %v", m.CostUSD, m.Tokens, m.StepSuccess)
+	}
+	for _, ph := range []string{"SETUP", "CHECK", "LLM_INTERACTION", "ACTION_EXECUTION"} {
+		if _, ok := m.PhaseMS[ph]; !ok {
+			t.Errorf("no wall time for phase %s: %v", ph, m.PhaseMS)
+		}
+	}
+	// Reports.
+	if err := evals.WriteReports(rep, dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"| success rate | 40.0% (4/10 trials, 9 cases) |", "| write-hello | 2/2 |", "- timeout: 1", "**slow-model #1** (timeout)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	var junit struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Type string `xml:"type,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err := xml.Unmarshal(b, &junit); err != nil || junit.Tests != 10 || junit.Failures != 6 || len(junit.Suites) != 9 {
+		t.Errorf("junit: %v %+v", err, junit)
+	}
+	// Each trial left a readable trajectory with its checks recorded.
+	tr := readTrajectory(t, filepath.Join(dir, hello.Trajectory))
+	var checks, judge int
+	for _, e := range tr.Events {
+		switch e.Agent {
+		case "check":
+			checks++
+		case "judge":
+			judge++
+		}
+	}
+	if checks != 3 || judge != 1 {
+		t.Errorf("recorded %d check dispatches and %d judge calls", checks, judge)
+	}
+}
+
+func TestPassAtK(t *testing.T) {
+	for _, c := range []struct {
+		n, c, k int
+		at, hat float64
+	}{
+		{10, 0, 1, 0, 0}, {10, 10, 5, 1, 1}, {10, 5, 1, 0.5, 0.5},
+		{5, 2, 2, 1 - 3.0/10, 1.0 / 10}, // C(3,2)/C(5,2) = 3/10; C(2,2)/C(5,2) = 1/10
+		{4, 3, 2, 1, 0.5},               // C(1,2)=0; C(3,2)/C(4,2)=3/6
+		{3, 1, 4, 0, 0},                 // k > n
+	} {
+		if got := evals.PassAtK(c.n, c.c, c.k); math.Abs(got-c.at) > 1e-12 {
+			t.Errorf("pass@%d(n=%d,c=%d) = %v, want %v", c.k, c.n, c.c, got, c.at)
+		}
+		if got := evals.PassHatK(c.n, c.c, c.k); math.Abs(got-c.hat) > 1e-12 {
+			t.Errorf("pass^%d(n=%d,c=%d) = %v, want %v", c.k, c.n, c.c, got, c.hat)
+		}
+	}
+}
+
+func TestPricesUnknownIsUnknown(t *testing.T) {
+	p := evals.BuiltinPrices()
+	if c, ok := p.Cost("scripted:/any/where/x.yaml", usage(1000, 100)); !ok || c != 0 {
+		t.Errorf("scripted: %v %v", c, ok)
+	}
+	if c, ok := p.Cost("openai:gpt-4o", usage(1_000_000, 1_000_000)); !ok || math.Abs(c-12.5) > 1e-9 {
+		t.Errorf("gpt-4o: %v %v", c, ok)
+	}
+	if _, ok := p.Cost("ollama:mystery", usage(10, 10)); ok {
+		t.Error("an unpriced model got a price")
+	}
+}
+
+// stable is a report without its timings, for comparing runs.
+func stable(t *testing.T, r *evals.Report) string {
+	t.Helper()
+	r.Metrics.WallMS, r.Metrics.PhaseMS = 0, nil
+	for _, c := range r.Cases {
+		for _, tr := range c.Trials {
+			tr.WallMS, tr.PhaseMS = 0, nil
+			tr.Detail = strings.Join(strings.Fields(strings.Split(tr.Detail, "/tmp/")[0]), " ")
+		}
+	}
+	b, _ := json.MarshalIndent(r, "", " ")
+	return string(b)
+}
+
+func TestInterruptAndResume(t *testing.T) {
+	full, err := runSuite(t, "testdata/checkers.yaml", t.TempDir(), evals.Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, _ := evals.LoadSuite("testdata/checkers.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	var done atomic.Int32
+	var sawETA atomic.Bool
+	_, err = evals.Run(ctx, s, evals.Options{Results: dir, Jobs: 1, Progress: func(p evals.Progress) {
+		if p.Done < p.Total && p.ETA > 0 {
+			sawETA.Store(true)
+		}
+		if done.Add(1) == 3 {
+			cancel()
+		}
+	}})
+	if err == nil || !strings.Contains(err.Error(), "interrupted after 3 of 10") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if !sawETA.Load() {
+		t.Error("progress never gave an ETA")
+	}
+	var resumed atomic.Int32
+	rep, err := evals.Run(context.Background(), s, evals.Options{Results: dir, Jobs: 2, Progress: func(p evals.Progress) { resumed.Store(int32(p.Resumed)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Load() != 3 {
+		t.Errorf("resumed %d trials, want 3", resumed.Load())
+	}
+	if a, b := stable(t, full), stable(t, rep); a != b {
+		t.Errorf("resumed report differs from an uninterrupted one:\n%s", trajectoryDiff(a, b))
+	}
+	// Another model for the same results directory is refused.
+	_, err = evals.Run(context.Background(), s, evals.Options{Results: dir, Model: "scripted:testdata/scripts/count.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "another suite or other options") {
+		t.Errorf("changed options: %v", err)
+	}
+}
+
+func TestSuiteValidation(t *testing.T) {
+	for name, yaml := range map[string]string{
+		"no cases":       "name: x\n",
+		"unknown key":    "name: x\ncases: [{id: a, task: t, colour: red}]\n",
+		"two kinds":      "name: x\ncases: [{id: a, task: t, checks: [{answer: {contains: a}, judge: {rubric: r}}]}]\n",
+		"bad match":      "name: x\ncases: [{id: a, task: t, checks: [{tool_calls: {match: some, calls: []}}]}]\n",
+		"duplicate id":   "name: x\ncases: [{id: a, task: t}, {id: a, task: t}]\n",
+		"replay no rec":  "name: x\nmodel: replay\ncases: [{id: a, task: t}]\n",
+		"judge no model": "name: x\ncases: [{id: a, task: t, checks: [{judge: {rubric: r}}]}]\n",
+		"bad regex":      "name: x\ncases: [{id: a, task: t, checks: [{answer: {regex: \"(\"}}]}]\n",
+	} {
+		if _, err := evals.ParseSuite([]byte(yaml)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

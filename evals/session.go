@@ -1,0 +1,290 @@
+package evals
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/replay"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/trajectory"
+	"github.com/saucerhq/saucer/trajectory/record"
+)
+
+// SessionOptions are what NewSession needs beyond the config.
+type SessionOptions struct {
+	Model      llm.Model
+	Dispatcher dispatcher.Dispatcher
+	// Apps describe the device's apps (tool namespaces) to the host agent.
+	Apps     map[string]string
+	Observer func(agent.Event)
+	// Mode overrides the config's mode for the model, when set.
+	Mode strategy.Mode
+}
+
+// NewSession builds an agent session from a config the way local mode
+// does, over any model and dispatcher (a recorded device, say).
+func NewSession(cfg *config.Config, o SessionOptions) (*agent.Session, error) {
+	set, err := promptSet(cfg.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	a := cfg.Agent
+	retries := a.MaxRetries
+	if retries == 0 {
+		retries = -1 // the config's 0 means none; agent.Options' 0 means the default
+	}
+	mode := o.Mode
+	if mode == "" {
+		mode = cfg.ModeFor(cfg.Model)
+	}
+	return agent.New(agent.Options{
+		Model: o.Model, Mode: mode, Dispatcher: o.Dispatcher, Prompts: set,
+		HostPipeline: a.HostStrategies, AppPipeline: a.AppStrategies,
+		MaxRounds: a.MaxRounds, MaxSteps: a.MaxSteps,
+		Limits: strategy.Limits{MaxRetries: retries, RetryBackoff: a.RetryBackoff.D(), MaxResultChars: a.MaxResultChars,
+			ConfirmDestructive: a.ConfirmDestructive},
+		AppDescriptions: o.Apps,
+		Observer:        o.Observer,
+	})
+}
+
+// promptSet loads prompts; the built-in set never changes, so it is parsed
+// once (a suite builds a session per trial).
+func promptSet(dir string) (*prompts.Set, error) {
+	if dir != "" {
+		return prompts.Load(dir)
+	}
+	builtinOnce.Do(func() { builtinSet, builtinErr = prompts.Load("") })
+	return builtinSet, builtinErr
+}
+
+var (
+	builtinOnce sync.Once
+	builtinSet  *prompts.Set
+	builtinErr  error
+)
+
+// ReplayOptions configure Replay. The zero value replays the whole session
+// (recorded model and recorded device) strictly.
+type ReplayOptions struct {
+	// Model, when set, is asked instead of the recorded replies: only the
+	// device is replayed (leniently), to try another model or prompts on
+	// recorded observations.
+	Model llm.Model
+	// Config, when set, replaces the recorded config (prompts, limits,
+	// strategies); nil means the recorded one.
+	Config *config.Config
+	// Redactor is the recording's redactor, for comparing live values.
+	Redactor *trajectory.Redactor
+	// RecordTo, when set, records the replay into that directory.
+	RecordTo string
+	// Observer is told of every event of the replayed session.
+	Observer func(agent.Event)
+}
+
+// ReplayResult is how a replay went.
+type ReplayResult struct {
+	Outcome *agent.Outcome
+	// ModelDivergences and DeviceDivergences are the requests and commands
+	// that were not the recorded ones.
+	ModelDivergences  []replay.Divergence
+	DeviceDivergences []dispatcher.ReplayDivergence
+	// UnusedCalls and UnusedDispatches are recorded calls and dispatches
+	// the replay never made (it ended early).
+	UnusedCalls, UnusedDispatches int
+	// Recorded is the directory the replay was recorded to, if any.
+	Recorded string
+}
+
+// Diverged reports whether the replay did anything the recording did not,
+// or left recorded work undone.
+func (r *ReplayResult) Diverged() bool {
+	return len(r.ModelDivergences) > 0 || len(r.DeviceDivergences) > 0 || r.UnusedCalls > 0 || r.UnusedDispatches > 0
+}
+
+// Report describes the divergences, or "" when there are none.
+func (r *ReplayResult) Report() string {
+	var s string
+	for _, d := range r.DeviceDivergences {
+		s += "device " + d.String() + "\n"
+	}
+	for _, d := range r.ModelDivergences {
+		s += d.String() + "\n"
+	}
+	if r.UnusedCalls > 0 || r.UnusedDispatches > 0 {
+		s += fmt.Sprintf("the replay ended with %d recorded model calls and %d recorded dispatches unused\n", r.UnusedCalls, r.UnusedDispatches)
+	}
+	return s
+}
+
+// ReplayConfig is the config a recorded session ran with. The caller may
+// change the copy it gets, but not the maps and slices it shares with other
+// copies.
+func ReplayConfig(t *trajectory.Trajectory) (*config.Config, error) {
+	s := t.Session()
+	cfg, err := parsedConfig(s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the recorded config: %w", err)
+	}
+	if s.Model != "" {
+		cfg.Model = s.Model
+	}
+	if s.Mode != "" {
+		cfg.Mode, cfg.Models = s.Mode, nil
+	}
+	if cfg.Prompts != "" {
+		if _, err := os.Stat(cfg.Prompts); err != nil {
+			return nil, fmt.Errorf("replay: the session used the prompts in %s, which are not here: %w", cfg.Prompts, err)
+		}
+	}
+	return cfg, nil
+}
+
+// Replay runs a recorded session again, offline: the device answers with
+// the recorded results and, unless opts.Model is set, the model with the
+// recorded replies, each request checked against the recorded one.
+func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (*ReplayResult, error) {
+	s := t.Session()
+	cfg := opts.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = ReplayConfig(t); err != nil {
+			return nil, err
+		}
+	}
+	// A recorded rate limit is retried as it was, without the wait.
+	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	model := opts.Model
+	var rm *replay.Model
+	if model == nil {
+		rm = replay.New(callsOf(t), replay.Options{Redactor: opts.Redactor})
+		model = rm
+	}
+	// An eval trial's recording ends with its checks' commands; a replay of
+	// the session runs no checks.
+	var events []trajectory.Event
+	for _, e := range t.Events {
+		if e.Agent != CheckAgent && e.Agent != JudgeAgent {
+			events = append(events, e)
+		}
+	}
+	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor})
+	observer := opts.Observer
+	var rec *record.Recorder
+	if opts.RecordTo != "" {
+		rs := *s
+		rs.ID = ""
+		var err error
+		if rec, err = record.Start(opts.RecordTo, rs, trajectory.Options{Redactor: opts.Redactor}); err != nil {
+			return nil, err
+		}
+		observer = chain(observer, rec.Observe)
+	}
+	mode := strategy.Mode(s.Mode)
+	if opts.Model != nil {
+		mode = cfg.ModeFor(cfg.Model) // the live model's own mode
+	}
+	sess, err := NewSession(cfg, SessionOptions{Model: model, Dispatcher: dev, Apps: s.Apps, Observer: observer, Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	out := sess.Run(ctx, s.Task)
+	res := &ReplayResult{Outcome: out, DeviceDivergences: dev.Divergences()}
+	if opts.Model == nil {
+		res.UnusedDispatches = dev.Remaining()
+	}
+	if rm != nil {
+		res.ModelDivergences, res.UnusedCalls = rm.Divergences(), rm.Remaining()
+	}
+	if rec != nil {
+		res.Recorded = rec.Dir()
+		if err := rec.Finish(out); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// parsedConfig parses a recorded config once per process: a suite replays
+// the same recording many times, and parsing YAML costs more than a replay.
+func parsedConfig(text string) (*config.Config, error) {
+	configMu.Lock()
+	defer configMu.Unlock()
+	if c, ok := configCache[text]; ok {
+		cp := *c
+		return &cp, nil
+	}
+	c := config.Default()
+	if text != "" {
+		var err error
+		if c, err = config.FromYAML([]byte(text)); err != nil {
+			return nil, err
+		}
+	}
+	if len(configCache) >= 256 {
+		clear(configCache)
+	}
+	configCache[text] = c
+	cp := *c
+	return &cp, nil
+}
+
+var (
+	configMu    sync.Mutex
+	configCache = map[string]*config.Config{}
+)
+
+// callsOf is the agents' recorded model calls, without a judge's.
+func callsOf(t *trajectory.Trajectory) []trajectory.Call {
+	var out []trajectory.Call
+	for _, e := range t.Events {
+		if e.Type == trajectory.TypeModelCall && e.Agent != JudgeAgent {
+			out = append(out, *e.Call)
+		}
+	}
+	return out
+}
+
+// chain calls each non-nil observer in turn.
+func chain(obs ...func(agent.Event)) func(agent.Event) {
+	var list []func(agent.Event)
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return func(e agent.Event) {
+		for _, o := range list {
+			o(e)
+		}
+	}
+}
+
+// sortedKeys lists a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// CheckAgent and JudgeAgent name, in a trial's trajectory, the commands of
+// state checks and the calls of judge checks.
+const (
+	CheckAgent = "check"
+	JudgeAgent = "judge"
+)

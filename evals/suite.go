@@ -1,0 +1,368 @@
+package evals
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ReplayModel is the model name that means "the recorded replies": a case
+// on a recorded device with model replay re-runs the recorded session.
+const ReplayModel = "replay"
+
+// Suite is an eval suite: a YAML file of cases (see evals/README.md and
+// suite.schema.json).
+type Suite struct {
+	Name        string `yaml:"name" json:"name" jsonschema_description:"The suite's name, used in reports."`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Model is the default model of every case, as PROVIDER:MODEL, or
+	// "replay" for a recorded device's recorded replies.
+	Model string `yaml:"model,omitempty" json:"model,omitempty" jsonschema_description:"Default model for the cases: PROVIDER:MODEL, or replay (the recorded replies of a recorded device)."`
+	// Judge is the default model of judge checks.
+	Judge    string `yaml:"judge,omitempty" json:"judge,omitempty" jsonschema_description:"Default model for judge checks."`
+	Defaults Limits `yaml:"defaults,omitempty" json:"defaults,omitempty" jsonschema_description:"Limits and trials for every case that does not set its own."`
+	// Prices add to or override the built-in price table, by model pattern.
+	Prices map[string]Price `yaml:"prices,omitempty" json:"prices,omitempty" jsonschema_description:"USD per million tokens, by model spec or pattern where * matches anything (openai:gpt-4o*)."`
+	Cases  []Case           `yaml:"cases" json:"cases"`
+
+	// File is where the suite was read from; paths in it are relative to
+	// its directory.
+	File string `yaml:"-" json:"-"`
+	hash string
+}
+
+// Limits bound one trial of a case.
+type Limits struct {
+	MaxSteps  int      `yaml:"max_steps,omitempty" json:"max_steps,omitempty" jsonschema_description:"Steps per app agent."`
+	MaxRounds int      `yaml:"max_rounds,omitempty" json:"max_rounds,omitempty" jsonschema_description:"Host agent rounds."`
+	Timeout   Duration `yaml:"timeout,omitempty" json:"timeout,omitempty" jsonschema_description:"Wall time for one trial, e.g. 60s."`
+	MaxTokens int      `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty" jsonschema_description:"Prompt plus completion tokens for one trial."`
+	Trials    int      `yaml:"trials,omitempty" json:"trials,omitempty" jsonschema_description:"How many times to run the case (for pass@k and pass^k)."`
+}
+
+// Case is one task with its device and its checks.
+type Case struct {
+	ID   string `yaml:"id" json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]*$" jsonschema_description:"Unique id (letters, digits, . _ -)."`
+	Task string `yaml:"task" json:"task" jsonschema_description:"The request given to the agent."`
+	// Model overrides the suite's model for this case.
+	Model  string `yaml:"model,omitempty" json:"model,omitempty"`
+	Device Device `yaml:"device,omitempty" json:"device,omitempty"`
+	Limits Limits `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// ExpectFail marks an infeasible task: a trial succeeds only if the
+	// agent ends with FAIL (and the checks pass).
+	ExpectFail bool     `yaml:"expect_fail,omitempty" json:"expect_fail,omitempty" jsonschema_description:"The task is infeasible: the agent must answer FAIL."`
+	Checks     []Check  `yaml:"checks,omitempty" json:"checks,omitempty"`
+	Labels     []string `yaml:"labels,omitempty" json:"labels,omitempty"`
+}
+
+// Device says what the agent works on: a recorded session, or a live local
+// device in a fresh temporary directory.
+type Device struct {
+	// Recording is a recorded run directory (relative to the suite file).
+	Recording string `yaml:"recording,omitempty" json:"recording,omitempty" jsonschema_description:"A recorded run directory, relative to the suite file: the device answers with its recorded results."`
+	// Files are written into the live device's directory before it starts.
+	Files map[string]string `yaml:"files,omitempty" json:"files,omitempty" jsonschema_description:"Files (path: content) to create in the live device's fresh directory."`
+	// Setup are shell commands run there before the agent starts.
+	Setup []string `yaml:"setup,omitempty" json:"setup,omitempty" jsonschema_description:"Shell commands run in the live device's directory before the agent starts."`
+}
+
+// Check is one checker; exactly one of its fields is set.
+type Check struct {
+	Name      string          `yaml:"name,omitempty" json:"name,omitempty"`
+	State     *StateCheck     `yaml:"state,omitempty" json:"state,omitempty" jsonschema_description:"Run a command on the device after the agent stops and check its output."`
+	ToolCalls *ToolCallsCheck `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty" jsonschema_description:"Compare the tool calls the app agents made with the expected ones."`
+	Answer    *AnswerCheck    `yaml:"answer,omitempty" json:"answer,omitempty" jsonschema_description:"Match the final answer."`
+	Judge     *JudgeCheck     `yaml:"judge,omitempty" json:"judge,omitempty" jsonschema_description:"Ask a model to grade the trial against a rubric."`
+}
+
+// StateCheck runs a command on the device once the agent has stopped.
+type StateCheck struct {
+	// Run is a shell command line (shell.execute_command), run with the
+	// agent's answer in $SAUCER_ANSWER. Or name any Tool.
+	Run       string         `yaml:"run,omitempty" json:"run,omitempty" jsonschema_description:"A shell command line; the agent's answer is in $SAUCER_ANSWER."`
+	Tool      string         `yaml:"tool,omitempty" json:"tool,omitempty"`
+	Namespace string         `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Arguments map[string]any `yaml:"arguments,omitempty" json:"arguments,omitempty"`
+	// What to expect: the output (stdout for a shell command, the result
+	// text otherwise), trimmed; a substring; a regular expression; an exit
+	// code (shell commands; default 0 when nothing else is expected).
+	Output   *string `yaml:"output,omitempty" json:"output,omitempty"`
+	Contains string  `yaml:"contains,omitempty" json:"contains,omitempty"`
+	Regex    string  `yaml:"regex,omitempty" json:"regex,omitempty"`
+	ExitCode *int    `yaml:"exit_code,omitempty" json:"exit_code,omitempty"`
+}
+
+// Tool-call match modes.
+const (
+	MatchStrict    = "strict"
+	MatchUnordered = "unordered"
+	MatchSubset    = "subset"
+	MatchSuperset  = "superset"
+)
+
+// ToolCallsCheck compares the calls made with the expected ones.
+//
+//   - strict: the same calls in the same order;
+//   - unordered: the same calls in any order;
+//   - subset: every call made is among the expected (nothing else was done);
+//   - superset: every expected call was made (other calls are allowed).
+type ToolCallsCheck struct {
+	Match string         `yaml:"match" json:"match" jsonschema:"enum=strict,enum=unordered,enum=subset,enum=superset"`
+	Calls []ExpectedCall `yaml:"calls" json:"calls"`
+}
+
+// ExpectedCall is a call a checker expects. Arguments not listed are not
+// compared; a value {regex: "..."} matches by regular expression.
+type ExpectedCall struct {
+	Tool      string         `yaml:"tool" json:"tool"`
+	Namespace string         `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Arguments map[string]any `yaml:"arguments,omitempty" json:"arguments,omitempty"`
+}
+
+// AnswerCheck matches the final answer; set one of its fields.
+type AnswerCheck struct {
+	Exact    *string `yaml:"exact,omitempty" json:"exact,omitempty" jsonschema_description:"The whole answer, ignoring surrounding space."`
+	Contains string  `yaml:"contains,omitempty" json:"contains,omitempty"`
+	Regex    string  `yaml:"regex,omitempty" json:"regex,omitempty"`
+	// Number matches the last number in the answer within Tolerance.
+	Number    *float64 `yaml:"number,omitempty" json:"number,omitempty" jsonschema_description:"The last number in the answer must equal this, within tolerance."`
+	Tolerance float64  `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+}
+
+// JudgeCheck asks a model to grade the trial against a rubric. Its verdict
+// (pass, score, reason) is kept in the results.
+type JudgeCheck struct {
+	Rubric string `yaml:"rubric" json:"rubric"`
+	// Model defaults to the suite's judge.
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// MinScore, when set, passes on score >= MinScore instead of the
+	// verdict's pass.
+	MinScore float64 `yaml:"min_score,omitempty" json:"min_score,omitempty"`
+}
+
+// Duration is a Go duration written as a string ("90s").
+type Duration time.Duration
+
+// UnmarshalYAML reads "90s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (write e.g. 30s, 5m)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes "90s".
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalJSON writes "90s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
+// D is the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadSuite reads and checks a suite file.
+func LoadSuite(path string) (*Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	s, err := ParseSuite(data)
+	if err != nil {
+		return nil, fmt.Errorf("suite %s: %w", path, err)
+	}
+	s.File = path
+	return s, nil
+}
+
+// ParseSuite reads a suite from YAML, refusing unknown keys, and checks it.
+func ParseSuite(data []byte) (*Suite, error) {
+	s := &Suite{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	s.hash = hex.EncodeToString(sum[:])
+	return s, s.Validate()
+}
+
+var caseID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Validate checks what would otherwise fail in the middle of a run.
+func (s *Suite) Validate() error {
+	var errs []string
+	if s.Name == "" {
+		errs = append(errs, "the suite has no name")
+	}
+	if len(s.Cases) == 0 {
+		errs = append(errs, "the suite has no cases")
+	}
+	seen := map[string]bool{}
+	for i, c := range s.Cases {
+		where := fmt.Sprintf("case %d (%s)", i+1, c.ID)
+		switch {
+		case !caseID.MatchString(c.ID):
+			errs = append(errs, where+": id must be letters, digits, '.', '_' or '-'")
+		case seen[c.ID]:
+			errs = append(errs, where+": duplicate id")
+		}
+		seen[c.ID] = true
+		if strings.TrimSpace(c.Task) == "" {
+			errs = append(errs, where+": no task")
+		}
+		if c.Device.Recording != "" && (len(c.Device.Setup) > 0 || len(c.Device.Files) > 0) {
+			errs = append(errs, where+": a recorded device takes no setup or files")
+		}
+		model := c.Model
+		if model == "" {
+			model = s.Model
+		}
+		if model == ReplayModel && c.Device.Recording == "" {
+			errs = append(errs, where+": model replay needs a recorded device")
+		}
+		for j, ch := range c.Checks {
+			if err := ch.validate(); err != nil {
+				errs = append(errs, fmt.Sprintf("%s, check %d: %v", where, j+1, err))
+			}
+			if ch.Judge != nil && ch.Judge.Model == "" && s.Judge == "" {
+				errs = append(errs, fmt.Sprintf("%s, check %d: a judge check needs a model (judge.model, or the suite's judge)", where, j+1))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (c Check) validate() error {
+	n := 0
+	for _, set := range []bool{c.State != nil, c.ToolCalls != nil, c.Answer != nil, c.Judge != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("set exactly one of state, tool_calls, answer, judge (found %d)", n)
+	}
+	switch {
+	case c.State != nil:
+		if (c.State.Run == "") == (c.State.Tool == "") {
+			return errors.New("state: set run (a shell command) or tool")
+		}
+		if c.State.Regex != "" {
+			if _, err := regexp.Compile(c.State.Regex); err != nil {
+				return fmt.Errorf("state.regex: %w", err)
+			}
+		}
+	case c.ToolCalls != nil:
+		switch c.ToolCalls.Match {
+		case MatchStrict, MatchUnordered, MatchSubset, MatchSuperset:
+		default:
+			return fmt.Errorf("tool_calls.match %q: use strict, unordered, subset or superset", c.ToolCalls.Match)
+		}
+	case c.Answer != nil:
+		a := c.Answer
+		k := 0
+		for _, set := range []bool{a.Exact != nil, a.Contains != "", a.Regex != "", a.Number != nil} {
+			if set {
+				k++
+			}
+		}
+		if k != 1 {
+			return errors.New("answer: set one of exact, contains, regex, number")
+		}
+		if a.Regex != "" {
+			if _, err := regexp.Compile(a.Regex); err != nil {
+				return fmt.Errorf("answer.regex: %w", err)
+			}
+		}
+	case c.Judge != nil:
+		if strings.TrimSpace(c.Judge.Rubric) == "" {
+			return errors.New("judge: no rubric")
+		}
+	}
+	return nil
+}
+
+// Kind names the check's kind: state, tool_calls, answer or judge.
+func (c Check) Kind() string {
+	switch {
+	case c.State != nil:
+		return "state"
+	case c.ToolCalls != nil:
+		return "tool_calls"
+	case c.Answer != nil:
+		return "answer"
+	default:
+		return "judge"
+	}
+}
+
+// Label is the check's name, or its kind and number.
+func (c Check) Label(i int) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return fmt.Sprintf("%s #%d", c.Kind(), i+1)
+}
+
+// path resolves a path written in the suite file.
+func (s *Suite) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(s.File), p)
+}
+
+// model resolves a model spec written in the suite: a scripted model's
+// script path is relative to the suite file.
+func (s *Suite) model(spec string) string {
+	if rest, ok := strings.CutPrefix(spec, "scripted:"); ok {
+		return "scripted:" + s.path(rest)
+	}
+	return spec
+}
+
+// limits merges a case's limits over the suite's defaults.
+func (s *Suite) limits(c Case) Limits {
+	l := s.Defaults
+	if c.Limits.MaxSteps > 0 {
+		l.MaxSteps = c.Limits.MaxSteps
+	}
+	if c.Limits.MaxRounds > 0 {
+		l.MaxRounds = c.Limits.MaxRounds
+	}
+	if c.Limits.Timeout > 0 {
+		l.Timeout = c.Limits.Timeout
+	}
+	if c.Limits.MaxTokens > 0 {
+		l.MaxTokens = c.Limits.MaxTokens
+	}
+	if c.Limits.Trials > 0 {
+		l.Trials = c.Limits.Trials
+	}
+	if l.Trials <= 0 {
+		l.Trials = 1
+	}
+	return l
+}

@@ -1,0 +1,251 @@
+// Package replay is an llm.Model that answers from a recorded session: call
+// n gets the reply (or the error) recorded for call n, after its request
+// has been checked against the recorded request. A request that differs is
+// a divergence, reported with a diff: the agent under replay did not ask
+// what the recorded agent asked.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+// Options configure a replay model. The zero value is strict.
+type Options struct {
+	// Redactor is the one the recording was made with: a live request is
+	// redacted the same way before it is compared.
+	Redactor *trajectory.Redactor
+	// Lenient answers a diverging request with its recorded reply anyway
+	// (the divergence is still reported); strict replay fails the call.
+	Lenient bool
+}
+
+// Model answers calls from a recording. Safe for concurrent use; calls are
+// matched in the order they arrive.
+type Model struct {
+	opts  Options
+	calls []trajectory.Call
+	mu    sync.Mutex
+	next  int
+	divs  []Divergence
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a model that answers calls in order from the recorded ones.
+func New(calls []trajectory.Call, opts Options) *Model {
+	return &Model{opts: opts, calls: calls}
+}
+
+// Divergence is a call whose request was not the recorded one.
+type Divergence struct {
+	// Call is the call's number, from 1.
+	Call int
+	// Reason says what differed, in one line; Diff is a line diff of the
+	// recorded request ("-") and the one made ("+").
+	Reason string
+	Diff   string
+}
+
+func (d Divergence) String() string {
+	return fmt.Sprintf("model call %d: %s\n%s", d.Call, d.Reason, d.Diff)
+}
+
+// DivergenceError is how a strict replay fails a diverging call.
+type DivergenceError struct{ Divergence }
+
+func (e *DivergenceError) Error() string {
+	return fmt.Sprintf("replay diverged at model call %d: %s", e.Call, e.Reason)
+}
+
+// Divergences returns the divergences so far.
+func (m *Model) Divergences() []Divergence {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Divergence(nil), m.divs...)
+}
+
+// Remaining is the number of recorded calls not yet made.
+func (m *Model) Remaining() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.calls) - m.next
+}
+
+// Complete answers the next call from the recording.
+func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.next + 1
+	if m.next >= len(m.calls) {
+		d := Divergence{Call: n, Reason: fmt.Sprintf("the recording has %d model calls and this is call %d", len(m.calls), n), Diff: "+ " + lastMessage(req)}
+		m.divs = append(m.divs, d)
+		return nil, &DivergenceError{d}
+	}
+	rec := m.calls[m.next]
+	m.next++
+	if reason := m.differs(&rec.Request, req); reason != "" {
+		d := Divergence{Call: n, Reason: reason, Diff: trajectory.TextDiff(pretty(m.canonicalTools(&rec.Request)), pretty(m.canonicalTools(m.redacted(req))))}
+		m.divs = append(m.divs, d)
+		if !m.opts.Lenient {
+			return nil, &DivergenceError{d}
+		}
+	}
+	if rec.Error != nil {
+		return nil, &llm.Error{Kind: trajectory.Kind(rec.Error.Kind), Provider: "replay", Message: "recorded failure: " + rec.Error.Message}
+	}
+	if rec.Response == nil {
+		return nil, fmt.Errorf("replay: recorded call %d has neither a response nor an error", n)
+	}
+	resp := *rec.Response
+	resp.Message.ToolCalls = append([]llm.ToolCall(nil), rec.Response.Message.ToolCalls...)
+	return &resp, nil
+}
+
+// Stream is Complete; the whole reply arrives as one chunk per part.
+func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
+	resp, err := m.Complete(ctx, req)
+	if err != nil || onChunk == nil {
+		return resp, err
+	}
+	if resp.Message.Content != "" {
+		onChunk(llm.Chunk{Text: resp.Message.Content})
+	}
+	for i, tc := range resp.Message.ToolCalls {
+		onChunk(llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: &i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	return resp, nil
+}
+
+// differs compares field by field (fast: strings compare equal in the
+// common case) and says what differs first, or "" when nothing does.
+func (m *Model) differs(want, got *llm.Request) string {
+	if len(want.Messages) != len(got.Messages) {
+		return fmt.Sprintf("the request has %d messages, the recorded one %d", len(got.Messages), len(want.Messages))
+	}
+	for i := range want.Messages {
+		if !m.sameMessage(&want.Messages[i], &got.Messages[i]) {
+			return fmt.Sprintf("message %d (%s) differs", i+1, got.Messages[i].Role)
+		}
+	}
+	if len(want.Tools) != len(got.Tools) {
+		return fmt.Sprintf("the request offers %d tools, the recorded one %d", len(got.Tools), len(want.Tools))
+	}
+	for i := range want.Tools {
+		w, g := want.Tools[i], got.Tools[i]
+		if w.Name != g.Name || w.Description != g.Description || m.canonical(w.Parameters) != m.canonical(g.Parameters) {
+			return fmt.Sprintf("tool %d (%s) differs", i+1, g.Name)
+		}
+	}
+	if want.ToolChoice != got.ToolChoice || want.JSON != got.JSON || want.MaxTokens != got.MaxTokens ||
+		!sameFloat(want.Temperature, got.Temperature) || fmt.Sprint(want.Stop) != fmt.Sprint(got.Stop) {
+		return "the request options (tool choice, JSON, temperature, max tokens, stop) differ"
+	}
+	return ""
+}
+
+func (m *Model) sameMessage(w, g *llm.Message) bool {
+	if w.Role != g.Role || w.ToolCallID != g.ToolCallID || w.Name != g.Name || len(w.ToolCalls) != len(g.ToolCalls) || len(w.Images) != len(g.Images) {
+		return false
+	}
+	if w.Content != g.Content && w.Content != m.opts.Redactor.String(g.Content) {
+		return false
+	}
+	for i := range w.ToolCalls {
+		a, b := w.ToolCalls[i], g.ToolCalls[i]
+		if a.ID != b.ID || a.Name != b.Name || (a.Arguments != b.Arguments && a.Arguments != m.opts.Redactor.String(b.Arguments)) {
+			return false
+		}
+	}
+	for i := range w.Images {
+		a, b := w.Images[i], g.Images[i]
+		if a.URL != b.URL || a.MIMEType != b.MIMEType || a.Detail != b.Detail || !bytes.Equal(a.Data, b.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// canonical is a schema with its keys sorted. The same tools are offered
+// on every call of every replay, so the results are cached for the
+// process, up to canonCap schemas.
+func (m *Model) canonical(raw json.RawMessage) string {
+	canonMu.Lock()
+	c, ok := canonCache[string(raw)]
+	canonMu.Unlock()
+	if ok {
+		return c
+	}
+	var v any
+	c = string(raw)
+	if json.Unmarshal(raw, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			c = string(b)
+		}
+	}
+	canonMu.Lock()
+	if len(canonCache) >= canonCap {
+		clear(canonCache)
+	}
+	canonCache[string(raw)] = c
+	canonMu.Unlock()
+	return c
+}
+
+const canonCap = 4096
+
+var (
+	canonMu    sync.Mutex
+	canonCache = map[string]string{}
+)
+
+func (m *Model) redacted(req *llm.Request) *llm.Request {
+	out := *req
+	out.Messages = make([]llm.Message, len(req.Messages))
+	for i, msg := range req.Messages {
+		msg.Content = m.opts.Redactor.String(msg.Content)
+		out.Messages[i] = msg
+	}
+	return &out
+}
+
+// canonicalTools returns req with its tool schemas' keys sorted, so that a
+// diff shows what changed rather than the order a recording left them in.
+func (m *Model) canonicalTools(req *llm.Request) *llm.Request {
+	out := *req
+	out.Tools = make([]llm.Tool, len(req.Tools))
+	for i, t := range req.Tools {
+		t.Parameters = json.RawMessage(m.canonical(t.Parameters))
+		out.Tools[i] = t
+	}
+	return &out
+}
+
+func sameFloat(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func pretty(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+func lastMessage(req *llm.Request) string {
+	if req == nil || len(req.Messages) == 0 {
+		return "(no messages)"
+	}
+	m := req.Messages[len(req.Messages)-1]
+	return fmt.Sprintf("%s: %.300s", m.Role, m.Content)
+}

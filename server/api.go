@@ -1,0 +1,120 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// authed wraps an API handler with the API-key check.
+func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.authorize(w, r) {
+			h(w, r)
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		status = http.StatusBadRequest
+	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrNoTask):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrBusy):
+		status = http.StatusTooManyRequests
+	case errors.Is(err, ErrNotRunning):
+		status = http.StatusConflict
+	case errors.Is(err, ErrShuttingDown):
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// DispatchRequest is the body of POST /api/dispatch.
+type DispatchRequest struct {
+	ClientID string `json:"client_id"`
+	Request  string `json:"request"`
+	TaskName string `json:"task_name"`
+}
+
+// DispatchResponse answers POST /api/dispatch (UFO's fields plus task_id).
+type DispatchResponse struct {
+	Status    string `json:"status"`
+	ClientID  string `json:"client_id"`
+	SessionID string `json:"session_id"`
+	TaskID    string `json:"task_id"`
+	TaskName  string `json:"task_name"`
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	var req DispatchRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err := dec.Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be JSON {client_id, request, task_name}: " + err.Error()})
+		return
+	}
+	info, err := s.Dispatch(req.ClientID, req.Request, req.TaskName, s.queuedBy())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DispatchResponse{Status: "dispatched", ClientID: info.ClientID, SessionID: info.ID,
+		TaskID: info.ID, TaskName: info.TaskName})
+}
+
+func (s *Server) clients(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"clients": s.Clients()})
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": s.Tasks()})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	info, ok := s.Task(r.PathValue("id"))
+	if !ok {
+		writeError(w, ErrNoTask)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	info, err := s.Cancel(r.PathValue("id"), s.queuedBy())
+	if err != nil && !errors.Is(err, ErrNotRunning) {
+		writeError(w, err)
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "task": info})
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// Health is the body of GET /api/health.
+type Health struct {
+	Status       string  `json:"status"`
+	Clients      int     `json:"clients"`
+	RunningTasks int     `json:"running_tasks"`
+	UptimeS      float64 `json:"uptime_s"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := Health{Status: "ok", Clients: len(s.devices), RunningTasks: s.running, UptimeS: time.Since(s.startedAt).Seconds()}
+	if s.closing {
+		h.Status = "shutting_down"
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, h)
+}

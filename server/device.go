@@ -1,0 +1,370 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// device is one registered client: a device that runs commands, or a
+// constellation that asks for tasks on a target device. Its fields are
+// guarded by the server's mu.
+type device struct {
+	id          string
+	clientType  aip.ClientType
+	targetID    string
+	info        command.DeviceInfo
+	platform    string
+	namespaces  map[string]string
+	conn        *aip.Conn // nil while away
+	connectedAt time.Time
+	awaySince   time.Time
+	tasks       int
+	// pushed are tasks dispatched to the device that it may echo back as
+	// a task request (UFO's clients do); the echo joins the task.
+	pushed []*task
+	disp   *dispatcher.WebSocket
+	srv    *Server
+	expire *time.Timer // removes a device that stayed away
+}
+
+// errNotConnected is the link's error while the device is away.
+var errNotConnected = errors.New("the device is not connected")
+
+// Send writes to the device's current connection (the dispatcher's Link).
+func (d *device) Send(ctx context.Context, m *aip.ServerMessage) error {
+	d.srv.mu.Lock()
+	conn := d.conn
+	d.srv.mu.Unlock()
+	if conn == nil {
+		return errNotConnected
+	}
+	return conn.Send(ctx, m)
+}
+
+// ClientInfo is a registered client as the API shows it.
+type ClientInfo struct {
+	ClientID     string             `json:"client_id"`
+	ClientType   aip.ClientType     `json:"client_type"`
+	TargetID     string             `json:"target_id,omitempty"`
+	Platform     string             `json:"platform"`
+	Status       string             `json:"status"` // connected or away
+	ConnectedAt  time.Time          `json:"connected_at"`
+	LastSeen     time.Time          `json:"last_seen"`
+	RunningTasks int                `json:"running_tasks"`
+	Device       command.DeviceInfo `json:"device_info"`
+	Namespaces   map[string]string  `json:"namespaces,omitempty"`
+}
+
+// Clients lists the registered clients, sorted by id.
+func (s *Server) Clients() []ClientInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ClientInfo, 0, len(s.devices))
+	for _, d := range s.devices {
+		ci := ClientInfo{ClientID: d.id, ClientType: d.clientType, TargetID: d.targetID, Platform: d.platform,
+			Status: "connected", ConnectedAt: d.connectedAt, RunningTasks: d.tasks, Device: d.info, Namespaces: d.namespaces}
+		if d.conn == nil {
+			ci.Status, ci.LastSeen = "away", d.awaySince
+		} else {
+			ci.LastSeen = d.conn.LastSeen()
+		}
+		out = append(out, ci)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ClientID < out[j].ClientID })
+	return out
+}
+
+// serveWS authenticates, upgrades, registers, then serves the connection.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	s.mu.Lock()
+	closing := s.closing
+	if !closing {
+		s.conns.Add(1)
+	}
+	s.mu.Unlock()
+	if closing {
+		http.Error(w, ErrShuttingDown.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.conns.Done()
+	conn, err := aip.Accept(w, r, s.opts.Conn)
+	if err != nil {
+		s.logf("websocket upgrade from %s failed: %v", r.RemoteAddr, err)
+		return
+	}
+	d := s.register(conn)
+	if d == nil {
+		return
+	}
+	s.serveDevice(d, conn)
+	s.disconnect(d, conn)
+}
+
+// register reads the first frame and registers the client, or refuses it
+// with an error frame and closes.
+func (s *Server) register(conn *aip.Conn) *device {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.RegisterTimeout)
+	defer cancel()
+	text, b, err := conn.Read(ctx)
+	if err != nil {
+		conn.CloseNow()
+		return nil
+	}
+	refuse := func(msg string) *device {
+		s.sendError(conn, msg, "")
+		conn.Close(websocket.StatusPolicyViolation, "registration refused")
+		return nil
+	}
+	if !text {
+		return refuse("the first frame must be a register frame (JSON text), got a binary frame")
+	}
+	m, err := aip.DecodeClient(b)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	if m.Type != aip.TypeRegister {
+		return refuse(fmt.Sprintf("the first frame must be register, got %s", m.Type))
+	}
+	if err := m.Validate(); err != nil {
+		return refuse(err.Error())
+	}
+	info, platform, namespaces := deviceInfo(m.Metadata)
+
+	s.mu.Lock()
+	d := s.devices[m.ClientID]
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		return refuse(ErrShuttingDown.Error())
+	case d != nil && d.conn != nil:
+		s.mu.Unlock()
+		return refuse(fmt.Sprintf("client_id '%s' is already registered; duplicate registrations are not allowed", m.ClientID))
+	case m.ClientType == aip.ClientConstellation && !s.connectedLocked(m.TargetID):
+		s.mu.Unlock()
+		return refuse(fmt.Sprintf("Target device '%s' is not connected", m.TargetID))
+	case d == nil && s.opts.MaxDevices > 0 && len(s.devices) >= s.opts.MaxDevices:
+		s.mu.Unlock()
+		return refuse(fmt.Sprintf("the server already has %d clients, its limit", s.opts.MaxDevices))
+	case d != nil && d.clientType != m.ClientType:
+		s.mu.Unlock()
+		return refuse(fmt.Sprintf("client_id '%s' was registered as a %s", m.ClientID, d.clientType))
+	}
+	returning := d != nil
+	if !returning {
+		d = &device{id: m.ClientID, clientType: m.ClientType, srv: s}
+		d.disp = dispatcher.NewWebSocket(d, dispatcher.WebSocketOptions{CommandTimeout: s.opts.CommandTimeout,
+			AwayTimeout: s.opts.AwayTimeout, CancelGrace: s.opts.CancelGrace, NewID: s.opts.NewID})
+		s.devices[m.ClientID] = d
+	}
+	if d.expire != nil {
+		d.expire.Stop()
+		d.expire = nil
+	}
+	d.conn, d.connectedAt, d.targetID = conn, time.Now(), m.TargetID
+	if !isZero(info) || d.platform == "" {
+		d.info, d.platform = info, platform
+	}
+	if namespaces != nil {
+		d.namespaces = namespaces
+	}
+	s.mu.Unlock()
+
+	if err := conn.Send(s.ctx, s.ack("")); err != nil {
+		return d // the read loop sees the broken connection and unregisters
+	}
+	if returning {
+		s.logf("%s %s is back", d.clientType, d.id)
+		d.disp.Connected(s.ctx) // re-send what it has not answered
+	} else {
+		s.logf("%s %s registered (%s)", d.clientType, d.id, platform)
+	}
+	return d
+}
+
+func isZero(i command.DeviceInfo) bool {
+	return i.Platform == "" && i.Hostname == "" && i.CPUCount == 0
+}
+
+// deviceInfo reads registration metadata: system_info, platform (UFO
+// assumes windows when it is missing) and Saucer's namespaces.
+func deviceInfo(meta map[string]any) (command.DeviceInfo, string, map[string]string) {
+	var info command.DeviceInfo
+	if si, ok := meta["system_info"]; ok {
+		if b, err := json.Marshal(si); err == nil {
+			json.Unmarshal(b, &info)
+		}
+	}
+	platform, _ := meta["platform"].(string)
+	if platform == "" {
+		platform = info.Platform
+	}
+	if platform == "" {
+		platform = "windows"
+	}
+	var namespaces map[string]string
+	if list, ok := meta["namespaces"].([]any); ok {
+		namespaces = map[string]string{}
+		for _, e := range list {
+			if ns, ok := e.(map[string]any); ok {
+				name, _ := ns["name"].(string)
+				desc, _ := ns["description"].(string)
+				if name != "" {
+					namespaces[name] = desc
+				}
+			}
+		}
+	}
+	return info, platform, namespaces
+}
+
+func (s *Server) connectedLocked(id string) bool {
+	d := s.devices[id]
+	return d != nil && d.conn != nil && d.clientType == aip.ClientDevice
+}
+
+// disconnect unregisters a connection. A device with work in flight (a
+// running task, a round waiting for results) stays registered as away for
+// AwayTimeout, so that it can come back and deliver.
+func (s *Server) disconnect(d *device, conn *aip.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.conn != conn {
+		return
+	}
+	d.conn, d.awaySince = nil, time.Now()
+	d.disp.Disconnected()
+	if d.tasks == 0 && d.disp.Waiting() == 0 {
+		delete(s.devices, d.id)
+		s.logf("%s %s disconnected (%v)", d.clientType, d.id, context.Cause(conn.Context()))
+		return
+	}
+	s.logf("%s %s disconnected with work in flight (%v); waiting %s for it to come back", d.clientType, d.id,
+		context.Cause(conn.Context()), s.opts.AwayTimeout)
+	d.expire = time.AfterFunc(s.opts.AwayTimeout+time.Second, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if d.conn == nil && s.devices[d.id] == d && d.tasks == 0 {
+			delete(s.devices, d.id)
+		}
+	})
+}
+
+// serveDevice reads frames until the connection ends. Frames it cannot
+// handle get an error reply; the connection stays up.
+func (s *Server) serveDevice(d *device, conn *aip.Conn) {
+	conn.Bind(s.ctx)
+	for {
+		text, b, err := conn.Read(s.ctx)
+		if err != nil {
+			return
+		}
+		if !text {
+			s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
+			continue
+		}
+		m, err := aip.DecodeClient(b)
+		if err == nil {
+			err = m.Validate()
+		}
+		if err != nil {
+			s.sendError(conn, err.Error(), "")
+			continue
+		}
+		if msg := s.checkIdentity(d, m); msg != "" {
+			s.sendError(conn, msg, m.SessionID)
+			continue
+		}
+		s.handle(d, conn, m)
+	}
+}
+
+// checkIdentity enforces the identity pinned at registration.
+func (s *Server) checkIdentity(d *device, m *aip.ClientMessage) string {
+	switch {
+	case m.ClientID != "" && m.ClientID != d.id:
+		return "client_id does not match the registered connection"
+	case m.ClientType != d.clientType:
+		return "client_type does not match the registered connection"
+	case d.clientType == aip.ClientDevice && m.TargetID != "" && m.TargetID != d.id:
+		return "a device may not target another device"
+	case m.Type == aip.TypeRegister:
+		return "this connection is already registered"
+	}
+	return ""
+}
+
+func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	switch m.Type {
+	case aip.TypeHeartbeat:
+		if m.Progress != nil {
+			d.disp.Progress(m.Progress)
+		}
+		conn.Send(s.ctx, s.ack(""))
+	case aip.TypeCommandResults:
+		if err := d.disp.Deliver(m); err != nil {
+			if errors.Is(err, dispatcher.ErrDuplicateResults) {
+				s.logf("%s: dropped a duplicate: %v", d.id, err)
+				return
+			}
+			s.sendError(conn, fmt.Sprintf("command_results not accepted: %v", err), m.SessionID)
+		}
+	case aip.TypeTask:
+		s.taskRequest(d, conn, m)
+	case aip.TypeDeviceInfoRequest:
+		target := m.TargetID
+		if target == "" {
+			target = d.id
+		}
+		s.mu.Lock()
+		td := s.devices[target]
+		var info command.DeviceInfo
+		if td != nil {
+			info = td.info
+		}
+		s.mu.Unlock()
+		if td == nil {
+			s.sendError(conn, fmt.Sprintf("device '%s' is not registered", target), "")
+			return
+		}
+		b, _ := json.Marshal(info)
+		conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeDeviceInfoResponse, Status: aip.StatusOK, ResponseID: m.RequestID,
+			Timestamp: aip.Timestamp(time.Now()), Result: b})
+	case aip.TypeDeviceInfoResponse:
+		if m.Metadata != nil {
+			info, _, _ := deviceInfo(map[string]any{"system_info": m.Metadata})
+			s.mu.Lock()
+			d.info = info
+			s.mu.Unlock()
+		}
+	case aip.TypeTaskEnd:
+		s.logf("%s acknowledged the end of session %s", d.id, m.SessionID)
+	case aip.TypeError:
+		s.logf("%s reports an error: %s", d.id, m.Error)
+	}
+}
+
+// ack is the heartbeat/ok frame that answers register, heartbeats and task
+// requests (with the session id).
+func (s *Server) ack(sessionID string) *aip.ServerMessage {
+	return &aip.ServerMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, SessionID: sessionID,
+		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())}
+}
+
+func (s *Server) sendError(conn *aip.Conn, msg, sessionID string) {
+	conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeError, Status: aip.StatusError, Error: msg, SessionID: sessionID,
+		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
+}

@@ -1,0 +1,232 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/llm/scripted"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/files"
+	"github.com/saucerhq/saucer/tools/shell"
+)
+
+const token = "test-token"
+
+// fixture is a server on a loopback port.
+type fixture struct {
+	srv   *server.Server
+	http  *httptest.Server
+	wsURL string
+}
+
+func newFixture(t *testing.T, opts server.Options) *fixture {
+	t.Helper()
+	if opts.Token == "" {
+		opts.Token = token
+	}
+	if opts.NewSession == nil {
+		opts.NewSession = func(server.SessionSpec) (server.Runner, error) {
+			return nil, fmt.Errorf("this test runs no agents")
+		}
+	}
+	opts.Logf = t.Logf
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx, "test over"); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		hs.Close()
+	})
+	return &fixture{srv: s, http: hs, wsURL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
+}
+
+// api calls the HTTP API with the token and decodes the JSON answer.
+func (f *fixture) api(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = strings.NewReader(string(b))
+	}
+	req, _ := http.NewRequest(method, f.http.URL+path, r)
+	req.Header.Set("X-API-Key", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		b, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitTask polls a task until it is no longer running.
+func (f *fixture) waitTask(t *testing.T, id string) server.TaskInfo {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var info server.TaskInfo
+		if code := f.api(t, "GET", "/api/tasks/"+id, nil, &info); code != 200 {
+			t.Fatalf("GET task: %d", code)
+		}
+		if info.Status != server.StatusRunning {
+			return info
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("task %s still running", id)
+	return server.TaskInfo{}
+}
+
+// realDevice is Saucer's real shell and files MCP servers working in dir.
+func realDevice(t *testing.T, dir string) *client.Client {
+	t.Helper()
+	fs, err := files.New(files.Options{Roots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := client.New(context.Background(), []client.Server{
+		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: dir})},
+		{Namespace: "files", Description: "Read and write files.", MCP: fs},
+	}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// connect runs a remote device client until the test ends and waits for it
+// to register.
+func connect(t *testing.T, url, id string, dev remote.Device, tweak func(*remote.Options)) *remote.Client {
+	t.Helper()
+	opts := remote.Options{URL: url, Token: token, ClientID: id, MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 50 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf(id+": "+f, a...) }}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	c, err := remote.New(dev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: Run: %v", id, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: Run did not return", id)
+		}
+	})
+	select {
+	case <-c.Connected():
+	case err := <-done:
+		t.Fatalf("%s: Run ended: %v", id, err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not register", id)
+	}
+	return c
+}
+
+// scriptedSessions builds agents driven by a scripted model, one fresh
+// script per task.
+func scriptedSessions(t *testing.T, script string) func(server.SessionSpec) (server.Runner, error) {
+	t.Helper()
+	set, err := prompts.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scripted.Parse([]byte(script), "yaml"); err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	return func(spec server.SessionSpec) (server.Runner, error) {
+		s, _ := scripted.Parse([]byte(script), "yaml")
+		return agent.New(agent.Options{Model: scripted.New(*s), Dispatcher: spec.Dispatcher, Prompts: set,
+			AppDescriptions: spec.AppDescriptions, Observer: spec.Observer,
+			Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
+	}
+}
+
+// rawConn dials /ws without the device client, for frame-level tests.
+func (f *fixture) rawConn(t *testing.T) *aip.Conn {
+	t.Helper()
+	c, _, err := aip.Dial(context.Background(), f.wsURL+"?token="+token, aip.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// readServer reads the next frame within a deadline.
+func readServer(t *testing.T, c *aip.Conn) *aip.ServerMessage {
+	t.Helper()
+	type read struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() { _, b, err := c.Read(context.Background()); ch <- read{b, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("read: %v", r.err)
+		}
+		m, err := aip.DecodeServer(r.b)
+		if err != nil {
+			t.Fatalf("server sent a bad frame: %v\n%s", err, r.b)
+		}
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no frame from the server")
+	}
+	return nil
+}
+
+func register(t *testing.T, c *aip.Conn, id string) *aip.ServerMessage {
+	t.Helper()
+	send(t, c, &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientID: id,
+		Metadata: map[string]any{"platform": "linux", "system_info": map[string]any{"platform": "linux", "hostname": "h"}}})
+	return readServer(t, c)
+}
+
+func send(t *testing.T, c *aip.Conn, m aip.Frame) {
+	t.Helper()
+	if err := c.Send(context.Background(), m); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+func newHTTP(t *testing.T, s *server.Server) *httptest.Server {
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return hs
+}

@@ -1,0 +1,243 @@
+// Package server is Saucer's agent server: devices connect over AIP
+// (WebSocket /ws), register, and get commands from host and app agents that
+// run here, one session per task; an HTTP API dispatches tasks, lists
+// devices and shows tasks with their command lifecycles.
+//
+// It speaks AIP as UFO does, so UFO device clients work with it, and its
+// durable-command and progress extensions are extra JSON fields they
+// ignore.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// Runner runs one task; *agent.Session is one.
+type Runner interface {
+	Run(ctx context.Context, request string) *agent.Outcome
+}
+
+// SessionSpec is what the server knows when a task starts: build the
+// agents over its Dispatcher and report their events to its Observer.
+type SessionSpec struct {
+	TaskID, ClientID, Request, TaskName string
+	// Dispatcher sends the session's commands to the device.
+	Dispatcher dispatcher.Dispatcher
+	// Device is what the device said about itself when it registered.
+	Device command.DeviceInfo
+	// AppDescriptions are the device's namespaces (Saucer clients send
+	// them at registration; UFO clients do not).
+	AppDescriptions map[string]string
+	// Observer records the session's steps in the task; pass it to the
+	// agents.
+	Observer func(agent.Event)
+}
+
+// Defaults of Options.
+const (
+	DefaultRegisterTimeout   = 10 * time.Second
+	DefaultMaxTasks          = 64
+	DefaultMaxTasksPerDevice = 1
+	DefaultKeepTasks         = 1000
+)
+
+// Options configure a Server. NewSession is required.
+type Options struct {
+	// Token is the API key devices and API callers must present (query
+	// ?token= or header X-API-Key). Empty disables authentication.
+	Token string
+	// NewSession builds the agents of a task.
+	NewSession func(SessionSpec) (Runner, error)
+	// Conn sets each connection's read limit, pings and write timeout.
+	Conn aip.ConnOptions
+	// RegisterTimeout bounds the wait for a new connection's register frame.
+	RegisterTimeout time.Duration
+	// CommandTimeout, AwayTimeout and CancelGrace go to each device's
+	// dispatcher (see dispatcher.WebSocketOptions).
+	CommandTimeout, AwayTimeout, CancelGrace time.Duration
+	// CommandTTL is how long a queued command may wait before it expires;
+	// zero means its round's deadline.
+	CommandTTL time.Duration
+	// MaxTasks bounds concurrent tasks on the server, MaxTasksPerDevice on
+	// each device.
+	MaxTasks, MaxTasksPerDevice int
+	// MaxDevices bounds registered devices; zero means no bound.
+	MaxDevices int
+	// KeepTasks is how many ended tasks stay visible in the API.
+	KeepTasks int
+	// Logf, when set, is told about connections and tasks.
+	Logf func(format string, args ...any)
+	// NewID makes ids; nil means UUIDv4.
+	NewID func() string
+}
+
+// Server is the agent server. Handler serves /ws and /api/.
+type Server struct {
+	opts    Options
+	ctx     context.Context // cancelled by Shutdown
+	stop    context.CancelCauseFunc
+	keyHash string
+
+	mu        sync.Mutex
+	closing   bool
+	devices   map[string]*device
+	tasks     map[string]*task
+	ended     []string // ended task ids, oldest first
+	running   int
+	conns     sync.WaitGroup // connection handlers
+	taskWG    sync.WaitGroup // task goroutines
+	startedAt time.Time
+}
+
+// Errors of Dispatch, mapped to HTTP statuses by the API.
+var (
+	ErrNoDevice     = errors.New("no such device is connected")
+	ErrBusy         = errors.New("too many tasks running")
+	ErrShuttingDown = errors.New("the server is shutting down")
+	ErrBadRequest   = errors.New("bad request")
+)
+
+// New checks the options.
+func New(opts Options) (*Server, error) {
+	if opts.NewSession == nil {
+		return nil, errors.New("server: Options.NewSession is required: it builds the agents of each task")
+	}
+	if opts.RegisterTimeout <= 0 {
+		opts.RegisterTimeout = DefaultRegisterTimeout
+	}
+	if opts.MaxTasks <= 0 {
+		opts.MaxTasks = DefaultMaxTasks
+	}
+	if opts.MaxTasksPerDevice <= 0 {
+		opts.MaxTasksPerDevice = DefaultMaxTasksPerDevice
+	}
+	if opts.KeepTasks <= 0 {
+		opts.KeepTasks = DefaultKeepTasks
+	}
+	if opts.AwayTimeout <= 0 {
+		opts.AwayTimeout = dispatcher.DefaultAwayTimeout
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.NewID == nil {
+		opts.NewID = dispatcher.NewUUID
+	}
+	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now()}
+	s.ctx, s.stop = context.WithCancelCause(context.Background())
+	if opts.Token != "" {
+		sum := sha256.Sum256([]byte(opts.Token))
+		s.keyHash = hex.EncodeToString(sum[:4])
+	}
+	return s, nil
+}
+
+// Handler serves the WebSocket endpoint /ws and the HTTP API under /api/.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", s.serveWS)
+	mux.HandleFunc("GET /api/health", s.health)
+	mux.HandleFunc("POST /api/dispatch", s.authed(s.dispatch))
+	mux.HandleFunc("GET /api/clients", s.authed(s.clients))
+	mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
+	mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.getTask))
+	mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.cancelTask))
+	return mux
+}
+
+// authorize checks the API key: 401 when none is given, 403 when it is
+// wrong. It says nothing else, before any upgrade.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	key := r.URL.Query().Get("token")
+	if key == "" {
+		key = r.Header.Get("X-API-Key")
+	}
+	switch {
+	case key == "":
+		http.Error(w, "missing API key", http.StatusUnauthorized)
+		return false
+	case subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.Token)) != 1:
+		http.Error(w, "invalid API key", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// queuedBy names the caller of the HTTP API without revealing the key.
+func (s *Server) queuedBy() string {
+	if s.keyHash == "" {
+		return "api"
+	}
+	return "api-key:" + s.keyHash
+}
+
+// Shutdown stops the server: it refuses new connections and tasks, ends
+// running tasks as failed with the reason (telling their devices), waits
+// for them (bounded by ctx), and closes every connection. The HTTP
+// listener itself is the caller's to close.
+func (s *Server) Shutdown(ctx context.Context, reason string) error {
+	if reason == "" {
+		reason = "the server is shutting down"
+	}
+	s.mu.Lock()
+	s.closing = true
+	var running []*task
+	for _, t := range s.tasks {
+		if !t.ended() {
+			running = append(running, t)
+		}
+	}
+	s.mu.Unlock()
+	cause := fmt.Errorf("%w: %s", ErrShuttingDown, reason)
+	for _, t := range running {
+		s.endTask(t, StatusFailed, cause)
+	}
+	done := make(chan struct{})
+	go func() { s.taskWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("server: tasks still running at shutdown: %w", context.Cause(ctx))
+	}
+	s.mu.Lock()
+	var conns []*aip.Conn
+	for _, d := range s.devices {
+		if d.conn != nil {
+			conns = append(conns, d.conn)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		go c.Close(1001, "server shutting down")
+	}
+	s.stop(cause)
+	cdone := make(chan struct{})
+	go func() { s.conns.Wait(); close(cdone) }()
+	select {
+	case <-cdone:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("server: connections still open at shutdown: %w", context.Cause(ctx))
+		}
+	}
+	return err
+}
+
+func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...) }

@@ -1,0 +1,399 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// TaskStatus is where a task is.
+type TaskStatus string
+
+// The task statuses.
+const (
+	StatusRunning   TaskStatus = "running"
+	StatusCompleted TaskStatus = "completed"
+	StatusFailed    TaskStatus = "failed"
+	StatusCancelled TaskStatus = "cancelled"
+)
+
+// TaskInfo is a task as the API shows it: its status, its agents' steps,
+// its result and every command's lifecycle.
+type TaskInfo struct {
+	// ID is also the AIP session_id.
+	ID          string                    `json:"id"`
+	ClientID    string                    `json:"client_id"`
+	RequesterID string                    `json:"requester_id,omitempty"`
+	TaskName    string                    `json:"task_name"`
+	Request     string                    `json:"request"`
+	Status      TaskStatus                `json:"status"`
+	QueuedBy    string                    `json:"queued_by"`
+	CreatedAt   time.Time                 `json:"created_at"`
+	EndedAt     *time.Time                `json:"ended_at,omitempty"`
+	Result      string                    `json:"result,omitempty"`
+	Error       string                    `json:"error,omitempty"`
+	Steps       []StepInfo                `json:"steps"`
+	Commands    []dispatcher.CommandState `json:"commands"`
+}
+
+// StepInfo is one agent step.
+type StepInfo struct {
+	Agent      string `json:"agent"`
+	Round      int    `json:"round"`
+	Step       int    `json:"step"`
+	Status     string `json:"status"`
+	Thought    string `json:"thought,omitempty"`
+	Commands   int    `json:"commands"`
+	Failed     int    `json:"failed"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// task is one session on a device.
+type task struct {
+	mu        sync.Mutex
+	info      TaskInfo
+	cmdIndex  map[string]int
+	target    *device
+	requester *device // a constellation that asked, if any
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	// endStatus, when set, is how the task ends whatever its agents say
+	// (cancelled by the API, failed at shutdown).
+	endStatus TaskStatus
+	endCause  error
+	endSent   bool
+	pushedAt  time.Time
+	done      chan struct{}
+}
+
+func (t *task) ended() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (t *task) snapshot() TaskInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	info := t.info
+	info.Steps = append([]StepInfo{}, t.info.Steps...)
+	info.Commands = append([]dispatcher.CommandState{}, t.info.Commands...)
+	return info
+}
+
+// onState records a command's lifecycle change; a late "running" after a
+// final state is ignored.
+func (t *task) onState(cs dispatcher.CommandState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, ok := t.cmdIndex[cs.CallID]; ok {
+		if t.info.Commands[i].State.Terminal() && !cs.State.Terminal() {
+			return
+		}
+		t.info.Commands[i] = cs
+		return
+	}
+	t.cmdIndex[cs.CallID] = len(t.info.Commands)
+	t.info.Commands = append(t.info.Commands, cs)
+}
+
+// observe records agent steps.
+func (t *task) observe(e agent.Event) {
+	if e.Kind != agent.EventStep {
+		return
+	}
+	st := StepInfo{Agent: e.Agent, Round: e.Round, Step: e.Step, Status: string(e.To), Commands: len(e.Commands),
+		DurationMS: e.Duration.Milliseconds()}
+	if e.Decision != nil {
+		st.Thought = e.Decision.Thought
+		if st.Status == "" {
+			st.Status = string(e.Decision.Status)
+		}
+	}
+	for _, r := range e.Results {
+		if !r.OK() {
+			st.Failed++
+		}
+	}
+	if e.Err != nil {
+		st.Error = e.Err.Error()
+	} else if len(e.Errors) > 0 {
+		st.Error = errors.Join(e.Errors...).Error()
+	}
+	t.mu.Lock()
+	t.info.Steps = append(t.info.Steps, st)
+	t.mu.Unlock()
+}
+
+// Dispatch starts a task on a connected device, as POST /api/dispatch
+// does: the device gets a task frame and the agents start at once.
+func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInfo, error) {
+	if clientID == "" || request == "" {
+		return TaskInfo{}, fmt.Errorf("%w: client_id and request are required", ErrBadRequest)
+	}
+	if taskName == "" {
+		taskName = "task"
+	}
+	s.mu.Lock()
+	d := s.devices[clientID]
+	if d == nil || d.conn == nil || d.clientType != aip.ClientDevice {
+		s.mu.Unlock()
+		return TaskInfo{}, fmt.Errorf("%w: %q (GET /api/clients lists the connected ones)", ErrNoDevice, clientID)
+	}
+	t, err := s.newTaskLocked(d, nil, request, taskName, queuedBy)
+	if err != nil {
+		s.mu.Unlock()
+		return TaskInfo{}, err
+	}
+	t.pushedAt = time.Now()
+	d.pushed = append(d.pushed, t)
+	s.mu.Unlock()
+	d.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeTask, Status: aip.StatusContinue, UserRequest: request, TaskName: taskName,
+		SessionID: t.info.ID, ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
+	s.start(t)
+	return t.snapshot(), nil
+}
+
+// newTaskLocked creates a task within the limits. Called with s.mu held.
+func (s *Server) newTaskLocked(target, requester *device, request, taskName, queuedBy string) (*task, error) {
+	switch {
+	case s.closing:
+		return nil, ErrShuttingDown
+	case s.running >= s.opts.MaxTasks:
+		return nil, fmt.Errorf("%w: the server runs %d tasks, its limit; try again later", ErrBusy, s.running)
+	case target.tasks >= s.opts.MaxTasksPerDevice:
+		return nil, fmt.Errorf("%w: device %s runs %d task(s), its limit; try again when it is done", ErrBusy, target.id, target.tasks)
+	}
+	s.running++
+	target.tasks++
+	t := &task{target: target, requester: requester, cmdIndex: map[string]int{}, done: make(chan struct{}),
+		info: TaskInfo{ID: s.opts.NewID(), ClientID: target.id, TaskName: taskName, Request: request, Status: StatusRunning,
+			QueuedBy: queuedBy, CreatedAt: time.Now().UTC(), Steps: []StepInfo{}, Commands: []dispatcher.CommandState{}}}
+	if requester != nil {
+		t.info.RequesterID = requester.id
+	}
+	t.ctx, t.cancel = context.WithCancelCause(s.ctx)
+	s.tasks[t.info.ID] = t
+	s.taskWG.Add(1)
+	return t, nil
+}
+
+// taskRequest handles a task frame from a client: the echo of a task this
+// server pushed joins that task; anything else starts a new one.
+func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	s.mu.Lock()
+	if d.clientType == aip.ClientDevice {
+		keep := d.pushed[:0]
+		var echo *task
+		for _, t := range d.pushed {
+			switch {
+			case echo == nil && ((m.SessionID != "" && m.SessionID == t.info.ID) ||
+				(m.SessionID == "" && m.Request == t.info.Request && m.TaskName == t.info.TaskName)):
+				echo = t
+			case time.Since(t.pushedAt) < time.Minute && !t.ended():
+				keep = append(keep, t)
+			}
+		}
+		d.pushed = keep
+		if echo != nil {
+			s.mu.Unlock()
+			conn.Send(s.ctx, s.ack(echo.info.ID))
+			return
+		}
+	}
+	target, requester, queuedBy := d, (*device)(nil), "device:"+d.id
+	if d.clientType == aip.ClientConstellation {
+		id := m.TargetID
+		if id == "" {
+			id = d.targetID
+		}
+		target, requester, queuedBy = s.devices[id], d, "constellation:"+d.id
+		if target == nil || target.conn == nil || target.clientType != aip.ClientDevice {
+			s.mu.Unlock()
+			s.sendError(conn, fmt.Sprintf("Target device '%s' is not connected", id), m.SessionID)
+			return
+		}
+	}
+	taskName := m.TaskName
+	if taskName == "" {
+		taskName = "task"
+	}
+	t, err := s.newTaskLocked(target, requester, m.Request, taskName, queuedBy)
+	s.mu.Unlock()
+	if err != nil {
+		s.sendError(conn, fmt.Sprintf("task not started: %v", err), m.SessionID)
+		return
+	}
+	conn.Send(s.ctx, s.ack(t.info.ID))
+	s.start(t)
+}
+
+// start runs the task's agents in their own goroutine.
+func (s *Server) start(t *task) {
+	s.logf("task %s on %s: %s", t.info.ID, t.target.id, t.info.Request)
+	s.mu.Lock()
+	info, ns := t.target.info, t.target.namespaces
+	s.mu.Unlock()
+	disp := t.target.disp.Session(dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName, QueuedBy: t.info.QueuedBy,
+		TTL: s.opts.CommandTTL, OnState: t.onState})
+	go func() {
+		defer s.taskWG.Done()
+		var out *agent.Outcome
+		runner, err := s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
+			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: t.observe})
+		if err == nil {
+			out = runner.Run(t.ctx, t.info.Request)
+		}
+		s.finish(t, out, err)
+	}()
+}
+
+// finish records how the task ended, frees its slots and tells the
+// device (and the constellation that asked).
+func (s *Server) finish(t *task, out *agent.Outcome, err error) {
+	now := time.Now().UTC()
+	t.mu.Lock()
+	t.info.EndedAt = &now
+	switch {
+	case t.endStatus != "":
+		t.info.Status = t.endStatus
+		t.info.Error = t.endCause.Error()
+	case err != nil:
+		t.info.Status, t.info.Error = StatusFailed, fmt.Sprintf("the agents could not start: %v", err)
+	case out.OK():
+		t.info.Status = StatusCompleted
+	default:
+		t.info.Status = StatusFailed
+		t.info.Error = fmt.Sprintf("the task ended in %s", out.Status)
+		if out.Err != nil {
+			t.info.Error += ": " + out.Err.Error()
+		}
+	}
+	if out != nil {
+		t.info.Result = out.Answer
+	}
+	sendEnd := !t.endSent
+	t.endSent = true
+	info := t.info
+	t.mu.Unlock()
+
+	s.mu.Lock()
+	s.running--
+	t.target.tasks--
+	s.ended = append(s.ended, info.ID)
+	for len(s.ended) > s.opts.KeepTasks {
+		delete(s.tasks, s.ended[0])
+		s.ended = s.ended[1:]
+	}
+	s.mu.Unlock()
+	close(t.done)
+	s.logf("task %s %s %s", info.ID, info.Status, info.Error)
+	if !sendEnd {
+		return
+	}
+	end := taskEnd(info, out)
+	t.target.Send(s.ctx, end)
+	if t.requester != nil {
+		t.requester.Send(s.ctx, end)
+	}
+}
+
+// taskEnd is the task_end frame for an ended task.
+func taskEnd(info TaskInfo, out *agent.Outcome) *aip.ServerMessage {
+	m := &aip.ServerMessage{Type: aip.TypeTaskEnd, Status: aip.StatusCompleted, SessionID: info.ID,
+		ResponseID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+	result := map[string]any{"answer": info.Result, "steps": len(info.Steps)}
+	if out != nil {
+		result["status"] = out.Status
+	}
+	if info.Status != StatusCompleted {
+		m.Status, m.Error = aip.StatusFailed, info.Error
+		result = map[string]any{"failure": info.Error, "answer": info.Result}
+	}
+	m.Result, _ = json.Marshal(result)
+	return m
+}
+
+// endTask ends a running task early with status and cause: the device is
+// told at once (task_end failed), so that it stops between commands, and
+// the agents' context is cancelled.
+func (s *Server) endTask(t *task, status TaskStatus, cause error) bool {
+	t.mu.Lock()
+	if t.ended() || t.endStatus != "" {
+		t.mu.Unlock()
+		return false
+	}
+	t.endStatus, t.endCause, t.endSent = status, cause, true
+	id := t.info.ID
+	t.mu.Unlock()
+	end := &aip.ServerMessage{Type: aip.TypeTaskEnd, Status: aip.StatusFailed, SessionID: id, Error: cause.Error(),
+		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())}
+	end.Result, _ = json.Marshal(map[string]any{"failure": cause.Error()})
+	t.target.Send(s.ctx, end)
+	if t.requester != nil {
+		t.requester.Send(s.ctx, end)
+	}
+	t.cancel(cause)
+	return true
+}
+
+// Task returns a task by id.
+func (s *Server) Task(id string) (TaskInfo, bool) {
+	s.mu.Lock()
+	t := s.tasks[id]
+	s.mu.Unlock()
+	if t == nil {
+		return TaskInfo{}, false
+	}
+	return t.snapshot(), true
+}
+
+// Tasks lists the known tasks, newest first.
+func (s *Server) Tasks() []TaskInfo {
+	s.mu.Lock()
+	ts := make([]*task, 0, len(s.tasks))
+	for _, t := range s.tasks {
+		ts = append(ts, t)
+	}
+	s.mu.Unlock()
+	out := make([]TaskInfo, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.snapshot())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out
+}
+
+// Errors of Cancel.
+var (
+	ErrNoTask     = errors.New("no such task")
+	ErrNotRunning = errors.New("the task is not running")
+)
+
+// Cancel cancels a running task: its device is told, stops between
+// commands, and the task ends as cancelled.
+func (s *Server) Cancel(id, by string) (TaskInfo, error) {
+	s.mu.Lock()
+	t := s.tasks[id]
+	s.mu.Unlock()
+	if t == nil {
+		return TaskInfo{}, fmt.Errorf("%w: %q", ErrNoTask, id)
+	}
+	if !s.endTask(t, StatusCancelled, fmt.Errorf("cancelled by %s", by)) {
+		return t.snapshot(), ErrNotRunning
+	}
+	<-t.done
+	return t.snapshot(), nil
+}

@@ -1,0 +1,90 @@
+package server_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/server"
+)
+
+const writeScript = `
+replies:
+  - expect: "notes/hello.txt"
+    tool_calls:
+      - name: assign_subtask
+        arguments: {app: files, subtask: "Write 'Hello over AIP' to notes/hello.txt"}
+  - tool_calls:
+      - name: write_file
+        arguments: {path: notes/hello.txt, content: "Hello over AIP\n", create_dirs: true}
+  - expect: "bytes_written"
+    tool_calls:
+      - name: finish_task
+        arguments: {result: "Wrote notes/hello.txt."}
+  - tool_calls:
+      - name: assign_subtask
+        arguments: {app: shell, subtask: "Show notes/hello.txt"}
+  - tool_calls:
+      - name: execute_command
+        arguments: {command: "cat notes/hello.txt"}
+  - expect: "Hello over AIP"
+    tool_calls:
+      - name: finish_task
+        arguments: {result: "It says Hello over AIP."}
+  - tool_calls:
+      - name: finish_task
+        arguments: {result: "Done: notes/hello.txt says Hello over AIP."}
+`
+
+// TestFullTaskOverAIP: POST /api/dispatch runs the host and app agents on
+// the server with a scripted model; every command goes over a real
+// loopback WebSocket to a device client running the real shell and files
+// tools; GET /api/tasks/{id} shows the steps, the answer and each command's
+// lifecycle.
+func TestFullTaskOverAIP(t *testing.T) {
+	f := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript)})
+	dir := t.TempDir()
+	connect(t, f.wsURL, "dev1", realDevice(t, dir), nil)
+
+	var clients struct{ Clients []server.ClientInfo }
+	f.api(t, "GET", "/api/clients", nil, &clients)
+	if len(clients.Clients) != 1 || clients.Clients[0].ClientID != "dev1" || clients.Clients[0].Status != "connected" ||
+		clients.Clients[0].Namespaces["files"] == "" {
+		t.Fatalf("clients: %+v", clients)
+	}
+
+	var d server.DispatchResponse
+	if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1",
+		Request: "Write 'Hello over AIP' to notes/hello.txt and show it", TaskName: "hello"}, &d); code != 200 {
+		t.Fatalf("dispatch: %d %+v", code, d)
+	}
+	info := f.waitTask(t, d.TaskID)
+	if info.Status != server.StatusCompleted || !strings.Contains(info.Result, "Hello over AIP") {
+		t.Fatalf("task ended %s (%s): %q", info.Status, info.Error, info.Result)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "notes/hello.txt"))
+	if err != nil || string(b) != "Hello over AIP\n" {
+		t.Fatalf("the device's file: %q, %v", b, err)
+	}
+	if len(info.Steps) < 5 {
+		t.Errorf("only %d steps recorded: %+v", len(info.Steps), info.Steps)
+	}
+	tools := map[string]bool{}
+	for _, c := range info.Commands {
+		tools[c.ToolName] = true
+		if c.State != dispatcher.StateCompleted {
+			t.Errorf("command %s (%s) ended %s: %s", c.ToolName, c.CallID, c.State, c.Error)
+		}
+		if c.CallID == "" || c.ResponseID == "" || c.CreatedAt.IsZero() || !c.ExpiresAt.After(c.CreatedAt) ||
+			!strings.HasPrefix(c.QueuedBy, "api-key:") || strings.Contains(c.QueuedBy, token) {
+			t.Errorf("lifecycle record incomplete: %+v", c)
+		}
+	}
+	for _, want := range []string{"write_file", "execute_command", "get_mcp_tools"} {
+		if !tools[want] {
+			t.Errorf("no %s command recorded; got %v", want, tools)
+		}
+	}
+}

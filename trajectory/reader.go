@@ -1,0 +1,163 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Trajectory is a recorded session read back: its events in order, with
+// every artifact reference replaced by the value it stands for.
+type Trajectory struct {
+	Dir    string
+	Events []Event
+}
+
+// Read reads the trajectory in dir. It checks that lines are numbered from
+// 1 without gaps, that each has the fields its type requires, that the
+// first is a session_start of a format this package reads, and that every
+// artifact matches its digest.
+func Read(dir string) (*Trajectory, error) {
+	f, err := os.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, fmt.Errorf("trajectory: %w (is %s a recorded run directory?)", err, dir)
+	}
+	defer f.Close()
+	events, err := Decode(f, dir)
+	if err != nil {
+		return nil, fmt.Errorf("trajectory %s: %w", dir, err)
+	}
+	return &Trajectory{Dir: dir, Events: events}, nil
+}
+
+// Decode reads event lines from r; artifacts are looked up under dir.
+func Decode(r io.Reader, dir string) ([]Event, error) {
+	res := &resolver{dir: dir, cache: map[string]any{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
+	var events []Event
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil, fmt.Errorf("line %d is empty", n)
+		}
+		e, err := decodeLine(line, res)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if e.Seq != n {
+			return nil, fmt.Errorf("line %d has seq %d: lines must be numbered from 1 without gaps", n, e.Seq)
+		}
+		if err := check(e, line); err != nil {
+			return nil, fmt.Errorf("line %d (%s): %w", n, e.Type, err)
+		}
+		if n == 1 {
+			if e.Type != TypeSessionStart {
+				return nil, fmt.Errorf("line 1 is %s; a trajectory starts with session_start", e.Type)
+			}
+			if major(e.Session.Format) != major(Format) {
+				return nil, fmt.Errorf("format %q is not %q: this Saucer cannot read it", e.Session.Format, Format)
+			}
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("no events")
+	}
+	return events, nil
+}
+
+// major is a format's name and major version: "saucer.trajectory/v1" for
+// "saucer.trajectory/v1.2".
+func major(format string) string {
+	name, ver, _ := strings.Cut(format, "/")
+	ver, _, _ = strings.Cut(ver, ".")
+	return name + "/" + ver
+}
+
+func decodeLine(line []byte, res *resolver) (Event, error) {
+	var e Event
+	if bytes.Contains(line, []byte(`"`+ArtifactKey+`"`)) {
+		v, err := decodeGeneric(line)
+		if err != nil {
+			return e, err
+		}
+		if v, err = res.internalize(v); err != nil {
+			return e, err
+		}
+		if line, err = json.Marshal(v); err != nil {
+			return e, err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// check verifies that a line has the fields its type requires.
+func check(e Event, line []byte) error {
+	need, ok := required[e.Type]
+	if !ok {
+		return fmt.Errorf("unknown event type %q", e.Type)
+	}
+	if e.Time.IsZero() {
+		return fmt.Errorf("no time")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		return err
+	}
+	for _, f := range need {
+		if _, ok := fields[f]; !ok {
+			return fmt.Errorf("missing %q", f)
+		}
+	}
+	return nil
+}
+
+// Session is the session_start description.
+func (t *Trajectory) Session() *Session { return t.Events[0].Session }
+
+// End is the session_end description, nil when the session did not end
+// (an interrupted recording).
+func (t *Trajectory) End() *End {
+	for i := len(t.Events) - 1; i >= 0; i-- {
+		if t.Events[i].Type == TypeSessionEnd {
+			return t.Events[i].End
+		}
+	}
+	return nil
+}
+
+// Of returns the events of one type, in order.
+func (t *Trajectory) Of(typ Type) []Event {
+	var out []Event
+	for _, e := range t.Events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Calls returns the model calls, in order.
+func (t *Trajectory) Calls() []Call {
+	var out []Call
+	for _, e := range t.Events {
+		if e.Type == TypeModelCall {
+			out = append(out, *e.Call)
+		}
+	}
+	return out
+}

@@ -1,0 +1,245 @@
+// Package record writes a session's agent events into a trajectory: it is
+// the agent.Options.Observer that turns agent.Event values into
+// trajectory.Event lines, adding the session's start and end.
+package record
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+// Recorder writes one session. Its Observe method is an agent observer.
+type Recorder struct {
+	w     *trajectory.Writer
+	start time.Time
+	mu    sync.Mutex
+	calls int
+	err   error
+}
+
+// Start creates the trajectory directory dir and writes session_start. An
+// empty s.ID is filled from the directory's name; s.Format and s.Version
+// are filled in.
+func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder, error) {
+	w, err := trajectory.Create(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.ID == "" {
+		s.ID = filepath.Base(dir)
+	}
+	s.Format = trajectory.Format
+	if s.Version == "" {
+		s.Version = Version()
+	}
+	r := &Recorder{w: w, start: time.Now()}
+	if err := w.Write(trajectory.Event{Type: trajectory.TypeSessionStart, Session: &s}); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Dir is the trajectory's directory.
+func (r *Recorder) Dir() string { return r.w.Dir() }
+
+// Err is the first error writing the trajectory, if any. Observe cannot
+// return one, so a run goes on and reports it at the end.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Write appends an event of the caller's own (a checker's commands, say).
+func (r *Recorder) Write(e trajectory.Event) error {
+	err := r.w.Write(e)
+	if err != nil {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// Observe records an agent event.
+func (r *Recorder) Observe(e agent.Event) {
+	r.mu.Lock()
+	if e.Kind == agent.EventModelCall {
+		r.calls++
+	}
+	n := r.calls
+	r.mu.Unlock()
+	if te, ok := Convert(e, n); ok {
+		r.Write(te)
+	}
+}
+
+// Finish writes session_end from the outcome and closes the trajectory.
+// It returns the first error met while recording.
+func (r *Recorder) Finish(o *agent.Outcome) error {
+	end := &trajectory.End{Status: string(o.Status), Answer: o.Answer, Cancelled: o.Cancelled, Rounds: o.Rounds,
+		Steps: o.Steps, Usage: o.Usage, DurationMS: trajectory.MS(time.Since(r.start))}
+	if o.Err != nil {
+		end.Error = o.Err.Error()
+	}
+	r.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: end})
+	return errors.Join(r.Err(), r.w.Close())
+}
+
+// Convert turns an agent event into a trajectory event; n is the model
+// call's number for model_call events. It reports false for events the
+// format does not record.
+func Convert(e agent.Event, n int) (trajectory.Event, bool) {
+	te := trajectory.Event{Agent: e.Agent, Role: string(e.Role), App: e.App, Round: e.Round, Step: e.Step}
+	switch e.Kind {
+	case agent.EventAgentStart:
+		te.Type, te.Subtask, te.Round, te.Step = trajectory.TypeAgentStart, e.Subtask, 0, 0
+	case agent.EventModelCall:
+		te.Type, te.Phase = trajectory.TypeModelCall, string(e.Phase)
+		c := &trajectory.Call{N: n, Response: e.Response, LatencyMS: trajectory.MS(e.Duration)}
+		if e.Request != nil {
+			c.Request = *e.Request
+		}
+		if e.Err != nil {
+			c.Error = CallError(e.Err)
+		}
+		te.Call = c
+	case agent.EventDispatch:
+		te.Type, te.Phase = trajectory.TypeDispatch, string(e.Phase)
+		te.Commands, te.Results, te.DurationMS = nonNil(e.Commands), nonNil(e.Results), trajectory.MS(e.Duration)
+	case agent.EventDecision:
+		te.Type, te.Status, te.Decision = trajectory.TypeDecision, string(e.To), decision(e.Decision)
+	case agent.EventStep:
+		te.Type, te.Status, te.Decision = trajectory.TypeStep, string(e.To), decision(e.Decision)
+		te.Commands, te.Results, te.Attempts = e.Commands, e.Results, e.Attempts
+		u := e.Usage
+		te.Usage = &u
+		te.DurationMS = trajectory.MS(e.Duration)
+		if len(e.Timings) > 0 {
+			te.TimingsMS = map[string]float64{}
+			for ph, d := range e.Timings {
+				te.TimingsMS[string(ph)] = trajectory.MS(d)
+			}
+		}
+		for _, o := range e.Observations {
+			te.Observations = append(te.Observations, trajectory.Observation{Name: o.Name, Content: o.Content})
+		}
+		for _, err := range e.Errors {
+			te.Errors = append(te.Errors, err.Error())
+		}
+		if e.Err != nil {
+			te.Error = e.Err.Error()
+		}
+	case agent.EventTransition:
+		te.Type, te.From, te.To = trajectory.TypeTransition, string(e.From), string(e.To)
+	case agent.EventAgentEnd:
+		te.Type, te.Subtask, te.Round, te.Step = trajectory.TypeAgentEnd, e.Subtask, 0, 0
+		if e.Note != nil {
+			te.Note = &trajectory.Note{Subtask: e.Note.Subtask, App: e.Note.App, Status: e.Note.Status, Result: e.Note.Result}
+		}
+		if e.Err != nil {
+			te.Error = e.Err.Error()
+		}
+	default:
+		return te, false
+	}
+	return te, true
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func decision(d *strategy.Decision) *trajectory.Decision {
+	if d == nil {
+		return nil
+	}
+	td := &trajectory.Decision{Observation: d.Observation, Thought: d.Thought, Status: string(d.Status), Plan: d.Plan,
+		Comment: d.Comment, Result: d.Result}
+	for _, a := range d.Actions {
+		td.Actions = append(td.Actions, trajectory.Action{Function: a.Function, Arguments: a.Arguments, CallID: a.CallID, Invalid: a.Invalid})
+	}
+	return td
+}
+
+// CallError describes a failed model call; an *llm.Error keeps its kind.
+func CallError(err error) *trajectory.CallError {
+	kind := llm.KindUnknown
+	var le *llm.Error
+	if errors.As(err, &le) {
+		kind = le.Kind
+	}
+	return &trajectory.CallError{Kind: trajectory.KindName(kind), Message: err.Error()}
+}
+
+// NewID names a run: its start time and a random suffix, so that ids sort
+// by time and never collide.
+func NewID(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Version is this build's module version and VCS revision, which also
+// identify the built-in prompt templates.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += "+dirty"
+			}
+		}
+	}
+	return v
+}
+
+// PromptsOf identifies the prompt templates of an override directory (""
+// for the built-ins): the directory and a digest of its *.tmpl files.
+func PromptsOf(dir string) (*trajectory.Prompts, error) {
+	if dir == "" {
+		return &trajectory.Prompts{}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.tmpl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("prompts: %w", err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.Base(f), len(b))
+		h.Write(b)
+	}
+	return &trajectory.Prompts{Dir: dir, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
