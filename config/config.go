@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/saucerhq/saucer/llm/provider"
@@ -100,6 +101,16 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalJSON writes the duration as a string ("90s").
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
+// JSONSchema describes a duration as the string it is written as.
+func (Duration) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "A Go duration, e.g. 90s or 5m."}
+}
 
 // D returns the time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }

@@ -44,8 +44,3 @@ func GenerateSuiteSchema() ([]byte, error) {
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }
-
-// JSONSchema describes a duration as the string it is written as.
-func (Duration) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "A Go duration, e.g. 90s or 5m."}
-}

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
+	"github.com/saucerhq/saucer/config"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -150,33 +150,8 @@ type JudgeCheck struct {
 	MinScore float64 `yaml:"min_score,omitempty" json:"min_score,omitempty"`
 }
 
-// Duration is a Go duration written as a string ("90s").
-type Duration time.Duration
-
-// UnmarshalYAML reads "90s".
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (write e.g. 30s, 5m)", n.Line, s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes "90s".
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// MarshalJSON writes "90s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Duration(d).String() + `"`), nil
-}
-
-// D is the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+// Duration is a Go duration written as a string ("90s"), as in the config.
+type Duration = config.Duration
 
 // LoadSuite reads and checks a suite file.
 func LoadSuite(path string) (*Suite, error) {
