@@ -38,6 +38,7 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.request, "request", "", "ask the server to run this task on this device, then exit")
 	cmd.Flags().StringVar(&f.taskName, "task-name", "task", "name of the --request task")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
 	return cmd
 }
 
@@ -83,7 +84,7 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dev, err := local.Device(ctx, cfg, f.workdir)
+	dev, err := local.DeviceFor(ctx, cfg, f.workdir, f.app)
 	if err != nil {
 		return err
 	}

@@ -126,3 +126,16 @@ func TestConfigCommand(t *testing.T) {
 		t.Errorf("unknown key: exit %d: %s", code, out)
 	}
 }
+
+func TestAppServerSets(t *testing.T) {
+	cfgFile := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(cfgFile, []byte("mcp:\n  apps:\n    terminal: [shell]\n"), 0o644)
+	out, code := saucer(t, "tools", "--config", cfgFile, "--app", "terminal", "-C", t.TempDir())
+	if code != 0 || !strings.Contains(out, "execute_command") || strings.Contains(out, "read_file") {
+		t.Fatalf("exit %d, want only the shell's tools:\n%s", code, out)
+	}
+	out, code = saucer(t, "tools", "--config", cfgFile, "--app", "nope", "-C", t.TempDir())
+	if code != 2 || !strings.Contains(out, "terminal") {
+		t.Errorf("unknown app: exit %d: %s", code, out)
+	}
+}

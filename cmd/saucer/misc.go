@@ -11,7 +11,7 @@ import (
 )
 
 func newToolsCmd(g *globalFlags) *cobra.Command {
-	var workdir string
+	var workdir, app string
 	var schemas bool
 	cmd := &cobra.Command{
 		Use:   "tools",
@@ -22,7 +22,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dev, err := local.Device(cmd.Context(), cfg, workdir)
+			dev, err := local.DeviceFor(cmd.Context(), cfg, workdir, app)
 			if err != nil {
 				return err
 			}
@@ -39,6 +39,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().StringVar(&app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
 	cmd.Flags().BoolVar(&schemas, "schemas", false, "print each tool's input schema")
 	return cmd
 }

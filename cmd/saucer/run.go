@@ -20,6 +20,7 @@ import (
 type runFlags struct {
 	maxSteps, maxRounds int
 	workdir             string
+	app                 string
 	yes                 bool
 	quiet               bool
 	noRecord            bool
@@ -42,6 +43,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, "steps per app agent (default from config: 20)")
 	cmd.Flags().IntVar(&f.maxRounds, "max-rounds", 0, "host agent rounds (default from config: 10)")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "approve commands the agent asks to confirm, without asking")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	cmd.Flags().BoolVar(&f.noRecord, "no-record", false, "do not record this run's trajectory")
@@ -63,7 +65,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	dev, err := local.Device(ctx, cfg, f.workdir)
+	dev, err := local.DeviceFor(ctx, cfg, f.workdir, f.app)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ type remoteFlags struct {
 	addr, token, tlsCert, tlsKey string
 	server, id, caCert           string
 	request, taskName, workdir   string
+	app                          string
 }
 
 // tokenFrom is the flag's value, else SAUCER_TOKEN.
