@@ -2,9 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -90,7 +91,7 @@ func (m MCP) Selected(app string) ([]string, error) {
 	}
 	set, ok := m.Apps[app]
 	if !ok {
-		return nil, fmt.Errorf("mcp.apps has no app %q; known apps: %s", app, strings.Join(sortedKeys(m.Apps), ", "))
+		return nil, fmt.Errorf("mcp.apps has no app %q; known apps: %s", app, strings.Join(slices.Sorted(maps.Keys(m.Apps)), ", "))
 	}
 	return set, nil
 }
@@ -101,11 +102,11 @@ func (m MCP) Validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	known := func(name string) bool {
 		_, ok := m.Servers[name]
-		return ok || contains(BuiltinServers, name)
+		return ok || slices.Contains(BuiltinServers, name)
 	}
 	for _, name := range m.Use {
 		if !known(name) {
-			bad("mcp.use: no server %q; define it under mcp.servers or use one of %s", name, strings.Join(append(BuiltinServers, sortedKeys(m.Servers)...), ", "))
+			bad("mcp.use: no server %q; define it under mcp.servers or use one of %s", name, strings.Join(append(BuiltinServers, slices.Sorted(maps.Keys(m.Servers))...), ", "))
 		}
 	}
 	for app, set := range m.Apps {
@@ -115,7 +116,7 @@ func (m MCP) Validate() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(m.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(m.Servers)) {
 		s := m.Servers[name]
 		at := "mcp.servers." + name
 		if !namespaceRE.MatchString(name) {
@@ -131,7 +132,7 @@ func (m MCP) Validate() error {
 				bad("%s: kind http needs an http:// or https:// url, got %q", at, s.URL)
 			}
 		case "builtin":
-			if !contains(BuiltinServers, name) {
+			if !slices.Contains(BuiltinServers, name) {
 				bad("%s: kind builtin is only for %s", at, strings.Join(BuiltinServers, " and "))
 			}
 		default:
@@ -140,19 +141,19 @@ func (m MCP) Validate() error {
 		if s.ToolType != "" && s.ToolType != "action" && s.ToolType != "data_collection" {
 			bad("%s.tool_type: %q must be action or data_collection", at, s.ToolType)
 		}
-		for _, p := range append(append(append([]string{}, s.Allow...), s.Deny...), sortedKeys(s.Risk)...) {
+		for _, p := range append(append(append([]string{}, s.Allow...), s.Deny...), slices.Sorted(maps.Keys(s.Risk))...) {
 			if _, err := path.Match(p, ""); err != nil {
 				bad("%s: tool pattern %q is malformed", at, p)
 			}
 		}
 		for p, r := range s.Risk {
-			if !contains(risks, r) {
+			if !slices.Contains(risks, r) {
 				bad("%s.risk.%s: %q must be one of %s", at, p, r, strings.Join(risks, ", "))
 			}
 		}
 	}
 	for _, r := range m.Policy.Forbid {
-		if !contains(risks, r) {
+		if !slices.Contains(risks, r) {
 			bad("mcp.policy.forbid: %q must be one of %s", r, strings.Join(risks, ", "))
 		}
 	}
@@ -163,22 +164,4 @@ func (m MCP) Validate() error {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/saucerhq/saucer/command"
@@ -121,11 +120,11 @@ func (r *Replay) Execute(ctx context.Context, cmds []command.Command) []command.
 			break
 		}
 	}
-	d := ReplayDivergence{Batch: r.calls, Diff: trajectory.TextDiff("", pretty(cmds))}
+	d := ReplayDivergence{Batch: r.calls, Diff: trajectory.TextDiff("", trajectory.Pretty(cmds))}
 	if r.cursor < len(r.batches) {
 		want := r.batches[r.cursor]
 		d.Reason = fmt.Sprintf("the recording ran other commands here (%s, step %d)", want.Agent, want.Step)
-		d.Diff = trajectory.TextDiff(pretty(want.Commands), pretty(cmds))
+		d.Diff = trajectory.TextDiff(trajectory.Pretty(want.Commands), trajectory.Pretty(cmds))
 	} else {
 		d.Reason = fmt.Sprintf("the recording has %d dispatches and no more", len(r.batches))
 	}
@@ -158,7 +157,7 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 		}
 		if found[0] < 0 {
 			reason := "the recorded device never ran " + c.String()
-			r.divs = append(r.divs, ReplayDivergence{Batch: r.calls, Reason: reason, Diff: trajectory.TextDiff("", pretty(c))})
+			r.divs = append(r.divs, ReplayDivergence{Batch: r.calls, Reason: reason, Diff: trajectory.TextDiff("", trajectory.Pretty(c))})
 			out[i] = command.Failed(c.CallID, "replay: "+reason+"; only recorded commands can be answered")
 			out[i].Namespace = c.Namespace
 			continue
@@ -226,12 +225,4 @@ func params(p map[string]any) string {
 		return fmt.Sprint(p)
 	}
 	return string(b)
-}
-
-func pretty(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/saucerhq/saucer/command"
@@ -108,7 +110,7 @@ func htmlSteps(tr *trajectory.Trajectory) []htmlStep {
 				s.Tokens = fmt.Sprintf("%d prompt + %d completion tokens", e.Usage.PromptTokens, e.Usage.CompletionTokens)
 			}
 			var parts []string
-			for _, k := range sortedKeys(e.TimingsMS) {
+			for _, k := range slices.Sorted(maps.Keys(e.TimingsMS)) {
 				parts = append(parts, fmt.Sprintf("%s %.1f ms", k, e.TimingsMS[k]))
 			}
 			s.Timings = fmt.Sprintf("%.1f ms", e.DurationMS)

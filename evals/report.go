@@ -5,7 +5,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -197,7 +199,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	if len(m.Failures) > 0 {
 		fmt.Fprintf(w, "\n## Failures by category\n\n")
-		for _, k := range sortedKeys(m.Failures) {
+		for _, k := range slices.Sorted(maps.Keys(m.Failures)) {
 			fmt.Fprintf(w, "- %s: %d\n", k, m.Failures[k])
 		}
 		fmt.Fprintf(w, "\n## Failed trials\n\n")
@@ -214,7 +216,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 func phaseText(total float64, phases map[string]float64) string {
 	parts := []string{fmt.Sprintf("%.0f ms", total)}
-	for _, k := range sortedKeys(phases) {
+	for _, k := range slices.Sorted(maps.Keys(phases)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f ms", k, phases[k]))
 	}
 	return strings.Join(parts, "; ")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"sync"
 	"time"
 
@@ -270,16 +269,6 @@ func chain(obs ...func(agent.Event)) func(agent.Event) {
 			o(e)
 		}
 	}
-}
-
-// sortedKeys lists a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // CheckAgent and JudgeAgent name, in a trial's trajectory, the commands of

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -160,7 +161,7 @@ func ParseReply(raw string, allowed []string) (*Reply, error) {
 	if r.Status == "" {
 		return nil, parseErr(raw, "Your reply has no \"status\"%s.", statusHint(allowed))
 	}
-	if len(allowed) > 0 && !contains(allowed, r.Status) {
+	if len(allowed) > 0 && !slices.Contains(allowed, r.Status) {
 		return nil, parseErr(raw, "Status %q is not allowed here; use one of %s.", r.Status, strings.Join(allowed, ", "))
 	}
 	return r, nil
@@ -171,13 +172,4 @@ func statusHint(allowed []string) string {
 		return ""
 	}
 	return "; set it to one of " + strings.Join(allowed, ", ")
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

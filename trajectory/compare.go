@@ -42,7 +42,7 @@ func Normalize(events []Event) []Event {
 func Diff(a, b []Event) string {
 	na, nb := Normalize(a), Normalize(b)
 	for i := 0; i < len(na) && i < len(nb); i++ {
-		ja, jb := pretty(na[i]), pretty(nb[i])
+		ja, jb := Pretty(na[i]), Pretty(nb[i])
 		if ja != jb {
 			return fmt.Sprintf("event %d differs (%s vs %s):\n%s", i+1, na[i].Type, nb[i].Type, TextDiff(ja, jb))
 		}
@@ -53,7 +53,8 @@ func Diff(a, b []Event) string {
 	return ""
 }
 
-func pretty(v any) string {
+// Pretty renders a value as indented JSON, the form TextDiff compares.
+func Pretty(v any) string {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Sprintf("%#v", v)

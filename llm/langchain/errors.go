@@ -61,13 +61,13 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 		}
 	}
 	// A context-length failure comes as a plain 400 ("prompt is too long").
-	if (out.Kind == llm.KindBadRequest || out.Kind == llm.KindUnknown) && isContextLength(err.Error()) {
+	if (out.Kind == llm.KindBadRequest || out.Kind == llm.KindUnknown) && httpmeta.MentionsContextLength(err.Error()) {
 		out.Kind = llm.KindContextLength
 	}
 	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
 		out.RetryAfter = meta.RetryAfter
 	}
-	m.scrubKey(out)
+	httpmeta.ScrubKey(out, m.apiKey)
 	return out
 }
 
@@ -102,7 +102,7 @@ func kindForText(s string) llm.ErrorKind {
 		return false
 	}
 	switch {
-	case isContextLength(s):
+	case httpmeta.MentionsContextLength(s):
 		return llm.KindContextLength
 	case has("rate limit", "rate_limit", "too many requests", "resource_exhausted", "quota"):
 		return llm.KindRateLimit
@@ -114,27 +114,6 @@ func kindForText(s string) llm.ErrorKind {
 		return llm.KindBadRequest
 	}
 	return llm.KindUnknown
-}
-
-func isContextLength(s string) bool {
-	s = strings.ToLower(s)
-	for _, w := range []string{"prompt is too long", "context length", "context window", "maximum context", "too many tokens", "input is too long"} {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// scrubKey keeps the API key out of error text, even if a server echoes it.
-func (m *Model) scrubKey(e *llm.Error) {
-	if len(m.apiKey) < 4 {
-		return
-	}
-	e.Message = strings.ReplaceAll(e.Message, m.apiKey, "[redacted]")
-	if e.Err != nil && strings.Contains(e.Err.Error(), m.apiKey) {
-		e.Err = errors.New(e.Message)
-	}
 }
 
 func sniffImage(data []byte) string { return http.DetectContentType(data) }

@@ -71,7 +71,7 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
 		out.RetryAfter = meta.RetryAfter
 	}
-	m.scrubKey(out)
+	httpmeta.ScrubKey(out, m.apiKey)
 	return out
 }
 
@@ -79,13 +79,7 @@ func isContextLength(code any, message string) bool {
 	if c, ok := code.(string); ok && c == "context_length_exceeded" {
 		return true
 	}
-	msg := strings.ToLower(message)
-	// OpenAI-compatible servers without OpenAI's code: vLLM says "maximum
-	// context length", llama.cpp "exceeds the available context size".
-	return strings.Contains(msg, "maximum context length") ||
-		strings.Contains(msg, "context_length_exceeded") ||
-		strings.Contains(msg, "context size") ||
-		strings.Contains(msg, "context window")
+	return httpmeta.MentionsContextLength(message)
 }
 
 func kindForErrorType(typ string) llm.ErrorKind {
@@ -100,18 +94,6 @@ func kindForErrorType(typ string) llm.ErrorKind {
 		return llm.KindAuth
 	}
 	return llm.KindUnknown
-}
-
-// scrubKey makes sure the API key never reaches an error message, even when
-// a server (or a proxy) echoes it back.
-func (m *Model) scrubKey(e *llm.Error) {
-	if len(m.apiKey) < 4 {
-		return
-	}
-	e.Message = strings.ReplaceAll(e.Message, m.apiKey, "[redacted]")
-	if e.Err != nil && strings.Contains(e.Err.Error(), m.apiKey) {
-		e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), m.apiKey, "[redacted]"))
-	}
 }
 
 func truncate(s string, n int) string {

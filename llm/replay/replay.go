@@ -94,7 +94,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 	rec := m.calls[m.next]
 	m.next++
 	if reason := m.differs(&rec.Request, req); reason != "" {
-		d := Divergence{Call: n, Reason: reason, Diff: trajectory.TextDiff(pretty(m.canonicalTools(&rec.Request)), pretty(m.canonicalTools(m.redacted(req))))}
+		d := Divergence{Call: n, Reason: reason, Diff: trajectory.TextDiff(trajectory.Pretty(m.canonicalTools(&rec.Request)), trajectory.Pretty(m.canonicalTools(m.redacted(req))))}
 		m.divs = append(m.divs, d)
 		if !m.opts.Lenient {
 			return nil, &DivergenceError{d}
@@ -235,11 +235,6 @@ func sameFloat(a, b *float64) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func pretty(v any) string {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
 }
 
 func lastMessage(req *llm.Request) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -447,13 +446,4 @@ func compactJSON(v any) (string, error) {
 // at least 1. Crude, but deterministic and close enough for English.
 func tokens(size int) int {
 	return max(1, (size+3)/4)
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

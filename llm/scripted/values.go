@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -229,7 +231,7 @@ func (v jsonValue) fields() ([]field, error) {
 		return nil, fmt.Errorf("want an object, found %s", v.short())
 	}
 	out := make([]field, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, field{key: k, val: jsonValue{m[k]}})
 	}
 	return out, nil

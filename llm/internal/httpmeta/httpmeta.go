@@ -6,10 +6,13 @@ package httpmeta
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/saucerhq/saucer/llm"
 )
 
 // Doer is the HTTP client handed to a provider SDK.
@@ -66,4 +69,37 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// ScrubKey keeps an API key out of an error's text, even when a server
+// echoes it back.
+func ScrubKey(e *llm.Error, key string) {
+	if len(key) < 4 {
+		return
+	}
+	e.Message = strings.ReplaceAll(e.Message, key, "[redacted]")
+	if e.Err != nil && strings.Contains(e.Err.Error(), key) {
+		e.Err = errors.New(strings.ReplaceAll(e.Err.Error(), key, "[redacted]"))
+	}
+}
+
+// contextLengthPhrases are how providers without a structured error code
+// say the prompt was too long: OpenAI, vLLM ("maximum context length"),
+// llama.cpp ("exceeds the available context size"), Anthropic ("prompt is
+// too long"), and others.
+var contextLengthPhrases = []string{
+	"context_length_exceeded", "maximum context", "context length", "context size", "context window",
+	"prompt is too long", "too many tokens", "input is too long",
+}
+
+// MentionsContextLength reports whether an error message says the prompt
+// did not fit the model's context.
+func MentionsContextLength(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, p := range contextLengthPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
