@@ -15,10 +15,9 @@ import (
 	"github.com/saucerhq/saucer/command"
 )
 
-const aipDir = "../../shared/aip"
+const aipDir = "../testdata/aip"
 
-// goldenFiles lists the recorded frames, skipping outside CI when the shared
-// folder is not beside the checkout.
+// goldenFiles lists the recorded frames in the repo's testdata.
 func goldenFiles(t testing.TB, pattern string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(aipDir, pattern))
@@ -26,9 +25,6 @@ func goldenFiles(t testing.TB, pattern string) []string {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		if os.Getenv("CI") == "" {
-			t.Skipf("the golden AIP frames live in %s beside the checkout", aipDir)
-		}
 		t.Fatalf("no golden AIP frames match %s in %s", pattern, aipDir)
 	}
 	return files

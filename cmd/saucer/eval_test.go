@@ -60,13 +60,7 @@ func TestEvalStepsAndImport(t *testing.T) {
 	if code != 0 || !strings.Contains(text, "step success 75.0%, task success false") {
 		t.Fatalf("steps: exit %d\n%s", code, text)
 	}
-	dev := "../../../shared/testdata/agentbench-os/dev.json"
-	if _, err := os.Stat(dev); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("no ../shared here")
-		}
-		t.Fatal(err)
-	}
+	dev := "../../testdata/agentbench-os/dev.json"
 	out := t.TempDir()
 	text, code = saucer(t, "eval", "import", "agentbench", dev, "-o", out)
 	if code != 0 || !strings.Contains(text, "imported 26 tasks") || !strings.Contains(text, "8 runnable without root") {

@@ -13,16 +13,10 @@ import (
 	"github.com/saucerhq/saucer/llm/provider"
 )
 
-const devJSON = "../../../shared/testdata/agentbench-os/dev.json"
+const devJSON = "../../testdata/agentbench-os/dev.json"
 
 func importDev(t *testing.T) (*agentbench.Result, *evals.Suite) {
 	t.Helper()
-	if _, err := os.Stat(devJSON); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("no ../shared/testdata/agentbench-os here")
-		}
-		t.Fatal(err)
-	}
 	res, err := agentbench.Import(devJSON, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

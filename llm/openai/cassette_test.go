@@ -13,7 +13,7 @@ import (
 	"github.com/saucerhq/saucer/llm/openai/internal/cassette"
 )
 
-const cassetteDir = "../../../shared/testdata/provider-cassettes"
+const cassetteDir = "../../testdata/provider-cassettes"
 
 const chatPath = "/v1/chat/completions"
 

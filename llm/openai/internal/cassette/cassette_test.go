@@ -19,7 +19,7 @@ func TestLoadRecordings(t *testing.T) {
 		"TestOpenAIFunctionsAgentWithHTTPRR.httprr":         2,
 	}
 	for name, n := range want {
-		exs, err := Load(filepath.Join("../../../../../shared/testdata/provider-cassettes", name))
+		exs, err := Load(filepath.Join("../../../../testdata/provider-cassettes", name))
 		if err != nil {
 			t.Fatal(err)
 		}
