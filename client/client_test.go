@@ -61,7 +61,7 @@ func customServer() *server.MCPServer {
 		})
 	s.AddTool(mcp.NewTool("stubborn", mcp.WithDescription("sleeps and ignores its context")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			time.Sleep(time.Second)
+			time.Sleep(time.Minute)
 			return mcp.NewToolResultText("done"), nil
 		})
 	return s
@@ -374,7 +374,7 @@ func TestCallTimeout(t *testing.T) {
 	f := newFixture(t, client.Options{CallTimeout: 100 * time.Millisecond})
 	start := time.Now()
 	r := f.exec(t, command.Command{ToolName: "stubborn"})
-	if elapsed := time.Since(start); elapsed > 700*time.Millisecond {
+	if elapsed := time.Since(start); elapsed > 30*time.Second { // the tool sleeps a minute
 		t.Errorf("took %s with a 100ms call timeout and a tool that ignores its context", elapsed)
 	}
 	if r.Status != command.Failure || r.Error != "stubborn timed out after 100ms" {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,9 +206,18 @@ func (f *lineFilter) readLine() ([]byte, error) {
 	for {
 		chunk, err := f.r.ReadSlice('\n')
 		if len(line)+len(chunk) > f.max {
-			f.drop(fmt.Sprintf("it sent a message of more than %d bytes, which was dropped", f.max))
+			why := fmt.Sprintf("it sent a message of more than %d bytes, which was dropped", f.max)
+			f.drop(why)
+			head := append(line, chunk[:min(len(chunk), idWindow)]...)
+			tail := keepTail(nil, chunk)
 			for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of the line
-				_, err = f.r.ReadSlice('\n')
+				chunk, err = f.r.ReadSlice('\n')
+				tail = keepTail(tail, chunk)
+			}
+			// A response too big to pass on still answers a call: fail that
+			// call now, rather than let it wait for its timeout.
+			if id, ok := responseID(head, tail); ok {
+				return failedResponse(id, why), err
 			}
 			return nil, err
 		}
@@ -228,6 +238,52 @@ func (f *lineFilter) readLine() ([]byte, error) {
 		}
 		return line, err
 	}
+}
+
+// idWindow is how much of a dropped line's start and end is kept to find
+// its JSON-RPC id.
+const idWindow = 512
+
+// keepTail appends b to tail, keeping the last idWindow bytes.
+func keepTail(tail, b []byte) []byte {
+	tail = append(tail, b...)
+	if len(tail) > idWindow {
+		tail = append(tail[:0], tail[len(tail)-idWindow:]...)
+	}
+	return tail
+}
+
+var (
+	// Servers write the id near the start (Go: jsonrpc, id, result) or at
+	// the end (TypeScript: result, jsonrpc, id).
+	idAtStart   = regexp.MustCompile(`^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*,\s*"(?:result|error)"`)
+	resultFirst = regexp.MustCompile(`^\s*\{\s*"(?:result|error)"\s*:`)
+	idAtEnd     = regexp.MustCompile(`"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
+)
+
+// responseID finds the id of a dropped JSON-RPC response from the start
+// and end of its line.
+func responseID(head, tail []byte) (json.RawMessage, bool) {
+	if m := idAtStart.FindSubmatch(head); m != nil {
+		return json.RawMessage(m[1]), true
+	}
+	if resultFirst.Match(head) {
+		if m := idAtEnd.FindSubmatch(tail); m != nil {
+			return json.RawMessage(m[1]), true
+		}
+	}
+	return nil, false
+}
+
+// failedResponse is the JSON-RPC error line that stands in for a dropped
+// response.
+func failedResponse(id json.RawMessage, why string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": -32603, "message": "the MCP server's reply was dropped: " + why},
+	})
+	return append(b, '\n')
 }
 
 func (f *lineFilter) drop(why string) {

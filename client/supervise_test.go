@@ -215,12 +215,10 @@ func TestDeathMidCallThenRestart(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	var fast command.Result
 	for time.Now().Before(deadline) {
-		start := time.Now()
+		// "is not running" comes from the client itself: the call never
+		// waited for the server.
 		fast = run(c, "peer", "echo", map[string]any{"text": "x"})
 		if strings.Contains(fast.Error, "is not running") {
-			if d := time.Since(start); d > 100*time.Millisecond {
-				t.Errorf("fail-fast took %s", d)
-			}
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -265,7 +263,7 @@ func TestBadServersAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(start); d > 3*time.Second {
+			if d := time.Since(start); d > 30*time.Second { // not forever
 				t.Errorf("New took %s with an init timeout of 1s", d)
 			}
 			st := c.Status()[0]
@@ -300,7 +298,9 @@ func TestHugeResults(t *testing.T) {
 	opts.MaxResultBytes = 1 << 20
 	opts.MaxMessageBytes = 4 << 20
 	srv := peer("good")
-	srv.ToolTimeouts = map[string]time.Duration{"huge": 2 * time.Second}
+	// Long enough never to be reached under any load: a reply too big to
+	// pass on must fail its call at once, not by this timeout.
+	srv.ToolTimeouts = map[string]time.Duration{"huge": 10 * time.Minute}
 	c := newClient(t, []client.Server{srv}, opts)
 	if got := text(t, run(c, "peer", "huge", map[string]any{"bytes": 1000})); len(got) != 1000 {
 		t.Errorf("small result: %d bytes", len(got))
@@ -309,16 +309,29 @@ func TestHugeResults(t *testing.T) {
 	if !strings.Contains(r.Error, "over the limit of 1048576 bytes") {
 		t.Errorf("over MaxResultBytes: %+v", r.Error)
 	}
-	start := time.Now()
 	r = run(c, "peer", "huge", map[string]any{"bytes": 5 << 20})
-	if !strings.Contains(r.Error, "huge timed out after 2s") || !strings.Contains(r.Error, "a message of more than 4194304 bytes, which was dropped") {
+	if r.OK() || !strings.Contains(r.Error, "a message of more than 4194304 bytes, which was dropped") || strings.Contains(r.Error, "timed out") {
 		t.Errorf("over MaxMessageBytes: %.300s", r.Error)
-	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("took %s", d)
 	}
 	if got := text(t, run(c, "peer", "echo", map[string]any{"text": "fine"})); got != "fine" {
 		t.Errorf("after a dropped message: %q", got)
+	}
+}
+
+func TestDroppedResponseID(t *testing.T) {
+	for _, tt := range []struct {
+		head, tail, want string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxx`, `xxx"}]}}`, "7"},
+		{`{"result":{"content":[{"type":"text","text":"xxx`, `xxx"}]},"jsonrpc":"2.0","id":"a\"b"}` + "\n", `"a\"b"`},
+		{`{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"xxx`, `xxx"}}`, "3"},
+		{`{"method":"roots/list","params":{"x":"xxx`, `xxx"},"jsonrpc":"2.0","id":4}`, ""}, // a request, not a response
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"xxx`, `xxx"}}`, ""},
+	} {
+		id, ok := client.ResponseID([]byte(tt.head), []byte(tt.tail))
+		if got := string(id); ok != (tt.want != "") || got != tt.want {
+			t.Errorf("%.40s…%s: id %q (%v), want %q", tt.head, tt.tail, got, ok, tt.want)
+		}
 	}
 }
 
@@ -327,12 +340,9 @@ func TestTimeoutsPerToolAndServer(t *testing.T) {
 	srv.CallTimeout = 300 * time.Millisecond
 	srv.ToolTimeouts = map[string]time.Duration{"progress": 5 * time.Second}
 	c := newClient(t, []client.Server{srv}, fastOpts())
-	start := time.Now()
+	// Had the timeout not cut it, the sleep would end well and say so.
 	if r := run(c, "peer", "sleep", map[string]any{"seconds": 5}); !strings.Contains(r.Error, "sleep timed out after 300ms") {
 		t.Errorf("server timeout: %+v", r)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %s", d)
 	}
 	if got := text(t, run(c, "peer", "progress", map[string]any{"steps": 20})); got != "did 20 steps" { // 400ms, under its own 5s
 		t.Errorf("tool timeout: %q", got)

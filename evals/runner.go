@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +53,7 @@ type Options struct {
 	// provider settings. Each trial opens its own (scripted models count
 	// their replies).
 	OpenModel func(spec string) (llm.Model, error)
-	// Progress is told after each trial.
+	// Progress is told after each trial, one call at a time and in order.
 	Progress func(Progress)
 }
 
@@ -215,11 +217,12 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 					prog.ETA = time.Duration(float64(prog.Elapsed) / float64(ran) * float64(prog.Total-prog.Done))
 				}
 				prog.Last = tr
-				p := prog
-				mu.Unlock()
+				// Told under the lock: calls never overlap and never go
+				// back in time, so a progress bar needs no lock of its own.
 				if opts.Progress != nil {
-					opts.Progress(p)
+					opts.Progress(prog)
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -481,7 +484,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			})
 		}
 	} else {
-		dir, err := os.MkdirTemp("", "saucer-eval-"+c.ID+"-")
+		dir, err := trialDir(c.ID, n)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -657,4 +660,19 @@ func WriteJSON(path string, v any) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// trialDir makes a fresh working folder for one live trial. Its name has
+// the same length on every run (a fixed-width random part, where
+// os.MkdirTemp's varies), so that what the device reports, and so the
+// prompt's size, is the same from run to run: a resumed run must score
+// like an uninterrupted one.
+func trialDir(caseID string, trial int) (string, error) {
+	for {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("saucer-eval-%s-%d-%08x", caseID, trial, rand.Uint32()))
+		err := os.Mkdir(dir, 0o700)
+		if !errors.Is(err, fs.ErrExist) {
+			return dir, err
+		}
+	}
 }

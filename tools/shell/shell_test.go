@@ -255,11 +255,11 @@ func TestCallerDeadlineIsNotReportedAsOwnTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := r.execute(ctx, ExecuteInput{Command: "echo partial; sleep 5"})
+	_, err := r.execute(ctx, ExecuteInput{Command: "echo partial; sleep 60"})
 	if err == nil || !strings.Contains(err.Error(), "was stopped by its caller (context deadline exceeded)") || !strings.Contains(err.Error(), "partial") {
 		t.Errorf("err = %v", err)
 	}
-	if time.Since(start) > 3*time.Second {
+	if time.Since(start) > 30*time.Second {
 		t.Errorf("the command outlived its caller's deadline: %s", time.Since(start))
 	}
 }
@@ -277,7 +277,7 @@ func TestBackgroundJobDoesNotHoldTheCall(t *testing.T) {
 	if isErr || out.Stdout != "hi\n" || out.ExitCode != 0 {
 		t.Errorf("got %+v %q", out, text)
 	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
+	if elapsed := time.Since(start); elapsed > 20*time.Second { // the job sleeps 30
 		t.Errorf("a background job held the call for %s", elapsed)
 	}
 }

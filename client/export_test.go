@@ -1,0 +1,4 @@
+package client
+
+// ResponseID exposes responseID to the external tests.
+var ResponseID = responseID
