@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +61,47 @@ type Agent struct {
 	ConfirmDestructive bool            `yaml:"confirm_destructive"`
 	HostStrategies     []strategy.Spec `yaml:"host_strategies"`
 	AppStrategies      []strategy.Spec `yaml:"app_strategies"`
+	// HostEdits and AppEdits change those pipelines (or the defaults)
+	// without restating them: a strategy before or after a named one, a
+	// replaced or removed one.
+	HostEdits []strategy.Edit `yaml:"host_edits"`
+	AppEdits  []strategy.Edit `yaml:"app_edits"`
+	// AppPipelines give named apps (tool namespaces) a pipeline of their
+	// own: whole, or as edits of the app pipeline above.
+	AppPipelines map[string]AppPipeline `yaml:"app_pipelines"`
+}
+
+// AppPipeline is one app's own pipeline.
+type AppPipeline struct {
+	Strategies []strategy.Spec `yaml:"strategies"`
+	Edits      []strategy.Edit `yaml:"edits"`
+}
+
+// Pipelines resolves the agent section's pipelines: the host's, the apps'
+// default, and each named app's, every edit applied.
+func (a Agent) Pipelines() (host, app []strategy.Spec, apps map[string][]strategy.Spec, err error) {
+	if host, err = strategy.EditPipeline(a.HostStrategies, a.HostEdits); err != nil {
+		return nil, nil, nil, fmt.Errorf("agent.host_edits: %w", err)
+	}
+	if app, err = strategy.EditPipeline(a.AppStrategies, a.AppEdits); err != nil {
+		return nil, nil, nil, fmt.Errorf("agent.app_edits: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.AppPipelines)) {
+		p := a.AppPipelines[name]
+		base := p.Strategies
+		if len(base) == 0 {
+			base = app
+		}
+		own, err := strategy.EditPipeline(base, p.Edits)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("agent.app_pipelines.%s: %w", name, err)
+		}
+		if apps == nil {
+			apps = map[string][]strategy.Spec{}
+		}
+		apps[name] = own
+	}
+	return host, app, apps, nil
 }
 
 // Tools configures Saucer's own MCP servers.
@@ -191,6 +234,9 @@ func (c *Config) Validate() error {
 	}
 	if a.CommandTimeout.D() <= 0 {
 		errs = append(errs, "agent.command_timeout must be positive")
+	}
+	if _, _, _, err := a.Pipelines(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 	"github.com/saucerhq/saucer/trajectory/record"
 )
@@ -42,7 +44,7 @@ func recordDemo(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := local.Session(cfg, dev, local.Options{Observer: rec.Observe})
+	sess, err := session.New(cfg, session.Options{Device: dev, Observers: []func(agent.Event){rec.Observe}})
 	if err != nil {
 		t.Fatal(err)
 	}

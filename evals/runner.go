@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/trajectory"
 	"github.com/saucerhq/saucer/trajectory/record"
@@ -55,6 +57,10 @@ type Options struct {
 	OpenModel func(spec string) (llm.Model, error)
 	// Progress is told after each trial, one call at a time and in order.
 	Progress func(Progress)
+	// Session is the base of every trial's session: a strategy registry,
+	// pipeline edits, middleware, prompts, observers, a confirmer. The
+	// runner sets the model, the device and its own observers.
+	Session session.Options
 }
 
 // Progress is where a run stands.
@@ -540,21 +546,23 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		cfg.Model = spec
 	}
 	y, _ := cfg.YAML()
-	session := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
+	meta := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
 		Labels: map[string]string{"suite": r.s.Name, "case": c.ID, "trial": fmt.Sprint(n)}}
 	if spec == ReplayModel {
 		if tr, err := r.recording(r.s.path(c.Device.Recording)); err == nil {
-			session.Mode = tr.Session().Mode
+			meta.Mode = tr.Session().Mode
 		}
 	}
-	rec, err := record.Start(trajDir, session, trajectory.Options{Redactor: r.opts.Redactor, ArtifactThreshold: cfg.Record.ArtifactThreshold})
+	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.opts.Redactor, ArtifactThreshold: cfg.Record.ArtifactThreshold})
 	if err != nil {
 		return nil, nil, err
 	}
 	t.rec = rec
 	col := &collector{maxTokens: lim.MaxTokens, phaseMS: map[string]float64{}}
-	sess, err := NewSession(&cfg, SessionOptions{Model: model, Dispatcher: t.device, Apps: apps, Observer: chain(rec.Observe, col.observe),
-		Mode: modeOf(session.Mode)})
+	so := r.opts.Session
+	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, modeOf(meta.Mode), t.device, nil, apps
+	so.Observers = append(slices.Clip(so.Observers), rec.Observe, col.observe)
+	sess, err := session.New(&cfg, so)
 	if err != nil {
 		return nil, nil, err
 	}

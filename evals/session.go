@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,64 +13,10 @@ import (
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/replay"
-	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/trajectory"
 	"github.com/saucerhq/saucer/trajectory/record"
-)
-
-// SessionOptions are what NewSession needs beyond the config.
-type SessionOptions struct {
-	Model      llm.Model
-	Dispatcher dispatcher.Dispatcher
-	// Apps describe the device's apps (tool namespaces) to the host agent.
-	Apps     map[string]string
-	Observer func(agent.Event)
-	// Mode overrides the config's mode for the model, when set.
-	Mode strategy.Mode
-}
-
-// NewSession builds an agent session from a config the way local mode
-// does, over any model and dispatcher (a recorded device, say).
-func NewSession(cfg *config.Config, o SessionOptions) (*agent.Session, error) {
-	set, err := promptSet(cfg.Prompts)
-	if err != nil {
-		return nil, err
-	}
-	a := cfg.Agent
-	retries := a.MaxRetries
-	if retries == 0 {
-		retries = -1 // the config's 0 means none; agent.Options' 0 means the default
-	}
-	mode := o.Mode
-	if mode == "" {
-		mode = cfg.ModeFor(cfg.Model)
-	}
-	return agent.New(agent.Options{
-		Model: o.Model, Mode: mode, Dispatcher: o.Dispatcher, Prompts: set,
-		HostPipeline: a.HostStrategies, AppPipeline: a.AppStrategies,
-		MaxRounds: a.MaxRounds, MaxSteps: a.MaxSteps,
-		Limits: strategy.Limits{MaxRetries: retries, RetryBackoff: a.RetryBackoff.D(), MaxResultChars: a.MaxResultChars,
-			ConfirmDestructive: a.ConfirmDestructive},
-		AppDescriptions: o.Apps,
-		Observer:        o.Observer,
-	})
-}
-
-// promptSet loads prompts; the built-in set never changes, so it is parsed
-// once (a suite builds a session per trial).
-func promptSet(dir string) (*prompts.Set, error) {
-	if dir != "" {
-		return prompts.Load(dir)
-	}
-	builtinOnce.Do(func() { builtinSet, builtinErr = prompts.Load("") })
-	return builtinSet, builtinErr
-}
-
-var (
-	builtinOnce sync.Once
-	builtinSet  *prompts.Set
-	builtinErr  error
 )
 
 // ReplayOptions configure Replay. The zero value replays the whole session
@@ -88,6 +35,9 @@ type ReplayOptions struct {
 	RecordTo string
 	// Observer is told of every event of the replayed session.
 	Observer func(agent.Event)
+	// Session is the base of the replayed session (strategies, middleware,
+	// prompts), as for Options.Session.
+	Session session.Options
 }
 
 // ReplayResult is how a replay went.
@@ -186,13 +136,16 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 		if rec, err = record.Start(opts.RecordTo, rs, trajectory.Options{Redactor: opts.Redactor}); err != nil {
 			return nil, err
 		}
-		observer = chain(observer, rec.Observe)
+		observer = session.Chain(observer, rec.Observe)
 	}
 	mode := strategy.Mode(s.Mode)
 	if opts.Model != nil {
 		mode = cfg.ModeFor(cfg.Model) // the live model's own mode
 	}
-	sess, err := NewSession(cfg, SessionOptions{Model: model, Dispatcher: dev, Apps: s.Apps, Observer: observer, Mode: mode})
+	so := opts.Session
+	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, mode, dev, nil, s.Apps
+	so.Observers = append(slices.Clip(so.Observers), observer)
+	sess, err := session.New(cfg, so)
 	if err != nil {
 		return nil, err
 	}
@@ -251,24 +204,6 @@ func callsOf(t *trajectory.Trajectory) []trajectory.Call {
 		}
 	}
 	return out
-}
-
-// chain calls each non-nil observer in turn.
-func chain(obs ...func(agent.Event)) func(agent.Event) {
-	var list []func(agent.Event)
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	if len(list) == 0 {
-		return nil
-	}
-	return func(e agent.Event) {
-		for _, o := range list {
-			o(e)
-		}
-	}
 }
 
 // CheckAgent and JudgeAgent name, in a trial's trajectory, the commands of

@@ -1,6 +1,7 @@
-// Package local assembles local mode from a config: Saucer's own MCP tool
-// servers in-process, a device client over them, a local dispatcher, and a
-// session of agents driven by the configured model.
+// Package local builds the local device from a config: Saucer's own MCP
+// tool servers in-process, the configured stdio and http servers, and a
+// device client over them. Package session turns a device into a session
+// of agents.
 package local
 
 import (
@@ -14,15 +15,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/dispatcher"
-	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/llm/provider"
-	"github.com/saucerhq/saucer/prompts"
-	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
 )
@@ -37,11 +32,34 @@ func Device(ctx context.Context, cfg *config.Config, workdir string) (*client.Cl
 // DeviceFor is Device with the server set of one app (mcp.apps), or of
 // mcp.use when app is empty.
 func DeviceFor(ctx context.Context, cfg *config.Config, workdir, app string) (*client.Client, error) {
-	servers, err := Servers(cfg, workdir, app)
+	return NewDevice(ctx, cfg, workdir, DeviceOptions{App: app})
+}
+
+// DeviceOptions add to what the config says about the device.
+type DeviceOptions struct {
+	// App picks a server set from mcp.apps; empty means mcp.use.
+	App string
+	// Extra servers are served beside the configured ones: a program's
+	// own in-process MCP servers, for instance Go functions made tools
+	// with tools.Add.
+	Extra []client.Server
+}
+
+// NewDevice starts the configured MCP servers and o's extra ones, and
+// connects a device client to them.
+func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o DeviceOptions) (*client.Client, error) {
+	servers, err := Servers(cfg, workdir, o.App)
 	if err != nil {
 		return nil, err
 	}
-	return client.New(ctx, servers, ClientOptions(cfg))
+	for _, x := range o.Extra {
+		for _, s := range servers {
+			if s.Namespace == x.Namespace {
+				return nil, fmt.Errorf("extra MCP server %q: the config already has a server of that name", x.Namespace)
+			}
+		}
+	}
+	return client.New(ctx, append(servers, o.Extra...), ClientOptions(cfg))
 }
 
 // ClientOptions are the device client's options from the config.
@@ -215,67 +233,4 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer) (cl
 		s.Description = def.Description
 	}
 	return s, true, nil
-}
-
-// Options are what a run adds to the config.
-type Options struct {
-	// Model overrides the config's model, when set.
-	Model llm.Model
-	// Registry supplies strategies; nil means the built-ins.
-	Registry  *strategy.Registry
-	Confirmer strategy.Confirmer
-	Asker     agent.Asker
-	Observer  func(agent.Event)
-	OnChunk   func(agent string, c llm.Chunk)
-}
-
-// OpenModel opens the config's model.
-func OpenModel(cfg *config.Config) (llm.Model, error) {
-	return provider.Open(cfg.Model, cfg.Providers, os.Getenv)
-}
-
-// Session builds a session over dev from the config.
-func Session(cfg *config.Config, dev *client.Client, o Options) (*agent.Session, error) {
-	model := o.Model
-	if model == nil {
-		var err error
-		if model, err = OpenModel(cfg); err != nil {
-			return nil, err
-		}
-	}
-	set, err := prompts.Load(cfg.Prompts)
-	if err != nil {
-		return nil, err
-	}
-	a := cfg.Agent
-	descs := map[string]string{}
-	for _, ns := range dev.Namespaces() {
-		descs[ns.Name] = ns.Description
-	}
-	return agent.New(agent.Options{
-		Model:        model,
-		Mode:         cfg.ModeFor(cfg.Model),
-		Dispatcher:   dispatcher.NewLocal(dev, dispatcher.LocalOptions{Timeout: a.CommandTimeout.D()}),
-		Prompts:      set,
-		Registry:     o.Registry,
-		HostPipeline: a.HostStrategies,
-		AppPipeline:  a.AppStrategies,
-		MaxRounds:    a.MaxRounds,
-		MaxSteps:     a.MaxSteps,
-		Limits: strategy.Limits{MaxRetries: retries(a.MaxRetries), RetryBackoff: a.RetryBackoff.D(),
-			MaxResultChars: a.MaxResultChars, ConfirmDestructive: a.ConfirmDestructive},
-		Confirmer:       o.Confirmer,
-		Asker:           o.Asker,
-		AppDescriptions: descs,
-		Observer:        o.Observer,
-		OnChunk:         o.OnChunk,
-	})
-}
-
-// retries maps the config's count (0 = none) to agent.Options' (0 = default).
-func retries(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 )
 
@@ -47,7 +48,7 @@ type run struct {
 	model  *scripted.Model
 }
 
-func runTask(t *testing.T, ctx context.Context, cfg *config.Config, dir string, m *scripted.Model, task string, o local.Options) run {
+func runTask(t *testing.T, ctx context.Context, cfg *config.Config, dir string, m *scripted.Model, task string, o session.Options) run {
 	t.Helper()
 	dev, err := local.Device(ctx, cfg, dir)
 	if err != nil {
@@ -56,8 +57,9 @@ func runTask(t *testing.T, ctx context.Context, cfg *config.Config, dir string, 
 	t.Cleanup(func() { dev.Close() })
 	var events []agent.Event
 	o.Model = m
-	o.Observer = func(e agent.Event) { events = append(events, e) }
-	sess, err := local.Session(cfg, dev, o)
+	o.Observers = append(o.Observers, func(e agent.Event) { events = append(events, e) })
+	o.Device = dev
+	sess, err := session.New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ replies:
 
 func TestEndToEndToolsMode(t *testing.T) {
 	cfg, dir := setup(t, "tools")
-	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", session.Options{})
 	if r.out.Status != fsm.Finish || r.out.Err != nil {
 		t.Fatalf("status %s err %v answer %q", r.out.Status, r.out.Err, r.out.Answer)
 	}
@@ -155,7 +157,7 @@ replies:
     json: {thought: "done", status: FINISH, result: "a.txt exists"}
   - json: {status: FINISH, result: "a.txt created"}
 `)
-	r := runTask(t, context.Background(), cfg, dir, m, "create a.txt", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, m, "create a.txt", session.Options{})
 	if !r.out.OK() {
 		t.Fatalf("status %s answer %q err %v", r.out.Status, r.out.Answer, r.out.Err)
 	}
@@ -201,7 +203,7 @@ func TestMalformedReplies(t *testing.T) {
 			if c.status == fsm.Fail {
 				y += "" // the host sees the failure and finishes anyway
 			}
-			r := runTask(t, context.Background(), cfg, dir, script(t, y), "write a.txt", local.Options{})
+			r := runTask(t, context.Background(), cfg, dir, script(t, y), "write a.txt", session.Options{})
 			if len(r.out.Subtasks) != 1 {
 				t.Fatalf("subtasks %+v (outcome %s %q)", r.out.Subtasks, r.out.Status, r.out.Answer)
 			}
@@ -249,7 +251,7 @@ replies:
     tool_calls: [{name: finish_task, arguments: {result: "it says secret sauce"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "in.txt says secret sauce"}}]
 `)
-	r := runTask(t, context.Background(), cfg, dir, m, "what does in.txt say?", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, m, "what does in.txt say?", session.Options{})
 	if !r.out.OK() || r.out.Answer != "in.txt says secret sauce" {
 		t.Fatalf("outcome %s %q %v", r.out.Status, r.out.Answer, r.out.Err)
 	}
@@ -314,12 +316,12 @@ replies:
 	}
 	defer dev.Close()
 	var steps []agent.Event
-	sess, err := local.Session(cfg, dev, local.Options{Model: m, Observer: func(e agent.Event) {
+	sess, err := session.New(cfg, session.Options{Device: dev, Model: m, Observers: []func(agent.Event){func(e agent.Event) {
 		cfgObs(e)
 		if e.Kind == agent.EventStep {
 			steps = append(steps, e)
 		}
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +385,7 @@ replies:
   - tool_calls: [{name: finish_task, arguments: {result: "said hi"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "done"}}]
 `)
-	r := runTask(t, context.Background(), cfg, dir, m, "say hi", local.Options{Registry: reg})
+	r := runTask(t, context.Background(), cfg, dir, m, "say hi", session.Options{Registry: reg})
 	if !r.out.OK() {
 		t.Fatalf("outcome %s %q", r.out.Status, r.out.Answer)
 	}
@@ -394,7 +396,7 @@ replies:
 	cfg.Agent.AppStrategies = []strategy.Spec{{Name: "nope"}}
 	dev, _ := local.Device(context.Background(), cfg, dir)
 	defer dev.Close()
-	if _, err := local.Session(cfg, dev, local.Options{Model: m, Registry: reg}); err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "audit") {
+	if _, err := session.New(cfg, session.Options{Device: dev, Model: m, Registry: reg}); err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "audit") {
 		t.Errorf("unknown strategy error: %v", err)
 	}
 }
@@ -421,7 +423,7 @@ replies:
 `)
 		os.WriteFile(filepath.Join(dir, "junk.txt"), []byte("x"), 0o644)
 		c := &recordingConfirmer{answer: approve}
-		r := runTask(t, context.Background(), cfg, dir, m, "delete junk", local.Options{Confirmer: c})
+		r := runTask(t, context.Background(), cfg, dir, m, "delete junk", session.Options{Confirmer: c})
 		if len(c.asked) != 1 || c.asked[0][0].Parameters["command"] != "rm junk.txt" {
 			t.Fatalf("approve=%v: asked %+v", approve, c.asked)
 		}
@@ -455,7 +457,7 @@ replies:
   - tool_calls: [{name: execute_command, arguments: {command: "true"}}]
   - tool_calls: [{name: fail_task, arguments: {reason: "the app could not finish"}}]
 `)
-	r := runTask(t, context.Background(), cfg, dir, m, "loop", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, m, "loop", session.Options{})
 	if r.out.Status != fsm.Fail || len(r.out.Subtasks) != 1 || !strings.Contains(r.out.Subtasks[0].Result, "limit of 2 steps") {
 		t.Fatalf("outcome %s %q subtasks %+v", r.out.Status, r.out.Answer, r.out.Subtasks)
 	}
@@ -467,7 +469,7 @@ replies:
 func TestRecordedEventsAreJSON(t *testing.T) {
 	// Observers see everything a recorder needs, and it encodes.
 	cfg, dir := setup(t, "tools")
-	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", session.Options{})
 	n := 0
 	for _, e := range r.events {
 		if e.Kind != agent.EventStep {

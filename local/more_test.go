@@ -11,7 +11,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 )
 
@@ -34,7 +34,7 @@ replies:
 `
 	cfg, dir := setup(t, "json")
 	a := &answerer{}
-	r := runTask(t, context.Background(), cfg, dir, script(t, y), "write my colour", local.Options{Asker: a})
+	r := runTask(t, context.Background(), cfg, dir, script(t, y), "write my colour", session.Options{Asker: a})
 	if !r.out.OK() || len(a.questions) != 1 || a.questions[0] != "Which colour?" {
 		t.Fatalf("outcome %s %q, questions %v", r.out.Status, r.out.Answer, a.questions)
 	}
@@ -44,7 +44,7 @@ replies:
 
 	// With no one to ask, the agent fails and says what it wanted to know.
 	cfg, dir = setup(t, "json")
-	r = runTask(t, context.Background(), cfg, dir, script(t, y), "write my colour", local.Options{})
+	r = runTask(t, context.Background(), cfg, dir, script(t, y), "write my colour", session.Options{})
 	if len(r.out.Subtasks) != 1 || r.out.Subtasks[0].Status != "FAIL" || !strings.Contains(r.out.Subtasks[0].Result, "Which colour?") {
 		t.Fatalf("subtasks %+v", r.out.Subtasks)
 	}
@@ -57,13 +57,13 @@ func TestProviderErrors(t *testing.T) {
 replies:
   - error: rate_limit
   - tool_calls: [{name: finish_task, arguments: {result: "nothing to do"}}]
-`), "nothing", local.Options{})
+`), "nothing", session.Options{})
 	if !r.out.OK() || r.out.Answer != "nothing to do" || r.model.Count() != 2 {
 		t.Fatalf("outcome %s %q after %d calls", r.out.Status, r.out.Answer, r.model.Count())
 	}
 	// A bad key ends the session in ERROR, with the provider's error.
 	cfg, dir = setup(t, "tools")
-	r = runTask(t, context.Background(), cfg, dir, script(t, "replies:\n  - error: auth\n"), "nothing", local.Options{})
+	r = runTask(t, context.Background(), cfg, dir, script(t, "replies:\n  - error: auth\n"), "nothing", session.Options{})
 	if r.out.Status != fsm.Error || !errors.Is(r.out.Err, llm.ErrAuth) || !strings.Contains(r.out.Answer, "API key") {
 		t.Fatalf("outcome %s %q err %v", r.out.Status, r.out.Answer, r.out.Err)
 	}
@@ -76,7 +76,7 @@ replies:
   - tool_calls: [{name: assign_subtask, arguments: {app: browser, subtask: "open a page"}}]
   - expect: "one of files, shell"
     tool_calls: [{name: fail_task, arguments: {reason: "no browser on this device"}}]
-`), "open a page", local.Options{})
+`), "open a page", session.Options{})
 	if r.out.Status != fsm.Fail || r.out.Answer != "no browser on this device" || len(r.out.Subtasks) != 0 {
 		t.Fatalf("outcome %s %q subtasks %v", r.out.Status, r.out.Answer, r.out.Subtasks)
 	}
@@ -99,7 +99,7 @@ replies:
   - expect: "seen.txt"
     tool_calls: [{name: finish_task, arguments: {result: "I see seen.txt"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "done"}}]
-`), "look", local.Options{})
+`), "look", session.Options{})
 	if !r.out.OK() {
 		t.Fatalf("outcome %s %q", r.out.Status, r.out.Answer)
 	}
@@ -111,7 +111,7 @@ replies:
 
 func TestDecisionComesBeforeItsCommandsRun(t *testing.T) {
 	cfg, dir := setup(t, "tools")
-	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", local.Options{})
+	r := runTask(t, context.Background(), cfg, dir, script(t, demoTools), "write proof and list", session.Options{})
 	var kinds []string
 	for _, e := range r.events {
 		if e.Agent == "host" && (e.Kind == agent.EventDecision || e.Kind == agent.EventStep) && e.Step == 1 {

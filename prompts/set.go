@@ -40,6 +40,26 @@ type Set struct {
 // adds no blank line where it is used. Errors name the file and, for syntax
 // errors, the line.
 func Load(overrideDir string) (*Set, error) {
+	if overrideDir == "" {
+		return LoadFS(nil, "")
+	}
+	info, err := os.Stat(overrideDir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("prompts: override directory %s does not exist; create it or leave the setting empty to use the built-in prompts", overrideDir)
+		}
+		return nil, fmt.Errorf("prompts: override directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("prompts: override directory %s is a file, not a directory", overrideDir)
+	}
+	return LoadFS(os.DirFS(overrideDir), overrideDir)
+}
+
+// LoadFS is Load with the overrides read from the *.tmpl files at the top
+// of fsys (an embed.FS, say; nil means none). label names fsys in errors
+// ("my-prompts", "embedded overrides"); the files' names follow it.
+func LoadFS(fsys fs.FS, label string) (*Set, error) {
 	sources := map[string]source{}
 	entries, err := fs.Glob(embedded, "templates/*"+templateExt)
 	if err != nil {
@@ -53,8 +73,8 @@ func Load(overrideDir string) (*Set, error) {
 		sources[templateName(p)] = source{file: "embedded " + p, text: string(b)}
 	}
 	var overridden []string
-	if overrideDir != "" {
-		overridden, err = readOverrides(overrideDir, sources)
+	if fsys != nil {
+		overridden, err = readOverrides(fsys, label, sources)
 		if err != nil {
 			return nil, err
 		}
@@ -87,33 +107,22 @@ func templateName(p string) string {
 
 // readOverrides puts the override files into sources and returns their
 // names, sorted.
-func readOverrides(dir string, sources map[string]source) ([]string, error) {
-	info, err := os.Stat(dir)
+func readOverrides(fsys fs.FS, label string, sources map[string]source) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("prompts: override directory %s does not exist; create it or leave the setting empty to use the built-in prompts", dir)
-		}
-		return nil, fmt.Errorf("prompts: override directory: %w", err)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("prompts: override directory %s is a file, not a directory", dir)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("prompts: read override directory: %w", err)
+		return nil, fmt.Errorf("prompts: read overrides %s: %w", label, err)
 	}
 	var names []string
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), templateExt) {
 			continue
 		}
-		file := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(file)
+		b, err := fs.ReadFile(fsys, e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("prompts: read override: %w", err)
 		}
 		name := templateName(e.Name())
-		sources[name] = source{file: file, text: string(b)}
+		sources[name] = source{file: filepath.Join(label, e.Name()), text: string(b)}
 		names = append(names, name)
 	}
 	sort.Strings(names)

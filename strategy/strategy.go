@@ -11,6 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -134,7 +137,7 @@ func (p *Processor) Run(ctx context.Context, pc *Context) error {
 				h = p.middleware[i](h)
 			}
 			start := time.Now()
-			err := h(ctx, pc)
+			err := runGuarded(h, ctx, pc)
 			pc.addTiming(ph, time.Since(start))
 			if err != nil {
 				serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}
@@ -148,6 +151,34 @@ func (p *Processor) Run(ctx context.Context, pc *Context) error {
 	}
 	pc.Running = ""
 	return nil
+}
+
+// runGuarded runs h, turning a panic into an error: a strategy (a user's
+// own, say) that panics fails its step with the reason, and the session,
+// its recording and the other agents go on.
+func runGuarded(h Handler, ctx context.Context, pc *Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panicked: %v (at %s)", r, panicSite())
+		}
+	}()
+	return h(ctx, pc)
+}
+
+// panicSite is the function and line a panic came from: the first frame of
+// the stack outside the runtime and this file.
+func panicSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "runtime.") && !strings.HasSuffix(f.File, "strategy/strategy.go") {
+			return fmt.Sprintf("%s, %s:%d", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return "unknown"
+		}
+	}
 }
 
 func validPhase(p Phase) bool {

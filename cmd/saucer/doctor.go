@@ -12,6 +12,7 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 )
 
 func init() { commands = append(commands, newDoctorCmd) }
@@ -49,7 +50,7 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			report(true, "config", fmt.Sprintf("loaded (%s)", configName(g.config)), "")
 			if skipProvider {
 				fmt.Fprintf(out, "skip provider: --skip-provider\n")
-			} else if _, err := local.OpenModel(cfg); err != nil {
+			} else if _, err := session.OpenModel(cfg); err != nil {
 				report(false, "provider", err.Error(), "set the variable or key named above, or pick another --model")
 			} else {
 				report(true, "provider", cfg.Model+" is configured (no request was sent)", "")

@@ -17,7 +17,7 @@ import (
 	"github.com/saucerhq/saucer/evals/agentbench"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
-	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -209,7 +209,7 @@ func newEvalStepsCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := local.OpenModel(cfg)
+			m, err := session.OpenModel(cfg)
 			if err != nil {
 				return err
 			}

@@ -77,18 +77,3 @@ func finishRecording(rec *record.Recorder, o *agent.Outcome, w io.Writer) {
 	}
 	fmt.Fprintf(w, "recorded to %s (saucer replay %s)\n", rec.Dir(), rec.Dir())
 }
-
-// chainObservers calls each non-nil observer in turn.
-func chainObservers(obs ...func(agent.Event)) func(agent.Event) {
-	var list []func(agent.Event)
-	for _, o := range obs {
-		if o != nil {
-			list = append(list, o)
-		}
-	}
-	return func(e agent.Event) {
-		for _, o := range list {
-			o(e)
-		}
-	}
-}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -65,7 +65,7 @@ func runReplay(cmd *cobra.Command, g *globalFlags, f *replayFlags, dir string) e
 		if g.prompts != "" {
 			cfg.Prompts = g.prompts
 		}
-		if opts.Model, err = local.OpenModel(cfg); err != nil {
+		if opts.Model, err = session.OpenModel(cfg); err != nil {
 			return err
 		}
 		opts.Config = cfg

@@ -15,6 +15,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 )
 
 type runFlags struct {
@@ -73,18 +74,18 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 
 	out := cmd.OutOrStdout()
 	p := &printer{w: out}
-	opts := local.Options{Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
+	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
 	if !f.quiet {
-		opts.Observer = p.event
+		opts.Observers = append(opts.Observers, p.event)
 	}
 	rec, err := startRecording(cfg, dev, f, task, f.workdir)
 	if err != nil {
 		return err
 	}
 	if rec != nil {
-		opts.Observer = chainObservers(opts.Observer, rec.Observe)
+		opts.Observers = append(opts.Observers, rec.Observe)
 	}
-	sess, err := local.Session(cfg, dev, opts)
+	sess, err := session.New(cfg, opts)
 	if err != nil {
 		return err
 	}

@@ -13,13 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/local"
-	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/session"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -58,34 +55,17 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// sessionsFrom builds each task's agents from the config, as local mode
-// does, with the server's dispatcher in place of the local one.
+// sessionsFrom builds each task's agents from the config through the one
+// assembly, with the server's dispatcher for the task's device.
 func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, error), error) {
-	set, err := prompts.Load(cfg.Prompts)
+	set, err := session.Prompts(cfg.Prompts)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := local.OpenModel(cfg); err != nil {
+	if _, err := session.OpenModel(cfg); err != nil {
 		return nil, err // a missing key is better said at start than at the first task
 	}
-	a := cfg.Agent
-	retries := a.MaxRetries
-	if retries == 0 {
-		retries = -1 // the config's 0 means none; agent.Options' 0 means the default
-	}
-	return func(spec server.SessionSpec) (server.Runner, error) {
-		model, err := local.OpenModel(cfg) // one per task: scripted models keep their place in the script
-		if err != nil {
-			return nil, err
-		}
-		return agent.New(agent.Options{
-			Model: model, Mode: cfg.ModeFor(cfg.Model), Dispatcher: spec.Dispatcher, Prompts: set,
-			HostPipeline: a.HostStrategies, AppPipeline: a.AppStrategies, MaxRounds: a.MaxRounds, MaxSteps: a.MaxSteps,
-			Limits: strategy.Limits{MaxRetries: retries, RetryBackoff: a.RetryBackoff.D(), MaxResultChars: a.MaxResultChars,
-				ConfirmDestructive: a.ConfirmDestructive},
-			AppDescriptions: spec.AppDescriptions, Observer: spec.Observer,
-		})
-	}, nil
+	return server.Sessions(cfg, session.Options{Prompts: set}), nil
 }
 
 func connOptions(r config.Remote) aip.ConnOptions {

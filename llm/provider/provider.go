@@ -6,10 +6,13 @@ package provider
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/langchain"
@@ -48,8 +51,63 @@ var openers = map[string]opener{
 	"scripted":          openScripted,
 }
 
-// known lists the providers for error messages, in a fixed order.
-const known = "openai, azure, ollama, anthropic, openai-compatible, vllm, lmstudio, scripted"
+// builtins lists the built-in providers for error messages, in a fixed
+// order; registered ones follow, sorted.
+const builtins = "openai, azure, ollama, anthropic, openai-compatible, vllm, lmstudio, scripted"
+
+var (
+	regMu      sync.RWMutex
+	registered = map[string]Opener{}
+)
+
+// Opener opens a model of a registered provider: model is the part of the
+// spec after "PROVIDER:", s the config file's providers.PROVIDER entry, env
+// the environment. It must not send anything over the network.
+type Opener func(model string, s Settings, env func(string) string) (llm.Model, error)
+
+// Register adds a provider under its own prefix, so that "mycorp:model-x"
+// opens through open wherever a model is named (config, --model, suites).
+// A name already taken, built-in or registered, is an error.
+func Register(name string, open Opener) error {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" || strings.ContainsAny(name, ": ") || open == nil {
+		return fmt.Errorf("provider: Register needs a name without ':' or spaces, and an Opener (got %q)", name)
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, builtin := openers[name]; builtin {
+		return fmt.Errorf("provider: %q is a built-in provider; register yours under another prefix", name)
+	}
+	if _, dup := registered[name]; dup {
+		return fmt.Errorf("provider: %q is already registered (each prefix is registered once, e.g. in an init function)", name)
+	}
+	registered[name] = open
+	return nil
+}
+
+// lookup finds a provider's opener, built-in or registered.
+func lookup(name string) (opener, bool) {
+	if o, ok := openers[name]; ok {
+		return o, true
+	}
+	regMu.RLock()
+	o, ok := registered[name]
+	regMu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return func(_, model string, s Settings, env func(string) string) (llm.Model, error) { return o(model, s, env) }, true
+}
+
+// known lists every provider for error messages.
+func known() string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	if len(registered) == 0 {
+		return builtins
+	}
+	return builtins + ", " + strings.Join(slices.Sorted(maps.Keys(registered)), ", ")
+}
 
 // Describe splits spec into provider and model and checks both, without
 // opening anything. The provider is matched without regard to case; the
@@ -58,12 +116,12 @@ const known = "openai, azure, ollama, anthropic, openai-compatible, vllm, lmstud
 func Describe(spec string) (provider, model string, err error) {
 	p, m, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	if !ok {
-		return "", "", fmt.Errorf("model %q has no provider: write PROVIDER:MODEL, e.g. openai:gpt-4o or ollama:qwen2.5 (providers: %s)", spec, known)
+		return "", "", fmt.Errorf("model %q has no provider: write PROVIDER:MODEL, e.g. openai:gpt-4o or ollama:qwen2.5 (providers: %s)", spec, known())
 	}
 	p = strings.ToLower(strings.TrimSpace(p))
 	m = strings.TrimSpace(m)
-	if _, found := openers[p]; !found {
-		return "", "", fmt.Errorf("model %q: unknown provider %q: use one of %s", spec, p, known)
+	if _, found := lookup(p); !found {
+		return "", "", fmt.Errorf("model %q: unknown provider %q: use one of %s (or register yours with provider.Register)", spec, p, known())
 	}
 	if m == "" {
 		what := "model name"
@@ -86,7 +144,8 @@ func Open(spec string, settings map[string]Settings, getenv func(string) string)
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return openers[p](p, model, settings[p], getenv)
+	open, _ := lookup(p)
+	return open(p, model, settings[p], getenv)
 }
 
 // pick returns the setting if set, else the first non-empty environment

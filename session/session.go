@@ -1,0 +1,192 @@
+// Package session is the one assembly: it builds a session of agents from a
+// config plus options (model, dispatcher or device, strategy registry,
+// middleware, prompts, observers, a person to confirm and answer). Every
+// front end goes through it — `saucer run`, `serve`, `eval`, `eval steps`,
+// `replay` — and so does a program that uses Saucer as a library, so an
+// extension (a strategy, a prompt set, a model provider, a tool) works the
+// same everywhere.
+//
+//	cfg := config.Default()
+//	dev, _ := local.Device(ctx, cfg, workdir)
+//	sess, err := session.New(cfg, session.Options{Device: dev, Registry: reg})
+//	outcome := sess.Run(ctx, "archive the logs")
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+// Options are what a session needs beyond the config. Only a device
+// (Device or Dispatcher) is required; nil and zero fields take the config's
+// values or the built-ins.
+type Options struct {
+	// Model answers the agents; nil opens the config's model (built-in or
+	// registered provider, see provider.Register).
+	Model llm.Model
+	// Mode overrides how the model acts (tools or json); empty means the
+	// config's mode for the model.
+	Mode strategy.Mode
+
+	// Device is an in-process device client; commands reach it through a
+	// local dispatcher with the config's command timeout. Dispatcher, when
+	// set, is used instead (a remote device, a recorded one).
+	Device     *client.Client
+	Dispatcher dispatcher.Dispatcher
+	// Apps describe the device's apps (tool namespaces) to the host agent;
+	// nil takes them from Device.
+	Apps map[string]string
+
+	// Registry supplies strategies by name; nil means the built-ins.
+	// Pipelines come from the config's agent section (whole pipelines,
+	// edits, per-app pipelines); HostEdits and AppEdits are applied after
+	// the config's, so a program can add its strategy without a config.
+	Registry            *strategy.Registry
+	HostEdits, AppEdits []strategy.Edit
+	// Middleware wraps every strategy run, outermost first.
+	Middleware []strategy.Middleware
+
+	// Prompts is the prompt set; nil loads the config's prompts directory
+	// over the built-in templates (see prompts.LoadFS for an embed.FS).
+	Prompts *prompts.Set
+
+	// Observers are told of every event, in order.
+	Observers []func(agent.Event)
+	// Confirmer approves commands before they run; Asker answers the
+	// agents' questions. Nil means nobody is there: confirmations are
+	// declined and questions fail with a clear reason.
+	Confirmer strategy.Confirmer
+	Asker     agent.Asker
+	// OnChunk, when set, is told of model replies as they stream in.
+	OnChunk func(agent string, c llm.Chunk)
+}
+
+// New builds a session from cfg and o.
+func New(cfg *config.Config, o Options) (*agent.Session, error) {
+	if cfg == nil {
+		return nil, errors.New("session: no config (config.Default() gives the built-in one)")
+	}
+	disp := o.Dispatcher
+	if disp == nil {
+		if o.Device == nil {
+			return nil, errors.New("session: no device: set Options.Device (an in-process device client) or Options.Dispatcher")
+		}
+		disp = dispatcher.NewLocal(o.Device, dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
+	}
+	model := o.Model
+	if model == nil {
+		var err error
+		if model, err = OpenModel(cfg); err != nil {
+			return nil, err
+		}
+	}
+	mode := o.Mode
+	if mode == "" {
+		mode = cfg.ModeFor(cfg.Model)
+	}
+	set := o.Prompts
+	if set == nil {
+		var err error
+		if set, err = Prompts(cfg.Prompts); err != nil {
+			return nil, err
+		}
+	}
+	a := cfg.Agent
+	a.HostEdits = append(append([]strategy.Edit(nil), a.HostEdits...), o.HostEdits...)
+	a.AppEdits = append(append([]strategy.Edit(nil), a.AppEdits...), o.AppEdits...)
+	host, app, apps, err := a.Pipelines()
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	descs := o.Apps
+	if descs == nil && o.Device != nil {
+		descs = map[string]string{}
+		for _, ns := range o.Device.Namespaces() {
+			descs[ns.Name] = ns.Description
+		}
+	}
+	return agent.New(agent.Options{
+		Model:        model,
+		Mode:         mode,
+		Dispatcher:   disp,
+		Prompts:      set,
+		Registry:     o.Registry,
+		HostPipeline: host,
+		AppPipeline:  app,
+		AppPipelines: apps,
+		Middleware:   o.Middleware,
+		MaxRounds:    a.MaxRounds,
+		MaxSteps:     a.MaxSteps,
+		Limits: strategy.Limits{MaxRetries: retries(a.MaxRetries), RetryBackoff: a.RetryBackoff.D(),
+			MaxResultChars: a.MaxResultChars, ConfirmDestructive: a.ConfirmDestructive},
+		Confirmer:       o.Confirmer,
+		Asker:           o.Asker,
+		AppDescriptions: descs,
+		Observer:        Chain(o.Observers...),
+		OnChunk:         o.OnChunk,
+	})
+}
+
+// OpenModel opens the config's model through the provider registry.
+func OpenModel(cfg *config.Config) (llm.Model, error) {
+	return provider.Open(cfg.Model, cfg.Providers, os.Getenv)
+}
+
+// Prompts loads the prompt set of a config's prompts setting. The built-in
+// set never changes, so it is parsed once per process (an eval suite builds
+// a session per trial).
+func Prompts(dir string) (*prompts.Set, error) {
+	if dir != "" {
+		return prompts.Load(dir)
+	}
+	builtinOnce.Do(func() { builtinSet, builtinErr = prompts.Load("") })
+	return builtinSet, builtinErr
+}
+
+var (
+	builtinOnce sync.Once
+	builtinSet  *prompts.Set
+	builtinErr  error
+)
+
+// Chain returns an observer that tells each non-nil observer in turn, or
+// nil when there is none.
+func Chain(obs ...func(agent.Event)) func(agent.Event) {
+	var list []func(agent.Event)
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return func(e agent.Event) {
+		for _, o := range list {
+			o(e)
+		}
+	}
+}
+
+// retries maps the config's count (0 = none) to agent.Options' (0 = the
+// default).
+func retries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
