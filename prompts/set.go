@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/saucerhq/saucer/command"
 )
 
 //go:embed templates/*.tmpl
@@ -96,7 +98,41 @@ func LoadFS(fsys fs.FS, label string) (*Set, error) {
 	if err := s.checkReferences(); err != nil {
 		return nil, err
 	}
+	if err := s.dryRun(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// dryRun renders the agents' templates once with sample data in both
+// modes, so that a field that does not exist ({{.Nope}}) or a function
+// given the wrong value is reported when the set is loaded, naming the
+// file, rather than in the middle of a session. Branches the sample does
+// not take are not checked.
+func (s *Set) dryRun() error {
+	tool := command.ToolInfo{Key: "files.read_file", Name: "read_file", Namespace: "files", ToolType: command.Action,
+		Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+	note := Note{Subtask: "list the files", App: "shell", Status: "FINISH", Result: "3 files"}
+	dev := command.DeviceInfo{Platform: "linux", Hostname: "box"}
+	for _, mode := range []string{ModeTools, ModeJSON} {
+		host := HostData{Request: "tidy up", Device: dev, Mode: mode, Round: 2, MaxRounds: 3, Notes: []Note{note},
+			Apps: []App{{Name: "files", Description: "Files.", Tools: []command.ToolInfo{tool}}}}
+		app := AppData{Request: "tidy up", Subtask: "read a.txt", App: "files", Tools: []command.ToolInfo{tool}, Device: dev,
+			Observations: []Observation{{Name: "list_dir", Content: "a.txt"}}, Notes: []Note{note}, Mode: mode, Step: 2, MaxSteps: 2}
+		for _, name := range []string{"host_system", "host_user", "host_examples", "app_system", "app_user", "app_examples"} {
+			data := any(host)
+			if strings.HasPrefix(name, "app_") {
+				data = app
+			}
+			if s.root.Lookup(name) == nil {
+				continue
+			}
+			if _, err := s.Render(name, data); err != nil {
+				return fmt.Errorf("%w (found by a trial render at load; fix the template)", err)
+			}
+		}
+	}
+	return nil
 }
 
 type source struct{ file, text string }
@@ -217,7 +253,15 @@ func (s *Set) Render(name string, data any) (string, error) {
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("prompts: render %s (from %s): %w", name, s.fileOf(t), err)
+		file := s.fileOf(t)
+		// The fault may be in a partial: name the file it came from.
+		var ee template.ExecError
+		if errors.As(err, &ee) && ee.Name != name {
+			if pt := s.root.Lookup(ee.Name); pt != nil {
+				file = s.fileOf(pt)
+			}
+		}
+		return "", fmt.Errorf("prompts: render %s (fault in %s): %w", name, file, err)
 	}
 	return strings.TrimSpace(buf.String()), nil
 }
