@@ -7,9 +7,13 @@
 // same everywhere.
 //
 //	cfg := config.Default()
-//	dev, _ := local.Device(ctx, cfg, workdir)
+//	dev, err := local.Device(ctx, cfg, workdir)
+//	...
 //	sess, err := session.New(cfg, session.Options{Device: dev, Registry: reg})
+//	...
 //	outcome := sess.Run(ctx, "archive the logs")
+//
+// Example shows it whole; the programs in examples/ show each extension.
 package session
 
 import (
