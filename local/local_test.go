@@ -281,10 +281,11 @@ replies:
 			}
 		}
 	}
-	// Each failure reached the model as the answer to its tool call.
+	// Each failure reached the model as the answer to its tool call (the
+	// turn before the status turn that ends every request).
 	for call, want := range map[int]string{2: "read_file", 3: "path", 4: "JSON"} {
 		msgs := r.model.Calls()[call].Messages
-		last := msgs[len(msgs)-1]
+		last := msgs[len(msgs)-2]
 		if last.Role != llm.RoleTool || !strings.Contains(last.Content, want) {
 			t.Errorf("call %d: last turn %s %q, want a tool turn with %q", call, last.Role, last.Content, want)
 		}

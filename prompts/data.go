@@ -43,7 +43,7 @@ type Observation struct {
 }
 
 // HostData is what the host templates (host_system, host_user,
-// host_examples) are rendered with.
+// host_examples, host_status) are rendered with.
 type HostData struct {
 	Request string
 	Device  command.DeviceInfo
@@ -55,8 +55,8 @@ type HostData struct {
 	Round, MaxRounds int
 }
 
-// AppData is what the app templates (app_system, app_user, app_examples)
-// are rendered with.
+// AppData is what the app templates (app_system, app_user, app_examples,
+// app_status) are rendered with.
 type AppData struct {
 	// Request is the user's whole request, so that the app agent understands
 	// the purpose of its subtask.

@@ -7,14 +7,18 @@
 // The defaults are embedded from templates/*.tmpl; each file defines the
 // template named after it without the extension:
 //
-//	host_system, host_user, host_examples   rendered with HostData
-//	app_system, app_user, app_examples      rendered with AppData
-//	device, tools, notes                    partials (DeviceInfo, []ToolInfo, []Note)
+//	host_system, host_user, host_examples, host_status   rendered with HostData
+//	app_system, app_user, app_examples, app_status      rendered with AppData
+//	device, tools, notes                                partials (DeviceInfo, []ToolInfo, []Note)
 //
-// The system templates include the examples and, in json mode, the reply
-// schema (and for the app agent the tools with their input schemas); the
-// user templates carry the request or subtask, the notes of finished
-// subtasks, the latest observations and the step or round budget.
+// A request is a stable prefix and a live end. The system templates (with
+// the examples, the device and, in json mode, the reply schema and the
+// app's tools) and the user templates (the request, the subtask) are
+// rendered once per agent and open every request, so providers' prompt
+// caches hit; the agent's earlier steps follow; the status templates end
+// every request and are rendered anew at each step: the notes of finished
+// subtasks (the blackboard), this step's observations, the step or round
+// and its budget, with a warning at the last one.
 //
 // Load with an override directory replaces any of them, or adds new ones,
 // from *.tmpl files of the same names. Templates run with missingkey=error

@@ -110,7 +110,7 @@ func mustLoad(t *testing.T, dir string) *Set {
 func TestGolden(t *testing.T) {
 	s := mustLoad(t, "")
 	for _, mode := range []string{ModeJSON, ModeTools} {
-		for _, name := range []string{"host_system", "host_user", "host_examples", "app_system", "app_user", "app_examples"} {
+		for _, name := range []string{"host_system", "host_user", "host_examples", "host_status", "app_system", "app_user", "app_examples", "app_status"} {
 			t.Run(name+"."+mode, func(t *testing.T) {
 				var data any = hostData(mode)
 				if strings.HasPrefix(name, "app_") {
@@ -276,7 +276,7 @@ func TestRenderErrors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"app_examples", "app_system", "app_user", "device", "host_examples", "host_system", "host_user", "notes", "tools"}
+	want := []string{"app_examples", "app_status", "app_system", "app_user", "device", "host_examples", "host_status", "host_system", "host_user", "notes", "tools"}
 	if got := mustLoad(t, "").Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -297,10 +297,10 @@ func TestStepAndRoundLines(t *testing.T) {
 		data           any
 		want, notWant  []string
 	}{
-		{"first step", "app_user", first, []string{"Nothing has run yet.", "Step 1 of 15.", "Reply with the JSON object."}, []string{"Notes from", "Results of"}},
-		{"last step", "app_user", last, []string{"Step 15 of 15. This is your last step", "finish_task", "Call the next tool."}, []string{"Nothing has run yet."}},
-		{"no round limit", "host_user", unlimited, []string{"None yet.", "Round 3.\n"}, []string{"of 0"}},
-		{"last round", "host_user", lastRound, []string{"Round 10 of 10. This is the last round", "FINISH"}, nil},
+		{"first step", "app_status", first, []string{"Nothing has run yet.", "Step 1 of 15.", "Reply with the JSON object."}, []string{"Notes from", "Results of"}},
+		{"last step", "app_status", last, []string{"Step 15 of 15. This is your last step", "finish_task", "Call the next tool."}, []string{"Nothing has run yet."}},
+		{"no round limit", "host_status", unlimited, []string{"None yet.", "Round 3.\n"}, []string{"of 0"}},
+		{"last round", "host_status", lastRound, []string{"Round 10 of 10. This is the last round", "FINISH"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

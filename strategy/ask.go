@@ -120,12 +120,13 @@ func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response
 	}
 }
 
-// Conversation builds the messages for the model: the agent's system prompt
-// and first user turn, then each remembered step as the model's reply and the
-// results it produced, then this step's observations.
+// Conversation builds the messages for the model. They open with a stable
+// prefix — the system prompt and the first user turn, rendered once per
+// agent — so that providers' prompt caches hit; the agent's remembered
+// steps follow (each reply and what it produced), and they end with the
+// status turn, rendered anew at every step: the notes of finished
+// subtasks, this step's observations, the step (or round) of its budget.
 func Conversation(pc *Context) ([]llm.Message, error) {
-	// The system prompt and first user turn are rendered once per agent and
-	// stay the same for its whole life, so provider prompt caches hit.
 	if pc.intro == nil {
 		intro, err := renderIntro(pc)
 		if err != nil {
@@ -133,8 +134,11 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 		}
 		pc.intro = intro
 	}
-	intro := pc.intro
-	msgs := append(make([]llm.Message, 0, len(intro)+3*pc.Memory.Len()+1), intro...)
+	status, err := renderStatus(pc)
+	if err != nil {
+		return nil, err
+	}
+	msgs := append(make([]llm.Message, 0, len(pc.intro)+3*pc.Memory.Len()+1), pc.intro...)
 	for _, st := range pc.Memory.Steps() {
 		msgs = append(msgs, replayable(st.Reply))
 		msgs = append(msgs, resultMessages(pc, st)...)
@@ -142,15 +146,7 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 			msgs = append(msgs, llm.User(n))
 		}
 	}
-	if pc.Memory.Len() > 0 && len(pc.Observations) > 0 {
-		var b strings.Builder
-		fmt.Fprintf(&b, "Observations at step %d:\n", pc.Step)
-		for _, o := range pc.Observations {
-			fmt.Fprintf(&b, "## %s\n%s\n", o.Name, o.Content)
-		}
-		msgs = append(msgs, llm.User(b.String()))
-	}
-	return msgs, nil
+	return append(msgs, llm.User(status)), nil
 }
 
 // replayable returns the reply as it can be sent back to a provider: tool
@@ -173,27 +169,43 @@ func replayable(m llm.Message) llm.Message {
 	return m
 }
 
-func renderIntro(pc *Context) ([]llm.Message, error) {
-	var sysName, userName string
-	var data any
+// promptData is what the agent's templates are rendered with now.
+func promptData(pc *Context) any {
 	notes := promptNotes(pc.Board)
 	if pc.Agent.Role == fsm.Host {
-		sysName, userName = "host_system", "host_user"
-		data = prompts.HostData{Request: pc.Request, Device: pc.Device, Apps: pc.Apps, Notes: notes, Mode: string(pc.Mode), Round: pc.Round, MaxRounds: pc.MaxSteps}
-	} else {
-		sysName, userName = "app_system", "app_user"
-		data = prompts.AppData{Request: pc.Request, Subtask: pc.Subtask, App: pc.Agent.App, Tools: pc.Tools, Device: pc.Device,
-			Observations: pc.Observations, Notes: notes, Mode: string(pc.Mode), Step: pc.Step, MaxSteps: pc.MaxSteps}
+		return prompts.HostData{Request: pc.Request, Device: pc.Device, Apps: pc.Apps, Notes: notes, Mode: string(pc.Mode),
+			Round: pc.Round, MaxRounds: pc.MaxSteps}
 	}
-	sys, err := pc.Prompts.Render(sysName, data)
+	return prompts.AppData{Request: pc.Request, Subtask: pc.Subtask, App: pc.Agent.App, Tools: pc.Tools, Device: pc.Device,
+		Observations: pc.Observations, Notes: notes, Mode: string(pc.Mode), Step: pc.Step, MaxSteps: pc.MaxSteps}
+}
+
+// prefix names the agent's templates: "host" or "app".
+func prefix(pc *Context) string {
+	if pc.Agent.Role == fsm.Host {
+		return "host"
+	}
+	return "app"
+}
+
+// renderIntro renders the stable part: the system prompt and the first
+// user turn.
+func renderIntro(pc *Context) ([]llm.Message, error) {
+	data := promptData(pc)
+	sys, err := pc.Prompts.Render(prefix(pc)+"_system", data)
 	if err != nil {
 		return nil, err
 	}
-	user, err := pc.Prompts.Render(userName, data)
+	user, err := pc.Prompts.Render(prefix(pc)+"_user", data)
 	if err != nil {
 		return nil, err
 	}
 	return []llm.Message{llm.System(sys), llm.User(user)}, nil
+}
+
+// renderStatus renders the live end of the request.
+func renderStatus(pc *Context) (string, error) {
+	return pc.Prompts.Render(prefix(pc)+"_status", promptData(pc))
 }
 
 func promptNotes(b *memory.Blackboard) []prompts.Note {

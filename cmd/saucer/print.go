@@ -9,6 +9,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
 )
 
 // printer writes a live line per step.
@@ -79,7 +80,7 @@ func (p *printer) step(e agent.Event) {
 	for _, err := range e.Errors {
 		fmt.Fprintf(&b, "    warning: %v\n", err)
 	}
-	fmt.Fprintf(&b, "    tokens %d+%d", e.Usage.PromptTokens, e.Usage.CompletionTokens)
+	fmt.Fprintf(&b, "    tokens %d+%d%s", e.Usage.PromptTokens, e.Usage.CompletionTokens, cachedShare(e.Usage))
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " in %d model calls", e.Attempts)
 	}
@@ -89,6 +90,15 @@ func (p *printer) step(e agent.Event) {
 	}
 	b.WriteString("\n")
 	io.WriteString(p.w, b.String())
+}
+
+// cachedShare says how much of the prompt the provider had cached, when it
+// says so.
+func cachedShare(u llm.Usage) string {
+	if u.CachedTokens <= 0 || u.PromptTokens <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d%% cached)", 100*u.CachedTokens/u.PromptTokens)
 }
 
 func resultLine(r command.Result) string {
@@ -101,7 +111,8 @@ func resultLine(r command.Result) string {
 }
 
 func (p *printer) outcome(o *agent.Outcome) {
-	fmt.Fprintf(p.w, "%s after %d steps (tokens %d prompt, %d completion)\n", o.Status, o.Steps, o.Usage.PromptTokens, o.Usage.CompletionTokens)
+	fmt.Fprintf(p.w, "%s after %d steps (tokens %d prompt%s, %d completion)\n", o.Status, o.Steps, o.Usage.PromptTokens,
+		cachedShare(o.Usage), o.Usage.CompletionTokens)
 	if o.Answer != "" {
 		fmt.Fprintf(p.w, "%s\n", o.Answer)
 	}

@@ -40,7 +40,9 @@ const ModelName = "scripted"
 // Model answers calls from a script. Usage not given by the script is
 // estimated: prompt tokens are the bytes of the request's message contents
 // and tool calls divided by 4, rounded up (at least 1); completion tokens the
-// same for the reply. It is safe for concurrent use: concurrent calls take
+// same for the reply; cached tokens the share of the prompt tokens that a
+// provider's prompt cache would hold, the longest prefix the request
+// shares with one of the last few (see llm.SharedPrefix). It is safe for concurrent use: concurrent calls take
 // replies in the order they arrive.
 type Model struct {
 	replies []compiled
@@ -50,7 +52,13 @@ type Model struct {
 	count  int  // calls received
 	record bool // keep a copy of each request
 	calls  []llm.Request
+	// recent are the last requests, for the prompt cache it simulates.
+	recent [cacheDepth]*llm.Request
 }
+
+// cacheDepth is how many recent requests the simulated prompt cache
+// remembers: enough for a host agent and an app agent taking turns.
+const cacheDepth = 4
 
 var _ llm.Model = (*Model)(nil)
 
@@ -108,11 +116,15 @@ func (m *Model) Remaining() int {
 // done fails without taking a reply; one cancelled during its latency has
 // used its reply.
 func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	reply, call, err := m.take(ctx, req)
+	reply, call, cached, err := m.take(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return reply.answer(ctx, call, req)
+	resp, err := reply.answer(ctx, call, req)
+	if err == nil && reply.usage == nil {
+		resp.Usage.CachedTokens = int(float64(resp.Usage.PromptTokens) * cached)
+	}
+	return resp, err
 }
 
 // Stream is Complete, also delivering the reply through onChunk: the text a
@@ -138,29 +150,44 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.C
 	return resp, nil
 }
 
-// take counts the call, records it and picks its reply.
-func (m *Model) take(ctx context.Context, req *llm.Request) (*compiled, int, error) {
+// take counts the call, records it and picks its reply. cached is the
+// share of the request a provider's prompt cache would have held: the
+// longest prefix it shares with a recent request.
+func (m *Model) take(ctx context.Context, req *llm.Request) (_ *compiled, call int, cached float64, _ error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, fmt.Errorf("scripted: %w", err)
+		return nil, 0, 0, fmt.Errorf("scripted: %w", err)
 	}
 	if req == nil {
-		return nil, 0, errors.New("scripted: nil request")
+		return nil, 0, 0, errors.New("scripted: nil request")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.count++
-	call := m.count
+	call = m.count
 	if m.record {
 		m.calls = append(m.calls, copyRequest(req))
 	}
+	best, total := 0, 0
+	for _, prev := range m.recent {
+		shared, n := llm.SharedPrefix(prev, req)
+		best, total = max(best, shared), n
+	}
+	if total > 0 {
+		cached = float64(best) / float64(total)
+	}
+	// Agents build a new request each step and never change one they
+	// sent, so keeping a shallow copy is safe.
+	cp := *req
+	copy(m.recent[1:], m.recent[:cacheDepth-1])
+	m.recent[0] = &cp
 	i := call - 1
 	if i >= len(m.replies) {
 		if !m.loop {
-			return nil, call, &ExhaustedError{Replies: len(m.replies), Call: call}
+			return nil, call, 0, &ExhaustedError{Replies: len(m.replies), Call: call}
 		}
 		i %= len(m.replies)
 	}
-	return &m.replies[i], call, nil
+	return &m.replies[i], call, cached, nil
 }
 
 // answer serves the reply to call number call.
