@@ -80,3 +80,12 @@ func requestBytes(r *Request) int {
 	}
 	return n
 }
+
+// Equal reports whether two messages are the same turn, field by field.
+func (m Message) Equal(o Message) bool {
+	return m.Role == o.Role && m.Content == o.Content && m.Name == o.Name && m.ToolCallID == o.ToolCallID &&
+		slices.Equal(m.ToolCalls, o.ToolCalls) && slices.EqualFunc(m.Images, o.Images, sameImage)
+}
+
+// Equal reports whether two tools are the same.
+func (t Tool) Equal(o Tool) bool { return sameTool(t, o) }

@@ -26,7 +26,13 @@
 //   - model_call: "call" with its number n, the full request (messages,
 //     tools, options), the raw response (message with tool calls, usage,
 //     finish reason, model) or the error (kind and message), and the
-//     latency. Re-asks and retries each make one.
+//     latency. Re-asks and retries each make one. Each message is written
+//     once: a request that repeats the start of an earlier one (as an
+//     agent's next request does) carries "base": {call, messages, tools},
+//     the earlier call and how many of its messages (and whether its
+//     tools) come first, and only its own messages after those. Readers
+//     return full requests, so a recording grows with the steps, not with
+//     their square; lines without a base (older recordings) read as ever.
 //   - dispatch: a batch of commands sent to the device in any phase
 //     (discovery, observations, actions, an eval's checks) with their
 //     results, the phase and the duration.

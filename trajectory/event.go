@@ -130,12 +130,26 @@ type Prompts struct {
 // and the latency.
 type Call struct {
 	// N numbers the session's model calls from 1.
-	N        int           `json:"n"`
-	Request  llm.Request   `json:"request"`
+	N int `json:"n"`
+	// Request is the full request, as readers return it. On disk a call
+	// whose request repeats the start of an earlier one's carries only the
+	// rest, with Base saying where the start is: each message is written
+	// once however many requests repeat it.
+	Request llm.Request `json:"request"`
+	Base    *CallBase   `json:"base,omitempty"`
 	Response *llm.Response `json:"response,omitempty"`
 	Error    *CallError    `json:"error,omitempty"`
 	// LatencyMS is the call's wall time in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
+}
+
+// CallBase says which earlier call a recorded request builds on: its first
+// Messages messages, and its tools when Tools is set, come before this
+// call's own.
+type CallBase struct {
+	Call     int  `json:"call" jsonschema:"minimum=1"`
+	Messages int  `json:"messages" jsonschema:"minimum=0"`
+	Tools    bool `json:"tools,omitempty"`
 }
 
 // CallError is a failed model call.

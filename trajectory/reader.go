@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/saucerhq/saucer/llm"
 )
 
 // Trajectory is a recorded session read back: its events in order, with
@@ -41,6 +43,7 @@ func Decode(r io.Reader, dir string) ([]Event, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	var events []Event
+	calls := map[int]*Call{} // full requests by call number, for bases
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -64,6 +67,12 @@ func Decode(r io.Reader, dir string) ([]Event, error) {
 				return nil, fmt.Errorf("format %q is not %q: this Saucer cannot read it", e.Session.Format, Format)
 			}
 		}
+		if e.Type == TypeModelCall && e.Call != nil {
+			if err := rebuild(e.Call, calls); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			calls[e.Call.N] = e.Call
+		}
 		events = append(events, e)
 	}
 	if err := sc.Err(); err != nil {
@@ -73,6 +82,30 @@ func Decode(r io.Reader, dir string) ([]Event, error) {
 		return nil, fmt.Errorf("no events")
 	}
 	return events, nil
+}
+
+// rebuild makes c's request whole again from the earlier call it builds
+// on. The messages it takes from there are shared, not copied: a long
+// recording's requests cost memory in proportion to their own messages.
+func rebuild(c *Call, calls map[int]*Call) error {
+	b := c.Base
+	if b == nil {
+		return nil
+	}
+	base, ok := calls[b.Call]
+	if !ok || b.Call >= c.N {
+		return fmt.Errorf("model call %d builds on call %d, which comes nowhere before it", c.N, b.Call)
+	}
+	if b.Messages > len(base.Request.Messages) {
+		return fmt.Errorf("model call %d takes %d messages of call %d, which has %d", c.N, b.Messages, b.Call, len(base.Request.Messages))
+	}
+	msgs := make([]llm.Message, 0, b.Messages+len(c.Request.Messages))
+	c.Request.Messages = append(append(msgs, base.Request.Messages[:b.Messages]...), c.Request.Messages...)
+	if b.Tools {
+		c.Request.Tools = base.Request.Tools
+	}
+	c.Base = nil
+	return nil
 }
 
 // major is a format's name and major version: "saucer.trajectory/v1" for

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/saucerhq/saucer/llm"
 )
 
 // DefaultArtifactThreshold is the size from which a value moves into an
@@ -43,7 +46,19 @@ type Writer struct {
 	store     store
 	now       func() time.Time
 	closed    bool
+	// recent are the last model calls' full requests, which later
+	// requests are written as continuations of.
+	recent []recentCall
 }
+
+type recentCall struct {
+	n   int
+	req llm.Request
+}
+
+// recentCalls is how many earlier requests a new one is compared with:
+// enough for a host agent and its app agents taking turns.
+const recentCalls = 8
 
 // Create makes dir (and dir/artifacts) and starts its trajectory.jsonl. It
 // refuses a directory that already holds a trajectory.
@@ -95,6 +110,9 @@ func (w *Writer) Write(e Event) error {
 		e.Time = w.now()
 	}
 	e.Time = e.Time.UTC()
+	if e.Type == TypeModelCall && e.Call != nil {
+		e.Call = w.delta(e.Call)
+	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		w.seq--
@@ -124,6 +142,38 @@ func (w *Writer) Write(e Event) error {
 		return fmt.Errorf("trajectory: write %s: %w", filepath.Join(w.dir, EventsFile), err)
 	}
 	return nil
+}
+
+// delta returns c written as a continuation of the recent request that
+// shares most of its messages (and, if it can, its tools), and remembers
+// c's full request.
+func (w *Writer) delta(c *Call) *Call {
+	full := c.Request
+	var base *CallBase
+	for _, r := range w.recent {
+		k := 0
+		for k < len(full.Messages) && k < len(r.req.Messages) && full.Messages[k].Equal(r.req.Messages[k]) {
+			k++
+		}
+		sameTools := slices.EqualFunc(full.Tools, r.req.Tools, func(a, b llm.Tool) bool { return a.Equal(b) })
+		if k > 0 && (base == nil || k > base.Messages || k == base.Messages && sameTools && !base.Tools) {
+			base = &CallBase{Call: r.n, Messages: k, Tools: sameTools && len(full.Tools) > 0}
+		}
+	}
+	w.recent = append(w.recent, recentCall{n: c.N, req: full})
+	if len(w.recent) > recentCalls {
+		w.recent = w.recent[1:]
+	}
+	if base == nil {
+		return c
+	}
+	out := *c
+	out.Base = base
+	out.Request.Messages = full.Messages[base.Messages:]
+	if base.Tools {
+		out.Request.Tools = nil
+	}
+	return &out
 }
 
 // Close flushes and closes the file. Closing twice is harmless.
