@@ -135,8 +135,8 @@ type Call struct {
 	// whose request repeats the start of an earlier one's carries only the
 	// rest, with Base saying where the start is: each message is written
 	// once however many requests repeat it.
-	Request llm.Request `json:"request"`
-	Base    *CallBase   `json:"base,omitempty"`
+	Request  llm.Request   `json:"request"`
+	Base     *CallBase     `json:"base,omitempty"`
 	Response *llm.Response `json:"response,omitempty"`
 	Error    *CallError    `json:"error,omitempty"`
 	// LatencyMS is the call's wall time in milliseconds.
