@@ -29,6 +29,11 @@ type noopOut struct {
 // whose only tool does nothing, driven by a zero-latency scripted model
 // that always asks for that tool.
 func benchSession(b *testing.B, mode strategy.Mode, script scripted.Script) *agent.Session {
+	return benchSessionObserved(b, mode, script, nil)
+}
+
+// benchSessionObserved is benchSession with an observer of its own.
+func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Script, observe func(agent.Event)) *agent.Session {
 	b.Helper()
 	srv := server.NewMCPServer("bench", "1.0")
 	tools.Add(srv, "noop", "Does nothing.", mcp.ToolAnnotation{}, func(context.Context, noopIn) (noopOut, error) {
@@ -49,6 +54,9 @@ func benchSession(b *testing.B, mode strategy.Mode, script scripted.Script) *age
 	check := func(e agent.Event) {
 		if e.Kind == agent.EventStep && (len(e.Results) != 1 || !e.Results[0].OK()) {
 			b.Fatalf("step %d: results %+v", e.Step, e.Results)
+		}
+		if observe != nil {
+			observe(e)
 		}
 	}
 	s, err := agent.New(agent.Options{Model: m, Mode: mode, Dispatcher: dispatcher.NewLocal(dev, dispatcher.LocalOptions{}), Prompts: set, MaxSteps: 1 << 30, Observer: check})

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/strategy"
 )
 
@@ -48,19 +49,24 @@ type ProviderSettings = provider.Settings
 // pattern such as "ollama:*").
 type Model struct {
 	Mode string `yaml:"mode"`
+	// ContextTokens is the model's context window; a request's history is
+	// kept to about three quarters of it (agent.context.max_bytes wins).
+	ContextTokens int `yaml:"context_tokens"`
 }
 
 // Agent bounds and shapes the agents.
 type Agent struct {
-	MaxRounds          int             `yaml:"max_rounds"`
-	MaxSteps           int             `yaml:"max_steps"`
-	MaxRetries         int             `yaml:"max_retries"`
-	RetryBackoff       Duration        `yaml:"retry_backoff"`
-	CommandTimeout     Duration        `yaml:"command_timeout"`
-	MaxResultChars     int             `yaml:"max_result_chars"`
-	ConfirmDestructive bool            `yaml:"confirm_destructive"`
-	HostStrategies     []strategy.Spec `yaml:"host_strategies"`
-	AppStrategies      []strategy.Spec `yaml:"app_strategies"`
+	MaxRounds          int      `yaml:"max_rounds"`
+	MaxSteps           int      `yaml:"max_steps"`
+	MaxRetries         int      `yaml:"max_retries"`
+	RetryBackoff       Duration `yaml:"retry_backoff"`
+	CommandTimeout     Duration `yaml:"command_timeout"`
+	MaxResultChars     int      `yaml:"max_result_chars"`
+	ConfirmDestructive bool     `yaml:"confirm_destructive"`
+	// Context bounds how much of an agent's history each request carries.
+	Context        memory.Policy   `yaml:"context"`
+	HostStrategies []strategy.Spec `yaml:"host_strategies"`
+	AppStrategies  []strategy.Spec `yaml:"app_strategies"`
 	// HostEdits and AppEdits change those pipelines (or the defaults)
 	// without restating them: a strategy before or after a named one, a
 	// replaced or removed one.
@@ -242,6 +248,33 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ContextFor is the context policy for the given model: agent.context,
+// with a history budget from the model's context_tokens when
+// agent.context.max_bytes is not set.
+func (c *Config) ContextFor(model string) memory.Policy {
+	p := c.Agent.Context
+	if p.MaxBytes == 0 {
+		if m, ok := c.modelEntry(model, func(m Model) bool { return m.ContextTokens > 0 }); ok {
+			p.MaxBytes = m.ContextTokens * 3 // three quarters of it, at about 4 bytes a token
+		}
+	}
+	return p
+}
+
+// modelEntry is the first models entry for model (exact name first, then
+// patterns in sorted order) that has what want looks for.
+func (c *Config) modelEntry(model string, want func(Model) bool) (Model, bool) {
+	if m, ok := c.Models[model]; ok && want(m) {
+		return m, true
+	}
+	for _, p := range slices.Sorted(maps.Keys(c.Models)) {
+		if ok, _ := path.Match(p, model); ok && want(c.Models[p]) {
+			return c.Models[p], true
+		}
+	}
+	return Model{}, false
 }
 
 // ModeFor says how the given model acts: the first matching models entry

@@ -3,6 +3,7 @@ package prompts
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Names of the control tools: in tools mode the agents call these, besides
@@ -39,8 +40,13 @@ type FailArgs struct {
 	Reason string `json:"reason" jsonschema:"required" jsonschema_description:"Why it cannot be done, and what was tried."`
 }
 
-// HostControlTools are the host agent's tools in tools mode.
-func HostControlTools() []ControlTool {
+// HostControlTools are the host agent's tools in tools mode. The slice is
+// shared: callers must not change it.
+func HostControlTools() []ControlTool { return hostControl() }
+
+// The control tools' schemas are reflected from Go types once per process:
+// reflecting them at every step cost about half a step.
+var hostControl = sync.OnceValue(func() []ControlTool {
 	return []ControlTool{
 		{
 			Name: AssignTool,
@@ -61,11 +67,14 @@ func HostControlTools() []ControlTool {
 			Parameters:  schemaOf(&FailArgs{}),
 		},
 	}
-}
+})
 
 // AppControlTools are the app agent's control tools in tools mode, offered
-// beside the app's own tools.
-func AppControlTools() []ControlTool {
+// beside the app's own tools. The slice is shared: callers must not change
+// it.
+func AppControlTools() []ControlTool { return appControl() }
+
+var appControl = sync.OnceValue(func() []ControlTool {
 	return []ControlTool{
 		{
 			Name: FinishTool,
@@ -79,7 +88,7 @@ func AppControlTools() []ControlTool {
 			Parameters:  schemaOf(&FailArgs{}),
 		},
 	}
-}
+})
 
 func schemaOf(v any) json.RawMessage {
 	b, err := json.Marshal(reflectSchema(v))

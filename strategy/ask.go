@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
@@ -138,15 +140,74 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs := append(make([]llm.Message, 0, len(pc.intro)+3*pc.Memory.Len()+1), pc.intro...)
-	for _, st := range pc.Memory.Steps() {
-		msgs = append(msgs, replayable(st.Reply))
-		msgs = append(msgs, resultMessages(pc, st)...)
-		for _, n := range st.Notes {
-			msgs = append(msgs, llm.User(n))
+	pol := pc.Limits.Context.WithDefaults()
+	for recent := pol.Recent; ; recent /= 2 {
+		msgs := history(pc, pol, recent)
+		if pol.MaxBytes <= 0 || recent <= 1 || historyBytes(msgs) <= pol.MaxBytes {
+			return append(msgs, llm.User(status)), nil
 		}
 	}
-	return append(msgs, llm.User(status)), nil
+}
+
+// history is the intro and the remembered steps as the context policy
+// sends them with recent steps in full: older ones condensed, the oldest
+// folded into one summary turn.
+func history(pc *Context, pol memory.Policy, recent int) []llm.Message {
+	steps := pc.Memory.Steps()
+	folded, condensed := pol.Split(len(steps), recent)
+	msgs := append(make([]llm.Message, 0, len(pc.intro)+3*(len(steps)-folded)+2), pc.intro...)
+	if folded > 0 {
+		msgs = append(msgs, llm.User(pol.Fold(steps[:folded])))
+	}
+	for i, st := range steps[folded:] {
+		line := 0
+		if i < condensed {
+			line = pol.LineChars
+		}
+		key := stepKey{folded + i, line}
+		turns, ok := pc.turns[key]
+		if !ok {
+			reply := replayable(st.Reply)
+			if line > 0 {
+				reply = condense(reply, line)
+			}
+			turns = append([]llm.Message{reply}, resultMessages(pc, st, line)...)
+			for _, n := range st.Notes {
+				turns = append(turns, llm.User(n))
+			}
+			// A remembered step never changes: its turns are rendered once
+			// in each form.
+			if pc.turns == nil {
+				pc.turns = map[stepKey][]llm.Message{}
+			}
+			pc.turns[key] = turns
+		}
+		msgs = append(msgs, turns...)
+	}
+	return msgs
+}
+
+// stepKey names a remembered step's turns in one form: in full (line 0)
+// or condensed to lines of that many bytes.
+type stepKey struct{ index, line int }
+
+// condense shortens an older reply: its text to one line, and arguments
+// too long to be worth repeating to a stand-in that says so.
+func condense(m llm.Message, line int) llm.Message {
+	m.Content = memory.Line(m.Content, line)
+	for i, c := range m.ToolCalls {
+		if len(c.Arguments) > 8*line {
+			calls := slices.Clone(m.ToolCalls)
+			calls[i].Arguments = fmt.Sprintf(`{"_omitted":"%d bytes of arguments, sent in full at the time"}`, len(c.Arguments))
+			m.ToolCalls = calls
+		}
+	}
+	return m
+}
+
+func historyBytes(msgs []llm.Message) int {
+	_, n := llm.SharedPrefix(nil, &llm.Request{Messages: msgs})
+	return n
 }
 
 // replayable returns the reply as it can be sent back to a provider: tool
@@ -221,14 +282,22 @@ func promptNotes(b *memory.Blackboard) []prompts.Note {
 
 // resultMessages turns a step's results into what the model reads next: a
 // tool turn per native tool call, or one user turn listing the results.
-func resultMessages(pc *Context, st memory.Step) []llm.Message {
+// A positive line cuts each result to one line of that many bytes (a
+// condensed step).
+func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
+	text := func(r command.Result) string {
+		if line > 0 {
+			return memory.Line(ResultText(r, 0), line)
+		}
+		return ResultText(r, pc.Limits.MaxResultChars)
+	}
 	if len(st.Reply.ToolCalls) > 0 {
 		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
 		for _, call := range st.Reply.ToolCalls {
 			content := controlAck(st)
 			for i, id := range st.CallIDs {
 				if id == call.ID && i < len(st.Results) {
-					content = ResultText(st.Results[i], pc.Limits.MaxResultChars)
+					content = text(st.Results[i])
 				}
 			}
 			out = append(out, llm.ToolResult(call, content))
@@ -241,11 +310,11 @@ func resultMessages(pc *Context, st memory.Step) []llm.Message {
 	} else {
 		fmt.Fprintf(&b, "Results of step %d:\n", st.Step)
 		for i, c := range st.Commands {
-			text := "(no result)"
+			res := "(no result)"
 			if i < len(st.Results) {
-				text = ResultText(st.Results[i], pc.Limits.MaxResultChars)
+				res = text(st.Results[i])
 			}
-			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, compactJSON(c.Parameters), text)
+			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, compactJSON(c.Parameters), res)
 		}
 	}
 	return []llm.Message{llm.User(b.String())}

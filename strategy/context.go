@@ -119,6 +119,7 @@ type Context struct {
 
 	values map[any]any
 	intro  []llm.Message
+	turns  map[stepKey][]llm.Message
 }
 
 // Limits bound an agent's work.
@@ -133,6 +134,9 @@ type Limits struct {
 	// ConfirmDestructive asks the Confirmer before any command whose tool
 	// is annotated destructive, even when the model did not ask.
 	ConfirmDestructive bool
+	// Context bounds how much of the history each request carries; zero
+	// fields take memory.DefaultPolicy.
+	Context memory.Policy
 }
 
 // BeginStep clears the per-step fields.
