@@ -156,7 +156,7 @@ func predicted(mode strategy.Mode, msg llm.Message) ([]Action, error) {
 			end = append(end, Action{Function: c.Name}) // the answer text is free; only the choice is scored
 			continue
 		}
-		args, err := prompts.RepairArguments(c.Arguments)
+		args, err := prompts.ParseArguments(c.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Name, err)
 		}

@@ -38,5 +38,5 @@
 // tolerantly and returns a *ParseError whose text is meant to be sent back
 // to the model. In tools mode the model calls the control tools
 // (HostControlTools, AppControlTools) besides the app's tools;
-// RepairArguments reads their possibly malformed arguments.
+// ParseArguments reads their possibly malformed arguments.
 package prompts

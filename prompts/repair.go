@@ -40,11 +40,13 @@ func RepairJSON(s string) (string, error) {
 	return out, nil
 }
 
-// RepairArguments reads tool-call arguments as a model wrote them: empty
+// ParseArguments reads tool-call arguments as a model wrote them: empty
 // text and null mean no arguments, malformed JSON is repaired, and an object
 // encoded twice (a JSON string holding the object) is unwrapped. Anything
-// but an object is an error.
-func RepairArguments(s string) (map[string]any, error) {
+// but an object is an error. It is the one reader of tool-call arguments:
+// the agents and the step-level evaluator both use it, so that an
+// evaluation scores only calls an agent would make.
+func ParseArguments(s string) (map[string]any, error) {
 	for range 2 { // at most one level of double encoding
 		if strings.TrimSpace(s) == "" {
 			return map[string]any{}, nil
@@ -532,7 +534,7 @@ func asArguments(v any) (map[string]any, error) {
 	case map[string]any:
 		return v, nil
 	case string:
-		return RepairArguments(v)
+		return ParseArguments(v)
 	default:
 		return nil, fmt.Errorf("arguments must be an object, not %s", kindOf(v))
 	}

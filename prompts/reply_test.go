@@ -218,7 +218,7 @@ func TestParseReplyErrors(t *testing.T) {
 	}
 }
 
-func TestRepairArguments(t *testing.T) {
+func TestParseArguments(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    map[string]any
@@ -235,13 +235,13 @@ func TestRepairArguments(t *testing.T) {
 		{`42`, nil, true},
 	}
 	for _, tt := range tests {
-		got, err := RepairArguments(tt.in)
+		got, err := ParseArguments(tt.in)
 		if (err != nil) != tt.wantErr {
-			t.Errorf("RepairArguments(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			t.Errorf("ParseArguments(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
 			continue
 		}
 		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("RepairArguments(%q) = %#v, want %#v", tt.in, got, tt.want)
+			t.Errorf("ParseArguments(%q) = %#v, want %#v", tt.in, got, tt.want)
 		}
 	}
 }

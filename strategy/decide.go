@@ -93,23 +93,15 @@ func checkRole(pc *Context, a Action) Action {
 	return a
 }
 
-// parseArguments decodes a tool call's arguments, repairing what models
-// commonly get wrong. invalid says why they cannot be used.
+// parseArguments decodes a tool call's arguments with prompts.ParseArguments,
+// the parser the step-level evaluator shares. invalid says why they cannot
+// be used.
 func parseArguments(raw string) (args map[string]any, invalid string) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" || raw == "null" {
-		return map[string]any{}, ""
+	args, err := prompts.ParseArguments(raw)
+	if err != nil {
+		return nil, fmt.Sprintf("the arguments are not a JSON object (%v): %q; send the arguments as one JSON object that matches the tool's input schema", err, cut(strings.TrimSpace(raw), 200))
 	}
-	if err := json.Unmarshal([]byte(raw), &args); err == nil && args != nil {
-		return args, ""
-	}
-	fixed, err := prompts.RepairJSON(raw)
-	if err == nil {
-		if json.Unmarshal([]byte(fixed), &args) == nil && args != nil {
-			return args, ""
-		}
-	}
-	return nil, fmt.Sprintf("the arguments are not a JSON object: %q; send the arguments as one JSON object that matches the tool's input schema", cut(raw, 200))
+	return args, ""
 }
 
 func argString(args map[string]any, key string) string {
