@@ -21,9 +21,9 @@ func TestOneArgumentParser(t *testing.T) {
 		{``, map[string]any{}},
 		{`null`, map[string]any{}},
 		{`"{\"path\":\"a.txt\"}"`, map[string]any{"path": "a.txt"}}, // encoded twice
-		{`{"path":"a.txt",}`, map[string]any{"path": "a.txt"}},       // trailing comma
-		{`{'path': 'a.txt'}`, map[string]any{"path": "a.txt"}},        // single quotes
-		{`{"force": True}`, map[string]any{"force": true}},            // a Python literal
+		{`{"path":"a.txt",}`, map[string]any{"path": "a.txt"}},      // trailing comma
+		{`{'path': 'a.txt'}`, map[string]any{"path": "a.txt"}},      // single quotes
+		{`{"force": True}`, map[string]any{"force": true}},          // a Python literal
 		{`{"path":"C:\\temp\\a.txt"}`, map[string]any{"path": `C:\temp\a.txt`}},
 		{`["a.txt"]`, nil},
 		{`42`, nil},
