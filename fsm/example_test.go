@@ -10,7 +10,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	m := fsm.New(fsm.App)
-	for _, reported := range []string{"continue", "SCREENSHOT", "finish", "continue"} {
+	for _, reported := range []string{"continue", "confirm", "finish", "continue"} {
 		next, err := fsm.ParseState(reported)
 		if err != nil {
 			fmt.Println(err)
@@ -23,5 +23,5 @@ func Example() {
 	fmt.Println(m.History(), m.Terminal())
 	// Output:
 	// app agent: cannot go from FINISH to CONTINUE (FINISH is final)
-	// [CONTINUE CONTINUE SCREENSHOT FINISH] true
+	// [CONTINUE CONTINUE CONFIRM FINISH] true
 }

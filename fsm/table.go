@@ -34,12 +34,10 @@ const (
 	Pending State = "PENDING"
 	// Confirm: the agent asks the user to confirm a sensitive action.
 	Confirm State = "CONFIRM"
-	// Screenshot: the app agent asks for a fresh observation before acting.
-	Screenshot State = "SCREENSHOT"
 )
 
 // allStates is every state of any role, in the order ParseState lists them.
-var allStates = []State{Continue, Assign, Finish, Fail, Error, Pending, Confirm, Screenshot}
+var allStates = []State{Continue, Assign, Finish, Fail, Error, Pending, Confirm}
 
 // Start is the state every machine begins in.
 const Start = Continue
@@ -84,24 +82,27 @@ type edges struct {
 // tables is the single source of truth for transitions. Rows are in the
 // role's state order (see States); terminal states have empty rows. Every
 // non-terminal state may go to FAIL and ERROR so an agent can always stop.
+// The tables hold only what replies can bring about (a test walks every
+// state through real sessions): the host assigns, finishes, fails or asks
+// the user (PENDING, back to CONTINUE with the answer); an app agent
+// continues, finishes, fails, asks (PENDING) or has actions approved first
+// (CONFIRM, then CONTINUE or FINISH as its reply said).
 var tables = map[Role][]edges{
 	Host: {
-		{Continue, []State{Continue, Assign, Finish, Fail, Error, Pending, Confirm}},
-		{Assign, []State{Continue, Assign, Finish, Fail, Error, Pending, Confirm}},
+		{Continue, []State{Assign, Finish, Fail, Error, Pending}},
+		{Assign, []State{Assign, Finish, Fail, Error, Pending}},
 		{Finish, nil},
 		{Fail, nil},
 		{Error, nil},
-		{Pending, []State{Continue, Assign, Finish, Fail, Error}},
-		{Confirm, []State{Continue, Assign, Finish, Fail, Error}},
+		{Pending, []State{Continue, Fail, Error}},
 	},
 	App: {
-		{Continue, []State{Continue, Finish, Fail, Error, Pending, Confirm, Screenshot}},
+		{Continue, []State{Continue, Finish, Fail, Error, Pending, Confirm}},
 		{Finish, nil},
 		{Fail, nil},
 		{Error, nil},
-		{Pending, []State{Continue, Finish, Fail, Error, Confirm}},
+		{Pending, []State{Continue, Fail, Error}},
 		{Confirm, []State{Continue, Finish, Fail, Error}},
-		{Screenshot, []State{Continue, Screenshot, Finish, Fail, Error, Pending, Confirm}},
 	},
 }
 

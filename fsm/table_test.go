@@ -84,8 +84,8 @@ func TestRoleStates(t *testing.T) {
 		role Role
 		want []State
 	}{
-		{Host, []State{Continue, Assign, Finish, Fail, Error, Pending, Confirm}},
-		{App, []State{Continue, Finish, Fail, Error, Pending, Confirm, Screenshot}},
+		{Host, []State{Continue, Assign, Finish, Fail, Error, Pending}},
+		{App, []State{Continue, Finish, Fail, Error, Pending, Confirm}},
 		{Role("nobody"), nil},
 	}
 	for _, tt := range tests {
@@ -97,9 +97,9 @@ func TestRoleStates(t *testing.T) {
 
 func TestTableReturnsCopy(t *testing.T) {
 	table := Table(Host)
-	table[Continue][0] = Screenshot
+	table[Continue][0] = Confirm
 	table[Finish] = []State{Continue}
-	if Table(Host)[Continue][0] != Continue || len(Table(Host)[Finish]) != 0 {
+	if Table(Host)[Continue][0] != Assign || len(Table(Host)[Finish]) != 0 {
 		t.Fatal("changing the returned table changed the package's table")
 	}
 	if Table(Role("nobody")) != nil {
@@ -124,7 +124,7 @@ func TestParseState(t *testing.T) {
 		{"FINISH", Finish},
 		{"finish", Finish},
 		{"  Continue\n", Continue},
-		{"screenshot", Screenshot},
+		{"confirm", Confirm},
 		{"assign", Assign},
 	}
 	for _, tt := range tests {

@@ -138,7 +138,7 @@ func TestEndToEndToolsMode(t *testing.T) {
 		}
 		return out
 	}
-	if got := strings.Join(names(0), ","); got != "assign_subtask,finish_task,fail_task" {
+	if got := strings.Join(names(0), ","); got != "assign_subtask,finish_task,fail_task,ask_user" {
 		t.Errorf("host tools %s", got)
 	}
 	if got := strings.Join(names(1), ","); !strings.Contains(got, "write_file") || strings.Contains(got, "execute_command") {

@@ -12,7 +12,33 @@ const (
 	AssignTool = "assign_subtask"
 	FinishTool = "finish_task"
 	FailTool   = "fail_task"
+	// AskUserTool puts a question to the user (PENDING); the answer comes
+	// back as its result.
+	AskUserTool = "ask_user"
+	// ApprovalTool, called beside actions, asks the user to approve them
+	// before they run (CONFIRM).
+	ApprovalTool = "request_approval"
 )
+
+// IsControl reports whether name is a control tool rather than a tool of
+// the device.
+func IsControl(name string) bool {
+	switch name {
+	case AssignTool, FinishTool, FailTool, AskUserTool, ApprovalTool:
+		return true
+	}
+	return false
+}
+
+// AskArgs are the arguments of ask_user.
+type AskArgs struct {
+	Question string `json:"question" jsonschema:"required" jsonschema_description:"The question, complete in itself: what you need to know and why."`
+}
+
+// ApprovalArgs are the arguments of request_approval.
+type ApprovalArgs struct {
+	Reason string `json:"reason" jsonschema:"required" jsonschema_description:"What the other calls of this reply will change, and why it needs the user's approval."`
+}
 
 // ControlTool is a control tool offered to the model as a native tool. Its
 // fields match llm.Tool, so llm.Tool(ct) converts it.
@@ -66,6 +92,12 @@ var hostControl = sync.OnceValue(func() []ControlTool {
 			Description: "End the task because it cannot be done with the available apps. Call it alone.",
 			Parameters:  schemaOf(&FailArgs{}),
 		},
+		{
+			Name: AskUserTool,
+			Description: "Ask the user a question when the request is ambiguous and only the user can settle it. " +
+				"Call it alone; the answer comes back as its result.",
+			Parameters: schemaOf(&AskArgs{}),
+		},
 	}
 })
 
@@ -86,6 +118,18 @@ var appControl = sync.OnceValue(func() []ControlTool {
 			Name:        FailTool,
 			Description: "Give up your subtask because it cannot be done with these tools. Call it alone.",
 			Parameters:  schemaOf(&FailArgs{}),
+		},
+		{
+			Name: AskUserTool,
+			Description: "Ask the user something only they can tell you (a name, a choice, a missing value). " +
+				"Call it alone; the answer comes back as its result.",
+			Parameters: schemaOf(&AskArgs{}),
+		},
+		{
+			Name: ApprovalTool,
+			Description: "Call it in the same reply as actions that are risky or destructive (delete, overwrite, kill, install, send): " +
+				"they run only if the user approves, and its result says what the user decided.",
+			Parameters: schemaOf(&ApprovalArgs{}),
 		},
 	}
 })

@@ -13,10 +13,10 @@ func TestControlTools(t *testing.T) {
 		want     []string
 		required map[string][]any
 	}{
-		{"host", HostControlTools(), []string{AssignTool, FinishTool, FailTool},
-			map[string][]any{AssignTool: {"app", "subtask"}, FinishTool: {"result"}, FailTool: {"reason"}}},
-		{"app", AppControlTools(), []string{FinishTool, FailTool},
-			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}}},
+		{"host", HostControlTools(), []string{AssignTool, FinishTool, FailTool, AskUserTool},
+			map[string][]any{AssignTool: {"app", "subtask"}, FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}}},
+		{"app", AppControlTools(), []string{FinishTool, FailTool, AskUserTool, ApprovalTool},
+			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}, ApprovalTool: {"reason"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

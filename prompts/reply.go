@@ -25,14 +25,11 @@ const (
 	StatusPending = "PENDING"
 	// StatusConfirm: the actions are risky; run them only if the user approves.
 	StatusConfirm = "CONFIRM"
-	// StatusScreenshot: the agent wants a fresh screenshot before deciding
-	// (for desktop apps; not offered by the default prompts).
-	StatusScreenshot = "SCREENSHOT"
 )
 
 // HostStatuses are the statuses the default host prompt offers, for
 // ParseReply's allowed list.
-func HostStatuses() []string { return []string{StatusAssign, StatusFinish, StatusFail} }
+func HostStatuses() []string { return []string{StatusAssign, StatusFinish, StatusFail, StatusPending} }
 
 // AppStatuses are the statuses the default app prompt offers, for
 // ParseReply's allowed list.

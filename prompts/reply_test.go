@@ -307,7 +307,7 @@ func TestReplySchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := host["properties"].(map[string]any)["status"].(map[string]any)["enum"]
-	if !reflect.DeepEqual(got, []any{"ASSIGN", "FINISH", "FAIL"}) {
+	if !reflect.DeepEqual(got, []any{"ASSIGN", "FINISH", "FAIL", "PENDING"}) {
 		t.Errorf("host status enum = %v", got)
 	}
 }

@@ -173,7 +173,9 @@ func history(pc *Context, pol memory.Policy, recent int) []llm.Message {
 			}
 			turns = append([]llm.Message{reply}, resultMessages(pc, st, line)...)
 			for _, n := range st.Notes {
-				turns = append(turns, llm.User(n))
+				if !answersCall(st) {
+					turns = append(turns, llm.User(n))
+				}
 			}
 			// A remembered step never changes: its turns are rendered once
 			// in each form.
@@ -294,7 +296,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 	if len(st.Reply.ToolCalls) > 0 {
 		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
 		for _, call := range st.Reply.ToolCalls {
-			content := controlAck(st)
+			content := controlAck(st, call.Name)
 			for i, id := range st.CallIDs {
 				if id == call.ID && i < len(st.Results) {
 					content = text(st.Results[i])
@@ -320,13 +322,40 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 	return []llm.Message{llm.User(b.String())}
 }
 
-// controlAck answers a control tool call (finish_task, fail_task) that did
-// not end the agent, which happens when an action in the same reply failed.
-func controlAck(st memory.Step) string {
+// controlAck answers a control tool call: ask_user with the user's answer,
+// request_approval with the user's decision, finish_task and fail_task
+// with "ok", or, when they did not end the agent (an action in the same
+// reply failed), with why not.
+func controlAck(st memory.Step, name string) string {
+	switch name {
+	case prompts.AskUserTool:
+		if len(st.Notes) > 0 {
+			return strings.Join(st.Notes, "\n")
+		}
+		return "no answer"
+	case prompts.ApprovalTool:
+		for _, r := range st.Results {
+			if strings.Contains(r.Error, declined) {
+				return "declined: the user did not approve; the actions did not run"
+			}
+		}
+		return "approved: the actions ran; their results follow"
+	}
 	if st.Status == string(fsm.Finish) || st.Status == string(fsm.Fail) {
 		return "ok"
 	}
 	return "not done: an action in the same reply did not succeed; check the results and continue"
+}
+
+// answersCall reports whether a step's notes are the result of its
+// ask_user call (tools mode) rather than turns of their own.
+func answersCall(st memory.Step) bool {
+	for _, c := range st.Reply.ToolCalls {
+		if c.Name == prompts.AskUserTool {
+			return true
+		}
+	}
+	return false
 }
 
 func compactJSON(v any) string {

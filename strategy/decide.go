@@ -45,9 +45,25 @@ func decideJSON(pc *Context, content string) (*Decision, error) {
 func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
 	d := &Decision{Thought: stripThink(msg.Content)}
 	var ended fsm.State
+	asked, approval := false, false
 	for _, call := range msg.ToolCalls {
 		args, invalid := parseArguments(call.Arguments)
 		switch call.Name {
+		case prompts.AskUserTool:
+			asked = true
+			d.Comment = argString(args, "question")
+			if d.Comment == "" {
+				d.Comment = strings.TrimSpace(call.Arguments)
+			}
+		case prompts.ApprovalTool:
+			if pc.Agent.Role == fsm.Host {
+				d.Actions = append(d.Actions, checkRole(pc, Action{Function: call.Name, Arguments: args, CallID: call.ID, Invalid: invalid}))
+				continue
+			}
+			approval = true
+			if r := argString(args, "reason"); r != "" {
+				d.Comment = r
+			}
 		case prompts.FinishTool, prompts.FailTool:
 			ended = fsm.Finish
 			key := "result"
@@ -63,8 +79,18 @@ func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
 		}
 	}
 	switch {
+	case asked && (ended != "" || len(d.Actions) > 0):
+		return nil, fmt.Errorf("%s must be called alone: ask, read the answer, then act", prompts.AskUserTool)
+	case asked:
+		d.Status = fsm.Pending
+	case approval && ended != "":
+		return nil, fmt.Errorf("%s cannot go with %s or %s: have the actions approved and run, read their results, then end", prompts.ApprovalTool, prompts.FinishTool, prompts.FailTool)
 	case ended != "":
 		d.Status = ended
+	case approval && len(d.Actions) == 0:
+		return nil, fmt.Errorf("%s goes in the same reply as the actions it asks approval for", prompts.ApprovalTool)
+	case approval:
+		d.Status = fsm.Confirm
 	case len(d.Actions) > 0 && pc.Agent.Role == fsm.Host:
 		d.Status = fsm.Assign
 	case len(d.Actions) > 0:

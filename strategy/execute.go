@@ -19,6 +19,9 @@ import (
 // before they run. Commands[i] and Results[i] belong to Decision.Actions[i].
 type executeStrategy struct{}
 
+// declined starts the result of a command the user did not approve.
+const declined = "not run: the user declined to approve it"
+
 func (executeStrategy) Name() string { return Execute }
 func (executeStrategy) Phase() Phase { return ActionExecution }
 
@@ -50,7 +53,7 @@ func (executeStrategy) Execute(ctx context.Context, pc *Context) error {
 		if !ok {
 			pc.Results = make([]command.Result, len(pc.Commands))
 			for i := range pc.Commands {
-				pc.Results[i] = command.Failed("", "not run: the user declined to approve it; choose a safer way or FAIL")
+				pc.Results[i] = command.Failed("", declined+"; choose a safer way or FAIL")
 			}
 			pc.Status = fsm.Continue
 			return nil
