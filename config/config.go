@@ -63,6 +63,8 @@ type Agent struct {
 	CommandTimeout     Duration `yaml:"command_timeout"`
 	MaxResultChars     int      `yaml:"max_result_chars"`
 	ConfirmDestructive bool     `yaml:"confirm_destructive"`
+	// Approve lists rules for commands that go to the user before they run.
+	Approve []strategy.ApprovalRule `yaml:"approve"`
 	// Context bounds how much of an agent's history each request carries.
 	Context        memory.Policy   `yaml:"context"`
 	HostStrategies []strategy.Spec `yaml:"host_strategies"`
@@ -243,6 +245,11 @@ func (c *Config) Validate() error {
 	}
 	if _, _, _, err := a.Pipelines(); err != nil {
 		errs = append(errs, err.Error())
+	}
+	for i, r := range a.Approve {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Sprintf("agent.approve[%d]: %v", i, err))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))

@@ -16,6 +16,7 @@ import (
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/strategy"
 )
 
 // person answers questions and approvals as scripted, and remembers what
@@ -185,5 +186,41 @@ replies:
 	out := sess.Run(context.Background(), "pick one")
 	if out.Status != fsm.Fail || !strings.Contains(out.Answer, "no one can answer here: Which one?") {
 		t.Errorf("outcome %s %q", out.Status, out.Answer)
+	}
+}
+
+// Approval rules put matching commands to the person before they run,
+// whatever the model said; others run without asking.
+func TestApprovalRules(t *testing.T) {
+	cfg := config.Default()
+	cfg.Agent.Approve = []strategy.ApprovalRule{{Tool: "shell.execute_command", Argument: "command", Match: "*rm *"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := &person{approve: []bool{false}}
+	out, _, model := runScript(t, cfg, dir, `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Make a.txt, then remove it."}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "echo hi > a.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "rm a.txt"}}]
+  - expect: "the user declined"
+    tool_calls: [{name: finish_task, arguments: {result: "a.txt made; removing it was declined."}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "done"}}]
+`, p)
+	if !out.OK() || model.Remaining() != 0 {
+		t.Fatalf("outcome %s %q", out.Status, out.Answer)
+	}
+	if len(p.approvals) != 1 || p.approvals[0][0].Parameters["command"] != "rm a.txt" {
+		t.Errorf("approvals asked: %v", p.approvals)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Errorf("a.txt: %v (the declined rm ran)", err)
+	}
+	for _, bad := range []strategy.ApprovalRule{{}, {Risk: "scary"}, {Argument: "command"}, {Tool: "["}} {
+		cfg.Agent.Approve = []strategy.ApprovalRule{bad}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "agent.approve[0]") {
+			t.Errorf("rule %s: %v", bad, err)
+		}
 	}
 }

@@ -134,6 +134,9 @@ type Limits struct {
 	// ConfirmDestructive asks the Confirmer before any command whose tool
 	// is annotated destructive, even when the model did not ask.
 	ConfirmDestructive bool
+	// Approve names the commands that need the user's approval before they
+	// run, whatever the model said.
+	Approve []ApprovalRule
 	// Context bounds how much of the history each request carries; zero
 	// fields take memory.DefaultPolicy.
 	Context memory.Policy

@@ -133,19 +133,7 @@ func needsConfirmation(pc *Context) (string, bool) {
 		}
 		return reason, true
 	}
-	if !pc.Limits.ConfirmDestructive {
-		return "", false
-	}
-	for _, c := range pc.Commands {
-		for _, t := range pc.Tools {
-			if t.Name == c.ToolName && t.Namespace == c.Namespace {
-				if v, _ := t.Annotations["destructiveHint"].(bool); v {
-					return fmt.Sprintf("%s is marked destructive", c.ToolName), true
-				}
-			}
-		}
-	}
-	return "", false
+	return approvalNeeded(pc)
 }
 
 func confirm(ctx context.Context, pc *Context, reason string) (bool, error) {
