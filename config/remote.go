@@ -26,6 +26,9 @@ type Remote struct {
 	Heartbeat Duration `yaml:"heartbeat"`
 	// MaxBackoff caps the wait between a device's reconnection attempts.
 	MaxBackoff Duration `yaml:"max_backoff"`
+	// AskTimeout is how long an agent's question or approval waits for an
+	// answer through the API before it takes its default.
+	AskTimeout Duration `yaml:"ask_timeout"`
 	// AwayTimeout is how long the server waits for a disconnected device
 	// that has commands in flight before failing them.
 	AwayTimeout Duration `yaml:"away_timeout"`

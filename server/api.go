@@ -27,8 +27,12 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrBadRequest):
 		status = http.StatusBadRequest
-	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrNoTask):
+	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrNoTask), errors.Is(err, ErrNoPending):
 		status = http.StatusNotFound
+	case errors.Is(err, ErrSettled):
+		status = http.StatusConflict
+	case errors.Is(err, ErrTaskEnded):
+		status = http.StatusGone
 	case errors.Is(err, ErrBusy):
 		status = http.StatusTooManyRequests
 	case errors.Is(err, ErrNotRunning):

@@ -23,6 +23,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/strategy"
 )
 
 // Runner runs one task; *agent.Session is one.
@@ -44,6 +45,16 @@ type SessionSpec struct {
 	// Observer records the session's steps in the task; pass it to the
 	// agents.
 	Observer func(agent.Event)
+	// Person puts the agents' questions and approvals to the API (GET and
+	// POST /api/tasks/{id}/pending); pass it as the session's Asker and
+	// Confirmer.
+	Person Person
+}
+
+// Person answers an agent's questions and approves its commands.
+type Person interface {
+	agent.Asker
+	strategy.Confirmer
 }
 
 // Defaults of Options.
@@ -63,6 +74,10 @@ type Options struct {
 	NewSession func(SessionSpec) (Runner, error)
 	// Conn sets each connection's read limit, pings and write timeout.
 	Conn aip.ConnOptions
+	// AskTimeout is how long an agent's question or approval waits for an
+	// answer through the API before it gets its default (no answer; not
+	// approved). Zero means DefaultAskTimeout.
+	AskTimeout time.Duration
 	// RegisterTimeout bounds the wait for a new connection's register frame.
 	RegisterTimeout time.Duration
 	// CommandTimeout, AwayTimeout and CancelGrace go to each device's
@@ -127,6 +142,9 @@ func New(opts Options) (*Server, error) {
 	if opts.KeepTasks <= 0 {
 		opts.KeepTasks = DefaultKeepTasks
 	}
+	if opts.AskTimeout <= 0 {
+		opts.AskTimeout = DefaultAskTimeout
+	}
 	if opts.AwayTimeout <= 0 {
 		opts.AwayTimeout = dispatcher.DefaultAwayTimeout
 	}
@@ -155,6 +173,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
 	mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.getTask))
 	mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.cancelTask))
+	mux.HandleFunc("GET /api/tasks/{id}/pending", s.authed(s.listPending))
+	mux.HandleFunc("POST /api/tasks/{id}/pending/{pid}", s.authed(s.settlePending))
 	return mux
 }
 

@@ -18,6 +18,12 @@ func Sessions(cfg *config.Config, base session.Options) func(SessionSpec) (Runne
 		o := base
 		o.Device, o.Dispatcher, o.Apps = nil, spec.Dispatcher, spec.AppDescriptions
 		o.Observers = append(slices.Clip(base.Observers), spec.Observer)
+		if o.Asker == nil && spec.Person != nil {
+			o.Asker = spec.Person
+		}
+		if o.Confirmer == nil && spec.Person != nil {
+			o.Confirmer = spec.Person
+		}
 		return session.New(cfg, o)
 	}
 }

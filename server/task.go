@@ -42,6 +42,8 @@ type TaskInfo struct {
 	Error       string                    `json:"error,omitempty"`
 	Steps       []StepInfo                `json:"steps"`
 	Commands    []dispatcher.CommandState `json:"commands"`
+	// Pending are the agents' questions and approvals, open and settled.
+	Pending []PendingInfo `json:"pending"`
 }
 
 // StepInfo is one agent step.
@@ -73,6 +75,8 @@ type task struct {
 	endSent   bool
 	pushedAt  time.Time
 	done      chan struct{}
+	// pending are the agents' questions and approvals, in order.
+	pending []*PendingInfo
 }
 
 func (t *task) ended() bool {
@@ -90,6 +94,10 @@ func (t *task) snapshot() TaskInfo {
 	info := t.info
 	info.Steps = append([]StepInfo{}, t.info.Steps...)
 	info.Commands = append([]dispatcher.CommandState{}, t.info.Commands...)
+	info.Pending = make([]PendingInfo, 0, len(t.pending))
+	for _, it := range t.pending {
+		info.Pending = append(info.Pending, *it)
+	}
 	return info
 }
 
@@ -252,7 +260,8 @@ func (s *Server) start(t *task) {
 		defer s.taskWG.Done()
 		var out *agent.Outcome
 		runner, err := s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
-			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: t.observe})
+			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: t.observe,
+			Person: taskPerson{s, t}})
 		if err == nil {
 			out = runner.Run(t.ctx, t.info.Request)
 		}

@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
@@ -140,7 +141,9 @@ func confirm(ctx context.Context, pc *Context, reason string) (bool, error) {
 	if pc.Confirmer == nil {
 		return false, nil
 	}
-	ok, err := pc.Confirmer.Confirm(ctx, pc.Agent.Name, pc.Commands, reason)
+	// A copy: the confirmer may keep it (to show it later) while the
+	// commands run and get their call ids.
+	ok, err := pc.Confirmer.Confirm(ctx, pc.Agent.Name, slices.Clone(pc.Commands), reason)
 	if err != nil {
 		return false, fmt.Errorf("asking for confirmation: %w", err)
 	}

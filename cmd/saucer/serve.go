@@ -97,7 +97,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	out := cmd.ErrOrStderr()
 	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r),
-		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), CommandTTL: r.CommandTTL.D(),
+		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
 	if err != nil {
