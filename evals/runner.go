@@ -561,6 +561,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	col := &collector{maxTokens: lim.MaxTokens, phaseMS: map[string]float64{}}
 	so := r.opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, modeOf(meta.Mode), t.device, nil, apps
+	if so.Asker == nil && so.Confirmer == nil {
+		p := &casePerson{p: c.Person}
+		so.Asker, so.Confirmer = p, p
+	}
 	so.Observers = append(slices.Clip(so.Observers), rec.Observe, col.observe)
 	sess, err := session.New(&cfg, so)
 	if err != nil {

@@ -63,6 +63,18 @@ type Case struct {
 	ExpectFail bool     `yaml:"expect_fail,omitempty" json:"expect_fail,omitempty" jsonschema_description:"The task is infeasible: the agent must answer FAIL."`
 	Checks     []Check  `yaml:"checks,omitempty" json:"checks,omitempty"`
 	Labels     []string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Person plays the user for the agents' questions and approvals.
+	Person Person `yaml:"person,omitempty" json:"person,omitempty" jsonschema_description:"The user's answers to the agents' questions and approvals, in order."`
+}
+
+// Person is what a case's user answers: the answers to the agents'
+// questions, in order, and the decisions on their approvals, in order
+// (when they run out, ApproveRest decides). A question with no answer left
+// fails the agent that asked, with the question in its answer.
+type Person struct {
+	Answers     []string `yaml:"answers,omitempty" json:"answers,omitempty" jsonschema_description:"Answers to the agents' questions, in the order they are asked."`
+	Approvals   []bool   `yaml:"approvals,omitempty" json:"approvals,omitempty" jsonschema_description:"Decisions on the agents' approvals, in the order they are asked."`
+	ApproveRest bool     `yaml:"approve_rest,omitempty" json:"approve_rest,omitempty" jsonschema_description:"Approve what approvals leaves undecided (default: decline)."`
 }
 
 // Device says what the agent works on: a recorded session, or a live local

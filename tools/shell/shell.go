@@ -132,13 +132,15 @@ type ExecuteInput struct {
 	Env     EnvVars `json:"env,omitempty" jsonschema_description:"Extra environment variables, as an object {\"KEY\": \"VALUE\"} or a list of \"KEY=VALUE\" strings."`
 }
 
-// ExecuteOutput is the result of execute_command.
+// ExecuteOutput is the result of execute_command. It holds no wall time:
+// the same command on the same files gives the same result, so that
+// replays and evaluations see identical inputs (the recording times every
+// command anyway).
 type ExecuteOutput struct {
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   int    `json:"exit_code"`
-	Truncated  bool   `json:"truncated" jsonschema_description:"True if stdout or stderr was cut."`
-	DurationMS int64  `json:"duration_ms"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	ExitCode  int    `json:"exit_code"`
+	Truncated bool   `json:"truncated" jsonschema_description:"True if stdout or stderr was cut."`
 }
 
 // EnvVars are environment variables given to one command. They decode from
@@ -246,14 +248,12 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	stdout, stderr := newCapped(r.opts.MaxOutput), newCapped(r.opts.MaxOutput)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
-	start := time.Now()
 	err := cmd.Run()
 	out := ExecuteOutput{
-		Stdout:     stdout.String(),
-		Stderr:     stderr.String(),
-		ExitCode:   cmd.ProcessState.ExitCode(),
-		Truncated:  stdout.dropped > 0 || stderr.dropped > 0,
-		DurationMS: time.Since(start).Milliseconds(),
+		Stdout:    stdout.String(),
+		Stderr:    stderr.String(),
+		ExitCode:  cmd.ProcessState.ExitCode(),
+		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
 	}
 	if err != nil && ctx.Err() != nil {
 		what := fmt.Sprintf("timed out after %s", formatSeconds(timeout))
