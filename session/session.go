@@ -28,6 +28,7 @@ import (
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
 )
@@ -193,4 +194,23 @@ func retries(n int) int {
 		return -1
 	}
 	return n
+}
+
+// Check is everything a run checks before it starts a device or asks a
+// model, for `saucer config` and `saucer doctor` to report exactly what
+// `saucer run` would refuse: the config's values, the prompt set (the
+// override folder exists and its templates render), and the device's
+// server set for workdir and app (mcp.use or mcp.apps, Saucer's own
+// servers built, their folders there).
+func Check(cfg *config.Config, workdir, app string) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if _, err := Prompts(cfg.Prompts); err != nil {
+		return err
+	}
+	if _, err := local.Servers(cfg, workdir, app); err != nil {
+		return err
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			}
 			cfg, err := g.load()
 			if err == nil {
-				err = cfg.MCP.Validate()
+				err = session.Check(cfg, workdir, app)
 			}
 			if err != nil {
 				report(false, "config", err.Error(), "edit the key named above (saucer config prints the effective config)")

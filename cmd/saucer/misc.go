@@ -8,6 +8,7 @@ import (
 
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/session"
 )
 
 func newToolsCmd(g *globalFlags) *cobra.Command {
@@ -71,21 +72,33 @@ func newFSMCmd() *cobra.Command {
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var workdir, app string
+	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Print the effective config (defaults, file, environment and flags; secrets redacted)",
+		Short: "Print the effective config (defaults, file, environment and flags; secrets redacted) and check it as run would",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.load()
-			if err != nil {
+			if cfg == nil {
 				return err
 			}
-			b, err := cfg.YAML()
-			if err != nil {
-				return err
+			b, yerr := cfg.YAML()
+			if yerr != nil {
+				return yerr
 			}
-			_, err = cmd.OutOrStdout().Write(b)
-			return err
+			if _, werr := cmd.OutOrStdout().Write(b); werr != nil {
+				return werr
+			}
+			if err == nil {
+				err = session.Check(cfg, workdir, app)
+			}
+			if err != nil {
+				return fmt.Errorf("%w (saucer run would refuse this config)", err)
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory to check the config against, as run would use it")
+	cmd.Flags().StringVar(&app, "app", "", "check the MCP server set named under mcp.apps")
+	return cmd
 }

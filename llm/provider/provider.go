@@ -263,13 +263,15 @@ func openAnthropic(name, model string, s Settings, env func(string) string) (llm
 // OPENAI_COMPATIBLE_BASE_URL, ...
 func openCompatible(name, model string, s Settings, env func(string) string) (llm.Model, error) {
 	prefix := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-	base := pick(s.BaseURL, env, prefix+"_BASE_URL")
+	// Its own variables first, then OpenAI's, which such servers' users
+	// usually have set already.
+	base := pick(s.BaseURL, env, prefix+"_BASE_URL", "OPENAI_BASE_URL")
 	if base == "" {
-		return nil, fmt.Errorf("%s: no base URL: set %s_BASE_URL or providers.%s.base_url in the config to the server's OpenAI-compatible API, e.g. %s",
+		return nil, fmt.Errorf("%s: no base URL: set OPENAI_BASE_URL (or %s_BASE_URL, or providers.%s.base_url in the config) to the server's OpenAI-compatible API, e.g. %s",
 			name, prefix, name, exampleBaseURL[name])
 	}
 	return asModel(openai.New(openai.Config{
-		APIKey:       pick(s.APIKey, env, prefix+"_API_KEY"),
+		APIKey:       pick(s.APIKey, env, prefix+"_API_KEY", "OPENAI_API_KEY"),
 		BaseURL:      base,
 		Model:        model,
 		Organization: s.Organization,

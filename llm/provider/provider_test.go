@@ -316,3 +316,18 @@ func TestSettingsYAMLAndJSONNames(t *testing.T) {
 		t.Errorf("YAML gave %+v, want %+v", fromYAML["openai"], s)
 	}
 }
+
+// The README names OPENAI_BASE_URL for OpenAI-compatible servers; the
+// provider reads it (after its own variable).
+func TestCompatibleReadsOpenAIBaseURL(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}[k]
+	}
+	if _, err := provider.Open("openai-compatible:qwen", nil, env); err != nil {
+		t.Errorf("with OPENAI_BASE_URL: %v", err)
+	}
+	_, err := provider.Open("openai-compatible:qwen", nil, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "set OPENAI_BASE_URL") {
+		t.Errorf("with nothing: %v", err)
+	}
+}

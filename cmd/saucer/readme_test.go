@@ -1,0 +1,138 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeBlocks returns the README's fenced blocks of one language.
+func readmeBlocks(t *testing.T, lang string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)```" + lang + "\n(.*?)```")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestReadmeConfigExamples: every config example in the README is a config
+// that `saucer config` accepts as run would, and the main one runs the demo
+// task for real (with the scripted model in place of its Ollama model).
+func TestReadmeConfigExamples(t *testing.T) {
+	blocks := readmeBlocks(t, "yaml")
+	if len(blocks) < 2 {
+		t.Fatalf("found %d yaml blocks in the README", len(blocks))
+	}
+	for i, y := range blocks {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "saucer.yaml")
+		os.WriteFile(file, []byte(y), 0o644)
+		if out, code := saucer(t, "config", "-c", file, "-C", dir); code != 0 {
+			t.Errorf("README yaml block %d: saucer config exit %d\n%s", i+1, code, out)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(file, []byte(blocks[0]), 0o644)
+	out, code := saucer(t, "run", "-c", file, "--model", "scripted:../../examples/demo.yaml", "-C", dir, "--no-record",
+		"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes", "hello.txt")); code != 0 || string(b) != "Hello from Saucer\n" {
+		t.Errorf("the demo under the README's config: exit %d, hello.txt %q\n%s", code, b, out)
+	}
+}
+
+// What config and run refuse alike: a prompts folder or a files root that
+// is not there.
+func TestConfigRefusesWhatRunRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for name, y := range map[string]string{
+		"prompts": "prompts: ./no-such-prompts\n",
+		"roots":   "tools: {files: {roots: [./no-such-root]}}\n",
+	} {
+		file := filepath.Join(dir, name+".yaml")
+		os.WriteFile(file, []byte(y), 0o644)
+		cfgOut, cfgCode := saucer(t, "config", "-c", file, "-C", dir)
+		runOut, runCode := saucer(t, "run", "-c", file, "--model", "scripted:../../examples/demo.yaml", "-C", dir, "--no-record", "x")
+		if cfgCode == 0 || runCode == 0 || !strings.Contains(cfgOut, "saucer run would refuse this config") {
+			t.Errorf("%s: config exit %d, run exit %d\n%s\n%s", name, cfgCode, runCode, cfgOut, runOut)
+		}
+		docOut, docCode := saucer(t, "doctor", "--skip-provider", "-c", file, "-C", dir)
+		if docCode == 0 || !strings.Contains(docOut, "FAIL config") {
+			t.Errorf("%s: doctor exit %d\n%s", name, docCode, docOut)
+		}
+	}
+}
+
+// splitArgs splits a shell command line into words, with single and double
+// quotes (enough for the README's commands).
+func splitArgs(line string) []string {
+	var out []string
+	var cur strings.Builder
+	var quote rune
+	in := false
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// TestReadmeCommands: every saucer command line in the README names a
+// command and flags that exist (those that need a key or a live peer are
+// checked this far; the no-key demo and the demo suite also run in CI).
+func TestReadmeCommands(t *testing.T) {
+	n := 0
+	for _, block := range readmeBlocks(t, "sh") {
+		for _, line := range strings.Split(block, "\n") {
+			line = strings.TrimSpace(strings.SplitN(line, " #", 2)[0])
+			var args []string
+			switch {
+			case strings.HasPrefix(line, "saucer "):
+				args = splitArgs(strings.TrimPrefix(line, "saucer "))
+			case strings.HasPrefix(line, "go run ./cmd/saucer "):
+				args = splitArgs(strings.TrimPrefix(line, "go run ./cmd/saucer "))
+			default:
+				continue
+			}
+			n++
+			root := newRoot()
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == root {
+				t.Errorf("README: %q: no such command (%v)", line, err)
+				continue
+			}
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Errorf("README: %q: %v", line, err)
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("found only %d saucer command lines in the README", n)
+	}
+}
