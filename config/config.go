@@ -314,14 +314,18 @@ func (c *Config) YAML() ([]byte, error) {
 		if v.APIKey != "" {
 			v.APIKey = "[redacted]"
 		}
-		if len(v.Headers) > 0 {
-			hs := make(map[string]string, len(v.Headers))
-			for h := range v.Headers {
-				hs[h] = "[redacted]"
-			}
-			v.Headers = hs
-		}
+		v.Headers = redactMap(v.Headers, true)
+		v.BaseURL = redactURL(v.BaseURL)
 		cp.Providers[k] = v
+	}
+	// MCP servers' headers (Authorization, ...) and secret environment
+	// values are credentials too.
+	cp.MCP.Servers = make(map[string]MCPServer, len(c.MCP.Servers))
+	for k, s := range c.MCP.Servers {
+		s.Headers = redactMap(s.Headers, true)
+		s.Env = redactMap(s.Env, false)
+		s.URL = redactURL(s.URL)
+		cp.MCP.Servers[k] = s
 	}
 	return yaml.Marshal(&cp)
 }

@@ -39,22 +39,23 @@ func (c *Config) Secrets(getenv func(string) string, environ func() []string) []
 	}
 	var out []string
 	for _, p := range c.Providers {
-		out = append(out, p.APIKey)
-		for _, v := range p.Headers {
-			out = append(out, v)
-		}
+		out = append(out, p.APIKey, URLPassword(p.BaseURL))
+		out = append(out, secretsOfMap(p.Headers, true)...)
+	}
+	for _, s := range c.MCP.Servers {
+		out = append(out, URLPassword(s.URL))
+		out = append(out, secretsOfMap(s.Headers, true)...)
+		out = append(out, secretsOfMap(s.Env, false)...)
 	}
 	for _, name := range secretEnv {
 		out = append(out, getenv(name))
 	}
+	env := map[string]string{}
 	for _, kv := range environ() {
 		name, val, _ := strings.Cut(kv, "=")
-		for _, suffix := range []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
-			if strings.HasSuffix(strings.ToUpper(name), suffix) {
-				out = append(out, val)
-			}
-		}
+		env[name] = val
 	}
+	out = append(out, secretsOfMap(env, false)...)
 	for _, r := range c.Record.Redact {
 		if name, ok := strings.CutPrefix(r, "$"); ok {
 			out = append(out, getenv(name))

@@ -16,13 +16,17 @@ const Redacted = "[REDACTED]"
 // redacting a two-letter "secret" would shred the whole recording.
 const MinSecretLength = 6
 
-// DefaultPatterns match the shapes of common API keys and bearer tokens.
-// None of them can match a quote or a backslash, so redacting them inside
-// a JSON line keeps it valid.
+// DefaultPatterns match the shapes of common API keys and bearer tokens,
+// URL passwords and secret assignments (AWS_SECRET_ACCESS_KEY=...). None of
+// them can match a quote or a backslash, so redacting them inside a JSON
+// line keeps it valid. A pattern with a group named "secret" has only that
+// group replaced, so that the name beside it stays readable.
 func DefaultPatterns() []string {
 	return []string{
 		`sk-[A-Za-z0-9_\-]{16,}`,              // OpenAI, Anthropic (sk-ant-...)
-		`AKIA[0-9A-Z]{16}`,                    // AWS access key ids
+		`(?:AKIA|ASIA)[0-9A-Z]{16}`,           // AWS access key ids (long-term, temporary)
+		`[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@"'\\]+:(?P<secret>[^\s/@"'\\]+)@`, // URL passwords (postgres://u:PASSWORD@h)
+		`(?i)(?:secret|password|passwd|token|api_?key|access_key)[A-Za-z_]*=(?P<secret>[^\s"'\\&;]{6,})`, // NAME_SECRET=value
 		`gh[pousr]_[A-Za-z0-9]{30,}`,          // GitHub tokens
 		`xox[abposr]-[A-Za-z0-9\-]{10,}`,      // Slack tokens
 		`AIza[0-9A-Za-z_\-]{35}`,              // Google API keys
@@ -91,9 +95,30 @@ func (r *Redactor) String(s string) string {
 		s = r.replacer.Replace(s)
 	}
 	for _, re := range r.patterns {
-		s = re.ReplaceAllLiteralString(s, Redacted)
+		s = replace(re, s)
 	}
 	return s
+}
+
+// replace redacts re's matches in s: the "secret" group where re has one,
+// else the whole match.
+func replace(re *regexp.Regexp, s string) string {
+	g := re.SubexpIndex("secret")
+	if g < 0 {
+		return re.ReplaceAllLiteralString(s, Redacted)
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		if m[2*g] < 0 {
+			continue
+		}
+		b.WriteString(s[last:m[2*g]])
+		b.WriteString(Redacted)
+		last = m[2*g+1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // Bytes redacts b, returning b itself when nothing matched.
@@ -110,7 +135,7 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	}
 	for _, re := range r.patterns {
 		if re.Match(out) {
-			out = re.ReplaceAllLiteral(out, []byte(Redacted))
+			out = []byte(replace(re, string(out)))
 		}
 	}
 	return out

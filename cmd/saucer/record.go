@@ -31,6 +31,20 @@ func redactorFor(cfg *config.Config) (*trajectory.Redactor, error) {
 	return trajectory.NewRedactor(cfg.Secrets(nil, nil), append(trajectory.DefaultPatterns(), cfg.Record.RedactPatterns...))
 }
 
+// redacting writes what it is given with secrets removed. The printer
+// writes whole lines, so a secret is never split between two writes.
+type redacting struct {
+	w io.Writer
+	r *trajectory.Redactor
+}
+
+func (r redacting) Write(b []byte) (int, error) {
+	if _, err := r.w.Write(r.r.Bytes(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 // startRecording opens runs/<id>/ for a run, or returns nil when the run is
 // not recorded.
 func startRecording(cfg *config.Config, dev *client.Client, f *runFlags, task, workdir string) (*record.Recorder, error) {

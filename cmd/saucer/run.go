@@ -72,7 +72,13 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	}
 	defer dev.Close()
 
-	out := cmd.OutOrStdout()
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return fmt.Errorf("redact: %w (check record.redact and record.redact_patterns)", err)
+	}
+	// What the console shows (tool output, thoughts, answers) is redacted
+	// like the recording.
+	out := redacting{cmd.OutOrStdout(), red}
 	p := &printer{w: out}
 	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
 	if !f.quiet {
