@@ -23,9 +23,9 @@ const MinSecretLength = 6
 // group replaced, so that the name beside it stays readable.
 func DefaultPatterns() []string {
 	return []string{
-		`sk-[A-Za-z0-9_\-]{16,}`,              // OpenAI, Anthropic (sk-ant-...)
-		`(?:AKIA|ASIA)[0-9A-Z]{16}`,           // AWS access key ids (long-term, temporary)
-		`[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@"'\\]+:(?P<secret>[^\s/@"'\\]+)@`, // URL passwords (postgres://u:PASSWORD@h)
+		`sk-[A-Za-z0-9_\-]{16,}`,    // OpenAI, Anthropic (sk-ant-...)
+		`(?:AKIA|ASIA)[0-9A-Z]{16}`, // AWS access key ids (long-term, temporary)
+		`[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@"'\\]+:(?P<secret>[^\s/@"'\\]+)@`,                             // URL passwords (postgres://u:PASSWORD@h)
 		`(?i)(?:secret|password|passwd|token|api_?key|access_key)[A-Za-z_]*=(?P<secret>[^\s"'\\&;]{6,})`, // NAME_SECRET=value
 		`gh[pousr]_[A-Za-z0-9]{30,}`,          // GitHub tokens
 		`xox[abposr]-[A-Za-z0-9\-]{10,}`,      // Slack tokens
