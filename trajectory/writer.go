@@ -46,6 +46,10 @@ type Writer struct {
 	store     store
 	now       func() time.Time
 	closed    bool
+	// good is the size of the file up to its last whole line; failed is
+	// the write error that stopped the writer.
+	good   int64
+	failed error
 	// recent are the last model calls' full requests, which later
 	// requests are written as continuations of.
 	recent []recentCall
@@ -101,6 +105,9 @@ func (w *Writer) Write(e Event) error {
 	if w.closed {
 		return errors.New("trajectory: write after close")
 	}
+	if w.failed != nil {
+		return w.failed
+	}
 	if e.Type == "" {
 		return errors.New("trajectory: event without a type")
 	}
@@ -139,8 +146,14 @@ func (w *Writer) Write(e Event) error {
 	w.buf.Write(line)
 	w.buf.WriteByte('\n')
 	if err := w.buf.Flush(); err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", filepath.Join(w.dir, EventsFile), err)
+		// Cut the part of the line that made it to the disk, so that what
+		// was written stays a readable trajectory; write nothing more.
+		w.buf.Reset(w.f)
+		w.f.Truncate(w.good)
+		w.failed = fmt.Errorf("trajectory: write %s: %w (the recording keeps its first %d events)", filepath.Join(w.dir, EventsFile), err, w.seq-1)
+		return w.failed
 	}
+	w.good += int64(len(line) + 1)
 	return nil
 }
 

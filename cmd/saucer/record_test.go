@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +145,34 @@ func TestReplayLiveModel(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "(live), recorded device") || !strings.Contains(out, "[app:shell#1 step 1] CONTINUE") ||
 		!strings.Contains(out, "notes holds hello.txt") || strings.Contains(out, "not in the recording") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// A run whose recording cannot be written (here: a file size limit, as a
+// full disk would do) stops with exit status 3, and what was recorded
+// reads back as a trajectory.
+func TestRecordingFailureStopsTheRun(t *testing.T) {
+	bin := saucerBinary(t)
+	dir, runs := t.TempDir(), t.TempDir()
+	// bash: ignore SIGXFSZ, so that a write past the limit fails with EFBIG
+	// instead of killing the process; 16 KiB is reached within the demo.
+	script := `trap '' XFSZ; ulimit -f 16; exec "$0" "$@"`
+	cmd := exec.Command("bash", "-c", script, bin, "run", "--model", "scripted:../../examples/demo.yaml", "-C", dir, "--runs", runs,
+		"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "the recording in") {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	entries, _ := os.ReadDir(runs)
+	if len(entries) != 1 {
+		t.Fatalf("runs: %v", entries)
+	}
+	tr, err := trajectory.Read(filepath.Join(runs, entries[0].Name()))
+	if err != nil {
+		t.Fatalf("what was recorded does not read back: %v", err)
+	}
+	if len(tr.Events) < 2 || tr.Events[0].Type != trajectory.TypeSessionStart {
+		t.Errorf("recorded %d events", len(tr.Events))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		Short: "Run a task in plain language on this machine",
 		Long: "Run a task: the host agent splits it into subtasks, app agents do them with the device's tools " +
 			"(the shell and files MCP servers in local mode). Prints a line per step; exits 0 when the task " +
-			"finished, 1 when it failed, 2 on bad usage or configuration, 130 when interrupted.",
+			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 130 when interrupted.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd, g, f, strings.Join(args, " "))
@@ -65,6 +66,8 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 
 	dev, err := local.DeviceFor(ctx, cfg, f.workdir, f.app)
 	if err != nil {
@@ -88,8 +91,15 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	if err != nil {
 		return err
 	}
+	var recordErr atomic.Pointer[error]
 	if rec != nil {
 		opts.Observers = append(opts.Observers, rec.Observe)
+		// A run that cannot be recorded stops (between commands), rather
+		// than go on with nothing to show for it.
+		rec.OnError = func(err error) {
+			recordErr.Store(&err)
+			abort(fmt.Errorf("the recording could not be written: %w", err))
+		}
 	}
 	sess, err := session.New(cfg, opts)
 	if err != nil {
@@ -106,6 +116,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		p.outcome(o)
 	}
 	switch {
+	case recordErr.Load() != nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "saucer: the run stopped: the recording in %s could not be written: %v\n", rec.Dir(), *recordErr.Load())
+		return exitError{3}
 	case o.Cancelled:
 		return exitError{130}
 	case !o.OK():

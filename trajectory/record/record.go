@@ -29,6 +29,10 @@ type Recorder struct {
 	mu    sync.Mutex
 	calls int
 	err   error
+	// OnError, when set before the session starts, is told of the first
+	// write that fails (a full disk, say), once: a run stops then rather
+	// than go on unrecorded.
+	OnError func(error)
 }
 
 // Start creates the trajectory directory dir and writes session_start. An
@@ -70,10 +74,14 @@ func (r *Recorder) Write(e trajectory.Event) error {
 	err := r.w.Write(e)
 	if err != nil {
 		r.mu.Lock()
-		if r.err == nil {
+		first := r.err == nil
+		if first {
 			r.err = err
 		}
 		r.mu.Unlock()
+		if first && r.OnError != nil {
+			r.OnError(err)
+		}
 	}
 	return err
 }
