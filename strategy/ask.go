@@ -43,6 +43,12 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 			reason = "Your reply was empty."
 		case err != nil:
 			return err
+		case llm.Unfinished(resp) != "":
+			// Never act on a reply that did not end: it may hold half a
+			// command. The model is told why and asked again.
+			pc.Response = resp
+			reason = llm.Unfinished(resp)
+			resp = nil
 		default:
 			pc.Response = resp
 			dec, perr := decide(pc, resp.Message)
@@ -67,6 +73,7 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 		if resp != nil && pc.Mode == ModeJSON {
 			next = append(next, llm.Assistant(resp.Message.Content))
 		}
+		// A cut reply (resp nil here) is not repeated back to the model.
 		next = append(next, llm.User(reason+" "+reaskHint(pc)))
 		req = &llm.Request{Messages: next, Tools: req.Tools, JSON: req.JSON}
 	}
@@ -99,7 +106,7 @@ func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response
 		pc.Attempts++
 		if err == nil {
 			pc.Usage = pc.Usage.Add(resp.Usage)
-			if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 {
+			if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 && llm.Unfinished(resp) == "" {
 				return resp, llm.ErrEmptyReply
 			}
 			return resp, nil

@@ -411,8 +411,11 @@ func TestAnthropicEmptyReply(t *testing.T) {
 	if _, err := m.Complete(context.Background(), firstTurn()); !errors.Is(err, llm.ErrEmptyReply) {
 		t.Errorf("no content blocks: err = %v, want ErrEmptyReply", err)
 	}
-	m = serveMessages(t, &messagesAPI{reply: `{"type":"message","role":"assistant","content":[{"type":"text","text":""}],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":0}}`})
-	if _, err := m.Complete(context.Background(), firstTurn()); !errors.Is(err, llm.ErrEmptyReply) {
-		t.Errorf("empty text block: err = %v, want ErrEmptyReply", err)
+	// Cut at max_tokens before any text: not an empty reply but a cut
+	// one, with its tokens, for the agent to ask again about.
+	m = serveMessages(t, &messagesAPI{reply: `{"type":"message","role":"assistant","content":[{"type":"text","text":""}],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":7}}`})
+	resp, err := m.Complete(context.Background(), firstTurn())
+	if err != nil || resp.FinishReason != llm.FinishLength || llm.Unfinished(resp) == "" || resp.Usage.CompletionTokens != 7 {
+		t.Errorf("cut at max_tokens: %+v, %v", resp, err)
 	}
 }

@@ -95,7 +95,7 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, stream func(cont
 		return nil, m.mapError(ctx, err, meta)
 	}
 	resp := m.response(cr)
-	if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 {
+	if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 && llm.Unfinished(resp) == "" {
 		return nil, &llm.Error{Kind: llm.KindEmptyReply, Provider: m.provider,
 			Message: fmt.Sprintf("no text and no tool calls (stop reason %q)", resp.FinishReason)}
 	}
@@ -297,7 +297,9 @@ func finishReason(r string) string {
 	case "end_turn", "stop_sequence", "STOP":
 		return "stop"
 	case "max_tokens", "MAX_TOKENS":
-		return "length"
+		return llm.FinishLength
+	case "refusal", "SAFETY":
+		return llm.FinishContentFilter
 	case "tool_use":
 		return "tool_calls"
 	}

@@ -224,7 +224,7 @@ func TestGenericResponse(t *testing.T) {
 }
 
 func TestFinishReasons(t *testing.T) {
-	for in, want := range map[string]string{"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls", "STOP": "stop", "MAX_TOKENS": "length", "stop": "stop", "length": "length", "refusal": "refusal"} {
+	for in, want := range map[string]string{"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls", "STOP": "stop", "MAX_TOKENS": "length", "stop": "stop", "length": "length", "refusal": "content_filter", "SAFETY": "content_filter"} {
 		rec := &recordingModel{reply: &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "x", StopReason: in}}}}
 		resp, err := langchain.New(rec, "x").Complete(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}})
 		if err != nil {

@@ -151,7 +151,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 			Arguments: tc.Function.Arguments,
 		})
 	}
-	if out.Message.Content == "" && len(out.Message.ToolCalls) == 0 {
+	if out.Message.Content == "" && len(out.Message.ToolCalls) == 0 && llm.Unfinished(out) == "" {
 		return nil, m.emptyReply(fmt.Sprintf("no text and no tool calls (finish reason %q)", out.FinishReason))
 	}
 	return out, nil
@@ -185,7 +185,12 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.C
 		acc.add(chunk, onChunk)
 	}
 	out := acc.response()
-	if out.Message.Content == "" && len(out.Message.ToolCalls) == 0 {
+	if out.FinishReason == "" {
+		// The stream ended without the provider saying the reply was done:
+		// it was cut off in transit, and is not a reply to act on.
+		out.FinishReason = llm.FinishIncomplete
+	}
+	if out.Message.Content == "" && len(out.Message.ToolCalls) == 0 && llm.Unfinished(out) == "" {
 		return nil, m.emptyReply(fmt.Sprintf("no text and no tool calls in the stream (finish reason %q)", out.FinishReason))
 	}
 	return out, nil

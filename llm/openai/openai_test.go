@@ -546,7 +546,7 @@ func TestCanceledIsNotAProviderError(t *testing.T) {
 func TestEmptyReply(t *testing.T) {
 	bodies := map[string]string{
 		"empty content": `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`,
-		"null content":  `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":"length"}]}`,
+		"null content":  `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null},"finish_reason":"stop"}]}`,
 		"no choices":    `{"model":"m","choices":[]}`,
 	}
 	for name, body := range bodies {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -287,5 +288,25 @@ func TestStreamNoUsageChunk(t *testing.T) {
 	want := &llm.Response{Message: llm.Assistant("Hello"), FinishReason: "stop", Model: "qwen2.5"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// A stream that ends before the provider says the reply is done (the
+// connection closed mid-arguments, no finish_reason) is marked incomplete:
+// not a reply to act on.
+func TestStreamCutOff(t *testing.T) {
+	body := "data: " + `{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"execute_command","arguments":"{\"command\":\"rm -rf ke"}}]}}]}` + "\n\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body) // and the connection closes
+	}))
+	defer srv.Close()
+	m := newModel(t, openai.Config{BaseURL: srv.URL, Model: "m"})
+	resp, err := m.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.FinishReason != llm.FinishIncomplete || llm.Unfinished(resp) == "" {
+		t.Errorf("finish %q: a cut-off stream was taken as a complete reply", resp.FinishReason)
 	}
 }

@@ -1,0 +1,36 @@
+package llm
+
+import "fmt"
+
+// Finish reasons, as providers are normalised to report them.
+const (
+	FinishStop          = "stop"
+	FinishToolCalls     = "tool_calls"
+	FinishLength        = "length"         // the output token limit cut the reply (OpenAI length, Anthropic max_tokens)
+	FinishContentFilter = "content_filter" // the provider's filter stopped the reply
+	// FinishIncomplete marks a streamed reply whose stream ended before
+	// the provider said it was done: cut off in transit.
+	FinishIncomplete = "incomplete"
+)
+
+// Unfinished says why a reply must not be acted on, or "" when it ended
+// normally: a reply cut at the token limit, stopped by a content filter or
+// cut off in transit may hold half a command (`rm -rf keep` for
+// `rm -rf keep/tmp`), so nothing of it runs. The text is what the model is
+// told when it is asked again.
+func Unfinished(r *Response) string {
+	if r == nil {
+		return ""
+	}
+	switch r.FinishReason {
+	case FinishLength:
+		return fmt.Sprintf("Your last reply was cut off at the output token limit (finish reason %q) before it was complete, so none of it was run.", r.FinishReason) +
+			" Reply again, shorter: fewer or smaller tool calls, less text."
+	case FinishContentFilter:
+		return fmt.Sprintf("The provider's content filter stopped your last reply (finish reason %q), so none of it was run.", r.FinishReason) +
+			" Reply again without that content, or fail the task if it cannot be done without it."
+	case FinishIncomplete:
+		return "The connection ended before your last reply was complete, so none of it was run. Reply again."
+	}
+	return ""
+}
