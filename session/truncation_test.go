@@ -106,12 +106,16 @@ func TestTruncatedRepliesNeverAct(t *testing.T) {
 		stream     bool
 	}{
 		{"openai length", "cut off at the output token limit",
-			func(url string) (llm.Model, error) { return openai.New(openai.Config{BaseURL: url, Model: "gpt-4o", APIKey: "k"}) },
+			func(url string) (llm.Model, error) {
+				return openai.New(openai.Config{BaseURL: url, Model: "gpt-4o", APIKey: "k"})
+			},
 			[]string{oaiCall("a", "assign_subtask", assign, "tool_calls", 100), oaiCall("b", "execute_command", `{"command":"rm -rf keep`, "length", 100),
 				oaiCall("c", "execute_command", `{"command":"rm -rf keep/tmp"}`, "tool_calls", 100), oaiCall("d", "finish_task", finishApp, "tool_calls", 100),
 				oaiCall("e", "finish_task", finishHost, "tool_calls", 100)}, false},
 		{"openai content filter", "content filter stopped your last reply",
-			func(url string) (llm.Model, error) { return openai.New(openai.Config{BaseURL: url, Model: "gpt-4o", APIKey: "k"}) },
+			func(url string) (llm.Model, error) {
+				return openai.New(openai.Config{BaseURL: url, Model: "gpt-4o", APIKey: "k"})
+			},
 			[]string{oaiCall("a", "assign_subtask", assign, "tool_calls", 100), oaiCall("b", "execute_command", `{"command":"rm -rf keep"}`, "content_filter", 100),
 				oaiCall("c", "execute_command", `{"command":"rm -rf keep/tmp"}`, "tool_calls", 100), oaiCall("d", "finish_task", finishApp, "tool_calls", 100),
 				oaiCall("e", "finish_task", finishHost, "tool_calls", 100)}, false},
