@@ -291,18 +291,18 @@ func funcs() template.FuncMap {
 	}
 }
 
-// compactJSON writes v as one line of JSON. A json.RawMessage is compacted
-// as it is; HTML characters are not escaped, since prompts are not HTML.
+// compactJSON writes v as one line of JSON. A json.RawMessage is written
+// canonically (keys sorted, see CanonicalJSON); HTML characters are not
+// escaped, since prompts are not HTML.
 func compactJSON(v any) (string, error) {
 	if raw, ok := asRaw(v); ok {
 		if len(raw) == 0 {
 			return "null", nil
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return "", fmt.Errorf("json: %w", err)
+		if !json.Valid(raw) {
+			return "", fmt.Errorf("json: invalid JSON %.60q", raw)
 		}
-		return buf.String(), nil
+		return string(CanonicalJSON(raw)), nil
 	}
 	return encode(v, "")
 }
@@ -314,7 +314,7 @@ func prettyJSON(v any) (string, error) {
 			return "null", nil
 		}
 		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		if err := json.Indent(&buf, CanonicalJSON(raw), "", "  "); err != nil {
 			return "", fmt.Errorf("pretty: %w", err)
 		}
 		return buf.String(), nil

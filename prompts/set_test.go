@@ -330,7 +330,7 @@ func TestToolsPartialMarksToolKinds(t *testing.T) {
 	for _, w := range []string{
 		"### run_command (destructive)\nRun a shell command",
 		"### which (read-only)\n",
-		`Input schema: {"type":"object","properties":{"command":{"type":"string","description":"The command line to run."}`,
+		`Input schema: {"additionalProperties":false,"properties":{"command":{"description":"The command line to run.","type":"string"}`,
 		"### bare\nInput schema: {}",
 	} {
 		if !strings.Contains(got, w) {

@@ -32,7 +32,11 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 	}
 	req := &llm.Request{Messages: msgs, JSON: pc.Mode == ModeJSON}
 	if pc.Mode == ModeTools {
-		req.Tools = NativeTools(pc)
+		// The tools stay the same while the discovered list does.
+		if pc.native == nil || len(pc.Tools) != pc.nativeOf {
+			pc.native, pc.nativeOf = NativeTools(pc), len(pc.Tools)
+		}
+		req.Tools = pc.native
 	}
 	for attempt := 0; ; attempt++ {
 		pc.Messages = req.Messages
@@ -387,7 +391,7 @@ func NativeTools(pc *Context) []llm.Tool {
 		return out
 	}
 	for _, t := range pc.Tools {
-		params := t.InputSchema
+		params := prompts.CanonicalJSON(t.InputSchema)
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}

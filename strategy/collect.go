@@ -161,7 +161,9 @@ func ResultText(r command.Result, max int) string {
 			if json.Unmarshal(r.Result, &s) == nil {
 				b.WriteString(s)
 			} else {
-				b.Write(r.Result)
+				// Canonical, so that a replay (keys sorted by the
+				// recording) shows the model the same bytes.
+				b.Write(prompts.CanonicalJSON(r.Result))
 			}
 		}
 	default:

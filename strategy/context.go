@@ -120,6 +120,9 @@ type Context struct {
 	values map[any]any
 	intro  []llm.Message
 	turns  map[stepKey][]llm.Message
+	// native are the tools offered in tools mode, for nativeOf tools.
+	native   []llm.Tool
+	nativeOf int
 }
 
 // Limits bound an agent's work.

@@ -176,3 +176,49 @@ func TestRecordingFailureStopsTheRun(t *testing.T) {
 		t.Errorf("recorded %d events", len(tr.Events))
 	}
 }
+
+// Recordings replay in either mode: in json mode (tool schemas in the
+// prompt) and with a tool result big enough to be stored as an artifact
+// (its keys sorted by the recording), the replayed requests are the
+// recorded bytes.
+func TestRecordThenReplayEveryMode(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 400) // 6.4 KB: an artifact
+	for mode, reply := range map[string]string{
+		"json": `
+replies:
+  - json: {status: ASSIGN, actions: [{function: assign_subtask, arguments: {app: files, subtask: "read big.txt"}}]}
+  - json: {status: CONTINUE, actions: [{function: read_file, arguments: {path: big.txt}}]}
+  - expect: "0123456789abcdef"
+    json: {status: FINISH, result: "read it"}
+  - json: {status: FINISH, result: "big.txt read"}
+`,
+		"tools": `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: files, subtask: "read big.txt"}}]
+  - tool_calls: [{name: read_file, arguments: {path: big.txt}}]
+  - expect: "0123456789abcdef"
+    tool_calls: [{name: finish_task, arguments: {result: "read it"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "big.txt read"}}]
+`,
+	} {
+		t.Run(mode, func(t *testing.T) {
+			dir, runs := t.TempDir(), t.TempDir()
+			os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big), 0o644)
+			script := filepath.Join(t.TempDir(), "s.yaml")
+			os.WriteFile(script, []byte(reply), 0o644)
+			out, code := saucer(t, "run", "--mode", mode, "--model", "scripted:"+script, "-C", dir, "--runs", runs, "read big.txt")
+			if code != 0 {
+				t.Fatalf("run: exit %d\n%s", code, out)
+			}
+			run := onlyRun(t, runs)
+			arts, _ := os.ReadDir(filepath.Join(run, "artifacts"))
+			if len(arts) == 0 {
+				t.Fatal("no artifact: the big result was not stored apart")
+			}
+			out, code = saucer(t, "replay", run)
+			if code != 0 || !strings.Contains(out, "identical to the recording: 4 model calls") {
+				t.Errorf("replay: exit %d\n%s", code, out)
+			}
+		})
+	}
+}
