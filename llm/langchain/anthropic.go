@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/internal/httpmeta"
 	"github.com/tmc/langchaingo/llms/anthropic"
 )
@@ -26,9 +27,10 @@ type Config struct {
 	Model string
 	// Headers are added to every request (for gateways and proxies).
 	Headers map[string]string
-	// HTTPClient sends the requests; nil means a client without its own
-	// timeout, so the caller's context alone bounds each call.
+	// HTTPClient sends the requests; nil means one that enforces Timeouts.
 	HTTPClient *http.Client
+	// Timeouts bound each request; zero fields take httpmeta's defaults.
+	Timeouts llm.Timeouts
 }
 
 // NewAnthropic returns a Model for Anthropic's Messages API, built on
@@ -50,7 +52,7 @@ func NewAnthropic(cfg Config) (*Model, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = httpmeta.Client(cfg.Timeouts)
 	}
 	headers := make(http.Header, len(cfg.Headers))
 	for k, v := range cfg.Headers {
@@ -68,6 +70,7 @@ func NewAnthropic(cfg Config) (*Model, error) {
 	m := New(inner, "anthropic")
 	m.modelName = cfg.Model
 	m.apiKey = cfg.APIKey
+	m.timeouts = cfg.Timeouts
 	m.onePartPerAssistantTurn = true
 	return m, nil
 }

@@ -45,6 +45,9 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 		urlErr *url.Error
 	)
 	switch {
+	case errors.As(err, &netErr) && netErr.Timeout() && ctx.Err() == nil:
+		t := httpmeta.TimeoutError(m.provider, m.timeouts, err)
+		out.Kind, out.Message = t.Kind, t.Message
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		out.Kind = llm.KindTimeout
 	case errors.Is(err, anthropic.ErrEmptyResponse):

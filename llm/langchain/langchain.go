@@ -38,6 +38,8 @@ type Model struct {
 	onePartPerAssistantTurn bool
 	// apiKey, when known, is scrubbed from error text.
 	apiKey string
+	// timeouts, when the HTTP client is ours, name the bounds in errors.
+	timeouts llm.Timeouts
 }
 
 var _ llm.Model = (*Model)(nil)

@@ -49,6 +49,8 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 		}
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return fmt.Errorf("%s: request canceled: %w", m.provider, err)
+	case errors.As(err, &netErr) && netErr.Timeout() && ctx.Err() == nil:
+		return httpmeta.TimeoutError(m.provider, m.timeouts, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		out.Kind = llm.KindTimeout
 		out.Message = "no complete reply before the deadline"

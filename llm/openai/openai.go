@@ -47,9 +47,11 @@ type Config struct {
 	Organization string
 	// Headers are added to every request (for gateways and proxies).
 	Headers map[string]string
-	// HTTPClient sends the requests; nil means a client without its own
-	// timeout, so the caller's context alone bounds each call.
+	// HTTPClient sends the requests; nil means one that enforces Timeouts.
 	HTTPClient *http.Client
+	// Timeouts bound each request (connect, first byte, idle gap, total);
+	// zero fields take httpmeta's defaults, which suit slow local models.
+	Timeouts llm.Timeouts
 	// ProviderName names the provider in errors ("openai", "azure",
 	// "ollama", ...); empty means "openai", or "azure" when Azure is set.
 	ProviderName string
@@ -61,6 +63,7 @@ type Model struct {
 	model    string
 	provider string
 	apiKey   string // kept only to scrub it out of error text
+	timeouts llm.Timeouts
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -102,7 +105,7 @@ func New(cfg Config) (*Model, error) {
 
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = httpmeta.Client(cfg.Timeouts)
 	}
 	headers := make(http.Header, len(cfg.Headers))
 	for k, v := range cfg.Headers {
@@ -115,6 +118,7 @@ func New(cfg Config) (*Model, error) {
 		model:    cfg.Model,
 		provider: provider,
 		apiKey:   cfg.APIKey,
+		timeouts: cfg.Timeouts,
 	}, nil
 }
 

@@ -28,6 +28,9 @@ type Settings struct {
 	APIVersion   string            `yaml:"api_version,omitempty" json:"api_version,omitempty"`
 	Organization string            `yaml:"organization,omitempty" json:"organization,omitempty"`
 	Headers      map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Timeouts bound each request to this provider (connect, first_byte,
+	// idle, total); zero fields take llm.DefaultTimeouts.
+	Timeouts llm.Timeouts `yaml:"timeouts,omitempty" json:"timeouts,omitzero"`
 }
 
 // Defaults for the providers that have a well-known endpoint.
@@ -175,7 +178,7 @@ func openOpenAI(name, model string, s Settings, env func(string) string) (llm.Mo
 	if base == "" {
 		base = DefaultOpenAIBaseURL
 	}
-	return asModel(openai.New(openai.Config{
+	return asModel(openai.New(openai.Config{Timeouts: s.Timeouts,
 		APIKey:       key,
 		BaseURL:      base,
 		Model:        model,
@@ -194,7 +197,7 @@ func openAzure(name, model string, s Settings, env func(string) string) (llm.Mod
 	if endpoint == "" {
 		return nil, missing(name, "endpoint", "AZURE_OPENAI_ENDPOINT", "base_url")
 	}
-	return asModel(openai.New(openai.Config{
+	return asModel(openai.New(openai.Config{Timeouts: s.Timeouts,
 		APIKey:       key,
 		BaseURL:      endpoint,
 		Model:        model, // the deployment name
@@ -214,7 +217,7 @@ func openOllama(name, model string, s Settings, env func(string) string) (llm.Mo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (set OLLAMA_HOST or providers.%s.base_url, e.g. %s)", name, err, name, DefaultOllamaHost)
 	}
-	return asModel(openai.New(openai.Config{
+	return asModel(openai.New(openai.Config{Timeouts: s.Timeouts,
 		APIKey:       s.APIKey, // none unless a proxy in front wants one
 		BaseURL:      base,
 		Model:        model,
@@ -250,7 +253,7 @@ func openAnthropic(name, model string, s Settings, env func(string) string) (llm
 	if key == "" {
 		return nil, missing(name, "API key", "ANTHROPIC_API_KEY", "api_key")
 	}
-	return asModel(langchain.NewAnthropic(langchain.Config{
+	return asModel(langchain.NewAnthropic(langchain.Config{Timeouts: s.Timeouts,
 		APIKey:  key,
 		BaseURL: pick(s.BaseURL, env, "ANTHROPIC_BASE_URL"),
 		Model:   model,
@@ -270,7 +273,7 @@ func openCompatible(name, model string, s Settings, env func(string) string) (ll
 		return nil, fmt.Errorf("%s: no base URL: set OPENAI_BASE_URL (or %s_BASE_URL, or providers.%s.base_url in the config) to the server's OpenAI-compatible API, e.g. %s",
 			name, prefix, name, exampleBaseURL[name])
 	}
-	return asModel(openai.New(openai.Config{
+	return asModel(openai.New(openai.Config{Timeouts: s.Timeouts,
 		APIKey:       pick(s.APIKey, env, prefix+"_API_KEY", "OPENAI_API_KEY"),
 		BaseURL:      base,
 		Model:        model,
