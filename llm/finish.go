@@ -34,3 +34,21 @@ func Unfinished(r *Response) string {
 	}
 	return ""
 }
+
+// FixCallIDs gives every tool call an id, and each its own, in place: some
+// servers send none, or the same for two calls, and a tool's result must
+// find its call. Assigned ids are stable: call_1, call_2, ... by position.
+func FixCallIDs(calls []ToolCall) {
+	seen := map[string]bool{}
+	for i := range calls {
+		id := calls[i].ID
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("call_%d", i+1)
+			for seen[id] {
+				id += "_"
+			}
+			calls[i].ID = id
+		}
+		seen[id] = true
+	}
+}

@@ -111,7 +111,7 @@ func New(cfg Config) (*Model, error) {
 	for k, v := range cfg.Headers {
 		headers.Set(k, v)
 	}
-	cc.HTTPClient = &httpmeta.Doer{Client: hc, Headers: headers}
+	cc.HTTPClient = &httpmeta.Doer{Client: hc, Headers: headers, Fix: fixDialects}
 
 	return &Model{
 		client:   goopenai.NewClientWithConfig(cc),
@@ -155,6 +155,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 			Arguments: tc.Function.Arguments,
 		})
 	}
+	llm.FixCallIDs(out.Message.ToolCalls)
 	if out.Message.Content == "" && len(out.Message.ToolCalls) == 0 && llm.Unfinished(out) == "" {
 		return nil, m.emptyReply(fmt.Sprintf("no text and no tool calls (finish reason %q)", out.FinishReason))
 	}
@@ -189,6 +190,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.C
 		acc.add(chunk, onChunk)
 	}
 	out := acc.response()
+	llm.FixCallIDs(out.Message.ToolCalls)
 	if out.FinishReason == "" {
 		// The stream ended without the provider saying the reply was done:
 		// it was cut off in transit, and is not a reply to act on.

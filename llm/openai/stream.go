@@ -93,8 +93,13 @@ func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 	}
 	// The name comes whole in the first fragment; a server that repeats it
 	// in later ones must not double it.
-	if call.Name == "" {
-		call.Name = tc.Function.Name
+	switch name := tc.Function.Name; {
+	case call.Name == "":
+		call.Name = name
+	case name != "" && name != call.Name && call.Arguments == "" && tc.ID == "":
+		// A name split across fragments ("execute_", "command"), before
+		// any argument came: it continues.
+		call.Name += name
 	}
 	call.Arguments += tc.Function.Arguments
 }
@@ -108,6 +113,9 @@ func startsNewCall(cur llm.ToolCall, tc goopenai.ToolCall) bool {
 	// Without ids to compare, a name marks a first fragment: another tool's
 	// name, or the same name once cur's arguments are a complete JSON value.
 	name := tc.Function.Name
+	if tc.ID == "" && cur.Arguments == "" && name != cur.Name {
+		return false // the rest of a name split across fragments
+	}
 	return name != "" && cur.Name != "" && (name != cur.Name || json.Valid([]byte(cur.Arguments)))
 }
 

@@ -310,3 +310,32 @@ func TestStreamCutOff(t *testing.T) {
 		t.Errorf("finish %q: a cut-off stream was taken as a complete reply", resp.FinishReason)
 	}
 }
+
+// A tool name split across stream fragments is one call with the whole
+// name, not two calls.
+func TestStreamSplitName(t *testing.T) {
+	chunk := func(delta string, finish string) string {
+		f := "null"
+		if finish != "" {
+			f = `"` + finish + `"`
+		}
+		return "data: " + `{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}` + "\n\n"
+	}
+	body := chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"execute_","arguments":""}}]}`, "") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"command"}}]}`, "") +
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":\"ls\"}"}}]}`, "") +
+		chunk(`{}`, "tool_calls") + "data: [DONE]\n\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	m := newModel(t, openai.Config{BaseURL: srv.URL, Model: "m"})
+	resp, err := m.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Message.ToolCalls; len(c) != 1 || c[0].Name != "execute_command" || c[0].Arguments != `{"command":"ls"}` {
+		t.Errorf("calls %+v", c)
+	}
+}

@@ -5,8 +5,11 @@
 package httpmeta
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,6 +22,10 @@ import (
 type Doer struct {
 	Client  *http.Client
 	Headers http.Header
+	// Fix, when set, may rewrite a successful JSON body before the SDK
+	// reads it (servers that speak a dialect of the provider's format), or
+	// turn it into a failure status with a message.
+	Fix func(body []byte) (fixed []byte, status int, err error)
 }
 
 // Do sends the request with the configured headers and, on a failed
@@ -28,6 +35,21 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 		req.Header[k] = append([]string(nil), vs...) // a copy per request
 	}
 	resp, err := d.Client.Do(req)
+	if err == nil && d.Fix != nil && resp.StatusCode == http.StatusOK && strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if rerr != nil {
+			return nil, rerr
+		}
+		fixed, status, ferr := d.Fix(body)
+		if ferr != nil {
+			return nil, ferr
+		}
+		if status != 0 {
+			resp.StatusCode, resp.Status = status, fmt.Sprintf("%d %s", status, http.StatusText(status))
+		}
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(fixed)), int64(len(fixed))
+	}
 	if err == nil && resp.StatusCode >= 400 {
 		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok {
 			meta.Status = resp.StatusCode
