@@ -80,6 +80,9 @@ const (
 	// EventDispatch reports one batch of commands sent to the dispatcher,
 	// in any phase (discovery and observations included), with its results.
 	EventDispatch EventKind = "dispatch"
+	// EventRetry comes before a wait to retry a failed model call: Err is
+	// the failure, Duration the wait.
+	EventRetry EventKind = "retry"
 )
 
 // Event is what an Observer is told.
@@ -249,6 +252,10 @@ func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *st
 		pc.OnChunk = func(c llm.Chunk) { s.opts.OnChunk(name, c) }
 	}
 	if s.opts.Observer != nil {
+		pc.OnRetry = func(err error, wait time.Duration) {
+			s.emit(Event{Kind: EventRetry, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Round: pc.Round, Step: pc.Step,
+				Err: err, Duration: wait})
+		}
 		pc.Model = observedModel{s: s, pc: pc, next: pc.Model}
 		pc.Dispatcher = observedDispatcher{s: s, pc: pc, next: pc.Dispatcher}
 	}

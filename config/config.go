@@ -63,6 +63,8 @@ type Agent struct {
 	CommandTimeout     Duration `yaml:"command_timeout"`
 	MaxResultChars     int      `yaml:"max_result_chars"`
 	ConfirmDestructive bool     `yaml:"confirm_destructive"`
+	// MaxRetryAfter caps how long a server may ask a retry to wait.
+	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Approve lists rules for commands that go to the user before they run.
 	Approve []strategy.ApprovalRule `yaml:"approve"`
 	// Context bounds how much of an agent's history each request carries.

@@ -61,6 +61,16 @@ replies:
 	if !r.out.OK() || r.out.Answer != "nothing to do" || r.model.Count() != 2 {
 		t.Fatalf("outcome %s %q after %d calls", r.out.Status, r.out.Answer, r.model.Count())
 	}
+	// The wait was announced before it began.
+	var retries []agent.Event
+	for _, e := range r.events {
+		if e.Kind == agent.EventRetry {
+			retries = append(retries, e)
+		}
+	}
+	if len(retries) != 1 || !errors.Is(retries[0].Err, llm.ErrRateLimit) || retries[0].Duration <= 0 {
+		t.Errorf("retry events: %+v", retries)
+	}
 	// A bad key ends the session in ERROR, with the provider's error.
 	cfg, dir = setup(t, "tools")
 	r = runTask(t, context.Background(), cfg, dir, script(t, "replies:\n  - error: auth\n"), "nothing", session.Options{})

@@ -115,13 +115,13 @@ func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response
 			}
 			return resp, nil
 		}
-		if !llm.Retryable(err) || try >= pc.Limits.MaxRetries {
-			return nil, fmt.Errorf("asking the model: %w", err)
+		policy := llm.RetryPolicy{Base: wait, Max: pc.Limits.MaxRetries, MaxRetryAfter: pc.Limits.MaxRetryAfter}
+		d, stop := policy.Wait(try, err)
+		if stop != nil {
+			return nil, fmt.Errorf("asking the model: %w", stop)
 		}
-		d := wait << try
-		var le *llm.Error
-		if errors.As(err, &le) && le.RetryAfter > d {
-			d = le.RetryAfter
+		if pc.OnRetry != nil {
+			pc.OnRetry(err, d)
 		}
 		t := time.NewTimer(d)
 		select {

@@ -85,6 +85,8 @@ type Context struct {
 	RunSubtask func(ctx context.Context, app, subtask string) memory.Note
 	// OnChunk, when set, streams the model's reply as it arrives.
 	OnChunk func(llm.Chunk)
+	// OnRetry, when set, is told before each wait to retry a model call.
+	OnRetry func(err error, wait time.Duration)
 	Limits  Limits
 	// MaxSteps is the agent's step budget (rounds, for the host agent).
 	MaxSteps int
@@ -137,6 +139,9 @@ type Limits struct {
 	// ConfirmDestructive asks the Confirmer before any command whose tool
 	// is annotated destructive, even when the model did not ask.
 	ConfirmDestructive bool
+	// MaxRetryAfter caps how long a server may ask to wait before a retry
+	// (0: llm.DefaultMaxRetryAfter).
+	MaxRetryAfter time.Duration
 	// Approve names the commands that need the user's approval before they
 	// run, whatever the model said.
 	Approve []ApprovalRule

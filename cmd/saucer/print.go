@@ -33,6 +33,8 @@ func (p *printer) event(e agent.Event) {
 		p.decision(e)
 	case agent.EventStep:
 		p.step(e)
+	case agent.EventRetry:
+		io.WriteString(p.w, retryLine(e))
 	case agent.EventAgentEnd:
 		p.last = e.Agent
 		if e.Note != nil {
@@ -99,6 +101,11 @@ func cachedShare(u llm.Usage) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d%% cached)", 100*u.CachedTokens/u.PromptTokens)
+}
+
+// retryLine tells the user why and how long the run waits.
+func retryLine(e agent.Event) string {
+	return fmt.Sprintf("    %s, retrying in %s (%v)\n", llm.WaitReason(e.Err), e.Duration.Round(time.Second), e.Err)
 }
 
 func resultLine(r command.Result) string {

@@ -1,0 +1,67 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryPolicy is how a failed call is retried: exponential backoff from
+// Base with jitter, at most Max times; a server's Retry-After wins when it
+// is longer, up to MaxRetryAfter, beyond which waiting is pointless for an
+// interactive run and the error stands.
+type RetryPolicy struct {
+	Base          time.Duration
+	Max           int
+	MaxRetryAfter time.Duration
+}
+
+// DefaultMaxRetryAfter caps a server's Retry-After when MaxRetryAfter is 0.
+const DefaultMaxRetryAfter = 2 * time.Minute
+
+// Wait says how long to wait before retry number try (from 0) after err,
+// or why not to retry.
+func (p RetryPolicy) Wait(try int, err error) (time.Duration, error) {
+	if !Retryable(err) {
+		return 0, err
+	}
+	if try >= p.Max {
+		return 0, fmt.Errorf("%w (gave up after %d retries)", err, p.Max)
+	}
+	base := p.Base
+	if base <= 0 {
+		base = time.Second
+	}
+	d := base << min(try, 16)
+	d = d/2 + rand.N(d/2+1) // jitter: many clients do not retry in step
+	var le *Error
+	if errors.As(err, &le) && le.RetryAfter > 0 {
+		limit := p.MaxRetryAfter
+		if limit <= 0 {
+			limit = DefaultMaxRetryAfter
+		}
+		if le.RetryAfter > limit {
+			return 0, fmt.Errorf("%w (the server asks to wait %s before retrying, longer than the %s Saucer waits; try again later)", err, le.RetryAfter.Round(time.Second), limit)
+		}
+		d = max(d, le.RetryAfter)
+	}
+	return d, nil
+}
+
+// WaitReason says, for the user, why a call waits: "rate limited",
+// "the server failed", "timed out".
+func WaitReason(err error) string {
+	var le *Error
+	if errors.As(err, &le) {
+		switch le.Kind {
+		case KindRateLimit:
+			return "rate limited"
+		case KindTimeout:
+			return "timed out"
+		case KindServer:
+			return "the model server failed"
+		}
+	}
+	return "the call failed"
+}
