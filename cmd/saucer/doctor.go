@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
@@ -21,7 +22,7 @@ func init() { commands = append(commands, newDoctorCmd) }
 // says how to fix what is wrong. It exits 1 when something is.
 func newDoctorCmd(g *globalFlags) *cobra.Command {
 	var workdir, app string
-	var skipProvider bool
+	var skipProvider, ping bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the config, the model provider and every configured MCP server",
@@ -50,10 +51,21 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			report(true, "config", fmt.Sprintf("loaded (%s)", configName(g.config)), "")
 			if skipProvider {
 				fmt.Fprintf(out, "skip provider: --skip-provider\n")
-			} else if _, err := session.OpenModel(cfg); err != nil {
+			} else if m, err := session.OpenModel(cfg); err != nil {
 				report(false, "provider", err.Error(), "set the variable or key named above, or pick another --model")
+			} else if !ping {
+				report(true, "provider", cfg.Model+" is configured (no request was sent; --ping sends one)", "")
 			} else {
-				report(true, "provider", cfg.Model+" is configured (no request was sent)", "")
+				// The smallest real request: does the model answer, and how fast?
+				start := time.Now()
+				resp, err := m.Complete(cmd.Context(), &llm.Request{Messages: []llm.Message{llm.User("Reply with the single word: pong")}, MaxTokens: 16})
+				took := time.Since(start).Round(time.Millisecond)
+				if err != nil {
+					report(false, "provider", fmt.Sprintf("%s did not answer (after %s): %v", cfg.Model, took, err), "check the key, the base URL and the model name; see the error above")
+				} else {
+					report(true, "provider", fmt.Sprintf("%s answered in %s (%d+%d tokens): %s", cfg.Model, took,
+						resp.Usage.PromptTokens, resp.Usage.CompletionTokens, oneLine(resp.Message.Content, 40)), "")
+				}
 			}
 			servers, err := local.Servers(cfg, workdir, app)
 			if err != nil {
@@ -91,6 +103,7 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory for the shell, the files root and stdio servers")
 	cmd.Flags().StringVar(&app, "app", "", "check the server set of this app (mcp.apps) instead of mcp.use")
 	cmd.Flags().BoolVar(&skipProvider, "skip-provider", false, "do not check the model provider")
+	cmd.Flags().BoolVar(&ping, "ping", false, "send the model the smallest real request and report its latency or error")
 	return cmd
 }
 
