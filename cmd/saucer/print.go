@@ -21,9 +21,38 @@ type printer struct {
 	// lines came between a decision and its results, the results get a
 	// header of their own.
 	last string
+	// streaming is the agent whose reply text is being streamed, if any.
+	streaming string
+}
+
+// chunk shows a model's reply text as it arrives (saucer run on a
+// terminal). What the step does is decided from the complete reply.
+func (p *printer) chunk(agentName string, c llm.Chunk) {
+	if c.Text == "" {
+		return
+	}
+	if p.streaming != agentName {
+		p.endStream()
+		fmt.Fprintf(p.w, "  %s … ", agentName)
+		p.streaming = agentName
+	}
+	io.WriteString(p.w, strings.ReplaceAll(c.Text, "\n", " "))
+}
+
+// endStream ends a streamed line before anything else is printed.
+func (p *printer) endStream() {
+	if p.streaming != "" {
+		io.WriteString(p.w, "\n")
+		p.streaming = ""
+	}
 }
 
 func (p *printer) event(e agent.Event) {
+	switch e.Kind {
+	case agent.EventModelCall, agent.EventDispatch, agent.EventTransition:
+	default:
+		p.endStream()
+	}
 	switch e.Kind {
 	case agent.EventAgentStart:
 		if e.Subtask != "" {

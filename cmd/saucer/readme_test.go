@@ -136,3 +136,20 @@ func TestReadmeCommands(t *testing.T) {
 		t.Errorf("found only %d saucer command lines in the README", n)
 	}
 }
+
+// --stream shows the model's text as it arrives, before the step's line;
+// without it (stdout not a terminal) nothing is streamed.
+func TestRunStreams(t *testing.T) {
+	args := func(extra ...string) []string {
+		return append(append([]string{"run", "--no-record", "--model", "scripted:../../examples/demo.yaml", "-C", t.TempDir()}, extra...),
+			"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
+	}
+	out, code := saucer(t, args("--stream")...)
+	streamed := "  host … Two parts: write the file with the files app, then list the folder with the shell.\n[host step 1] ASSIGN"
+	if code != 0 || !strings.Contains(out, streamed) {
+		t.Errorf("--stream: exit %d\n%s", code, out)
+	}
+	if out, _ := saucer(t, args()...); strings.Contains(out, "  host … ") {
+		t.Errorf("streamed without a terminal:\n%s", out)
+	}
+}

@@ -26,6 +26,7 @@ type runFlags struct {
 	yes                 bool
 	quiet               bool
 	noRecord            bool
+	stream, noStream    bool
 	runs                string
 }
 
@@ -49,6 +50,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "approve commands the agent asks to confirm, without asking")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	cmd.Flags().BoolVar(&f.noRecord, "no-record", false, "do not record this run's trajectory")
+	cmd.Flags().BoolVar(&f.noStream, "no-stream", false, "do not show the model's text as it arrives (shown by default on a terminal)")
+	cmd.Flags().BoolVar(&f.stream, "stream", false, "show the model's text as it arrives even when stdout is not a terminal")
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory for recorded runs (default: $SAUCER_RUNS, else record.dir from the config: runs)")
 	return cmd
 }
@@ -86,6 +89,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
+		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {
+			opts.OnChunk = p.chunk
+		}
 	}
 	rec, err := startRecording(cfg, dev, f, task, f.workdir)
 	if err != nil {
@@ -174,7 +180,7 @@ func asker(in io.Reader, out io.Writer) agent.Asker {
 	})
 }
 
-func isTerminal(r io.Reader) bool {
+func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false
