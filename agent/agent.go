@@ -130,6 +130,9 @@ type Outcome struct {
 	Subtasks  []memory.Note
 	// Err is the infrastructure failure behind an ERROR status.
 	Err error
+	// Budget, when set, says which budget ended the session and what it
+	// spent (see package session).
+	Budget string
 }
 
 // OK reports whether the session finished its task.

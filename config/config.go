@@ -34,6 +34,10 @@ type Config struct {
 	Models    map[string]Model             `yaml:"models"`
 	Providers map[string]provider.Settings `yaml:"providers"`
 	Agent     Agent                        `yaml:"agent"`
+	Budget    Budget                       `yaml:"budget"`
+	// Prices extend the built-in price table (USD per million tokens), by
+	// model spec or pattern, for the cost that run shows and budgets.
+	Prices map[string]Price `yaml:"prices"`
 	Prompts   string                       `yaml:"prompts"`
 	Tools     Tools                        `yaml:"tools"`
 	// Sections of later features follow, one field each.
@@ -79,6 +83,25 @@ type Agent struct {
 	// AppPipelines give named apps (tool namespaces) a pipeline of their
 	// own: whole, or as edits of the app pipeline above.
 	AppPipelines map[string]AppPipeline `yaml:"app_pipelines"`
+}
+
+// Budget bounds what one run (or one serve task) may spend; zero fields
+// are unbounded. Tokens count every reply's prompt and completion, used or
+// not; cost needs a price for the model (an unknown price never stops a
+// run).
+type Budget struct {
+	ModelCalls int      `yaml:"model_calls"`
+	Tokens     int      `yaml:"tokens"`
+	CostUSD    float64  `yaml:"cost_usd"`
+	Wall       Duration `yaml:"wall"`
+}
+
+// Price is what a model costs, in USD per million tokens; Cached, when
+// set, prices prompt tokens served from the provider's cache.
+type Price struct {
+	Prompt     float64  `yaml:"prompt"`
+	Completion float64  `yaml:"completion"`
+	Cached     *float64 `yaml:"cached,omitempty"`
 }
 
 // AppPipeline is one app's own pipeline.

@@ -455,7 +455,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 }
 
 // setup prepares the trial's device, model, recording and session.
-func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limits, t *trial, trajDir string) (*agent.Session, *collector, error) {
+func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limits, t *trial, trajDir string) (*session.Session, *collector, error) {
 	cfg := *r.opts.Config
 	var model llm.Model
 	var apps map[string]string

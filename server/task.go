@@ -286,6 +286,9 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	default:
 		t.info.Status = StatusFailed
 		t.info.Error = fmt.Sprintf("the task ended in %s", out.Status)
+		if out.Budget != "" {
+			t.info.Error += ": " + out.Budget
+		}
 		if out.Err != nil {
 			t.info.Error += ": " + out.Err.Error()
 		}

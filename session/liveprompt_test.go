@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
@@ -41,6 +42,33 @@ func runDemo(t testing.TB, cfg *config.Config) []llm.Request {
 		t.Fatalf("demo: %s %s", out.Status, out.Answer)
 	}
 	return model.Calls()
+}
+
+type demoRun struct {
+	out *agent.Outcome
+	n   int
+}
+
+func runDemoOutcome(t testing.TB, cfg *config.Config) demoRun { return runDemoOutcomeCost(t, cfg, nil) }
+
+// runDemoOutcomeCost runs the demo and returns how it ended and how many
+// model calls it made.
+func runDemoOutcomeCost(t testing.TB, cfg *config.Config, cost func(string, llm.Usage) (float64, bool)) demoRun {
+	t.Helper()
+	model, err := scripted.Load("../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := local.Device(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Cost: cost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return demoRun{sess.Run(context.Background(), demoTask), model.Count()}
 }
 
 // agentOf tells whose request it is, from its first user turn.

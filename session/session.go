@@ -75,10 +75,13 @@ type Options struct {
 	Asker     agent.Asker
 	// OnChunk, when set, is told of model replies as they stream in.
 	OnChunk func(agent string, c llm.Chunk)
+	// Cost prices a reply's usage for the budget's cost_usd; nil means
+	// costs are unknown (and never stop a session).
+	Cost func(model string, u llm.Usage) (float64, bool)
 }
 
 // New builds a session from cfg and o.
-func New(cfg *config.Config, o Options) (*agent.Session, error) {
+func New(cfg *config.Config, o Options) (*Session, error) {
 	if cfg == nil {
 		return nil, errors.New("session: no config (config.Default() gives the built-in one)")
 	}
@@ -121,7 +124,8 @@ func New(cfg *config.Config, o Options) (*agent.Session, error) {
 			descs[ns.Name] = ns.Description
 		}
 	}
-	return agent.New(agent.Options{
+	b := &budgetTracker{limit: cfg.Budget, model: cfg.Model, cost: o.Cost}
+	s, err := agent.New(agent.Options{
 		Model:        model,
 		Mode:         mode,
 		Dispatcher:   disp,
@@ -138,9 +142,13 @@ func New(cfg *config.Config, o Options) (*agent.Session, error) {
 		Confirmer:       o.Confirmer,
 		Asker:           o.Asker,
 		AppDescriptions: descs,
-		Observer:        Chain(o.Observers...),
+		Observer:        Chain(append(o.Observers[:len(o.Observers):len(o.Observers)], b.observe)...),
 		OnChunk:         o.OnChunk,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Session: s, b: b}, nil
 }
 
 // OpenModel opens the config's model through the provider registry.

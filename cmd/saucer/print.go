@@ -23,6 +23,19 @@ type printer struct {
 	last string
 	// streaming is the agent whose reply text is being streamed, if any.
 	streaming string
+	// cost prices usage, when a price table is known.
+	cost func(llm.Usage) (float64, bool)
+}
+
+// costOf says what usage cost, "cost unknown" without a price.
+func (p *printer) costOf(u llm.Usage) string {
+	if p.cost == nil {
+		return ""
+	}
+	if c, ok := p.cost(u); ok {
+		return fmt.Sprintf(", $%.4f", c)
+	}
+	return ", cost unknown"
 }
 
 // chunk shows a model's reply text as it arrives (saucer run on a
@@ -111,7 +124,7 @@ func (p *printer) step(e agent.Event) {
 	for _, err := range e.Errors {
 		fmt.Fprintf(&b, "    warning: %v\n", err)
 	}
-	fmt.Fprintf(&b, "    tokens %d+%d%s", e.Usage.PromptTokens, e.Usage.CompletionTokens, cachedShare(e.Usage))
+	fmt.Fprintf(&b, "    tokens %d+%d%s%s", e.Usage.PromptTokens, e.Usage.CompletionTokens, cachedShare(e.Usage), p.costOf(e.Usage))
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " in %d model calls", e.Attempts)
 	}
@@ -147,8 +160,11 @@ func resultLine(r command.Result) string {
 }
 
 func (p *printer) outcome(o *agent.Outcome) {
-	fmt.Fprintf(p.w, "%s after %d steps (tokens %d prompt%s, %d completion)\n", o.Status, o.Steps, o.Usage.PromptTokens,
-		cachedShare(o.Usage), o.Usage.CompletionTokens)
+	fmt.Fprintf(p.w, "%s after %d steps (tokens %d prompt%s, %d completion%s)\n", o.Status, o.Steps, o.Usage.PromptTokens,
+		cachedShare(o.Usage), o.Usage.CompletionTokens, p.costOf(o.Usage))
+	if o.Budget != "" {
+		fmt.Fprintf(p.w, "stopped: %s\n", o.Budget)
+	}
 	if o.Answer != "" {
 		fmt.Fprintf(p.w, "%s\n", o.Answer)
 	}

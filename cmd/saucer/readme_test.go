@@ -153,3 +153,15 @@ func TestRunStreams(t *testing.T) {
 		t.Errorf("streamed without a terminal:\n%s", out)
 	}
 }
+
+// A run that reaches its budget exits 4 and says what it spent.
+func TestRunBudgetExit(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("budget: {model_calls: 3}\n"), 0o644)
+	out, code := saucer(t, "run", "-c", file, "--no-record", "--model", "scripted:../../examples/demo.yaml", "-C", dir,
+		"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
+	if code != 4 || !strings.Contains(out, "stopped: the budget of 3 model calls is spent (used 3 model calls") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

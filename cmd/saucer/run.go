@@ -15,6 +15,9 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
@@ -37,7 +40,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		Short: "Run a task in plain language on this machine",
 		Long: "Run a task: the host agent splits it into subtasks, app agents do them with the device's tools " +
 			"(the shell and files MCP servers in local mode). Prints a line per step; exits 0 when the task " +
-			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 130 when interrupted.",
+			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 4 when the budget was reached, 130 when interrupted.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd, g, f, strings.Join(args, " "))
@@ -86,7 +89,10 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	// like the recording.
 	out := redacting{cmd.OutOrStdout(), red}
 	p := &printer{w: out}
-	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
+	prices := pricesFor(cfg)
+	p.cost = func(u llm.Usage) (float64, bool) { return prices.Cost(cfg.Model, u) }
+	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out),
+		Cost: prices.Cost}
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
 		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {
@@ -122,6 +128,8 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		p.outcome(o)
 	}
 	switch {
+	case o.Budget != "":
+		return exitError{4}
 	case recordErr.Load() != nil:
 		fmt.Fprintf(cmd.ErrOrStderr(), "saucer: the run stopped: the recording in %s could not be written: %v\n", rec.Dir(), *recordErr.Load())
 		return exitError{3}
@@ -187,4 +195,13 @@ func isTerminal(r any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// pricesFor is the built-in price table with the config's prices over it.
+func pricesFor(cfg *config.Config) evals.Prices {
+	more := map[string]evals.Price{}
+	for k, v := range cfg.Prices {
+		more[k] = evals.Price{Prompt: v.Prompt, Completion: v.Completion, Cached: v.Cached}
+	}
+	return evals.BuiltinPrices().With(more)
 }
