@@ -37,9 +37,9 @@ type Config struct {
 	Budget    Budget                       `yaml:"budget"`
 	// Prices extend the built-in price table (USD per million tokens), by
 	// model spec or pattern, for the cost that run shows and budgets.
-	Prices map[string]Price `yaml:"prices"`
-	Prompts   string                       `yaml:"prompts"`
-	Tools     Tools                        `yaml:"tools"`
+	Prices  map[string]Price `yaml:"prices"`
+	Prompts string           `yaml:"prompts"`
+	Tools   Tools            `yaml:"tools"`
 	// Sections of later features follow, one field each.
 	MCP    MCP    `yaml:"mcp"`
 	Record Record `yaml:"record"`
