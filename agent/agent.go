@@ -83,6 +83,9 @@ const (
 	// EventRetry comes before a wait to retry a failed model call: Err is
 	// the failure, Duration the wait.
 	EventRetry EventKind = "retry"
+	// EventFallback comes when a model is passed over for its fallback;
+	// Err says which, for which, and why.
+	EventFallback EventKind = "fallback"
 )
 
 // Event is what an Observer is told.

@@ -53,6 +53,9 @@ type ProviderSettings = provider.Settings
 // pattern such as "ollama:*").
 type Model struct {
 	Mode string `yaml:"mode"`
+	// Fallbacks are the models asked, in order, when this one is
+	// unavailable after retries or its context is too small.
+	Fallbacks []string `yaml:"fallbacks"`
 	// ContextTokens is the model's context window; a request's history is
 	// kept to about three quarters of it (agent.context.max_bytes wins).
 	ContextTokens int `yaml:"context_tokens"`
@@ -307,6 +310,12 @@ func (c *Config) modelEntry(model string, want func(Model) bool) (Model, bool) {
 		}
 	}
 	return Model{}, false
+}
+
+// FallbacksFor are the models that stand in for model, in order.
+func (c *Config) FallbacksFor(model string) []string {
+	m, _ := c.modelEntry(model, func(m Model) bool { return len(m.Fallbacks) > 0 })
+	return m.Fallbacks
 }
 
 // ModeFor says how the given model acts: the first matching models entry

@@ -65,3 +65,6 @@ func WaitReason(err error) string {
 	}
 	return "the call failed"
 }
+
+// timeAfter is time.After, a seam for nothing but readability.
+var timeAfter = time.After

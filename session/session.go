@@ -125,6 +125,14 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		}
 	}
 	b := &budgetTracker{limit: cfg.Budget, model: cfg.Model, cost: o.Cost}
+	observe := Chain(o.Observers...)
+	if f, ok := model.(*llm.Fallback); ok && f.OnSwitch == nil && observe != nil {
+		// The switch is shown (saucer run prints it) and the replies name
+		// the model that answered, in the recording too.
+		f.OnSwitch = func(from, to string, err error) {
+			observe(agent.Event{Kind: agent.EventFallback, Err: fmt.Errorf("%s is unavailable, asking %s instead: %w", from, to, err)})
+		}
+	}
 	s, err := agent.New(agent.Options{
 		Model:        model,
 		Mode:         mode,
@@ -151,9 +159,27 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 	return &Session{Session: s, b: b}, nil
 }
 
-// OpenModel opens the config's model through the provider registry.
+// OpenModel opens the config's model through the provider registry, with
+// its fallbacks (models.<model>.fallbacks) behind it when it has some.
 func OpenModel(cfg *config.Config) (llm.Model, error) {
-	return provider.Open(cfg.Model, cfg.Providers, os.Getenv)
+	m, err := provider.Open(cfg.Model, cfg.Providers, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	fallbacks := cfg.FallbacksFor(cfg.Model)
+	if len(fallbacks) == 0 {
+		return m, nil
+	}
+	f := &llm.Fallback{Models: []llm.Named{{Spec: cfg.Model, Model: m}},
+		Retry: llm.RetryPolicy{Base: cfg.Agent.RetryBackoff.D(), Max: 1, MaxRetryAfter: cfg.Agent.MaxRetryAfter.D()}}
+	for _, spec := range fallbacks {
+		fm, err := provider.Open(spec, cfg.Providers, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("models.%s.fallbacks: %w", cfg.Model, err)
+		}
+		f.Models = append(f.Models, llm.Named{Spec: spec, Model: fm})
+	}
+	return f, nil
 }
 
 // Prompts loads the prompt set of a config's prompts setting. The built-in

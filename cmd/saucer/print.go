@@ -77,6 +77,8 @@ func (p *printer) event(e agent.Event) {
 		p.step(e)
 	case agent.EventRetry:
 		io.WriteString(p.w, retryLine(e))
+	case agent.EventFallback:
+		fmt.Fprintf(p.w, "    %v\n", e.Err)
 	case agent.EventAgentEnd:
 		p.last = e.Agent
 		if e.Note != nil {
