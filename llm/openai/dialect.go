@@ -1,9 +1,15 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
 )
+
+// argumentsAsObject finds a tool call's arguments written as an object or
+// an array rather than as JSON text.
+var argumentsAsObject = regexp.MustCompile(`"arguments"\s*:\s*[\[{]`)
 
 // fixDialects reads a chat-completions body the way servers that speak a
 // dialect of OpenAI's format write it, and rewrites it in OpenAI's own:
@@ -16,6 +22,10 @@ import (
 // Missing and repeated tool-call ids are fixed after decoding
 // (llm.FixCallIDs). A body that is not JSON is left to the SDK to report.
 func fixDialects(body []byte) ([]byte, int, error) {
+	// Most bodies need nothing: look before decoding.
+	if !bytes.Contains(body, []byte(`"error"`)) && !argumentsAsObject.Match(body) {
+		return body, 0, nil
+	}
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(body, &doc) != nil {
 		return body, 0, nil
