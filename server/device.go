@@ -106,6 +106,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.logf("websocket upgrade from %s failed: %v", r.RemoteAddr, err)
 		return
 	}
+	// Every way out of here closes the socket: a connection whose read
+	// loop ended (killed peer, over-limit frame) must not keep its fd.
+	defer conn.CloseNow()
 	d := s.register(conn)
 	if d == nil {
 		return

@@ -146,11 +146,8 @@ func New(dev Device, opts Options) (*Client, error) {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws", opts.URL)
 	}
-	if opts.Token != "" {
-		q := u.Query()
-		q.Set("token", opts.Token)
-		u.RawQuery = q.Encode()
-	}
+	// The key goes in the X-API-Key header only: a URL with it in its query
+	// would show it in every log line that names the server.
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultHeartbeat
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -65,8 +66,8 @@ func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cob
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(srv))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/mcp", sameOrigin(server.NewStreamableHTTPServer(srv)))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errs := make(chan error, 1)
 	go func() { errs <- hs.Serve(ln) }()
 	fmt.Fprintf(cmd.ErrOrStderr(), "saucer mcp: serving at http://%s/mcp (Ctrl-C stops)\n", ln.Addr())
@@ -83,4 +84,31 @@ func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cob
 		}
 		return nil
 	}
+}
+
+// sameOrigin refuses requests that a web page of another origin sends (the
+// MCP specification asks servers to check Origin, against DNS rebinding):
+// a request without Origin (not from a browser) or from a loopback origin
+// passes; any other is refused with 403.
+func sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+			http.Error(w, "forbidden: requests from origin "+o+" are refused (only local clients may call this server)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -45,3 +45,29 @@ func TestDoctorPing(t *testing.T) {
 		t.Errorf("--ping, bad key: exit %d\n%s", code, out)
 	}
 }
+
+// saucer mcp --http refuses a request from a foreign web origin, and
+// serves local ones.
+func TestMCPRefusesForeignOrigin(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+	h := sameOrigin(ok)
+	for origin, want := range map[string]int{
+		"":                      200,
+		"http://localhost:3000": 200,
+		"http://127.0.0.1:8931": 200,
+		"http://[::1]:80":       200,
+		"https://evil.example":  403,
+		"http://192.168.1.4":    403,
+		"null":                  403,
+	} {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader("{}"))
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Origin %q: %d, want %d", origin, rec.Code, want)
+		}
+	}
+}

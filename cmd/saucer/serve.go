@@ -107,7 +107,9 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections are dropped: an unauthenticated client
+	// that opens many and sends nothing must not lock devices out.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
 	scheme := "ws"
 	serveErr := make(chan error, 1)
 	if r.TLSCert != "" {
