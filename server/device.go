@@ -328,9 +328,19 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 	case aip.TypeTask:
 		s.taskRequest(d, conn, m)
 	case aip.TypeDeviceInfoRequest:
+		// As UFO: only a constellation asks, and only about the device it
+		// registered for.
+		if d.clientType != aip.ClientConstellation {
+			s.sendError(conn, "device information is answered to constellation clients only", "")
+			return
+		}
 		target := m.TargetID
 		if target == "" {
-			target = d.id
+			target = d.targetID
+		}
+		if target != d.targetID {
+			s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not ask about '%s'", d.targetID, target), "")
+			return
 		}
 		s.mu.Lock()
 		td := s.devices[target]
@@ -356,7 +366,9 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 	case aip.TypeTaskEnd:
 		s.logf("%s acknowledged the end of session %s", d.id, m.SessionID)
 	case aip.TypeError:
+		// As UFO: an error frame is logged and answered with one.
 		s.logf("%s reports an error: %s", d.id, m.Error)
+		s.sendError(conn, "error received: "+m.Error, m.SessionID)
 	}
 }
 

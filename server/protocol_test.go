@@ -111,6 +111,24 @@ func TestRegistration(t *testing.T) {
 	if m := readServer(t, cons2); m.Type != aip.TypeDeviceInfoResponse || m.ResponseID != "req-1" || !strings.Contains(string(m.Result), `"hostname":"h"`) {
 		t.Errorf("device info %v %s", m, m.Result)
 	}
+	// ... and about no other device, nor start tasks on one.
+	other := f.rawConn(t)
+	register(t, other, "other")
+	send(t, cons2, &aip.ClientMessage{Type: aip.TypeDeviceInfoRequest, Status: aip.StatusOK, ClientType: aip.ClientConstellation,
+		ClientID: "task1@dev", TargetID: "other", RequestID: "req-2"})
+	if m := readServer(t, cons2); m.Type != aip.TypeError || !strings.Contains(m.Error, "registered for device 'dev' and may not ask about 'other'") {
+		t.Errorf("device info of another device: %v %q", m, m.Error)
+	}
+	send(t, cons2, &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientConstellation,
+		ClientID: "task1@dev", TargetID: "other", Request: "rm -rf /", TaskName: "t"})
+	if m := readServer(t, cons2); m.Type != aip.TypeError || !strings.Contains(m.Error, "may not start tasks on 'other'") {
+		t.Errorf("a task on another device: %v %q", m, m.Error)
+	}
+	// A device may not ask for device information at all (UFO: constellations only).
+	send(t, other, &aip.ClientMessage{Type: aip.TypeDeviceInfoRequest, Status: aip.StatusOK, ClientID: "other", RequestID: "req-3"})
+	if m := readServer(t, other); m.Type != aip.TypeError || !strings.Contains(m.Error, "constellation clients only") {
+		t.Errorf("a device's device_info_request: %v %q", m, m.Error)
+	}
 }
 
 func expectClosed(t *testing.T, c *aip.Conn) {
@@ -165,11 +183,15 @@ func TestBadFrames(t *testing.T) {
 	if m := readServer(t, c); m.Type != aip.TypeHeartbeat || m.Status != aip.StatusOK {
 		t.Errorf("after bad frames: %v", m)
 	}
-	// UFO's client sends error frames without status: accepted, no reply.
+	// UFO's client sends error frames without status: accepted, and (as
+	// UFO's server does) answered with an error frame of its own.
 	c.SendRaw(context.Background(), []byte(`{"type":"error","client_id":"dev","error":"client trouble"}`))
+	if m := readServer(t, c); m.Type != aip.TypeError || !strings.Contains(m.Error, "error received: client trouble") {
+		t.Errorf("an error frame was answered with %v %q", m, m.Error)
+	}
 	send(t, c, &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: "dev"})
 	if m := readServer(t, c); m.Type != aip.TypeHeartbeat {
-		t.Errorf("an error frame without status was answered with %v %q", m, m.Error)
+		t.Errorf("after an error frame: %v %q", m, m.Error)
 	}
 	// Oversized: the connection is closed with 1009 ...
 	big := `{"type":"heartbeat","status":"ok","error":"` + strings.Repeat("x", 100<<10) + `"}`

@@ -227,6 +227,11 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		if id == "" {
 			id = d.targetID
 		}
+		if id != d.targetID {
+			s.mu.Unlock()
+			s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not start tasks on '%s'", d.targetID, id), m.SessionID)
+			return
+		}
 		target, requester, queuedBy = s.devices[id], d, "constellation:"+d.id
 		if target == nil || target.conn == nil || target.clientType != aip.ClientDevice {
 			s.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/memory"
 )
 
 // Session is a session of agents with its budget: Run stops it, between
@@ -94,6 +95,15 @@ func (b *budgetTracker) observe(e agent.Event) {
 	}
 }
 
+func anyFinished(notes []memory.Note) bool {
+	for _, n := range notes {
+		if n.Status == string(fsm.Finish) {
+			return true
+		}
+	}
+	return false
+}
+
 // Spent is what the session has used so far.
 func (s *Session) Spent() Spent {
 	s.b.mu.Lock()
@@ -125,6 +135,13 @@ func (s *Session) Run(ctx context.Context, request string) *agent.Outcome {
 		defer timer.Stop()
 	}
 	out := s.Session.Run(ctx, request)
+	if out.OK() && len(out.Subtasks) > 0 && !anyFinished(out.Subtasks) {
+		// Whatever the host said, nothing it assigned was done: the task
+		// is not done either.
+		out.Status = fsm.Fail
+		out.Answer = fmt.Sprintf("the host agent finished, but none of its %d subtasks did (the last: %s %s); its answer was: %s",
+			len(out.Subtasks), out.Subtasks[len(out.Subtasks)-1].Status, out.Subtasks[len(out.Subtasks)-1].Result, out.Answer)
+	}
 	var be *BudgetError
 	if errors.As(context.Cause(ctx), &be) {
 		out.Status, out.Cancelled, out.Budget = fsm.Fail, false, be.Error()

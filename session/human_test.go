@@ -224,3 +224,17 @@ replies:
 		}
 	}
 }
+
+// A host agent that "finishes" when every subtask it assigned failed does
+// not end the task as done.
+func TestAllSubtasksFailedIsNotDone(t *testing.T) {
+	out, _, _ := runScript(t, config.Default(), t.TempDir(), `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: files, subtask: "Read missing.txt."}}]
+  - tool_calls: [{name: fail_task, arguments: {reason: "missing.txt does not exist"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "All done!"}}]
+`, &person{})
+	if out.OK() || !strings.Contains(out.Answer, "none of its 1 subtasks did (the last: FAIL missing.txt does not exist)") {
+		t.Errorf("outcome %s %q", out.Status, out.Answer)
+	}
+}
