@@ -33,7 +33,7 @@ func TestExamples(t *testing.T) {
 		"provider": {`registering again: provider: "mycorp" is already registered`, "status: FINISH",
 			"answer: falcon-2 answered (key from MYCORP_KEY: false)."},
 		"go-tool": {"status: FINISH", "answer: There are 5 words."},
-		"middleware": {"status: FINISH", "a.txt still there: true", "app:shell#1 observe         1",
+		"middleware": {"status: FAIL", "answer: a.txt was not deleted: this program's shell may not delete files.", "a.txt still there: true", "app:shell#1 observe         1",
 			"app:shell#1 execute         1", "host remember                2"},
 	} {
 		t.Run(name, func(t *testing.T) {
