@@ -72,6 +72,19 @@ func TestTLS(t *testing.T) {
 		t.Errorf("a client without the CA connected or failed otherwise: %v", err)
 	}
 
+	// The device client without the CA stops at once, saying what to do,
+	// rather than retrying a certificate forever.
+	untrusted, err := remote.New(newFakeDevice(), remote.Options{URL: url, Token: token, ClientID: "untrusting", Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	if err := untrusted.Run(runCtx); err == nil || runCtx.Err() != nil || !strings.Contains(err.Error(), "certificate is not trusted") ||
+		!strings.Contains(err.Error(), "--ca-cert") {
+		t.Errorf("an untrusted certificate: %v", err)
+	}
+
 	dev := newFakeDevice()
 	c := connect(t, url, "secure", dev, func(o *remote.Options) { o.TLS = &tls.Config{RootCAs: roots} })
 	end, err := c.StartTask(context.Background(), "over TLS", "tls")

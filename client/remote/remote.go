@@ -17,6 +17,7 @@ package remote
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,6 +187,10 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		if errors.Is(err, ErrRefused) {
 			return err
+		}
+		if untrusted(err) {
+			// Retrying cannot fix a certificate: say so at once.
+			return fmt.Errorf("remote: the server's certificate is not trusted (%w): give --ca-cert with the CA that signed it, or connect by the name the certificate is for", err)
 		}
 		if err != nil {
 			wait := c.backoff(attempt)
@@ -587,4 +592,13 @@ func (c *Client) StartTask(ctx context.Context, request, taskName string) (*Task
 	case <-ctx.Done():
 		return nil, fmt.Errorf("task %s did not end: %w", session, context.Cause(ctx))
 	}
+}
+
+// untrusted reports a TLS certificate the client does not trust.
+func untrusted(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,7 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA to trust for wss:// (default: the system's)")
 	cmd.Flags().StringVar(&f.request, "request", "", "ask the server to run this task on this device, then exit")
 	cmd.Flags().StringVar(&f.taskName, "task-name", "task", "name of the --request task")
+	cmd.Flags().DurationVar(&f.connectWait, "connect-wait", 30*time.Second, "with --request: give up when the server cannot be reached within this time")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
 	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
 	return cmd
@@ -107,6 +109,18 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	type ended struct {
 		end *remote.TaskEnd
 		err error
+	}
+	// A server that is down is not waited for forever.
+	select {
+	case <-rc.Connected():
+	case err := <-runErr:
+		runErr <- err
+		if err != nil {
+			return err
+		}
+		return exitError{130}
+	case <-time.After(f.connectWait):
+		return fmt.Errorf("client: could not reach the server at %s within %s (--connect-wait); is saucer serve running there?", r.Server, f.connectWait)
 	}
 	res := make(chan ended, 1)
 	go func() { e, err := rc.StartTask(runCtx, f.request, f.taskName); res <- ended{e, err} }()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,5 +70,21 @@ func TestMCPRefusesForeignOrigin(t *testing.T) {
 		if rec.Code != want {
 			t.Errorf("Origin %q: %d, want %d", origin, rec.Code, want)
 		}
+	}
+}
+
+// saucer client --request gives up on a server that is down, after
+// --connect-wait, with a clear message.
+func TestClientRequestGivesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", t.TempDir(),
+		"--request", "anything", "--connect-wait", "300ms")
+	if code != 2 || !strings.Contains(out, "could not reach the server at ws://"+addr+"/ws within 300ms") {
+		t.Errorf("exit %d\n%s", code, out)
 	}
 }

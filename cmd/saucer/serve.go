@@ -26,6 +26,7 @@ type remoteFlags struct {
 	server, id, caCert           string
 	request, taskName, workdir   string
 	app                          string
+	connectWait                  time.Duration
 }
 
 // tokenFrom is the flag's value, else SAUCER_TOKEN.
