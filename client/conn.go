@@ -479,9 +479,6 @@ func (cn *conn) callTool(ctx context.Context, name string, args any, onProgress 
 	if l.proc != nil {
 		select {
 		case <-l.gone:
-			// Its last words may still be in the stderr pipe: read them
-			// (briefly: a child it left may hold the pipe open).
-			waitFor(l.proc.stderrDone, time.Second)
 			return nil, fmt.Errorf("%s exited during the call (%v)%s", cn.describe(), l.proc.exitErr(), l.proc.lastWords())
 		case <-time.After(time.Second):
 		}

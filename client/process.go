@@ -120,6 +120,13 @@ func (p *process) lastWords() string {
 	if p == nil {
 		return ""
 	}
+	// Once it has exited, its last lines may still be in the pipe: let the
+	// reader finish (briefly: a child it left may hold the pipe open).
+	select {
+	case <-p.exited:
+		waitFor(p.stderrDone, time.Second)
+	default:
+	}
 	var b strings.Builder
 	if g := p.stdout.problem(); g != "" {
 		b.WriteString("; " + g)
