@@ -45,6 +45,9 @@ type Options struct {
 	Limits              strategy.Limits
 	Confirmer           strategy.Confirmer
 	Asker               Asker
+	// Device is what is known of the device before discovery (a remote
+	// device's registration); discovery adds to it.
+	Device command.DeviceInfo
 	// AppDescriptions describe apps to the host agent, by namespace.
 	AppDescriptions map[string]string
 	// Observer, when set, is told of every step and transition, and of
@@ -251,7 +254,7 @@ func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *st
 	pc := &strategy.Context{
 		Agent: a, Request: request, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
 		Prompts: s.opts.Prompts, Memory: &memory.Memory{}, Board: s.board, Confirmer: s.opts.Confirmer,
-		Limits: s.opts.Limits, MaxSteps: maxSteps,
+		Limits: s.opts.Limits, MaxSteps: maxSteps, Device: s.opts.Device,
 	}
 	if s.opts.OnChunk != nil {
 		name := a.Name

@@ -16,7 +16,7 @@ import (
 func Sessions(cfg *config.Config, base session.Options) func(SessionSpec) (Runner, error) {
 	return func(spec SessionSpec) (Runner, error) {
 		o := base
-		o.Device, o.Dispatcher, o.Apps = nil, spec.Dispatcher, spec.AppDescriptions
+		o.Device, o.Dispatcher, o.Apps, o.DeviceInfo = nil, spec.Dispatcher, spec.AppDescriptions, spec.Device
 		o.Observers = append(slices.Clip(base.Observers), spec.Observer)
 		if o.Asker == nil && spec.Person != nil {
 			o.Asker = spec.Person

@@ -24,6 +24,7 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
@@ -52,6 +53,9 @@ type Options struct {
 	// Apps describe the device's apps (tool namespaces) to the host agent;
 	// nil takes them from Device.
 	Apps map[string]string
+	// DeviceInfo is what is known of the device before discovery (a remote
+	// device's registration): a device that cannot be asked still has it.
+	DeviceInfo command.DeviceInfo
 
 	// Registry supplies strategies by name; nil means the built-ins.
 	// Pipelines come from the config's agent section (whole pipelines,
@@ -150,6 +154,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		Confirmer:       o.Confirmer,
 		Asker:           o.Asker,
 		AppDescriptions: descs,
+		Device:          o.DeviceInfo,
 		Observer:        Chain(append(o.Observers[:len(o.Observers):len(o.Observers)], b.observe)...),
 		OnChunk:         o.OnChunk,
 	})

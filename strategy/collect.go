@@ -38,12 +38,18 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	if len(results) != len(cmds) {
 		return fmt.Errorf("discover: the dispatcher returned %d results for %d commands", len(results), len(cmds))
 	}
-	if !results[0].OK() {
-		return fmt.Errorf("discover: the device could not list its tools: %s", results[0].Error)
-	}
 	var tools []command.ToolInfo
-	if err := json.Unmarshal(results[0].Result, &tools); err != nil {
-		return fmt.Errorf("discover: the device's tool list is not a list of tool infos: %w", err)
+	if results[0].OK() {
+		if err := json.Unmarshal(results[0].Result, &tools); err != nil {
+			return fmt.Errorf("discover: the device's tool list is not a list of tool infos: %w", err)
+		}
+	} else {
+		// UFO's device client has no get_mcp_tools, only list_tools by
+		// tool type; its device information came with its registration.
+		var err error
+		if tools, err = listTools(ctx, pc, results[0].Error); err != nil {
+			return err
+		}
 	}
 	if tools == nil {
 		tools = []command.ToolInfo{}
@@ -61,6 +67,38 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 		pc.Apps = groupApps(tools, pc.Apps)
 	}
 	return nil
+}
+
+// listTools discovers the way a UFO device client answers: list_tools,
+// once per tool type, each in a round of its own (a UFO client skips the
+// rest of a round after a failure). An app agent keeps its own namespace.
+func listTools(ctx context.Context, pc *Context, why string) ([]command.ToolInfo, error) {
+	tools := []command.ToolInfo{}
+	for _, tt := range []command.ToolType{command.Action, command.DataCollection} {
+		r := pc.Dispatcher.Execute(ctx, []command.Command{{ToolName: command.ListTools, ToolType: command.DataCollection,
+			Parameters: map[string]any{"tool_type": string(tt)}}})
+		if len(r) != 1 || !r[0].OK() {
+			if tt == command.Action {
+				msg := why
+				if len(r) == 1 {
+					msg += "; list_tools: " + r[0].Error
+				}
+				return nil, fmt.Errorf("discover: the device could not list its tools (get_mcp_tools: %s)", msg)
+			}
+			continue // a device with no such tool type
+		}
+		var some []command.ToolInfo
+		if err := json.Unmarshal(r[0].Result, &some); err != nil {
+			return nil, fmt.Errorf("discover: the device's list_tools answer is not a list of tool infos: %w", err)
+		}
+		for _, t := range some {
+			if pc.Agent.Role == fsm.App && t.Namespace != pc.Agent.App {
+				continue
+			}
+			tools = append(tools, t)
+		}
+	}
+	return tools, nil
 }
 
 // groupApps groups tools by namespace, keeping descriptions the agent was
