@@ -46,7 +46,8 @@ type Options struct {
 	Confirmer           strategy.Confirmer
 	Asker               Asker
 	// Device is what is known of the device before discovery (a remote
-	// device's registration); discovery adds to it.
+	// device's registration), for the host agent; its discovery replaces
+	// it when the device answers get_device_info.
 	Device command.DeviceInfo
 	// AppDescriptions describe apps to the host agent, by namespace.
 	AppDescriptions map[string]string
@@ -254,7 +255,14 @@ func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *st
 	pc := &strategy.Context{
 		Agent: a, Request: request, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
 		Prompts: s.opts.Prompts, Memory: &memory.Memory{}, Board: s.board, Confirmer: s.opts.Confirmer,
-		Limits: s.opts.Limits, MaxSteps: maxSteps, Device: s.opts.Device,
+		Limits: s.opts.Limits, MaxSteps: maxSteps,
+	}
+	if a.Role == fsm.Host {
+		// What was known up front stands in for what discovery cannot
+		// ask (UFO's client has no get_device_info); app agents learn the
+		// device as before, so their prompts do not depend on how it
+		// connected.
+		pc.Device = s.opts.Device
 	}
 	if s.opts.OnChunk != nil {
 		name := a.Name

@@ -144,6 +144,9 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	}
 	so := opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, mode, dev, nil, s.Apps
+	if s.Device != nil {
+		so.DeviceInfo = *s.Device // as the recorded session knew it
+	}
 	so.Observers = append(slices.Clip(so.Observers), observer)
 	sess, err := session.New(cfg, so)
 	if err != nil {

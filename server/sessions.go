@@ -1,11 +1,17 @@
 package server
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/trajectory"
+	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // Sessions is the usual Options.NewSession: each task's agents are built
@@ -29,3 +35,47 @@ func Sessions(cfg *config.Config, base session.Options) func(SessionSpec) (Runne
 }
 
 var _ Runner = (*agent.Session)(nil)
+
+// RecordTo wraps a session builder so that every task is recorded in the
+// trajectory format under dir/<task id>/, as saucer run records a local
+// run: saucer replay and saucer eval work on remote sessions too. The
+// directory is named by the task's id, never by anything a client sent.
+func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
+	return func(spec SessionSpec) (Runner, error) {
+		cfgYAML, err := cfg.YAML()
+		if err != nil {
+			return nil, err
+		}
+		device := spec.Device
+		s := trajectory.Session{ID: spec.TaskID, Task: spec.Request, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)),
+			Config: string(cfgYAML), Device: &device, Apps: spec.AppDescriptions}
+		rec, err := record.Start(filepath.Join(dir, filepath.Base(spec.TaskID)), s, opts)
+		if err != nil {
+			return nil, fmt.Errorf("record task %s: %w", spec.TaskID, err)
+		}
+		observe := spec.Observer
+		spec.Observer = func(e agent.Event) {
+			if observe != nil {
+				observe(e)
+			}
+			rec.Observe(e)
+		}
+		r, err := next(spec)
+		if err != nil {
+			rec.Finish(&agent.Outcome{Status: fsm.Error, Answer: err.Error(), Err: err})
+			return nil, err
+		}
+		return recordedRunner{r, rec}, nil
+	}
+}
+
+type recordedRunner struct {
+	Runner
+	rec *record.Recorder
+}
+
+func (r recordedRunner) Run(ctx context.Context, request string) *agent.Outcome {
+	out := r.Runner.Run(ctx, request)
+	r.rec.Finish(out)
+	return out
+}

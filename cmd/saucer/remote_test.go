@@ -38,6 +38,8 @@ func TestServeAndClient(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
+	runs := t.TempDir()
+	t.Setenv("SAUCER_RUNS", runs)
 	ctx, cancel := context.WithCancel(context.Background())
 	serveOut := &syncBuffer{}
 	served := make(chan error, 1)
@@ -75,6 +77,11 @@ func TestServeAndClient(t *testing.T) {
 	}
 	if !strings.Contains(serveOut.String(), "on ws://"+addr+"/ws") {
 		t.Errorf("serve output:\n%s", serveOut.String())
+	}
+	// The remote task was recorded, and replays offline like a local run.
+	rec := onlyRun(t, runs)
+	if out, code := saucer(t, "replay", rec); code != 0 || !strings.Contains(out, "identical to the recording: 7 model calls") {
+		t.Errorf("replay of the remote task: exit %d\n%s", code, out)
 	}
 }
 

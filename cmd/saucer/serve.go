@@ -17,6 +17,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -66,7 +67,16 @@ func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, 
 	if _, err := session.OpenModel(cfg); err != nil {
 		return nil, err // a missing key is better said at start than at the first task
 	}
-	return server.Sessions(cfg, session.Options{Prompts: set}), nil
+	sessions := server.Sessions(cfg, session.Options{Prompts: set, Cost: pricesFor(cfg).Cost})
+	if !cfg.Record.Enabled {
+		return sessions, nil
+	}
+	// Every task is recorded, as a local run is: runs/<task id>/.
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w (check record.redact and record.redact_patterns)", err)
+	}
+	return server.RecordTo(runsDir(cfg, ""), cfg, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold}, sessions), nil
 }
 
 func connOptions(r config.Remote) aip.ConnOptions {
