@@ -35,6 +35,9 @@ type Config struct {
 	Providers map[string]provider.Settings `yaml:"providers"`
 	Agent     Agent                        `yaml:"agent"`
 	Budget    Budget                       `yaml:"budget"`
+	// Telemetry exports traces over OTLP when an endpoint is set; off by
+	// default.
+	Telemetry Telemetry `yaml:"telemetry"`
 	// Prices extend the built-in price table (USD per million tokens), by
 	// model spec or pattern, for the cost that run shows and budgets.
 	Prices  map[string]Price `yaml:"prices"`
@@ -97,6 +100,12 @@ type Budget struct {
 	Tokens     int      `yaml:"tokens"`
 	CostUSD    float64  `yaml:"cost_usd"`
 	Wall       Duration `yaml:"wall"`
+}
+
+// Telemetry says where OpenTelemetry traces go (OTLP over HTTP).
+type Telemetry struct {
+	OTLPEndpoint string            `yaml:"otlp_endpoint"`
+	Headers      map[string]string `yaml:"headers"`
 }
 
 // Price is what a model costs, in USD per million tokens; Cached, when
@@ -354,6 +363,7 @@ func (c *Config) YAML() ([]byte, error) {
 	}
 	// MCP servers' headers (Authorization, ...) and secret environment
 	// values are credentials too.
+	cp.Telemetry.Headers = redactMap(c.Telemetry.Headers, true)
 	cp.MCP.Servers = make(map[string]MCPServer, len(c.MCP.Servers))
 	for k, s := range c.MCP.Servers {
 		s.Headers = redactMap(s.Headers, true)

@@ -42,6 +42,7 @@ func (c *Config) Secrets(getenv func(string) string, environ func() []string) []
 		out = append(out, p.APIKey, URLPassword(p.BaseURL))
 		out = append(out, secretsOfMap(p.Headers, true)...)
 	}
+	out = append(out, secretsOfMap(c.Telemetry.Headers, true)...)
 	for _, s := range c.MCP.Servers {
 		out = append(out, URLPassword(s.URL))
 		out = append(out, secretsOfMap(s.Headers, true)...)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/telemetry"
 )
 
 type runFlags struct {
@@ -113,6 +115,13 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 			abort(fmt.Errorf("the recording could not be written: %w", err))
 		}
 	}
+	var tracer *telemetry.Tracer
+	if ep := cfg.Telemetry.OTLPEndpoint; ep != "" {
+		if tracer, err = telemetry.New(ctx, telemetry.Options{Endpoint: ep, Headers: cfg.Telemetry.Headers, Model: cfg.Model}, task); err != nil {
+			return err
+		}
+		opts.Observers = append(opts.Observers, tracer.Observe)
+	}
 	sess, err := session.New(cfg, opts)
 	if err != nil {
 		return err
@@ -121,6 +130,13 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		fmt.Fprintf(out, "saucer: %s (%s mode) on %s\n", cfg.Model, cfg.ModeFor(cfg.Model), dev.Device().Hostname)
 	}
 	o := sess.Run(ctx, task)
+	if tracer != nil {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := tracer.End(flush, o); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "saucer: warning: traces were not all sent: %v\n", err)
+		}
+		cancel()
+	}
 	finishRecording(rec, o, cmd.ErrOrStderr())
 	if f.quiet {
 		fmt.Fprintln(out, o.Answer)
