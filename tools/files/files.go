@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -131,7 +132,9 @@ func (f *fileTools) readFile(ctx context.Context, in ReadInput) (ReadOutput, err
 	}
 	var out ReadOutput
 	t, err := f.roots.do(in.Path, func(root *os.Root, t target) error {
-		file, err := root.Open(t.rel)
+		// O_NONBLOCK: opening a FIFO must not wait for a writer (it would
+		// wedge the server); what is opened is checked before it is read.
+		file, err := root.OpenFile(t.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return err
 		}
@@ -142,6 +145,9 @@ func (f *fileTools) readFile(ctx context.Context, in ReadInput) (ReadOutput, err
 		}
 		if st.IsDir() {
 			return fmt.Errorf("%s is a directory; use list_dir", t.abs())
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (%s): only regular files are read", t.abs(), st.Mode().Type())
 		}
 		data, err := io.ReadAll(io.LimitReader(io.NewSectionReader(file, in.Offset, max(st.Size()-in.Offset, 0)), int64(limit)))
 		if err != nil {

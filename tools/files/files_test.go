@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -390,5 +391,21 @@ func TestAnnotations(t *testing.T) {
 		if readOnly[name] != ro {
 			t.Errorf("%s readOnlyHint = %v, want %v", name, readOnly[name], ro)
 		}
+	}
+}
+
+// A FIFO (or any file that is not regular) is refused at once, and the
+// server goes on serving.
+func TestReadRefusesFIFO(t *testing.T) {
+	f := newFixture(t, 0)
+	must(t, syscall.Mkfifo(filepath.Join(f.root, "pipe"), 0o644))
+	for range 8 { // each would have wedged the server before
+		if msg := f.call(t, "read_file", map[string]any{"path": "pipe"}, nil); !strings.Contains(msg, "is not a regular file") {
+			t.Fatalf("reading a FIFO: %q", msg)
+		}
+	}
+	var out ReadOutput
+	if msg := f.call(t, "read_file", map[string]any{"path": "a.txt"}, &out); msg != "" || !strings.Contains(out.Content, "alpha") {
+		t.Errorf("after the FIFO: %q %+v", msg, out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,14 +212,16 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		return ExecuteOutput{}, r.refuse(in, why)
 	}
 	timeout := r.opts.Timeout
-	if in.Timeout < 0 {
+	if in.Timeout < 0 || math.IsNaN(in.Timeout) {
 		return ExecuteOutput{}, fmt.Errorf("timeout must be positive, got %v", in.Timeout)
 	}
 	if in.Timeout > 0 {
-		timeout = time.Duration(in.Timeout * float64(time.Second))
-		if timeout > r.opts.MaxTimeout {
+		// Compared in seconds before the conversion: 1e308 seconds does
+		// not fit a Duration and would wrap to a negative one.
+		if in.Timeout > r.opts.MaxTimeout.Seconds() {
 			return ExecuteOutput{}, fmt.Errorf("timeout %gs is over the limit of %s", in.Timeout, r.opts.MaxTimeout)
 		}
+		timeout = time.Duration(in.Timeout * float64(time.Second))
 	}
 	dir := r.opts.Dir
 	if in.Cwd != "" {

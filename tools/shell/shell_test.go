@@ -107,6 +107,7 @@ func TestExecuteCommandRefusals(t *testing.T) {
 		{"empty command", map[string]any{"command": "  "}, "command is empty"},
 		{"missing command", map[string]any{}, `missing required argument "command"`},
 		{"timeout over limit", map[string]any{"command": "true", "timeout": 120}, "over the limit of 1m0s"},
+		{"a timeout too big for a Duration", map[string]any{"command": "true", "timeout": 1e308}, "timeout 1e+308s is over the limit of 1m0s"},
 		{"bad env entry", map[string]any{"command": "true", "env": []any{"NOEQUALS"}}, `"NOEQUALS" is not KEY=VALUE`},
 	}
 	for _, tt := range tests {
