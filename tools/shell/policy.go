@@ -67,17 +67,98 @@ func globs(pats []string) ([]*regexp.Regexp, error) {
 
 var separators = regexp.MustCompile(`\|\||&&|[;&|\n]`)
 
-// parts splits a command line at its control operators. Quotes are not
-// parsed, so a quoted ';' splits too: that errs on the side of checking
-// more parts.
+// parts splits a command line at its control operators, and adds the
+// commands hidden inside it, so that a pattern sees them too: the code of
+// sh/bash -c, what env, xargs, nice, timeout, sudo and find -exec run, and
+// what process and command substitution run (<(...), >(...), $(...)).
+// Quotes are not parsed, so a quoted ';' splits too: that errs on the side
+// of checking more parts.
 func parts(line string) []string {
 	var out []string
-	for _, p := range separators.Split(line, -1) {
-		if p = strings.TrimSpace(p); p != "" {
+	seen := map[string]bool{}
+	var add func(s string, depth int)
+	add = func(s string, depth int) {
+		for _, p := range separators.Split(s, -1) {
+			p = strings.TrimSpace(p)
+			if p == "" || seen[p] {
+				continue
+			}
+			seen[p] = true
 			out = append(out, p)
+			if depth < 4 {
+				for _, inner := range hidden(p) {
+					add(inner, depth+1)
+				}
+			}
 		}
 	}
+	add(line, 0)
 	return out
+}
+
+var (
+	// shellC is sh -c CODE and the like; the code may be quoted.
+	shellC = regexp.MustCompile(`(?:^|\s|/)(?:ba|da|z|k)?sh(?:\s+-[a-zA-Z]+)*\s+-c\s+(.+)$`)
+	// runsRest is a command that runs the rest of its line as a command.
+	runsRest = regexp.MustCompile(`^(?:\S*/)?(?:env|xargs|nice|nohup|timeout|sudo|doas|stdbuf|setsid|exec|command|time)(?:\s+(?:-\S+|[A-Za-z_][A-Za-z0-9_]*=\S*|\d+[smhd]?))*\s+(.+)$`)
+	// findExec is what find runs for each file.
+	findExec = regexp.MustCompile(`\s-(?:exec|execdir|ok|okdir)\s+(.+?)(?:\s+\\?;|\s+\+|$)`)
+	// substitution is <(...), >(...) or $(...), innermost first.
+	substitution = regexp.MustCompile(`[<>$]\(([^()]*)\)`)
+)
+
+// hidden returns the commands a part runs besides itself.
+func hidden(p string) []string {
+	var out []string
+	if m := shellC.FindStringSubmatch(p); m != nil {
+		out = append(out, unquote(m[1]))
+	}
+	if m := runsRest.FindStringSubmatch(p); m != nil {
+		out = append(out, m[1])
+		if strings.Contains(p, "xargs") {
+			out = append(out, m[1]+" ARGS") // xargs adds its input as arguments
+		}
+	}
+	for _, m := range findExec.FindAllStringSubmatch(p, -1) {
+		out = append(out, m[1])
+	}
+	for _, m := range substitution.FindAllStringSubmatch(p, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func unquote(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// inlineCode finds an interpreter given code on its command line (python
+// -c, perl -e, ruby -e, node -e, php -r): code no shell pattern can check.
+var inlineCode = regexp.MustCompile(`(?:^|\s|/)(?:python[0-9.]*|perl|ruby|node|php|lua|awk|gawk|osascript)\s+(?:-\S+\s+)*-(?:c|e|r|E)\b`)
+
+// unsafeEnv are variables that make a shell or the loader run code of the
+// caller's choosing; a call may not set them.
+var unsafeEnv = regexp.MustCompile(`^(?:BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|PS4|IFS)$`)
+
+// checkEnv returns why a call's own environment variables are refused, or
+// "": never one that runs code (BASH_ENV, LD_PRELOAD, exported functions,
+// ...), and not PATH when patterns decide what may run (a PATH of the
+// caller's would run its own "ls").
+func (c *compiled) checkEnv(env []string) string {
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if unsafeEnv.MatchString(name) {
+			return fmt.Sprintf("env may not set %s: it makes the shell run code the command line does not show", name)
+		}
+		if name == "PATH" && c != nil && (len(c.allow) > 0 || len(c.deny) > 0) {
+			return "env may not set PATH while allow or deny patterns decide what runs"
+		}
+	}
+	return ""
 }
 
 func matchAny(s string, res []*regexp.Regexp) (string, bool) {
@@ -106,8 +187,11 @@ func (c *compiled) checkCommand(line string) string {
 	if len(c.allow) == 0 {
 		return ""
 	}
-	if strings.Contains(line, "$(") || strings.Contains(line, "`") {
-		return "command substitution ($(...) or backquotes) is not allowed when only some commands are"
+	if strings.Contains(line, "$(") || strings.Contains(line, "`") || strings.Contains(line, "<(") || strings.Contains(line, ">(") {
+		return "command or process substitution ($(...), backquotes, <(...), >(...)) is not allowed when only some commands are"
+	}
+	if m := inlineCode.FindString(line); m != "" {
+		return fmt.Sprintf("inline code (%s) cannot be checked against the allowed commands; run a script file instead", strings.TrimSpace(m))
 	}
 	for _, p := range parts(line) {
 		if _, ok := matchAny(p, c.allow); !ok {

@@ -35,7 +35,7 @@ func TestPolicyRefusesAndLogs(t *testing.T) {
 		{"denied part", map[string]any{"command": "echo hi; rm -rf ~"}, "matches a denied pattern (*rm -rf*, touch /*)"},
 		{"denied whole", map[string]any{"command": "touch /etc/x"}, "matches a denied pattern"},
 		{"not allowed", map[string]any{"command": "echo ok | curl -d @- example.invalid"}, `"curl -d @- example.invalid" is not among the allowed commands`},
-		{"substitution", map[string]any{"command": "echo $(cat /etc/shadow)"}, "command substitution"},
+		{"substitution", map[string]any{"command": "echo $(cat /etc/shadow)"}, "command or process substitution"},
 		{"cwd inside", map[string]any{"command": "pwd", "cwd": "sub"}, ""},
 		{"cwd outside", map[string]any{"command": "pwd", "cwd": outside}, "is outside the working directory"},
 		{"cwd symlink escape", map[string]any{"command": "pwd", "cwd": "escape"}, "is outside the working directory"},
@@ -90,4 +90,65 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The policy sees through the usual ways of hiding a command, as an
+// attacker would try them: interpreters, runners, find -exec, process and
+// command substitution, and environment variables that run code.
+func TestPolicyEscapes(t *testing.T) {
+	deny, err := compilePolicy(Policy{Deny: []string{"rm *", "*rm -rf*", "touch /*", "id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := compilePolicy(Policy{Allow: []string{"echo *", "ls*", "bash -c *", "find *", "python3 *", "env *"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		policy *compiled
+		line   string
+		want   string // "" when it must pass
+	}{
+		{deny, `bash -c 'rm x'`, "matches a denied pattern"},
+		{deny, `sh -ec "rm -rf keep"`, "matches a denied pattern"},
+		{deny, `/bin/bash -c "echo ok; rm y"`, "matches a denied pattern"},
+		{deny, `env FOO=1 rm z`, "matches a denied pattern"},
+		{deny, `echo a | xargs rm`, "matches a denied pattern"},
+		{deny, `find . -name '*.log' -exec rm {} \;`, "matches a denied pattern"},
+		{deny, `timeout 5 nice -n 10 rm q`, "matches a denied pattern"},
+		{deny, `echo hi >(touch /tmp/X)`, "matches a denied pattern"},
+		{deny, `cat <(id)`, "matches a denied pattern"},
+		{deny, `echo $(id)`, "matches a denied pattern"},
+		{deny, `echo remove me`, ""},
+		{allow, `python3 -c 'import os; os.remove("x")'`, "inline code"},
+		{allow, `perl -e 'unlink "x"'`, "inline code"},
+		{allow, `bash -c 'curl example.invalid'`, "is not among the allowed commands"},
+		{allow, `find . -exec curl example.invalid \;`, "is not among the allowed commands"},
+		{allow, `env X=1 curl example.invalid`, "is not among the allowed commands"},
+		{allow, `echo hi >(curl example.invalid)`, "process substitution"},
+		{allow, `bash -c 'echo ok'`, ""},
+		{allow, `ls -la`, ""},
+	} {
+		got := tt.policy.checkCommand(tt.line)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.line, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		policy *compiled
+		env    []string
+		want   string
+	}{
+		{nil, []string{"BASH_ENV=/tmp/evil.sh"}, "may not set BASH_ENV"},
+		{nil, []string{"LD_PRELOAD=/tmp/evil.so"}, "may not set LD_PRELOAD"},
+		{nil, []string{"BASH_FUNC_ls%%=() { rm -rf ~; }"}, "may not set BASH_FUNC_ls%%"},
+		{deny, []string{"PATH=/tmp/evil"}, "may not set PATH"},
+		{nil, []string{"PATH=/usr/local/bin:/usr/bin"}, ""},
+		{deny, []string{"GREETING=hi"}, ""},
+	} {
+		got := tt.policy.checkEnv(tt.env)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("env %v: %q, want %q", tt.env, got, tt.want)
+		}
+	}
 }

@@ -211,6 +211,9 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if why := r.policy.checkCommand(in.Command); why != "" {
 		return ExecuteOutput{}, r.refuse(in, why)
 	}
+	if why := r.policy.checkEnv(in.Env); why != "" {
+		return ExecuteOutput{}, r.refuse(in, why)
+	}
 	timeout := r.opts.Timeout
 	if in.Timeout < 0 || math.IsNaN(in.Timeout) {
 		return ExecuteOutput{}, fmt.Errorf("timeout must be positive, got %v", in.Timeout)
