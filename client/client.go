@@ -100,6 +100,10 @@ type Server struct {
 	// Options.CallTimeout. ToolTimeouts does the same per tool name.
 	CallTimeout  time.Duration
 	ToolTimeouts map[string]time.Duration
+
+	// Close, when set, is called once the Client is closed: it ends what
+	// an in-process server holds (the shell tool's persistent shell).
+	Close func() error
 }
 
 // Kind says where a server runs: "builtin", "stdio" or "http".
@@ -155,6 +159,9 @@ type Options struct {
 	// with a system tool; a device without a display does not declare
 	// screenshot at all.
 	Screenshot func(ctx context.Context) ([]byte, error)
+	// OnClose runs when the client has closed its servers: what the device
+	// was built on (a sandbox) ends with it.
+	OnClose func() error
 }
 
 func (o Options) withDefaults() Options {
@@ -355,6 +362,16 @@ func (c *Client) Close() error {
 			})
 		}
 		wg.Wait()
+		for _, cn := range c.conns {
+			if cn.srv.Close != nil {
+				if err := cn.srv.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("close %s: %w", cn.srv.Namespace, err))
+				}
+			}
+		}
+		if c.opts.OnClose != nil {
+			errs = append(errs, c.opts.OnClose())
+		}
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr

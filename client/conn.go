@@ -13,6 +13,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/saucerhq/saucer/backoff"
 )
 
 // State is where a server is in its life.
@@ -267,7 +268,10 @@ func (cn *conn) loop(dead bool) {
 		defer t.Stop()
 		ping = t.C
 	}
-	backoff := cn.opts.MinBackoff
+	// Restarts wait by Saucer's one retry policy (package backoff), as
+	// model calls and the device connection do.
+	policy := backoff.Policy{Base: cn.opts.MinBackoff, Cap: cn.opts.MaxBackoff}
+	failures := 0
 	var retry <-chan time.Time
 	var timer *time.Timer
 	defer func() {
@@ -276,8 +280,8 @@ func (cn *conn) loop(dead bool) {
 		}
 	}()
 	schedule := func() {
-		d := backoff
-		backoff = min(backoff*2, cn.opts.MaxBackoff)
+		d := policy.Delay(failures)
+		failures++
 		cn.mu.Lock()
 		cn.nextRetry = time.Now().Add(d)
 		cn.mu.Unlock()
@@ -303,7 +307,7 @@ func (cn *conn) loop(dead bool) {
 			up := time.Since(cn.upSince)
 			cn.mu.Unlock()
 			if up > cn.opts.MaxBackoff {
-				backoff = cn.opts.MinBackoff // it ran well for a while: restart soon
+				failures = 0 // it ran well for a while: restart soon
 			}
 			schedule()
 			cn.fail(l, fmt.Errorf("%s exited (%v)%s", cn.describe(), l.proc.exitErr(), l.proc.lastWords()))

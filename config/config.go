@@ -43,6 +43,9 @@ type Config struct {
 	Prices  map[string]Price `yaml:"prices"`
 	Prompts string           `yaml:"prompts"`
 	Tools   Tools            `yaml:"tools"`
+	// Device is where tools run: local (this machine) or sandbox.
+	Device  string  `yaml:"device"`
+	Sandbox Sandbox `yaml:"sandbox"`
 	// Sections of later features follow, one field each.
 	MCP    MCP    `yaml:"mcp"`
 	Record Record `yaml:"record"`
@@ -151,8 +154,21 @@ func (a Agent) Pipelines() (host, app []strategy.Spec, apps map[string][]strateg
 
 // Tools configures Saucer's own MCP servers.
 type Tools struct {
-	Shell Shell `yaml:"shell"`
-	Files Files `yaml:"files"`
+	Shell   Shell   `yaml:"shell"`
+	Files   Files   `yaml:"files"`
+	Desktop Desktop `yaml:"desktop"`
+}
+
+// Desktop configures the desktop tool (X11 applications through AT-SPI).
+type Desktop struct {
+	Enabled     bool   `yaml:"enabled"`
+	Description string `yaml:"description"`
+	// Display and Bus default to $DISPLAY and $DBUS_SESSION_BUS_ADDRESS.
+	Display string `yaml:"display"`
+	Bus     string `yaml:"bus"`
+	// Fetch is how a window's controls are read: cache or walk.
+	Fetch         string   `yaml:"fetch"`
+	LaunchTimeout Duration `yaml:"launch_timeout"`
 }
 
 // Shell configures the shell tool.
@@ -161,6 +177,9 @@ type Shell struct {
 	Description string   `yaml:"description"`
 	Timeout     Duration `yaml:"timeout"`
 	MaxOutput   int      `yaml:"max_output"`
+	// Persistent runs every command in one long-lived shell, as a
+	// terminal does: cd, variables and su carry over between calls.
+	Persistent bool `yaml:"persistent"`
 }
 
 // Files configures the files tool.
@@ -283,10 +302,14 @@ func (c *Config) Validate() error {
 	if _, _, _, err := a.Pipelines(); err != nil {
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, c.validateDevice()...)
 	for i, r := range a.Approve {
 		if err := r.Validate(); err != nil {
 			errs = append(errs, fmt.Sprintf("agent.approve[%d]: %v", i, err))
 		}
+	}
+	if err := CheckStore(c.Remote.Store); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))

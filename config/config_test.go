@@ -98,3 +98,26 @@ func TestYAMLRedactsSecrets(t *testing.T) {
 		t.Error("redacting changed the config itself")
 	}
 }
+
+// TestStoreSpec: remote.store takes sqlite:PATH, postgres:// URLs or
+// memory; anything else is refused with the forms it takes, and no
+// password is repeated.
+func TestStoreSpec(t *testing.T) {
+	for _, ok := range []string{"", "memory", "sqlite:/tmp/x.db", "postgres://u@h:5432/db", "postgresql://u@h/db"} {
+		if err := config.CheckStore(ok); err != nil {
+			t.Errorf("CheckStore(%q) = %v", ok, err)
+		}
+	}
+	for spec, want := range map[string]string{"sqlite:": "names no file", "mysql://u:hunter2@h/db": "use sqlite:PATH, postgres://"} {
+		err := config.CheckStore(spec)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("CheckStore(%q) = %v, want it to say %q without the password", spec, err, want)
+		}
+	}
+	dir := t.TempDir()
+	file := dir + "/c.yaml"
+	os.WriteFile(file, []byte("remote:\n  store: redis\n"), 0o644)
+	if _, err := config.Load(file, nil); err == nil || !strings.Contains(err.Error(), "remote.store") {
+		t.Errorf("Load with remote.store: redis: %v", err)
+	}
+}

@@ -53,6 +53,9 @@ type MCPServer struct {
 	InitTimeout  Duration            `yaml:"init_timeout"`
 	CallTimeout  Duration            `yaml:"call_timeout"`
 	ToolTimeouts map[string]Duration `yaml:"tool_timeouts"`
+	// Sandbox runs a stdio server inside the sandbox when the device is
+	// one (device: sandbox); other servers run on the host.
+	Sandbox bool `yaml:"sandbox"`
 }
 
 // Policy limits what tools may do on the device.
@@ -76,8 +79,19 @@ type ShellPolicy struct {
 	ScrubEnv []string `yaml:"scrub_env"`
 }
 
+// IsDesktop reports whether the server of that name is a desktop server:
+// the built-in "desktop", or a server of kind desktop (a named desktop
+// application).
+func (m MCP) IsDesktop(name string) bool {
+	def, ok := m.Servers[name]
+	if !ok || def.Kind == "builtin" {
+		return name == "desktop"
+	}
+	return def.Kind == "desktop"
+}
+
 // BuiltinServers are the names of Saucer's own servers.
-var BuiltinServers = []string{"shell", "files"}
+var BuiltinServers = []string{"shell", "files", "desktop"}
 
 var risks = []string{"read", "write", "destructive", "external"}
 
@@ -131,12 +145,14 @@ func (m MCP) Validate() error {
 			if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 				bad("%s: kind http needs an http:// or https:// url, got %q", at, s.URL)
 			}
+		case "desktop":
+			// command and args, when set, name the application to launch.
 		case "builtin":
 			if !slices.Contains(BuiltinServers, name) {
-				bad("%s: kind builtin is only for %s", at, strings.Join(BuiltinServers, " and "))
+				bad("%s: kind builtin is only for %s and %s", at, strings.Join(BuiltinServers[:len(BuiltinServers)-1], ", "), BuiltinServers[len(BuiltinServers)-1])
 			}
 		default:
-			bad("%s: kind %q must be stdio, http or builtin", at, s.Kind)
+			bad("%s: kind %q must be stdio, http, builtin or desktop", at, s.Kind)
 		}
 		if s.ToolType != "" && s.ToolType != "action" && s.ToolType != "data_collection" {
 			bad("%s.tool_type: %q must be action or data_collection", at, s.ToolType)

@@ -1,5 +1,10 @@
 package config
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Remote configures remote mode: `saucer serve` (the agent server) and
 // `saucer client` (a device connected to it over AIP). The API key is not
 // part of the file: give it with --token or SAUCER_TOKEN.
@@ -41,4 +46,28 @@ type Remote struct {
 	MaxTasks          int `yaml:"max_tasks"`
 	MaxTasksPerDevice int `yaml:"max_tasks_per_device"`
 	MaxDevices        int `yaml:"max_devices"`
+	// Store is where `saucer serve` keeps tasks, their journals and the
+	// device registry: "sqlite:PATH", "postgres://..." or "memory"; empty
+	// means sqlite:RUNS/saucer-server.db (RUNS: the record directory).
+	Store string `yaml:"store"`
+}
+
+// CheckStore says what is wrong with a store spec, if anything.
+func CheckStore(spec string) error {
+	switch {
+	case spec == "", spec == "memory":
+		return nil
+	case strings.HasPrefix(spec, "sqlite:"):
+		if strings.TrimPrefix(spec, "sqlite:") == "" {
+			return fmt.Errorf("remote.store %q names no file: write sqlite:PATH", spec)
+		}
+		return nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return nil
+	}
+	shown := spec
+	if i := strings.Index(spec, "@"); i >= 0 {
+		shown = "…" + spec[i:] // no password in the message
+	}
+	return fmt.Errorf("remote.store %q is not a store: use sqlite:PATH, postgres://USER@HOST:PORT/DB or memory", shown)
 }

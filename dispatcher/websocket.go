@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,18 +50,20 @@ type WebSocketOptions struct {
 type State string
 
 // The lifecycle: pending (queued, sent or not), running (the device said it
-// started), then one of completed, failed or cancelled.
+// started), then one of completed, failed, cancelled or expired (its time
+// to start passed while it waited for its device).
 const (
 	StatePending   State = "pending"
 	StateRunning   State = "running"
 	StateCompleted State = "completed"
 	StateFailed    State = "failed"
 	StateCancelled State = "cancelled"
+	StateExpired   State = "expired"
 )
 
 // Terminal reports whether the state is final.
 func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateFailed || s == StateCancelled
+	return s == StateCompleted || s == StateFailed || s == StateCancelled || s == StateExpired
 }
 
 // CommandState is one command's lifecycle record.
@@ -91,6 +94,11 @@ type Round struct {
 	// OnState, when set, is told of every lifecycle change. It must not
 	// block.
 	OnState func(CommandState)
+	// OnFrame, when set, is given each new round's command frame before
+	// it is sent (a durable server records it there, so that after a
+	// restart it can wait for the same round instead of sending its
+	// commands again). An error fails the round's commands unsent.
+	OnFrame func(*aip.ServerMessage) error
 }
 
 // Errors of Deliver.
@@ -139,6 +147,9 @@ type round struct {
 }
 
 var _ Dispatcher = (*WebSocket)(nil)
+
+// expiredPrefix starts the reason of a round whose commands expired.
+const expiredPrefix = "the commands expired"
 
 // remembered bounds the set of answered response ids kept to recognise
 // duplicates.
@@ -204,8 +215,7 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 		ttl = deadline
 	}
 	actions := make([]command.Command, len(cmds))
-	r := &round{info: info, done: make(chan struct{}), fail: make(chan string, 1), states: make([]CommandState, len(cmds))}
-	r.frame = &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, Actions: actions,
+	frame := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, Actions: actions,
 		SessionID: info.SessionID, TaskName: info.TaskName, AgentName: info.AgentName,
 		ResponseID: w.opts.NewID(), Timestamp: aip.Timestamp(now),
 		Lifecycle: &aip.Lifecycle{CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), QueuedBy: info.QueuedBy}}
@@ -214,8 +224,44 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 			c.CallID = w.opts.NewID()
 		}
 		actions[i] = c
-		r.states[i] = CommandState{CallID: c.CallID, ToolName: c.ToolName, Namespace: c.Namespace, ResponseID: r.frame.ResponseID,
-			State: StatePending, CreatedAt: now, ExpiresAt: now.Add(ttl), UpdatedAt: now, QueuedBy: info.QueuedBy}
+	}
+	if info.OnFrame != nil {
+		if err := info.OnFrame(frame); err != nil {
+			out := make([]command.Result, len(actions))
+			for i, c := range actions {
+				out[i] = command.Failed(c.CallID, fmt.Sprintf("%s was not sent: the server could not record it: %v", c.ToolName, err))
+				out[i].Namespace = c.Namespace
+			}
+			return out
+		}
+	}
+	return w.wait(ctx, info, frame, deadline)
+}
+
+// Rejoin waits again for the results of a round sent before, perhaps by
+// an earlier process of the server: frame is the recorded command frame,
+// re-sent as it was (same response_id and call_ids). A device that already
+// ran it answers from its cache or its journal instead of running it
+// again. The results follow Execute's rules.
+func (w *WebSocket) Rejoin(ctx context.Context, info Round, frame *aip.ServerMessage) []command.Result {
+	if len(frame.Actions) == 0 {
+		return []command.Result{}
+	}
+	return w.wait(ctx, info, frame, w.opts.CommandTimeout*time.Duration(len(frame.Actions)))
+}
+
+// wait registers a round for frame, sends it and waits for its results.
+func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessage, deadline time.Duration) []command.Result {
+	now := w.opts.Now()
+	actions := frame.Actions
+	r := &round{info: info, frame: frame, done: make(chan struct{}), fail: make(chan string, 1), states: make([]CommandState, len(actions))}
+	created, expires := now, now.Add(deadline)
+	if lc := frame.Lifecycle; lc != nil {
+		created, expires = lc.CreatedAt, lc.ExpiresAt
+	}
+	for i, c := range actions {
+		r.states[i] = CommandState{CallID: c.CallID, ToolName: c.ToolName, Namespace: c.Namespace, ResponseID: frame.ResponseID,
+			State: StatePending, CreatedAt: created, ExpiresAt: expires, UpdatedAt: now, QueuedBy: info.QueuedBy}
 		w.notify(r, i)
 	}
 
@@ -247,9 +293,13 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 	case <-r.done:
 		return w.finish(r, actions, "")
 	case why := <-r.fail:
-		return w.giveUp(r, actions, StateFailed, why)
+		state := StateFailed
+		if strings.HasPrefix(why, expiredPrefix) {
+			state = StateExpired
+		}
+		return w.giveUp(r, actions, state, why)
 	case <-timer.C:
-		return w.giveUp(r, actions, StateFailed, fmt.Sprintf("no result from the device within the round's deadline (%s for %d command(s))", deadline, len(cmds)))
+		return w.giveUp(r, actions, StateFailed, fmt.Sprintf("no result from the device within the round's deadline (%s for %d command(s))", deadline, len(actions)))
 	case <-ctx.Done():
 	}
 	cause := context.Cause(ctx)
@@ -470,7 +520,7 @@ func (w *WebSocket) Connected(ctx context.Context) {
 	for _, r := range resend {
 		if r.frame.Lifecycle.Expired(w.opts.Now()) {
 			select {
-			case r.fail <- fmt.Sprintf("the commands expired at %s while the device was away", r.frame.Lifecycle.ExpiresAt.Format(time.RFC3339)):
+			case r.fail <- fmt.Sprintf("%s at %s while the device was away", expiredPrefix, r.frame.Lifecycle.ExpiresAt.Format(time.RFC3339)):
 			default:
 			}
 			continue

@@ -15,6 +15,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/shell"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -54,7 +55,12 @@ func (c Call) String() string {
 // checkEnv is what checks may use: the device, the trial's outcome and
 // calls, a way to open judge models, and the trajectory to record into.
 type checkEnv struct {
-	device    dispatcher.Dispatcher
+	device dispatcher.Dispatcher
+	// live is set for a live device: its state checks run in shells of
+	// their own, with the trial's timeout (when set) instead of the
+	// shell's default.
+	live      bool
+	timeout   time.Duration
 	answer    string
 	status    string
 	task      string
@@ -85,7 +91,7 @@ func (env *checkEnv) run(ctx context.Context, i int, c Check) CheckResult {
 	return r
 }
 
-// StateCommand is the command a state check runs.
+// StateCommand is the command a state check with run or tool runs.
 func StateCommand(s *StateCheck, answer string) command.Command {
 	if s.Run != "" {
 		return command.Command{ToolName: "execute_command", Namespace: "shell", ToolType: command.Action,
@@ -94,29 +100,107 @@ func StateCommand(s *StateCheck, answer string) command.Command {
 	return command.Command{ToolName: s.Tool, Namespace: s.Namespace, ToolType: command.DataCollection, Parameters: s.Arguments}
 }
 
-func (env *checkEnv) state(ctx context.Context, s *StateCheck) (bool, string) {
-	cmd := StateCommand(s, env.answer)
+// shellCommand runs a command line on the shell tool: with args ($1, ...),
+// in a shell of its own when fresh, cut at timeout when it is set.
+func shellCommand(line string, args []string, timeout time.Duration, fresh bool) command.Command {
+	p := map[string]any{"command": line}
+	if len(args) > 0 {
+		p["args"] = args
+	}
+	if fresh {
+		p["fresh"] = true
+	}
+	if timeout > 0 {
+		p["timeout"] = min(timeout, shell.DefaultMaxTimeout).Seconds()
+	}
+	return command.Command{ToolName: "execute_command", Namespace: "shell", ToolType: command.Action, Parameters: p}
+}
+
+// scriptCommand runs a script in a shell of its own with arguments, as
+// AgentBench does: bash -c CODE -- ARGS, or python3 -c CODE ARGS (the shell
+// execs python3, so no wrapper shell stays to be seen by ps).
+func scriptCommand(s Script, args []string, timeout time.Duration) command.Command {
+	if s.Language == LangPython {
+		return shellCommand(`exec python3 -c "$@"`, append([]string{s.Code}, args...), timeout, true)
+	}
+	return shellCommand(s.Code, args, timeout, true)
+}
+
+func (env *checkEnv) dispatch(ctx context.Context, cmd command.Command) command.Result {
 	start := time.Now()
 	res := env.device.Execute(ctx, []command.Command{cmd})
 	env.record(trajectory.Event{Type: trajectory.TypeDispatch, Agent: CheckAgent, Phase: "CHECK", Commands: []command.Command{cmd},
 		Results: res, DurationMS: trajectory.MS(time.Since(start))})
-	if len(res) != 1 || !res[0].OK() {
-		msg := "no result"
-		if len(res) == 1 {
-			msg = string(res[0].Status) + ": " + res[0].Error
+	if len(res) != 1 {
+		return command.Result{Status: command.Failure, Error: "no result"}
+	}
+	return res[0]
+}
+
+// pipeline runs AgentBench's check scripts in turn: the arguments start as
+// the answer and grow by each script's output; all must exit 0.
+func (env *checkEnv) pipeline(ctx context.Context, steps []Script) (bool, string) {
+	args := []string{env.answer}
+	for i, st := range steps {
+		res := env.dispatch(ctx, scriptCommand(st, args, env.timeout))
+		if !res.OK() {
+			return false, fmt.Sprintf("script %d of %d could not run: %s", i+1, len(steps), res.Error)
 		}
-		return false, fmt.Sprintf("%s failed: %s", cmd, msg)
+		var out struct {
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+			ExitCode int    `json:"exit_code"`
+		}
+		if err := json.Unmarshal(res.Result, &out); err != nil {
+			return false, fmt.Sprintf("script %d of %d: the shell's result is not readable: %v", i+1, len(steps), err)
+		}
+		if out.ExitCode != 0 {
+			return false, fmt.Sprintf("script %d of %d exited %d with arguments %q; stdout %q, stderr %q", i+1, len(steps), out.ExitCode,
+				cutArgs(args), cutText(strings.TrimSpace(out.Stdout), 200), cutText(strings.TrimSpace(out.Stderr), 300))
+		}
+		args = append(args, out.Stdout)
+	}
+	return true, ""
+}
+
+func cutArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = cutText(a, 100)
+	}
+	return out
+}
+
+func (env *checkEnv) state(ctx context.Context, s *StateCheck) (bool, string) {
+	if len(s.Pipeline) > 0 {
+		return env.pipeline(ctx, s.Pipeline)
+	}
+	cmd := StateCommand(s, env.answer)
+	if env.live && s.Run != "" {
+		// Beside the agent's shell, not in it; as long as the trial may last.
+		cmd = shellCommand(s.Run, nil, env.timeout, true)
+		cmd.Parameters["env"] = map[string]any{"SAUCER_ANSWER": env.answer}
+	}
+	res := []command.Result{env.dispatch(ctx, cmd)}
+	if !res[0].OK() {
+		return false, fmt.Sprintf("%s failed: %s: %s", cmd, res[0].Status, res[0].Error)
 	}
 	text := strategy.ResultText(res[0], 0)
-	exit := -1
+	exit, stderr := -1, ""
 	if s.Run != "" {
 		var out struct {
 			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
 			ExitCode int    `json:"exit_code"`
 		}
 		if err := json.Unmarshal(res[0].Result, &out); err == nil {
-			text, exit = out.Stdout, out.ExitCode
+			text, exit, stderr = out.Stdout, out.ExitCode, out.Stderr
 		}
+	}
+	// A command that failed says why beside what it printed.
+	why := ""
+	if exit > 0 && strings.TrimSpace(stderr) != "" {
+		why = fmt.Sprintf(" (exit %d: %s)", exit, cutText(strings.TrimSpace(stderr), 300))
 	}
 	wantExit := s.ExitCode
 	if wantExit == nil && s.Output == nil && s.Contains == "" && s.Regex == "" {
@@ -128,11 +212,11 @@ func (env *checkEnv) state(ctx context.Context, s *StateCheck) (bool, string) {
 	case wantExit != nil && exit != *wantExit:
 		return false, fmt.Sprintf("exit code %d, want %d; output %q", exit, *wantExit, cutText(got, 300))
 	case s.Output != nil && got != strings.TrimSpace(*s.Output):
-		return false, fmt.Sprintf("output %q, want %q", cutText(got, 300), strings.TrimSpace(*s.Output))
+		return false, fmt.Sprintf("output %q, want %q%s", cutText(got, 300), strings.TrimSpace(*s.Output), why)
 	case s.Contains != "" && !strings.Contains(got, s.Contains):
-		return false, fmt.Sprintf("output %q lacks %q", cutText(got, 300), s.Contains)
+		return false, fmt.Sprintf("output %q lacks %q%s", cutText(got, 300), s.Contains, why)
 	case s.Regex != "" && !regexp.MustCompile(s.Regex).MatchString(got):
-		return false, fmt.Sprintf("output %q does not match /%s/", cutText(got, 300), s.Regex)
+		return false, fmt.Sprintf("output %q does not match /%s/%s", cutText(got, 300), s.Regex, why)
 	}
 	return true, ""
 }

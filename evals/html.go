@@ -119,7 +119,7 @@ func htmlSteps(tr *trajectory.Trajectory) []htmlStep {
 			}
 			if shot := lastImage[e.Agent]; shot != nil {
 				cp := *shot
-				cp.X, cp.Y, cp.HasPoint = clickOf(e.Commands)
+				cp.X, cp.Y, cp.HasPoint = clickOf(e.Commands, e.Results)
 				s.Shot = &cp
 				delete(lastImage, e.Agent)
 			}
@@ -182,8 +182,24 @@ func pngSize(b []byte) (float64, float64) {
 }
 
 // clickOf finds the point a step clicked: the first command with numeric x
-// and y (or coordinates [x, y]) parameters.
-func clickOf(cmds []command.Command) (x, y float64, ok bool) {
+// and y (or coordinates [x, y]) parameters, else the first result that
+// says where it landed ({"point": {"x", "y"}}, as the desktop tools'
+// clicks on a control id do).
+func clickOf(cmds []command.Command, results []command.Result) (x, y float64, ok bool) {
+	defer func() {
+		if ok {
+			return
+		}
+		for _, r := range results {
+			var landed struct {
+				Point *struct{ X, Y float64 } `json:"point"`
+			}
+			if r.OK() && len(r.Result) > 0 && r.Result[0] == '{' && json.Unmarshal(r.Result, &landed) == nil && landed.Point != nil {
+				x, y, ok = landed.Point.X, landed.Point.Y, true
+				return
+			}
+		}
+	}()
 	for _, c := range cmds {
 		p := c.Parameters
 		if xv, ok1 := number(p["x"]); ok1 {

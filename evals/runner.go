@@ -27,6 +27,7 @@ import (
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
 	"github.com/saucerhq/saucer/trajectory/record"
 )
@@ -47,10 +48,19 @@ type Options struct {
 	Trials int
 	// Labels, when set, run only the cases that carry all of them.
 	Labels []string
+	// Shard, when set, runs only its share of the (labelled) cases; Merge
+	// joins the shards' results directories.
+	Shard Shard
+	// Sandbox runs every live case in a fresh sandbox, whatever the suite
+	// says.
+	Sandbox bool
 	// Config is the base configuration (nil: the built-in defaults).
 	Config *config.Config
 	// Redactor removes secrets from the trials' recordings.
 	Redactor *trajectory.Redactor
+	// Trace, when set, traces every trial: a session span per trial,
+	// labelled with its suite, case and number.
+	Trace *telemetry.Exporter
 	// OpenModel opens models by spec; nil opens them with the config's
 	// provider settings. Each trial opens its own (scripted models count
 	// their replies).
@@ -127,6 +137,8 @@ type runFile struct {
 	Fingerprint string    `json:"fingerprint"`
 	Options     runOpts   `json:"options"`
 	Started     time.Time `json:"started"`
+	// Shard is set when the directory holds one shard of a run.
+	Shard *shardInfo `json:"shard,omitempty"`
 }
 
 type runOpts struct {
@@ -259,8 +271,25 @@ type runner struct {
 	recordings map[string]*trajectory.Trajectory
 }
 
-// selected is the suite with only the cases that carry opts.Labels.
+// selected is the suite with only the cases that carry opts.Labels and,
+// of those, the shard's share.
 func (r *runner) selected() *Suite {
+	s := r.labelled()
+	if r.opts.Shard.Count == 0 {
+		return s
+	}
+	cp := *s
+	cp.Cases = nil
+	for k, c := range s.Cases {
+		if r.opts.Shard.Has(k) {
+			cp.Cases = append(cp.Cases, c)
+		}
+	}
+	return &cp
+}
+
+// labelled is the suite with only the cases that carry opts.Labels.
+func (r *runner) labelled() *Suite {
 	if len(r.opts.Labels) == 0 {
 		return r.s
 	}
@@ -305,6 +334,15 @@ func (r *runner) prepare() error {
 	b, _ := json.Marshal(ro)
 	h := sha256.Sum256(append([]byte(r.s.hash+"\n"), b...))
 	fp := hex.EncodeToString(h[:])
+	// The shard is not part of the fingerprint: the shards of one run
+	// share it, and Merge checks that they do.
+	var shard *shardInfo
+	if r.opts.Shard.Count > 0 {
+		shard = &shardInfo{Shard: r.opts.Shard.String(), Cases: []string{}}
+		for _, c := range r.labelled().Cases {
+			shard.Cases = append(shard.Cases, c.ID)
+		}
+	}
 	p := filepath.Join(r.opts.Results, "run.json")
 	if data, err := os.ReadFile(p); err == nil {
 		var prev runFile
@@ -314,12 +352,15 @@ func (r *runner) prepare() error {
 		if prev.Fingerprint != fp {
 			return fmt.Errorf("evals: %s holds results of another suite or other options (the suite file, --model, --trials, --timeout or the config changed); use a new results directory, or delete this one to start over", r.opts.Results)
 		}
+		if (prev.Shard == nil) != (shard == nil) || prev.Shard != nil && prev.Shard.Shard != shard.Shard {
+			return fmt.Errorf("evals: %s holds the results of %s, not of %s; use a results directory per shard", r.opts.Results, prev.Shard, shard)
+		}
 		return nil
 	}
 	if err := os.MkdirAll(r.opts.Results, 0o755); err != nil {
 		return fmt.Errorf("evals: %w", err)
 	}
-	return WriteJSON(p, runFile{Suite: r.s.Name, Fingerprint: fp, Options: ro, Started: time.Now().UTC()})
+	return WriteJSON(p, runFile{Suite: r.s.Name, Fingerprint: fp, Options: ro, Started: time.Now().UTC(), Shard: shard})
 }
 
 func (r *runner) trialDir(id string, trial int) string {
@@ -351,11 +392,16 @@ func (r *runner) recording(dir string) (*trajectory.Trajectory, error) {
 
 // trial is one trial being run.
 type trial struct {
-	res       *TrialResult
-	rec       *record.Recorder
-	device    dispatcher.Dispatcher
+	res    *TrialResult
+	rec    *record.Recorder
+	device dispatcher.Dispatcher
+	// live is set for a live device, whose scripts and checks get the
+	// trial's timeout (0: the shell's own).
+	live      bool
+	timeout   time.Duration
 	divergers []func() []string
 	close     func()
+	trace     *telemetry.Tracer // nil unless Options.Trace
 }
 
 // runTrial runs one trial and saves its result. It returns errInterrupted
@@ -389,6 +435,15 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	}
 	res.PhaseMS["SETUP"] = trajectory.MS(time.Since(start))
 	var out *agent.Outcome
+	defer func() {
+		if t.trace != nil {
+			o := out
+			if o == nil {
+				o = &agent.Outcome{Status: fsm.Error, Answer: res.Detail}
+			}
+			t.trace.End(context.WithoutCancel(ctx), o)
+		}
+	}()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errInterrupted
@@ -425,7 +480,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 		}
 		// Checks run once the agent has stopped, on the same device.
 		checkStart := time.Now()
-		env := &checkEnv{device: t.device, answer: out.Answer, status: string(out.Status), task: c.Task, calls: col.calls,
+		env := &checkEnv{device: t.device, live: t.live, timeout: t.timeout, answer: out.Answer, status: string(out.Status), task: c.Task, calls: col.calls,
 			openJudge: func(s string) (llm.Model, error) { return r.opts.OpenModel(r.s.model(s)) }, judge: r.s.Judge,
 			record: func(e trajectory.Event) { t.rec.Write(e) }}
 		for i, ch := range c.Checks {
@@ -490,6 +545,12 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			})
 		}
 	} else {
+		if r.opts.Sandbox || r.s.sandboxed(c) {
+			cfg.Device = config.DeviceSandbox
+		}
+		if cfg.Device != config.DeviceSandbox && slices.Contains(c.Labels, NeedsRoot) {
+			return nil, nil, fmt.Errorf("case %s is labelled %s: it runs only in a sandbox (sandbox: true in the suite or case, or saucer eval --sandbox), never on this machine", c.ID, NeedsRoot)
+		}
 		dir, err := trialDir(c.ID, n)
 		if err != nil {
 			return nil, nil, err
@@ -503,6 +564,9 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 				return nil, nil, err
 			}
 		}
+		if c.Device.PersistentShell || c.Device.Start != "" {
+			cfg.Tools.Shell.Persistent = true
+		}
 		dev, err := local.Device(ctx, &cfg, dir)
 		if err != nil {
 			os.RemoveAll(dir)
@@ -515,18 +579,21 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		for _, ns := range dev.Namespaces() {
 			apps[ns.Name] = ns.Description
 		}
-		for _, line := range c.Device.Setup {
-			res := local.Execute(ctx, []command.Command{{ToolName: "execute_command", Namespace: "shell", ToolType: command.Action,
-				Parameters: map[string]any{"command": line}}})
-			var out struct {
-				ExitCode int    `json:"exit_code"`
-				Stderr   string `json:"stderr"`
+		t.live, t.timeout = true, lim.Timeout.D()
+		if t.timeout <= 0 {
+			t.timeout = r.opts.Timeout
+		}
+		for i, sc := range c.Device.Setup {
+			res := local.Execute(ctx, []command.Command{scriptCommand(sc, nil, t.timeout)})
+			if err := setupFailed(res[0]); err != "" {
+				return nil, nil, fmt.Errorf("setup script %d (%s) %s", i+1, cutText(oneLine(sc.Code, 80), 80), err)
 			}
-			if !res[0].OK() {
-				return nil, nil, fmt.Errorf("setup command %q failed: %s", line, res[0].Error)
-			}
-			if json.Unmarshal(res[0].Result, &out) == nil && out.ExitCode != 0 {
-				return nil, nil, fmt.Errorf("setup command %q exited %d: %s", line, out.ExitCode, cutText(out.Stderr, 300))
+		}
+		if c.Device.Start != "" {
+			// In the agent's own shell: what it leaves is where the agent begins.
+			cmd := shellCommand(c.Device.Start, nil, t.timeout, false)
+			if res := local.Execute(ctx, []command.Command{cmd}); !res[0].OK() {
+				return nil, nil, fmt.Errorf("start script failed: %s", res[0].Error)
 			}
 		}
 	}
@@ -566,6 +633,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		so.Asker, so.Confirmer = p, p
 	}
 	so.Observers = append(slices.Clip(so.Observers), rec.Observe, col.observe)
+	if r.opts.Trace != nil {
+		t.trace = r.opts.Trace.Start(c.Task, cfg.Model, meta.Labels)
+		so.Observers = append(so.Observers, t.trace.Observe)
+	}
 	sess, err := session.New(&cfg, so)
 	if err != nil {
 		return nil, nil, err
@@ -659,6 +730,21 @@ func classify(res *TrialResult, c Case, out *agent.Outcome, cause error, diverge
 }
 
 func modeOf(s string) strategy.Mode { return strategy.Mode(s) }
+
+// setupFailed says how a setup script failed, or "".
+func setupFailed(res command.Result) string {
+	var out struct {
+		ExitCode int    `json:"exit_code"`
+		Stderr   string `json:"stderr"`
+	}
+	if !res.OK() {
+		return "failed: " + res.Error
+	}
+	if json.Unmarshal(res.Result, &out) == nil && out.ExitCode != 0 {
+		return fmt.Sprintf("exited %d: %s", out.ExitCode, cutText(out.Stderr, 300))
+	}
+	return ""
+}
 
 // WriteJSON writes v as indented JSON, atomically (a temporary file
 // renamed), so an interrupted run never leaves half a file.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/saucerhq/saucer/fsm"
@@ -21,6 +22,10 @@ type StepOptions struct {
 	// Mode is how the model under test acts (tools or json); empty means
 	// the recorded session's mode. The recorded prompts are in that mode.
 	Mode strategy.Mode
+	// Answer is what the final answer must match: the model's finish_task
+	// result at the last step where the recorded agent finished. Nil
+	// means the recorded result, exactly (ignoring surrounding space).
+	Answer *AnswerCheck
 }
 
 // StepScore is the model's prediction at one recorded step.
@@ -36,6 +41,20 @@ type StepScore struct {
 	ExactArgs bool    `json:"exact_args"`
 	Success   bool    `json:"success"`
 	Error     string  `json:"error,omitempty"`
+	// GoldResult is the recorded finish_task result at a step where the
+	// recorded agent finished; Result is the model's, when it finished.
+	GoldResult string `json:"gold_result,omitempty"`
+	Result     string `json:"result,omitempty"`
+}
+
+// AnswerScore is how the model's final answer compares with the gold one.
+type AnswerScore struct {
+	Step      int    `json:"step"`
+	Agent     string `json:"agent"`
+	Gold      string `json:"gold"`
+	Predicted string `json:"predicted"`
+	Pass      bool   `json:"pass"`
+	Detail    string `json:"detail,omitempty"`
 }
 
 // Action is a tool call (or finish_task / fail_task) in step evaluation.
@@ -53,7 +72,10 @@ type StepReport struct {
 	ToolAccuracy    float64 `json:"tool_accuracy"`
 	ArgAccuracy     float64 `json:"arg_accuracy"`
 	StepSuccessRate float64 `json:"step_success_rate"`
-	TaskSuccess     bool    `json:"task_success"`
+	// FinalAnswer scores the answer at the last step where the recorded
+	// agent finished (nil when it never did). TaskSuccess needs it to pass.
+	FinalAnswer *AnswerScore `json:"final_answer,omitempty"`
+	TaskSuccess bool         `json:"task_success"`
 }
 
 // EvaluateSteps scores a model step by step on a gold recording, as
@@ -84,13 +106,16 @@ func EvaluateSteps(ctx context.Context, t *trajectory.Trajectory, model llm.Mode
 				continue
 			}
 			s := StepScore{Agent: e.Agent, Step: e.Step, Gold: goldActions(e.Decision)}
+			if e.Decision.Status == string(fsm.Finish) {
+				s.GoldResult = e.Decision.Result
+			}
 			resp, err := model.Complete(ctx, &call.Request)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, err
 				}
 				s.Error = err.Error()
-			} else if s.Predicted, err = predicted(mode, resp.Message); err != nil {
+			} else if s.Predicted, s.Result, err = predicted(mode, resp.Message); err != nil {
 				s.Error = err.Error()
 			}
 			scoreStep(&s)
@@ -114,7 +139,50 @@ func EvaluateSteps(ctx context.Context, t *trajectory.Trajectory, model llm.Mode
 	}
 	n := float64(len(rep.Steps))
 	rep.ToolAccuracy, rep.ArgAccuracy, rep.StepSuccessRate = rep.ToolAccuracy/n, rep.ArgAccuracy/n, rep.StepSuccessRate/n
+	rep.FinalAnswer = finalAnswer(rep.Steps, opts.Answer)
+	if rep.FinalAnswer != nil && !rep.FinalAnswer.Pass {
+		rep.TaskSuccess = false
+	}
 	return rep, nil
+}
+
+// finalAnswer scores the model's result at the last step where the
+// recorded agent finished.
+func finalAnswer(steps []StepScore, check *AnswerCheck) *AnswerScore {
+	for i := len(steps) - 1; i >= 0; i-- {
+		s := steps[i]
+		if !slices.ContainsFunc(s.Gold, func(a Action) bool { return a.Function == prompts.FinishTool }) {
+			continue
+		}
+		a := &AnswerScore{Step: s.Step, Agent: s.Agent, Gold: s.GoldResult, Predicted: s.Result}
+		if check == nil {
+			check = &AnswerCheck{Exact: &s.GoldResult}
+		} else {
+			a.Gold = check.String()
+		}
+		if !slices.ContainsFunc(s.Predicted, func(a Action) bool { return a.Function == prompts.FinishTool }) {
+			a.Detail = "the model did not finish where the recorded agent did"
+			return a
+		}
+		a.Pass, a.Detail = matchAnswer(check, s.Result)
+		return a
+	}
+	return nil
+}
+
+// String says what the check expects.
+func (a *AnswerCheck) String() string {
+	switch {
+	case a.Exact != nil:
+		return *a.Exact
+	case a.Contains != "":
+		return "contains " + a.Contains
+	case a.Regex != "":
+		return "/" + a.Regex + "/"
+	case a.Number != nil:
+		return fmt.Sprintf("%g ± %g", *a.Number, a.Tolerance)
+	}
+	return ""
 }
 
 func goldActions(d *trajectory.Decision) []Action {
@@ -131,41 +199,52 @@ func goldActions(d *trajectory.Decision) []Action {
 	return out
 }
 
-// predicted reads the actions out of the model's reply, as the agent would.
-func predicted(mode strategy.Mode, msg llm.Message) ([]Action, error) {
+// predicted reads the actions out of the model's reply, as the agent
+// would, and the result it finishes with.
+func predicted(mode strategy.Mode, msg llm.Message) ([]Action, string, error) {
 	var out []Action
 	if mode == strategy.ModeJSON {
 		r, err := prompts.ParseReply(msg.Content, prompts.AppStatuses())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for _, a := range r.Actions {
 			out = append(out, Action{Function: a.Function, Arguments: a.Arguments})
 		}
+		result := ""
 		switch r.Status {
 		case prompts.StatusFinish:
 			out = append(out, Action{Function: prompts.FinishTool})
+			result = r.Result
 		case prompts.StatusFail:
 			out = append(out, Action{Function: prompts.FailTool})
 		}
-		return out, nil
+		return out, result, nil
 	}
 	var end []Action
+	result := ""
 	for _, c := range msg.ToolCalls {
 		if c.Name == prompts.FinishTool || c.Name == prompts.FailTool {
-			end = append(end, Action{Function: c.Name}) // the answer text is free; only the choice is scored
+			// The step scores the choice; the final answer, the result.
+			end = append(end, Action{Function: c.Name})
+			if c.Name == prompts.FinishTool {
+				if args, err := prompts.ParseArguments(c.Arguments); err == nil {
+					result, _ = args["result"].(string)
+				}
+			}
 			continue
 		}
 		args, err := prompts.ParseArguments(c.Arguments)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Name, err)
+			return nil, "", fmt.Errorf("%s: %w", c.Name, err)
 		}
 		out = append(out, Action{Function: c.Name, Arguments: args})
 	}
 	if len(msg.ToolCalls) == 0 && strings.TrimSpace(msg.Content) != "" {
 		end = append(end, Action{Function: prompts.FinishTool}) // words alone end an app agent
+		result = msg.Content
 	}
-	return append(out, end...), nil
+	return append(out, end...), result, nil
 }
 
 func scoreStep(s *StepScore) {
@@ -270,6 +349,17 @@ func (r *StepReport) Write(w io.Writer) {
 		fmt.Fprintf(w, "%s [%s step %d] gold %s, predicted %s (args %.0f%%)", mark, s.Agent, s.Step, actionList(s.Gold), actionList(s.Predicted), 100*s.ArgScore)
 		if s.Error != "" {
 			fmt.Fprintf(w, " error: %s", s.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if a := r.FinalAnswer; a != nil {
+		mark := "✔"
+		if !a.Pass {
+			mark = "✘"
+		}
+		fmt.Fprintf(w, "%s final answer [%s step %d] %q, gold %q", mark, a.Agent, a.Step, cutText(a.Predicted, 200), cutText(a.Gold, 200))
+		if !a.Pass {
+			fmt.Fprintf(w, ": %s", a.Detail)
 		}
 		fmt.Fprintln(w)
 	}

@@ -20,7 +20,7 @@ func TestEvaluateSteps(t *testing.T) {
 		call("write_file", map[string]any{"path": "./notes/hello.txt", "content": "Hello from Saucer\n", "create_dirs": true}),
 		call("finish_task", map[string]any{"result": "done"}),
 		call("execute_command", map[string]any{"command": "ls  -l notes"}),
-		call("finish_task", map[string]any{"result": "listed"}),
+		call("finish_task", map[string]any{"result": "notes/ holds one file, hello.txt, of 18 bytes. "}),
 	}})
 	rep, err := evals.EvaluateSteps(context.Background(), gold, right, evals.StepOptions{})
 	if err != nil {
@@ -28,6 +28,9 @@ func TestEvaluateSteps(t *testing.T) {
 	}
 	if len(rep.Steps) != 4 || !rep.TaskSuccess || rep.StepSuccessRate != 1 || rep.ToolAccuracy != 1 || rep.ArgAccuracy != 1 {
 		t.Fatalf("%+v", rep)
+	}
+	if a := rep.FinalAnswer; a == nil || !a.Pass || a.Step != 2 || a.Agent != "app:shell#2" || a.Gold != "notes/ holds one file, hello.txt, of 18 bytes." {
+		t.Errorf("final answer %+v", a)
 	}
 	if rep.Steps[0].ExactArgs || !rep.Steps[3].ExactArgs {
 		t.Errorf("exactness: %+v / %+v", rep.Steps[0], rep.Steps[3])
@@ -56,5 +59,48 @@ func TestEvaluateSteps(t *testing.T) {
 	rep.Write(&b)
 	if !strings.Contains(b.String(), "step success 50.0%, task success false") {
 		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+// The final answer counts: right steps with a wrong answer are no task
+// success; the gold answer may be a check of its own (a suite case's).
+func TestEvaluateStepsScoresTheFinalAnswer(t *testing.T) {
+	gold := readTrajectory(t, "suites/recordings/hello")
+	model := func(answer string) *scripted.Model {
+		call := func(name string, args map[string]any) scripted.Reply {
+			return scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: name, Arguments: args}}}
+		}
+		return scripted.New(scripted.Script{Replies: []scripted.Reply{
+			call("write_file", map[string]any{"path": "notes/hello.txt", "content": "Hello from Saucer\n", "create_dirs": true}),
+			call("finish_task", map[string]any{"result": "done"}),
+			call("execute_command", map[string]any{"command": "ls -l notes"}),
+			call("finish_task", map[string]any{"result": answer}),
+		}})
+	}
+	rep, err := evals.EvaluateSteps(context.Background(), gold, model("there are 2 files"), evals.StepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.FinalAnswer; rep.StepSuccessRate != 1 || rep.TaskSuccess || a == nil || a.Pass || a.Predicted != "there are 2 files" || !strings.Contains(a.Detail, "want") {
+		t.Errorf("wrong answer: %+v / %+v", rep, a)
+	}
+	var b strings.Builder
+	rep.Write(&b)
+	if !strings.Contains(b.String(), `✘ final answer [app:shell#2 step 2] "there are 2 files"`) {
+		t.Errorf("report:\n%s", b.String())
+	}
+	// Against a gold check instead of the recorded text.
+	rep, err = evals.EvaluateSteps(context.Background(), gold, model("1 file: hello.txt"), evals.StepOptions{Answer: &evals.AnswerCheck{Regex: `\bhello\.txt\b`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.FinalAnswer; !rep.TaskSuccess || a == nil || !a.Pass || a.Gold != `/\bhello\.txt\b/` {
+		t.Errorf("gold check: %+v / %+v", rep, a)
+	}
+	// A model that does not finish where the recording did has no answer.
+	rep, _ = evals.EvaluateSteps(context.Background(), gold, scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "execute_command", Arguments: map[string]any{"command": "ls"}}}}}}), evals.StepOptions{})
+	if a := rep.FinalAnswer; a == nil || a.Pass || !strings.Contains(a.Detail, "did not finish") {
+		t.Errorf("no finish: %+v", a)
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/saucerhq/saucer/config"
+	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/saucerhq/saucer/config"
 )
 
 // ReplayModel is the model name that means "the recorded replies": a case
@@ -33,7 +35,9 @@ type Suite struct {
 	Defaults Limits `yaml:"defaults,omitempty" json:"defaults,omitempty" jsonschema_description:"Limits and trials for every case that does not set its own."`
 	// Prices add to or override the built-in price table, by model pattern.
 	Prices map[string]Price `yaml:"prices,omitempty" json:"prices,omitempty" jsonschema_description:"USD per million tokens, by model spec or pattern where * matches anything (openai:gpt-4o*)."`
-	Cases  []Case           `yaml:"cases" json:"cases"`
+	// Sandbox runs every live case in a fresh sandbox of its own.
+	Sandbox bool   `yaml:"sandbox,omitempty" json:"sandbox,omitempty" jsonschema_description:"Run every live case in a fresh sandbox of its own (device: sandbox); a case may say sandbox: false."`
+	Cases   []Case `yaml:"cases" json:"cases"`
 
 	// File is where the suite was read from; paths in it are relative to
 	// its directory.
@@ -84,8 +88,87 @@ type Device struct {
 	Recording string `yaml:"recording,omitempty" json:"recording,omitempty" jsonschema_description:"A recorded run directory, relative to the suite file: the device answers with its recorded results."`
 	// Files are written into the live device's directory before it starts.
 	Files map[string]string `yaml:"files,omitempty" json:"files,omitempty" jsonschema_description:"Files (path: content) to create in the live device's fresh directory."`
-	// Setup are shell commands run there before the agent starts.
-	Setup []string `yaml:"setup,omitempty" json:"setup,omitempty" jsonschema_description:"Shell commands run in the live device's directory before the agent starts."`
+	// Setup are scripts run there before the agent starts, each in a shell
+	// of its own.
+	Setup []Script `yaml:"setup,omitempty" json:"setup,omitempty" jsonschema_description:"Scripts run in the live device's directory before the agent starts, each in a shell of its own: a shell command line, or {language: python, code: ...}."`
+	// Start is a shell script run in the agent's own shell just before the
+	// agent starts: the device's shell is then one persistent shell, so
+	// what Start leaves (variables, the directory, background jobs, a user
+	// switched to with su) is where the agent begins.
+	Start string `yaml:"start,omitempty" json:"start,omitempty" jsonschema_description:"A script run in the agent's persistent shell just before the agent starts (implies persistent_shell)."`
+	// PersistentShell gives the trial one persistent shell
+	// (tools.shell.persistent): cd, variables and su carry over between
+	// the agent's commands.
+	PersistentShell bool `yaml:"persistent_shell,omitempty" json:"persistent_shell,omitempty" jsonschema_description:"Run the agent's commands in one persistent shell: cd, variables and su carry over."`
+	// Sandbox runs the live device in a fresh sandbox (overriding the
+	// suite's sandbox); its directory is the sandbox's /root.
+	Sandbox *bool `yaml:"sandbox,omitempty" json:"sandbox,omitempty" jsonschema_description:"Run the live device in a fresh sandbox, with its directory as /root (overrides the suite's sandbox)."`
+}
+
+// Script is a program run on a live device: a shell script (bash), or
+// {language: python, code: ...} run by python3. It is written in a suite
+// as plain text for a shell script, or as a mapping.
+type Script struct {
+	Language string `yaml:"language,omitempty" json:"language,omitempty" jsonschema:"enum=bash,enum=python" jsonschema_description:"bash (the default) or python."`
+	Code     string `yaml:"code" json:"code"`
+}
+
+// Script languages.
+const (
+	LangBash   = "bash"
+	LangPython = "python"
+)
+
+// UnmarshalYAML reads a script as text (bash) or as {language, code}.
+func (s *Script) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*s = Script{}
+		return n.Decode(&s.Code)
+	}
+	type plain Script
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "language" && k != "code" {
+			return fmt.Errorf("line %d: a script has language and code, not %q", n.Content[i].Line, k)
+		}
+	}
+	*s = Script(p)
+	return nil
+}
+
+// MarshalYAML writes a bash script as text.
+func (s Script) MarshalYAML() (any, error) {
+	if s.Language == "" || s.Language == LangBash {
+		return s.Code, nil
+	}
+	type plain Script
+	return plain(s), nil
+}
+
+// JSONSchema: text, or {language, code}.
+func (Script) JSONSchema() *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	props.Set("language", &jsonschema.Schema{Type: "string", Enum: []any{LangBash, LangPython}, Description: "bash (the default) or python."})
+	props.Set("code", &jsonschema.Schema{Type: "string"})
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "string", Description: "A shell script."},
+		{Type: "object", Properties: props, Required: []string{"code"}, AdditionalProperties: jsonschema.FalseSchema},
+	}}
+}
+
+func (s Script) validate() error {
+	switch s.Language {
+	case "", LangBash, LangPython:
+	default:
+		return fmt.Errorf("script language %q: use bash or python", s.Language)
+	}
+	if strings.TrimSpace(s.Code) == "" {
+		return errors.New("a script has no code")
+	}
+	return nil
 }
 
 // Check is one checker; exactly one of its fields is set.
@@ -100,8 +183,14 @@ type Check struct {
 // StateCheck runs a command on the device once the agent has stopped.
 type StateCheck struct {
 	// Run is a shell command line (shell.execute_command), run with the
-	// agent's answer in $SAUCER_ANSWER. Or name any Tool.
-	Run       string         `yaml:"run,omitempty" json:"run,omitempty" jsonschema_description:"A shell command line; the agent's answer is in $SAUCER_ANSWER."`
+	// agent's answer in $SAUCER_ANSWER. Or name any Tool, or give a
+	// Pipeline.
+	Run string `yaml:"run,omitempty" json:"run,omitempty" jsonschema_description:"A shell command line; the agent's answer is in $SAUCER_ANSWER."`
+	// Pipeline runs scripts one after another, each in a shell of its own
+	// with arguments: the agent's answer, then the output of each script
+	// before it (bash -c CODE -- ARGS, python3 -c CODE ARGS). The check
+	// passes when every script exits 0. AgentBench checks this way.
+	Pipeline  []Script       `yaml:"pipeline,omitempty" json:"pipeline,omitempty" jsonschema_description:"Scripts run in turn with arguments: the agent's answer, then each earlier script's output; passes when all exit 0."`
 	Tool      string         `yaml:"tool,omitempty" json:"tool,omitempty"`
 	Namespace string         `yaml:"namespace,omitempty" json:"namespace,omitempty"`
 	Arguments map[string]any `yaml:"arguments,omitempty" json:"arguments,omitempty"`
@@ -216,8 +305,13 @@ func (s *Suite) Validate() error {
 		if strings.TrimSpace(c.Task) == "" {
 			errs = append(errs, where+": no task")
 		}
-		if c.Device.Recording != "" && (len(c.Device.Setup) > 0 || len(c.Device.Files) > 0) {
-			errs = append(errs, where+": a recorded device takes no setup or files")
+		if c.Device.Recording != "" && (len(c.Device.Setup) > 0 || len(c.Device.Files) > 0 || c.Device.Start != "" || c.Device.PersistentShell) {
+			errs = append(errs, where+": a recorded device takes no setup, files, start or persistent_shell")
+		}
+		for j, sc := range c.Device.Setup {
+			if err := sc.validate(); err != nil {
+				errs = append(errs, fmt.Sprintf("%s, setup %d: %v", where, j+1, err))
+			}
 		}
 		model := c.Model
 		if model == "" {
@@ -253,8 +347,22 @@ func (c Check) validate() error {
 	}
 	switch {
 	case c.State != nil:
-		if (c.State.Run == "") == (c.State.Tool == "") {
-			return errors.New("state: set run (a shell command) or tool")
+		n := 0
+		for _, set := range []bool{c.State.Run != "", c.State.Tool != "", len(c.State.Pipeline) > 0} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return errors.New("state: set one of run (a shell command), tool or pipeline")
+		}
+		if len(c.State.Pipeline) > 0 && (c.State.Output != nil || c.State.Contains != "" || c.State.Regex != "" || c.State.ExitCode != nil) {
+			return errors.New("state: a pipeline passes when its scripts exit 0; it takes no output, contains, regex or exit_code")
+		}
+		for i, sc := range c.State.Pipeline {
+			if err := sc.validate(); err != nil {
+				return fmt.Errorf("state.pipeline %d: %w", i+1, err)
+			}
 		}
 		if c.State.Regex != "" {
 			if _, err := regexp.Compile(c.State.Regex); err != nil {
@@ -352,4 +460,16 @@ func (s *Suite) limits(c Case) Limits {
 		l.Trials = 1
 	}
 	return l
+}
+
+// NeedsRoot is the label of cases that change the machine as root: they
+// run only in a sandbox.
+const NeedsRoot = "needs-root"
+
+// sandboxed reports whether a live case runs in a sandbox.
+func (s *Suite) sandboxed(c Case) bool {
+	if c.Device.Sandbox != nil {
+		return *c.Device.Sandbox
+	}
+	return s.Sandbox
 }

@@ -3,14 +3,15 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/saucerhq/saucer/backoff"
 )
 
-// RetryPolicy is how a failed call is retried: exponential backoff from
-// Base with jitter, at most Max times; a server's Retry-After wins when it
-// is longer, up to MaxRetryAfter, beyond which waiting is pointless for an
-// interactive run and the error stands.
+// RetryPolicy is how a failed call is retried: backoff.Policy's
+// exponential backoff from Base with jitter, at most Max times; a server's
+// Retry-After wins when it is longer, up to MaxRetryAfter, beyond which
+// waiting is pointless for an interactive run and the error stands.
 type RetryPolicy struct {
 	Base          time.Duration
 	Max           int
@@ -29,22 +30,18 @@ func (p RetryPolicy) Wait(try int, err error) (time.Duration, error) {
 	if try >= p.Max {
 		return 0, fmt.Errorf("%w (gave up after %d retries)", err, p.Max)
 	}
-	base := p.Base
-	if base <= 0 {
-		base = time.Second
-	}
-	d := base << min(try, 16)
-	d = d/2 + rand.N(d/2+1) // jitter: many clients do not retry in step
+	var hint time.Duration
 	var le *Error
-	if errors.As(err, &le) && le.RetryAfter > 0 {
-		limit := p.MaxRetryAfter
-		if limit <= 0 {
-			limit = DefaultMaxRetryAfter
-		}
-		if le.RetryAfter > limit {
-			return 0, fmt.Errorf("%w (the server asks to wait %s before retrying, longer than the %s Saucer waits; try again later)", err, le.RetryAfter.Round(time.Second), limit)
-		}
-		d = max(d, le.RetryAfter)
+	if errors.As(err, &le) {
+		hint = le.RetryAfter
+	}
+	limit := p.MaxRetryAfter
+	if limit <= 0 {
+		limit = DefaultMaxRetryAfter
+	}
+	d, refused := backoff.Policy{Base: p.Base}.Hinted(try, hint, limit)
+	if refused != nil {
+		return 0, fmt.Errorf("%w (%v)", err, refused)
 	}
 	return d, nil
 }

@@ -6,6 +6,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/sandbox"
+	"github.com/saucerhq/saucer/tools/desktop"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
 )
@@ -46,10 +49,22 @@ type DeviceOptions struct {
 }
 
 // NewDevice starts the configured MCP servers and o's extra ones, and
-// connects a device client to them.
+// connects a device client to them. With device: sandbox in the config, a
+// sandbox is started first, with workdir bound at sandbox.workdir; it ends
+// when the client is closed.
 func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o DeviceOptions) (*client.Client, error) {
-	servers, err := Servers(cfg, workdir, o.App)
+	var sb *sandbox.Sandbox
+	if cfg.Device == config.DeviceSandbox {
+		var err error
+		if sb, err = StartSandbox(ctx, cfg, workdir); err != nil {
+			return nil, err
+		}
+	}
+	servers, err := servers(cfg, workdir, o.App, sb)
 	if err != nil {
+		if sb != nil {
+			sb.Close()
+		}
 		return nil, err
 	}
 	for _, x := range o.Extra {
@@ -59,7 +74,34 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 			}
 		}
 	}
-	return client.New(ctx, append(servers, o.Extra...), ClientOptions(cfg))
+	opts := ClientOptions(cfg)
+	if sb != nil {
+		opts.OnClose = sb.Close
+	}
+	c, err := client.New(ctx, append(servers, o.Extra...), opts)
+	if err != nil && sb != nil {
+		sb.Close()
+	}
+	return c, err
+}
+
+// StartSandbox starts the sandbox the config describes, with workdir (a
+// host folder) as its working directory.
+func StartSandbox(ctx context.Context, cfg *config.Config, workdir string) (*sandbox.Sandbox, error) {
+	sc := cfg.Sandbox
+	work, err := filepath.Abs(workdir)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.Start(ctx, sandbox.Options{Root: sc.Root, Work: work, WorkDir: sc.WorkDir, Network: sc.Network,
+		Hide: sc.Hide, Memory: int64(sc.Memory), Disk: int64(sc.Disk), PIDs: sc.PIDs, CPUs: sc.CPUs})
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnsupported) {
+			return nil, fmt.Errorf("device: sandbox: %w\n(the plain device, device: local, runs tools on this machine)", err)
+		}
+		return nil, fmt.Errorf("device: sandbox: %w", err)
+	}
+	return sb, nil
 }
 
 // ClientOptions are the device client's options from the config.
@@ -78,6 +120,11 @@ func ClientOptions(cfg *config.Config) client.Options {
 // Servers turns the config's server set into client servers: Saucer's own
 // in-process, the others as stdio or http servers.
 func Servers(cfg *config.Config, workdir, app string) ([]client.Server, error) {
+	return servers(cfg, workdir, app, nil)
+}
+
+// servers is Servers with the sandbox the tools run in, if any.
+func servers(cfg *config.Config, workdir, app string, sb *sandbox.Sandbox) ([]client.Server, error) {
 	workdir, err := filepath.Abs(workdir)
 	if err != nil {
 		return nil, err
@@ -94,7 +141,7 @@ func Servers(cfg *config.Config, workdir, app string) ([]client.Server, error) {
 	}
 	var servers []client.Server
 	for _, name := range names {
-		s, ok, err := serverFor(cfg, workdir, name)
+		s, ok, err := serverFor(cfg, workdir, name, sb)
 		if err != nil {
 			return nil, err
 		}
@@ -110,10 +157,10 @@ func Servers(cfg *config.Config, workdir, app string) ([]client.Server, error) {
 
 // serverFor builds one named server; ok is false for a builtin that is
 // disabled.
-func serverFor(cfg *config.Config, workdir, name string) (client.Server, bool, error) {
+func serverFor(cfg *config.Config, workdir, name string, sb *sandbox.Sandbox) (client.Server, bool, error) {
 	def, defined := cfg.MCP.Servers[name]
 	if !defined || def.Kind == "builtin" {
-		return builtin(cfg, workdir, name, def)
+		return builtin(cfg, workdir, name, def, sb)
 	}
 	s := client.Server{
 		Namespace: name, Description: def.Description, ToolType: command.ToolType(def.ToolType),
@@ -125,14 +172,34 @@ func serverFor(cfg *config.Config, workdir, name string) (client.Server, bool, e
 	}
 	applyCommon(&s, def)
 	switch def.Kind {
+	case "desktop":
+		// A named desktop application: a desktop server whose default
+		// window is that application's, and which launches it when asked
+		// to launch nothing in particular.
+		dc := cfg.Tools.Desktop
+		app := []string{}
+		if def.Command != "" {
+			app = append([]string{def.Command}, def.Args...)
+		}
+		d := desktop.New(desktop.Options{Display: dc.Display, Bus: dc.Bus, Fetch: dc.Fetch,
+			LaunchTimeout: dc.LaunchTimeout.D(), Dir: workdir, App: app})
+		s.MCP, s.Close = desktop.NewServer(d), d.Close
+		if s.Description == "" {
+			s.Description = fmt.Sprintf("The desktop application %s: observe its window and act on its controls.", name)
+		}
+		return s, true, nil
 	case "stdio":
 		// ${workdir} in args, env and cwd is the working directory, so that
 		// a preset can put its state there whatever the server's own idea
 		// of a relative path.
+		wd := workdir
+		if def.Sandbox && sb != nil {
+			wd = sb.WorkDir()
+		}
 		expand := func(v string) string {
 			return os.Expand(v, func(k string) string {
 				if k == "workdir" {
-					return workdir
+					return wd
 				}
 				return "${" + k + "}"
 			})
@@ -148,6 +215,19 @@ func serverFor(cfg *config.Config, workdir, name string) (client.Server, bool, e
 		}
 		for _, k := range slices.Sorted(maps.Keys(def.Env)) {
 			s.Env = append(s.Env, k+"="+expand(def.Env[k]))
+		}
+		if def.Sandbox && sb != nil {
+			// The same command inside, with the sandbox's environment plus
+			// the server's own; ${workdir} is the folder inside.
+			inside := sb.WorkDir()
+			if def.Cwd != "" {
+				inside = def.Cwd
+				if !filepath.IsAbs(inside) {
+					inside = filepath.Join(sb.WorkDir(), inside)
+				}
+			}
+			argv := sb.Argv(inside, append(slices.Clone(sandbox.Env), s.Env...), append([]string{s.Command}, s.Args...)...)
+			s.Command, s.Args, s.Env, s.Dir = argv[0], argv[1:], nil, "/"
 		}
 	case "http":
 		s.URL, s.Headers = def.URL, def.Headers
@@ -170,27 +250,32 @@ func applyCommon(s *client.Server, def config.MCPServer) {
 	}
 }
 
-// Builtin builds Saucer's own MCP server "shell" or "files" from the
+// Builtin builds Saucer's own MCP server "shell", "files" or "desktop" from the
 // config (tools: and mcp.policy.shell), for `saucer mcp NAME`. It fails if
-// the server is unknown or disabled.
-func Builtin(cfg *config.Config, workdir, name string) (*server.MCPServer, error) {
-	workdir, err := filepath.Abs(workdir)
+// the server is unknown or disabled. stop ends what the server holds (a
+// persistent shell and its jobs); call it when done serving.
+func Builtin(cfg *config.Config, workdir, name string) (srv *server.MCPServer, stop func() error, err error) {
+	workdir, err = filepath.Abs(workdir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s, ok, err := builtin(cfg, workdir, name, config.MCPServer{})
+	s, ok, err := builtin(cfg, workdir, name, config.MCPServer{}, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("tools.%s is disabled in the config", name)
+		return nil, nil, fmt.Errorf("tools.%s is disabled in the config", name)
 	}
-	return s.MCP, nil
+	stop = s.Close
+	if stop == nil {
+		stop = func() error { return nil }
+	}
+	return s.MCP, stop, nil
 }
 
 // builtin builds Saucer's own shell or files server from tools: and the
 // shell policy.
-func builtin(cfg *config.Config, workdir, name string, def config.MCPServer) (client.Server, bool, error) {
+func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb *sandbox.Sandbox) (client.Server, bool, error) {
 	s := client.Server{Namespace: name, ToolType: command.ToolType(def.ToolType), Allow: def.Allow, Deny: def.Deny,
 		CallTimeout: def.CallTimeout.D()}
 	applyCommon(&s, def)
@@ -201,12 +286,16 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer) (cl
 			return s, false, nil
 		}
 		p := cfg.MCP.Policy.Shell
-		srv, err := shell.NewChecked(shell.Options{Dir: workdir, Timeout: sh.Timeout.D(), MaxOutput: sh.MaxOutput,
-			Policy: shell.Policy{Allow: p.Allow, Deny: p.Deny, ConfineCwd: p.ConfineCwd, ScrubEnv: p.ScrubEnv}})
+		o := shell.Options{Dir: workdir, Timeout: sh.Timeout.D(), MaxOutput: sh.MaxOutput, Persistent: sh.Persistent,
+			Policy: shell.Policy{Allow: p.Allow, Deny: p.Deny, ConfineCwd: p.ConfineCwd, ScrubEnv: p.ScrubEnv}}
+		if sb != nil {
+			o.Dir, o.Jail = sb.WorkDir(), sb
+		}
+		srv, stop, err := shell.Start(o)
 		if err != nil {
 			return s, false, fmt.Errorf("mcp.policy.shell: %w", err)
 		}
-		s.Description, s.MCP = sh.Description, srv
+		s.Description, s.MCP, s.Close = sh.Description, srv, stop
 	case "files":
 		fc := cfg.Tools.Files
 		if !fc.Enabled {
@@ -216,16 +305,35 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer) (cl
 		if len(roots) == 0 {
 			roots = []string{workdir}
 		}
-		for i, r := range roots {
-			if !filepath.IsAbs(r) {
-				roots[i] = filepath.Join(workdir, r)
+		base := workdir
+		var jail files.Jail
+		if sb != nil {
+			base, jail = sb.WorkDir(), sb
+			if len(fc.Roots) == 0 {
+				roots = []string{base}
 			}
 		}
-		srv, err := files.New(files.Options{Roots: roots})
+		for i, r := range roots {
+			if !filepath.IsAbs(r) {
+				roots[i] = filepath.Join(base, r)
+			}
+		}
+		srv, err := files.New(files.Options{Roots: roots, Jail: jail})
 		if err != nil {
 			return s, false, fmt.Errorf("files tool: %w", err)
 		}
 		s.Description, s.MCP = fc.Description, srv
+	case "desktop":
+		dc := cfg.Tools.Desktop
+		if !dc.Enabled {
+			return s, false, nil
+		}
+		if dc.Fetch != "" && dc.Fetch != "cache" && dc.Fetch != "walk" {
+			return s, false, fmt.Errorf("tools.desktop.fetch: %q is not cache or walk", dc.Fetch)
+		}
+		d := desktop.New(desktop.Options{Display: dc.Display, Bus: dc.Bus, Fetch: dc.Fetch,
+			LaunchTimeout: dc.LaunchTimeout.D(), Dir: workdir})
+		s.Description, s.MCP, s.Close = dc.Description, desktop.NewServer(d), d.Close
 	default:
 		return s, false, fmt.Errorf("mcp: no server %q", name)
 	}

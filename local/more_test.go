@@ -2,15 +2,20 @@ package local_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 )
@@ -134,5 +139,42 @@ func TestDecisionComesBeforeItsCommandsRun(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "decision,app_start,step" {
 		t.Errorf("order %v", kinds)
+	}
+}
+
+// tools.shell.persistent gives the device one shell for every command, and
+// closing the device ends it with its background jobs.
+func TestPersistentShellDevice(t *testing.T) {
+	cfg := config.Default()
+	cfg.Tools.Shell.Persistent = true
+	dir := t.TempDir()
+	dev, err := local.Device(context.Background(), cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(c string) string {
+		res := dev.Execute(context.Background(), command.Command{ToolName: "execute_command", Namespace: "shell", Parameters: map[string]any{"command": c}})
+		var out struct{ Stdout string }
+		if !res.OK() || json.Unmarshal(res.Result, &out) != nil {
+			t.Fatalf("%s: %+v", c, res)
+		}
+		return strings.TrimSpace(out.Stdout)
+	}
+	run("mkdir -p in && cd in && X=42")
+	if got := run("echo $X $(pwd)"); got != "42 "+filepath.Join(dir, "in") {
+		t.Errorf("%q", got)
+	}
+	pid := run("sleep 300 >/dev/null 2>&1 & echo $!")
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closing the device left the shell's job %s running", pid)
+		}
 	}
 }

@@ -33,9 +33,11 @@ type device struct {
 	// pushed are tasks dispatched to the device that it may echo back as
 	// a task request (UFO's clients do); the echo joins the task.
 	pushed []*task
-	disp   *dispatcher.WebSocket
-	srv    *Server
-	expire *time.Timer // removes a device that stayed away
+	// resumes are restored tasks waiting for the device to come back.
+	resumes []*task
+	disp    *dispatcher.WebSocket
+	srv     *Server
+	expire  *time.Timer // removes a device that stayed away
 }
 
 // errNotConnected is the link's error while the device is away.
@@ -168,9 +170,7 @@ func (s *Server) register(conn *aip.Conn) *device {
 	}
 	returning := d != nil
 	if !returning {
-		d = &device{id: m.ClientID, clientType: m.ClientType, srv: s}
-		d.disp = dispatcher.NewWebSocket(d, dispatcher.WebSocketOptions{CommandTimeout: s.opts.CommandTimeout,
-			AwayTimeout: s.opts.AwayTimeout, CancelGrace: s.opts.CancelGrace, NewID: s.opts.NewID})
+		d = s.newDevice(m.ClientID, m.ClientType)
 		s.devices[m.ClientID] = d
 	}
 	if d.expire != nil {
@@ -184,16 +184,26 @@ func (s *Server) register(conn *aip.Conn) *device {
 	if namespaces != nil {
 		d.namespaces = namespaces
 	}
+	resumes := d.resumes
+	d.resumes = nil
 	s.mu.Unlock()
+	s.putDevice(d)
 
 	if err := conn.Send(s.ctx, s.ack("")); err != nil {
+		s.mu.Lock()
+		d.resumes = append(resumes, d.resumes...)
+		s.mu.Unlock()
 		return d // the read loop sees the broken connection and unregisters
 	}
+	s.sendQueued(d, conn)
 	if returning {
 		s.logf("%s %s is back", d.clientType, d.id)
 		d.disp.Connected(s.ctx) // re-send what it has not answered
 	} else {
 		s.logf("%s %s registered (%s)", d.clientType, d.id, platform)
+	}
+	for _, t := range resumes {
+		s.start(t)
 	}
 	return d
 }
@@ -253,6 +263,7 @@ func (s *Server) disconnect(d *device, conn *aip.Conn) {
 	if d.tasks == 0 && d.disp.Waiting() == 0 {
 		delete(s.devices, d.id)
 		s.logf("%s %s disconnected (%v)", d.clientType, d.id, context.Cause(conn.Context()))
+		go s.forgetDevice(d)
 		return
 	}
 	s.logf("%s %s disconnected with work in flight (%v); waiting %s for it to come back", d.clientType, d.id,
@@ -262,8 +273,20 @@ func (s *Server) disconnect(d *device, conn *aip.Conn) {
 		defer s.mu.Unlock()
 		if d.conn == nil && s.devices[d.id] == d && d.tasks == 0 {
 			delete(s.devices, d.id)
+			go s.forgetDevice(d)
 		}
 	})
+}
+
+// forgetDevice removes a device that left from the store, unless it has
+// registered again meanwhile.
+func (s *Server) forgetDevice(d *device) {
+	s.mu.Lock()
+	back := s.devices[d.id] != nil
+	s.mu.Unlock()
+	if !back {
+		s.deleteDevice(d.id)
+	}
 }
 
 // serveDevice reads frames until the connection ends. Frames it cannot

@@ -64,34 +64,57 @@ type taskPerson struct {
 	t *task
 }
 
+// A resumed task's earlier answers come from its journal; new ones are
+// recorded there.
 func (p taskPerson) Ask(ctx context.Context, agent, question string) (string, error) {
+	j := p.t.journal
+	if raw := j.next(&j.answers); raw != nil {
+		var ans string
+		if json.Unmarshal(raw, &ans) == nil {
+			return ans, nil
+		}
+	}
 	it := p.t.addPending(p.s, &PendingInfo{Kind: "question", Agent: agent, Question: question})
 	if err := p.t.wait(ctx, it); err != nil {
 		return "", err
 	}
 	p.t.mu.Lock()
-	defer p.t.mu.Unlock()
+	ans := it.Answer
 	if it.Status == "timed_out" {
-		return fmt.Sprintf("(nobody answered within %s; go on without the answer, or fail if you cannot)", p.s.opts.AskTimeout), nil
+		ans = fmt.Sprintf("(nobody answered within %s; go on without the answer, or fail if you cannot)", p.s.opts.AskTimeout)
 	}
-	return it.Answer, nil
+	p.t.mu.Unlock()
+	if err := j.append(entryAnswer, "", ans); err != nil {
+		p.s.logf("task %s: answer not recorded: %v", p.t.info.ID, err)
+	}
+	return ans, nil
 }
 
 func (p taskPerson) Confirm(ctx context.Context, agent string, cmds []command.Command, reason string) (bool, error) {
+	j := p.t.journal
+	if raw := j.next(&j.answers); raw != nil {
+		var ok bool
+		if json.Unmarshal(raw, &ok) == nil {
+			return ok, nil
+		}
+	}
 	it := p.t.addPending(p.s, &PendingInfo{Kind: "approval", Agent: agent, Reason: reason, Commands: cmds})
 	if err := p.t.wait(ctx, it); err != nil {
 		return false, err
 	}
 	p.t.mu.Lock()
-	defer p.t.mu.Unlock()
-	return it.Approved != nil && *it.Approved, nil
+	ok := it.Approved != nil && *it.Approved
+	p.t.mu.Unlock()
+	if err := j.append(entryAnswer, "", ok); err != nil {
+		p.s.logf("task %s: approval not recorded: %v", p.t.info.ID, err)
+	}
+	return ok, nil
 }
 
 // addPending opens a question or an approval, with its timeout.
 func (t *task) addPending(s *Server, it *PendingInfo) *PendingInfo {
 	now := time.Now().UTC()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	it.ID = strconv.Itoa(len(t.pending) + 1)
 	it.Status, it.CreatedAt, it.ExpiresAt = "open", now, now.Add(s.opts.AskTimeout)
 	it.settled = make(chan struct{})
@@ -102,6 +125,8 @@ func (t *task) addPending(s *Server, it *PendingInfo) *PendingInfo {
 	})
 	it.expireStop = timer.Stop
 	s.logf("task %s: %s %s from %s is waiting (GET /api/tasks/%s/pending)", t.info.ID, it.Kind, it.ID, it.Agent, t.info.ID)
+	t.mu.Unlock()
+	s.persist(t)
 	return it
 }
 
@@ -119,8 +144,8 @@ func (t *task) wait(ctx context.Context, it *PendingInfo) error {
 // settle closes an open item; it reports false when it was already settled.
 func (t *task) settle(it *PendingInfo, status, by string, answer *string, approve *bool) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if it.Status != "open" {
+		t.mu.Unlock()
 		return false
 	}
 	now := time.Now().UTC()
@@ -133,6 +158,8 @@ func (t *task) settle(it *PendingInfo, status, by string, answer *string, approv
 	}
 	it.expireStop()
 	close(it.settled)
+	t.mu.Unlock()
+	t.srv.persist(t)
 	return true
 }
 
@@ -186,8 +213,10 @@ func (s *Server) Settle(taskID, id string, a Answer) (PendingInfo, error) {
 		t.mu.Lock()
 		cp := *it
 		t.mu.Unlock()
-		if t.ended() || cp.SettledBy == "the task's end" {
-			return cp, fmt.Errorf("%w (%s): %s %s can no longer be answered", ErrTaskEnded, t.snapshot().Status, it.Kind, id)
+		// The status is final before done is closed: look at both, so
+		// a client that saw the task end is told so.
+		if st := t.snapshot().Status; t.ended() || st != StatusRunning || cp.SettledBy == "the task's end" {
+			return cp, fmt.Errorf("%w (%s): %s %s can no longer be answered", ErrTaskEnded, st, it.Kind, id)
 		}
 		return cp, fmt.Errorf("%w: %s %s was %s at %s by %s", ErrSettled, it.Kind, id, cp.Status, cp.SettledAt.Format(time.RFC3339), cp.SettledBy)
 	}

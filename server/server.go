@@ -17,12 +17,15 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
 )
 
@@ -45,6 +48,14 @@ type SessionSpec struct {
 	// Observer records the session's steps in the task; pass it to the
 	// agents.
 	Observer func(agent.Event)
+	// WrapModel, when set, must wrap the model the agents ask: the task's
+	// journal records its replies there (and, for a resumed task, replays
+	// them).
+	WrapModel func(llm.Model) llm.Model
+	// Resumed says the task ran before a restart of the server: its agents
+	// start again from the beginning, and its journal brings them back to
+	// where they were without asking the model or the device again.
+	Resumed bool
 	// Person puts the agents' questions and approvals to the API (GET and
 	// POST /api/tasks/{id}/pending); pass it as the session's Asker and
 	// Confirmer.
@@ -97,6 +108,11 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// NewID makes ids; nil means UUIDv4.
 	NewID func() string
+	// Store keeps tasks, their journals and the device registry; nil
+	// means a memory store. New restores what a durable store holds from
+	// an earlier process: running tasks resume when their devices come
+	// back. The caller closes it after Shutdown.
+	Store store.Store
 }
 
 // Server is the agent server. Handler serves /ws and /api/.
@@ -106,15 +122,20 @@ type Server struct {
 	stop    context.CancelCauseFunc
 	keyHash string
 
-	mu        sync.Mutex
-	closing   bool
-	devices   map[string]*device
-	tasks     map[string]*task
-	ended     []string // ended task ids, oldest first
-	running   int
-	conns     sync.WaitGroup // connection handlers
-	taskWG    sync.WaitGroup // task goroutines
-	startedAt time.Time
+	mu      sync.Mutex
+	closing bool
+	// suspending is set by Suspend: tasks stop without ending, and
+	// nothing more goes into their records or journals.
+	suspending atomic.Bool
+	devices    map[string]*device
+	tasks      map[string]*task
+	ended      []string // ended task ids, oldest first
+	running    int
+	conns      sync.WaitGroup // connection handlers
+	taskWG     sync.WaitGroup // task goroutines
+	saveWG     sync.WaitGroup // background writes of task records
+	store      store.Store
+	startedAt  time.Time
 }
 
 // Errors of Dispatch, mapped to HTTP statuses by the API.
@@ -154,8 +175,14 @@ func New(opts Options) (*Server, error) {
 	if opts.NewID == nil {
 		opts.NewID = dispatcher.NewUUID
 	}
-	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now()}
+	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now(), store: opts.Store}
+	if s.store == nil {
+		s.store = store.NewMemory()
+	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
+	if err := s.restore(); err != nil {
+		return nil, fmt.Errorf("server: restoring the state an earlier server left: %w", err)
+	}
 	if opts.Token != "" {
 		sum := sha256.Sum256([]byte(opts.Token))
 		s.keyHash = hex.EncodeToString(sum[:4])
@@ -228,8 +255,14 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 	for _, t := range running {
 		s.endTask(t, StatusFailed, cause)
 	}
+	return s.closeAll(ctx, cause)
+}
+
+// closeAll waits for the tasks (bounded by ctx), closes every connection
+// and stops the server.
+func (s *Server) closeAll(ctx context.Context, cause error) error {
 	done := make(chan struct{})
-	go func() { s.taskWG.Wait(); close(done) }()
+	go func() { s.taskWG.Wait(); s.saveWG.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
@@ -258,6 +291,33 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 		}
 	}
 	return err
+}
+
+// ErrSuspended is the cause of the tasks Suspend stops.
+var ErrSuspended = errors.New("the server is stopping; the task resumes when it starts again on the same store")
+
+// Suspend stops the server without ending its tasks, for a restart: it
+// refuses new connections and tasks, stops the running tasks' agents
+// between steps and leaves their records as running and their journals
+// as they were, closes every connection (bounded by ctx), and returns.
+// A server started on the same durable store resumes those tasks when
+// their devices come back. With a memory store nothing would resume: use
+// Shutdown.
+func (s *Server) Suspend(ctx context.Context) error {
+	s.suspending.Store(true)
+	s.mu.Lock()
+	s.closing = true
+	var running []*task
+	for _, t := range s.tasks {
+		if !t.ended() {
+			running = append(running, t)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range running {
+		t.cancel(ErrSuspended)
+	}
+	return s.closeAll(ctx, ErrSuspended)
 }
 
 func (s *Server) logf(format string, args ...any) { s.opts.Logf(format, args...) }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
 	"github.com/saucerhq/saucer/trajectory/record"
 )
@@ -30,6 +32,16 @@ func Sessions(cfg *config.Config, base session.Options) func(SessionSpec) (Runne
 		if o.Confirmer == nil && spec.Person != nil {
 			o.Confirmer = spec.Person
 		}
+		if spec.WrapModel != nil {
+			m := o.Model
+			if m == nil {
+				var err error
+				if m, err = session.OpenModel(cfg); err != nil {
+					return nil, err
+				}
+			}
+			o.Model = spec.WrapModel(m)
+		}
 		return session.New(cfg, o)
 	}
 }
@@ -49,7 +61,18 @@ func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func
 		device := spec.Device
 		s := trajectory.Session{ID: spec.TaskID, Task: spec.Request, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)),
 			Config: string(cfgYAML), Device: &device, Apps: spec.AppDescriptions}
-		rec, err := record.Start(filepath.Join(dir, filepath.Base(spec.TaskID)), s, opts)
+		runDir := filepath.Join(dir, filepath.Base(spec.TaskID))
+		if spec.Resumed {
+			// The resumed run records the whole task again (its journal
+			// replays the part before the restart); what the first run
+			// wrote is kept beside it.
+			old := runDir + ".before-restart"
+			os.RemoveAll(old)
+			if err := os.Rename(runDir, old); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("record task %s: %w", spec.TaskID, err)
+			}
+		}
+		rec, err := record.Start(runDir, s, opts)
 		if err != nil {
 			return nil, fmt.Errorf("record task %s: %w", spec.TaskID, err)
 		}
@@ -77,5 +100,39 @@ type recordedRunner struct {
 func (r recordedRunner) Run(ctx context.Context, request string) *agent.Outcome {
 	out := r.Runner.Run(ctx, request)
 	r.rec.Finish(out)
+	return out
+}
+
+// TraceTo wraps a session builder so that every task is traced through x:
+// a session span per task, labelled with the task's id and device, and
+// the spans of its agents, model calls and commands (see package
+// telemetry). The task's session span ends when the task does.
+func TraceTo(x *telemetry.Exporter, model string, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
+	return func(spec SessionSpec) (Runner, error) {
+		tr := x.Start(spec.Request, model, map[string]string{"task_id": spec.TaskID, "device": spec.Device.DeviceID})
+		observe := spec.Observer
+		spec.Observer = func(e agent.Event) {
+			if observe != nil {
+				observe(e)
+			}
+			tr.Observe(e)
+		}
+		r, err := next(spec)
+		if err != nil {
+			tr.End(context.Background(), &agent.Outcome{Status: fsm.Error, Answer: err.Error(), Err: err})
+			return nil, err
+		}
+		return tracedRunner{r, tr}, nil
+	}
+}
+
+type tracedRunner struct {
+	Runner
+	tr *telemetry.Tracer
+}
+
+func (r tracedRunner) Run(ctx context.Context, request string) *agent.Outcome {
+	out := r.Runner.Run(ctx, request)
+	r.tr.End(context.WithoutCancel(ctx), out)
 	return out
 }

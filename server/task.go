@@ -12,6 +12,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/llm"
 )
 
 // TaskStatus is where a task is.
@@ -61,7 +62,13 @@ type StepInfo struct {
 
 // task is one session on a device.
 type task struct {
+	srv       *Server
 	mu        sync.Mutex
+	wmu       sync.Mutex // serialises writes of its record
+	dirty     bool       // changed since its record was last written
+	saving    bool       // a background write is under way
+	resume    bool       // restored from the store: its agents resume
+	journal   *journal
 	info      TaskInfo
 	cmdIndex  map[string]int
 	target    *device
@@ -168,6 +175,9 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 	t.pushedAt = time.Now()
 	d.pushed = append(d.pushed, t)
 	s.mu.Unlock()
+	// Written in the background: the task's first command round waits for
+	// its own journal entry, which the store commits after this record.
+	s.persist(t)
 	d.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeTask, Status: aip.StatusContinue, UserRequest: request, TaskName: taskName,
 		SessionID: t.info.ID, ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
 	s.start(t)
@@ -186,7 +196,7 @@ func (s *Server) newTaskLocked(target, requester *device, request, taskName, que
 	}
 	s.running++
 	target.tasks++
-	t := &task{target: target, requester: requester, cmdIndex: map[string]int{}, done: make(chan struct{}),
+	t := &task{srv: s, target: target, requester: requester, cmdIndex: map[string]int{}, done: make(chan struct{}),
 		info: TaskInfo{ID: s.opts.NewID(), ClientID: target.id, TaskName: taskName, Request: request, Status: StatusRunning,
 			QueuedBy: queuedBy, CreatedAt: time.Now().UTC(), Steps: []StepInfo{}, Commands: []dispatcher.CommandState{}}}
 	if requester != nil {
@@ -249,24 +259,67 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.sendError(conn, fmt.Sprintf("task not started: %v", err), m.SessionID)
 		return
 	}
+	s.persist(t)
 	conn.Send(s.ctx, s.ack(t.info.ID))
 	s.start(t)
 }
 
-// start runs the task's agents in their own goroutine.
+// start runs the task's agents in their own goroutine. A task restored
+// from the store starts again from its beginning with its journal
+// replaying what its agents were told before.
 func (s *Server) start(t *task) {
-	s.logf("task %s on %s: %s", t.info.ID, t.target.id, t.info.Request)
 	s.mu.Lock()
 	info, ns := t.target.info, t.target.namespaces
 	s.mu.Unlock()
-	disp := t.target.disp.Session(dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName, QueuedBy: t.info.QueuedBy,
-		TTL: s.opts.CommandTTL, OnState: t.onState})
+	j := &journal{s: s, taskID: t.info.ID, rounds: map[string][]*journalRound{}}
+	if t.resume {
+		s.logf("task %s on %s resumes: %s", t.info.ID, t.target.id, t.info.Request)
+		ctx, cancel := storeCtx()
+		var err error
+		j, err = loadJournal(ctx, s, t.info.ID)
+		cancel()
+		if err != nil {
+			go func() {
+				defer s.taskWG.Done()
+				s.finish(t, nil, fmt.Errorf("its journal could not be read after the restart: %w", err))
+			}()
+			return
+		}
+		// The replay brings the steps back; questions left open by the
+		// restart are asked again.
+		t.mu.Lock()
+		t.info.Steps = []StepInfo{}
+		now := time.Now().UTC()
+		for _, it := range t.pending {
+			if it.Status == "open" {
+				it.Status, it.SettledAt, it.SettledBy = "withdrawn", &now, "the server's restart"
+				close(it.settled)
+			}
+		}
+		t.mu.Unlock()
+	} else {
+		s.logf("task %s on %s: %s", t.info.ID, t.target.id, t.info.Request)
+	}
+	t.journal = j
+	onState := func(cs dispatcher.CommandState) {
+		t.onState(cs)
+		s.persist(t)
+	}
+	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName,
+		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState}}
+	observe := func(e agent.Event) {
+		t.observe(e)
+		if e.Kind == agent.EventStep {
+			s.persist(t)
+		}
+	}
 	go func() {
 		defer s.taskWG.Done()
 		var out *agent.Outcome
 		runner, err := s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
-			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: t.observe,
-			Person: taskPerson{s, t}})
+			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: observe,
+			Person: taskPerson{s, t}, Resumed: t.resume,
+			WrapModel: func(m llm.Model) llm.Model { return journaledModel{j: j, inner: m} }})
 		if err == nil {
 			out = runner.Run(t.ctx, t.info.Request)
 		}
@@ -277,6 +330,16 @@ func (s *Server) start(t *task) {
 // finish records how the task ended, frees its slots and tells the
 // device (and the constellation that asked).
 func (s *Server) finish(t *task, out *agent.Outcome, err error) {
+	if s.suspending.Load() {
+		// Stopped for a restart: the record stays as it was, running,
+		// and the next server resumes it.
+		s.mu.Lock()
+		s.running--
+		t.target.tasks--
+		s.mu.Unlock()
+		close(t.done)
+		return
+	}
 	now := time.Now().UTC()
 	t.mu.Lock()
 	t.info.EndedAt = &now
@@ -305,25 +368,35 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	t.endSent = true
 	info := t.info
 	t.mu.Unlock()
+	s.saveNow(t)
 
 	s.mu.Lock()
 	s.running--
 	t.target.tasks--
 	s.ended = append(s.ended, info.ID)
+	var evicted []string
 	for len(s.ended) > s.opts.KeepTasks {
 		delete(s.tasks, s.ended[0])
+		evicted = append(evicted, s.ended[0])
 		s.ended = s.ended[1:]
 	}
 	s.mu.Unlock()
 	close(t.done)
+	for _, id := range evicted {
+		ctx, cancel := storeCtx()
+		if err := s.store.DeleteTask(ctx, id); err != nil {
+			s.logf("task %s: not removed from the store: %v", id, err)
+		}
+		cancel()
+	}
 	s.logf("task %s %s %s", info.ID, info.Status, info.Error)
 	if !sendEnd {
 		return
 	}
 	end := taskEnd(info, out)
-	t.target.Send(s.ctx, end)
+	s.sendOrQueue(t.target, end)
 	if t.requester != nil {
-		t.requester.Send(s.ctx, end)
+		s.sendOrQueue(t.requester, end)
 	}
 }
 
@@ -358,9 +431,9 @@ func (s *Server) endTask(t *task, status TaskStatus, cause error) bool {
 	end := &aip.ServerMessage{Type: aip.TypeTaskEnd, Status: aip.StatusFailed, SessionID: id, Error: cause.Error(),
 		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())}
 	end.Result, _ = json.Marshal(map[string]any{"failure": cause.Error()})
-	t.target.Send(s.ctx, end)
+	s.sendOrQueue(t.target, end)
 	if t.requester != nil {
-		t.requester.Send(s.ctx, end)
+		s.sendOrQueue(t.requester, end)
 	}
 	t.cancel(cause)
 	return true

@@ -20,6 +20,9 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/telemetry"
+	"github.com/saucerhq/saucer/telemetry/telemetrytest"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 // clockScript expects what the clock strategy adds, then writes a file.
@@ -94,17 +97,19 @@ func TestCustomStrategyInEveryEntryPoint(t *testing.T) {
 		suite, err := evals.ParseSuite([]byte(`name: clock
 cases:
   - id: tick
-    task: write tick.txt
+    task: write tick.txt with key ` + secret + `
     checks: [{state: {run: "cat tick.txt", output: "tock"}}]
 `))
 		if err != nil {
 			t.Fatal(err)
 		}
+		rcv, x := traces(t)
 		rep, err := evals.Run(ctx, suite, evals.Options{Results: t.TempDir(), Config: cfg, Model: cfg.Model,
-			Session: session.Options{Registry: reg}})
+			Session: session.Options{Registry: reg}, Trace: x})
 		if err != nil {
 			t.Fatal(err)
 		}
+		traced(t, rcv, x, map[string]string{"saucer.suite": "clock", "saucer.case": "tick", "saucer.trial": "1"})
 		if rep.Metrics.Successes != 1 {
 			b, _ := json.MarshalIndent(rep.Cases, "", " ")
 			t.Errorf("suite: %d successes\n%s", rep.Metrics.Successes, b)
@@ -113,7 +118,8 @@ cases:
 
 	t.Run("serve", func(t *testing.T) {
 		const token = "entry-points"
-		srv, err := server.New(server.Options{Token: token, NewSession: server.Sessions(cfg, session.Options{Registry: reg}), Logf: t.Logf})
+		rcv, x := traces(t)
+		srv, err := server.New(server.Options{Token: token, NewSession: server.TraceTo(x, cfg.Model, server.Sessions(cfg, session.Options{Registry: reg})), Logf: t.Logf})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +151,7 @@ cases:
 		}
 
 		var d server.DispatchResponse
-		call(t, hs.URL, token, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write tick.txt"}, &d)
+		call(t, hs.URL, token, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write tick.txt with key " + secret}, &d)
 		var info server.TaskInfo
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			call(t, hs.URL, token, "GET", "/api/tasks/"+d.TaskID, nil, &info)
@@ -157,6 +163,7 @@ cases:
 			t.Fatalf("task %s: %s", info.Status, info.Error)
 		}
 		wrote(t, dir)
+		traced(t, rcv, x, map[string]string{"saucer.task_id": d.TaskID, "saucer.device": "box"})
 	})
 }
 
@@ -175,5 +182,60 @@ func call(t *testing.T, base, token, method, path string, body, out any) {
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil || resp.StatusCode/100 != 2 {
 		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
+	}
+}
+
+// secret is in the tasks of the traced entry points: no span may carry it.
+const secret = "sk-proj-0123456789abcdefghij"
+
+// traces starts an OTLP receiver on loopback and an exporter to it that
+// redacts secret, as the recording's redactor does.
+func traces(t *testing.T) (*telemetrytest.Receiver, *telemetry.Exporter) {
+	t.Helper()
+	rcv := telemetrytest.New()
+	t.Cleanup(rcv.Close)
+	red, err := trajectory.NewRedactor([]string{secret}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := telemetry.NewExporter(context.Background(), telemetry.Options{Endpoint: rcv.URL, Redact: red.String})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rcv, x
+}
+
+// traced flushes x and checks that one session span arrived with labels,
+// with its model calls and the write_file command, and no secret.
+func traced(t *testing.T, rcv *telemetrytest.Receiver, x *telemetry.Exporter, labels map[string]string) {
+	t.Helper()
+	if err := x.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sessions := rcv.Named("session")
+	if len(sessions) != 1 {
+		t.Fatalf("%d session spans, want 1", len(sessions))
+	}
+	for k, v := range labels {
+		if got := sessions[0].Attrs[k]; got != v {
+			t.Errorf("session span %s = %q, want %q", k, got, v)
+		}
+	}
+	if got := sessions[0].Attrs["saucer.status"]; got != "FINISH" {
+		t.Errorf("session span status %q", got)
+	}
+	chats := 0
+	for _, s := range rcv.Spans() {
+		if strings.HasPrefix(s.Name, "chat ") {
+			chats++
+		}
+		for k, v := range s.Attrs {
+			if strings.Contains(v, secret) {
+				t.Errorf("span %q attribute %s holds the secret", s.Name, k)
+			}
+		}
+	}
+	if chats != 4 || len(rcv.Named("execute_tool write_file")) != 1 {
+		t.Errorf("%d chat spans (want 4) and %d write_file spans (want 1)", chats, len(rcv.Named("execute_tool write_file")))
 	}
 }

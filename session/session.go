@@ -19,7 +19,9 @@ package session
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/saucerhq/saucer/agent"
@@ -117,10 +119,6 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 	a := cfg.Agent
 	a.HostEdits = append(append([]strategy.Edit(nil), a.HostEdits...), o.HostEdits...)
 	a.AppEdits = append(append([]strategy.Edit(nil), a.AppEdits...), o.AppEdits...)
-	host, app, apps, err := a.Pipelines()
-	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
-	}
 	descs := o.Apps
 	if descs == nil && o.Device != nil {
 		descs = map[string]string{}
@@ -128,13 +126,36 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 			descs[ns.Name] = ns.Description
 		}
 	}
+	// A desktop app's agent observes its window every step, unless the
+	// config gives that app a pipeline of its own. (The apps come from the
+	// device, or from a recording when replayed.)
+	for _, name := range slices.Sorted(maps.Keys(descs)) {
+		if _, own := a.AppPipelines[name]; own || !cfg.MCP.IsDesktop(name) {
+			continue
+		}
+		a.AppPipelines = maps.Clone(a.AppPipelines)
+		if a.AppPipelines == nil {
+			a.AppPipelines = map[string]config.AppPipeline{}
+		}
+		a.AppPipelines[name] = config.AppPipeline{Edits: []strategy.Edit{
+			strategy.Insert(strategy.Spec{Name: strategy.DesktopObserve}, strategy.Discover, true)}}
+	}
+	host, app, apps, err := a.Pipelines()
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+
 	b := &budgetTracker{limit: cfg.Budget, model: cfg.Model, cost: o.Cost}
 	observe := Chain(o.Observers...)
 	if f, ok := model.(*llm.Fallback); ok && f.OnSwitch == nil && observe != nil {
 		// The switch is shown (saucer run prints it) and the replies name
 		// the model that answered, in the recording too.
 		f.OnSwitch = func(from, to string, err error) {
-			observe(agent.Event{Kind: agent.EventFallback, Err: fmt.Errorf("%s is unavailable, asking %s instead: %w", from, to, err)})
+			why := "is unavailable"
+			if errors.Is(err, llm.ErrContextLength) {
+				why = "cannot take a request this long"
+			}
+			observe(agent.Event{Kind: agent.EventFallback, Err: fmt.Errorf("%s %s, asking %s instead: %w", from, why, to, err)})
 		}
 	}
 	s, err := agent.New(agent.Options{

@@ -155,7 +155,9 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 	for recent := pol.Recent; ; recent /= 2 {
 		msgs := history(pc, pol, recent)
 		if pol.MaxBytes <= 0 || recent <= 1 || historyBytes(msgs) <= pol.MaxBytes {
-			return append(msgs, llm.User(status)), nil
+			turn := llm.User(status)
+			turn.Images = stepImages(pc)
+			return append(msgs, turn), nil
 		}
 	}
 }

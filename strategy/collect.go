@@ -200,8 +200,9 @@ func ResultText(r command.Result, max int) string {
 				b.WriteString(s)
 			} else {
 				// Canonical, so that a replay (keys sorted by the
-				// recording) shows the model the same bytes.
-				b.Write(prompts.CanonicalJSON(r.Result))
+				// recording) shows the model the same bytes. Images are
+				// attached to the request, not spelt out in base64.
+				b.Write(prompts.CanonicalJSON(stripImages(r.Result)))
 			}
 		}
 	default:

@@ -99,13 +99,16 @@ type Context struct {
 	// Step: reset by BeginStep.
 	Round, Step  int
 	Observations []prompts.Observation
-	Messages     []llm.Message // the last request sent to the model
-	Response     *llm.Response // the last reply
-	Decision     *Decision
-	Attempts     int       // model calls this step, re-asks included
-	Usage        llm.Usage // tokens this step, re-asks included
-	Commands     []command.Command
-	Results      []command.Result
+	// Images go with this step's request (on its status turn): the
+	// screenshots of data collection.
+	Images   []llm.Image
+	Messages []llm.Message // the last request sent to the model
+	Response *llm.Response // the last reply
+	Decision *Decision
+	Attempts int       // model calls this step, re-asks included
+	Usage    llm.Usage // tokens this step, re-asks included
+	Commands []command.Command
+	Results  []command.Result
 	// Status is where the step leaves the agent.
 	Status fsm.State
 	// Visited are states the step passed through before Status (CONFIRM
@@ -154,6 +157,7 @@ type Limits struct {
 func (pc *Context) BeginStep(round, step int) {
 	pc.Round, pc.Step = round, step
 	pc.Observations = nil
+	pc.Images = nil
 	pc.Messages = nil
 	pc.Response = nil
 	pc.Decision = nil

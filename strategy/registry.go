@@ -44,6 +44,7 @@ func NewRegistry() *Registry {
 	r := &Registry{factories: map[string]Factory{}}
 	r.mustRegister(Discover, func(map[string]any) (Strategy, error) { return discoverStrategy{}, nil })
 	r.mustRegister(Observe, newObserve)
+	r.mustRegister(DesktopObserve, newDesktopObserve)
 	r.mustRegister(Ask, func(map[string]any) (Strategy, error) { return askStrategy{}, nil })
 	r.mustRegister(Execute, func(map[string]any) (Strategy, error) { return executeStrategy{}, nil })
 	r.mustRegister(Remember, func(map[string]any) (Strategy, error) { return rememberStrategy{}, nil })

@@ -8,6 +8,8 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,14 +30,60 @@ type Options struct {
 	Headers map[string]string
 	// Model names the session's model in its spans.
 	Model string
+	// Redact, when set, is applied to every text a span carries that came
+	// from a person or a tool (task, subtask, errors): the recording's
+	// redactor, so that a trace holds no secret a recording would not.
+	Redact func(string) string
 }
 
-// Tracer turns a session's events into spans. Observe is the session's
-// observer; End ends the session span and flushes.
-type Tracer struct {
+// Exporter sends the spans of many sessions to one collector: a server's
+// tasks, an eval's trials. Start opens each session's Tracer.
+type Exporter struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
-	model    string
+	o        Options
+}
+
+// NewExporter connects nothing yet: spans are batched and sent as they
+// end.
+func NewExporter(ctx context.Context, o Options) (*Exporter, error) {
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"), otlptracehttp.WithHeaders(o.Headers))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w (check telemetry.otlp_endpoint)", err)
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "saucer"))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Exporter{provider: tp, tracer: tp.Tracer("github.com/saucerhq/saucer"), o: o}, nil
+}
+
+// Start opens a session span for task on model (empty: the Options'
+// model), labelled (a task id, an eval case: saucer.KEY attributes), and
+// returns the Tracer that observes the session.
+func (x *Exporter) Start(task, model string, labels map[string]string) *Tracer {
+	if model == "" {
+		model = x.o.Model
+	}
+	t := &Tracer{x: x, model: model, agents: map[string]agentSpan{}}
+	attrs := []attribute.KeyValue{attribute.String("saucer.task", x.o.Redact(task)), attribute.String("gen_ai.request.model", model)}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		attrs = append(attrs, attribute.String("saucer."+k, labels[k]))
+	}
+	t.ctx, t.session = x.tracer.Start(context.Background(), "session", trace.WithAttributes(attrs...))
+	return t
+}
+
+// Shutdown sends what is left and stops the exporter.
+func (x *Exporter) Shutdown(ctx context.Context) error { return x.provider.Shutdown(ctx) }
+
+// Tracer turns a session's events into spans. Observe is the session's
+// observer; End ends the session span.
+type Tracer struct {
+	x     *Exporter
+	own   bool // End shuts the exporter down (a tracer from New)
+	model string
 
 	mu      sync.Mutex
 	ctx     context.Context // the session span's
@@ -48,17 +96,15 @@ type agentSpan struct {
 	span trace.Span
 }
 
-// New starts a tracer exporting to o.Endpoint and opens the session span.
+// New starts an exporter of its own for one session (saucer run) and
+// opens the session span; End shuts the exporter down.
 func New(ctx context.Context, o Options, task string) (*Tracer, error) {
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"), otlptracehttp.WithHeaders(o.Headers))
+	x, err := NewExporter(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: %w (check telemetry.otlp_endpoint)", err)
+		return nil, err
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", "saucer"))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	t := &Tracer{provider: tp, tracer: tp.Tracer("github.com/saucerhq/saucer"), model: o.Model, agents: map[string]agentSpan{}}
-	t.ctx, t.session = t.tracer.Start(context.Background(), "session",
-		trace.WithAttributes(attribute.String("saucer.task", task), attribute.String("gen_ai.request.model", o.Model)))
+	t := x.Start(task, "", nil)
+	t.own = true
 	return t, nil
 }
 
@@ -73,9 +119,9 @@ func (t *Tracer) Observe(e agent.Event) {
 	}
 	switch e.Kind {
 	case agent.EventAgentStart:
-		ctx, span := t.tracer.Start(t.ctx, "invoke_agent "+e.Agent, trace.WithAttributes(
+		ctx, span := t.x.tracer.Start(t.ctx, "invoke_agent "+e.Agent, trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", e.Agent),
-			attribute.String("saucer.role", string(e.Role)), attribute.String("saucer.app", e.App), attribute.String("saucer.subtask", e.Subtask)))
+			attribute.String("saucer.role", string(e.Role)), attribute.String("saucer.app", e.App), attribute.String("saucer.subtask", t.x.o.Redact(e.Subtask))))
 		t.agents[e.Agent] = agentSpan{ctx, span}
 	case agent.EventAgentEnd:
 		if a, ok := t.agents[e.Agent]; ok {
@@ -97,9 +143,9 @@ func (t *Tracer) Observe(e agent.Event) {
 			}
 		}
 		if e.Err != nil {
-			attrs = append(attrs, attribute.String("error.type", e.Err.Error()))
+			attrs = append(attrs, attribute.String("error.type", t.x.o.Redact(e.Err.Error())))
 		}
-		_, span := t.tracer.Start(parent, "chat "+model, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+		_, span := t.x.tracer.Start(parent, "chat "+model, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
 		span.End(trace.WithTimestamp(now))
 	case agent.EventDispatch:
 		for i, c := range e.Commands {
@@ -108,17 +154,18 @@ func (t *Tracer) Observe(e agent.Event) {
 			if i < len(e.Results) {
 				attrs = append(attrs, attribute.String("saucer.result.status", string(e.Results[i].Status)))
 			}
-			_, span := t.tracer.Start(parent, "execute_tool "+c.ToolName, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+			_, span := t.x.tracer.Start(parent, "execute_tool "+c.ToolName, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
 			span.End(trace.WithTimestamp(now))
 		}
 	case agent.EventStep:
-		_, span := t.tracer.Start(parent, fmt.Sprintf("step %d", e.Step), trace.WithTimestamp(now.Add(-e.Duration)),
+		_, span := t.x.tracer.Start(parent, fmt.Sprintf("step %d", e.Step), trace.WithTimestamp(now.Add(-e.Duration)),
 			trace.WithAttributes(attribute.String("saucer.status", string(e.To)), attribute.Int("saucer.step", e.Step)))
 		span.End(trace.WithTimestamp(now))
 	}
 }
 
-// End closes the session span with the outcome and sends what is left.
+// End closes the session span with the outcome; a tracer from New also
+// sends what is left and shuts its exporter down.
 func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 	t.mu.Lock()
 	for name, a := range t.agents {
@@ -128,8 +175,14 @@ func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 	if out != nil {
 		t.session.SetAttributes(attribute.String("saucer.status", string(out.Status)),
 			attribute.Int("gen_ai.usage.input_tokens", out.Usage.PromptTokens), attribute.Int("gen_ai.usage.output_tokens", out.Usage.CompletionTokens))
+		if out.Err != nil {
+			t.session.SetAttributes(attribute.String("error.type", t.x.o.Redact(out.Err.Error())))
+		}
 	}
 	t.session.End()
 	t.mu.Unlock()
-	return t.provider.Shutdown(ctx)
+	if t.own {
+		return t.x.Shutdown(ctx)
+	}
+	return nil
 }

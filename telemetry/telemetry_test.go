@@ -2,15 +2,9 @@ package telemetry_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"errors"
 	"strings"
-	"sync"
 	"testing"
-
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
@@ -18,52 +12,21 @@ import (
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
+	"github.com/saucerhq/saucer/telemetry/telemetrytest"
+	"github.com/saucerhq/saucer/trajectory"
 )
-
-// receiver is an OTLP/HTTP collector on loopback that decodes what
-// arrives.
-type receiver struct {
-	mu    sync.Mutex
-	spans map[string]map[string]string // name → attributes, as text
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	b, _ := io.ReadAll(req.Body)
-	var export coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &export); err != nil || req.URL.Path != "/v1/traces" {
-		http.Error(w, "bad export", 400)
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rs := range export.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				attrs := map[string]string{}
-				for _, kv := range s.Attributes {
-					attrs[kv.Key] = kv.Value.String()
-				}
-				r.spans[s.Name] = attrs
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Write(out)
-}
 
 // TestTracesReachACollector: a demo session's spans arrive at a real OTLP
 // receiver, with the GenAI conventions' names.
 func TestTracesReachACollector(t *testing.T) {
-	rcv := &receiver{spans: map[string]map[string]string{}}
-	srv := httptest.NewServer(rcv)
-	defer srv.Close()
+	rcv := telemetrytest.New()
+	defer rcv.Close()
 	ctx := context.Background()
 	model, err := scripted.Load("../examples/demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: srv.URL, Model: "scripted:demo"}, "the demo")
+	tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: rcv.URL, Model: "scripted:demo"}, "the demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +44,10 @@ func TestTracesReachACollector(t *testing.T) {
 	if err := tr.End(ctx, out); err != nil {
 		t.Fatal(err)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
+	spans := map[string]map[string]string{}
+	for _, s := range rcv.Spans() {
+		spans[s.Name] = s.Attrs
+	}
 	for name, want := range map[string][]string{
 		"session":                    {"saucer.status", "FINISH"},
 		"invoke_agent host":          {"gen_ai.agent.name", "host"},
@@ -90,9 +55,9 @@ func TestTracesReachACollector(t *testing.T) {
 		"execute_tool write_file":    {"gen_ai.tool.name", "write_file"},
 		"execute_tool get_mcp_tools": {"gen_ai.operation.name", "execute_tool"},
 	} {
-		attrs, ok := rcv.spans[name]
+		attrs, ok := spans[name]
 		if !ok {
-			t.Errorf("no span %q arrived (got %d spans)", name, len(rcv.spans))
+			t.Errorf("no span %q arrived (got %d spans)", name, len(spans))
 			continue
 		}
 		text := ""
@@ -104,5 +69,53 @@ func TestTracesReachACollector(t *testing.T) {
 				t.Errorf("span %q lacks %q:\n%s", name, w, text)
 			}
 		}
+	}
+}
+
+// One exporter traces many sessions (a server's tasks, an eval's trials),
+// each its own session span with its labels; texts that came from a person
+// or a tool go through the recording's redactor first.
+func TestExporterSessionsRedacted(t *testing.T) {
+	rcv := telemetrytest.New()
+	defer rcv.Close()
+	const secret = "sk-proj-0123456789abcdefghij"
+	red, err := trajectory.NewRedactor([]string{secret}, trajectory.DefaultPatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	x, err := telemetry.NewExporter(ctx, telemetry.Options{Endpoint: rcv.URL, Model: "scripted:demo", Redact: red.String})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		tr := x.Start("deploy with key "+secret, "", map[string]string{"task_id": id})
+		tr.Observe(agent.Event{Kind: agent.EventAgentStart, Agent: "app-1", Role: "app", App: "shell", Subtask: "export KEY=" + secret})
+		tr.Observe(agent.Event{Kind: agent.EventModelCall, Agent: "app-1", Err: errors.New("the server echoed " + secret)})
+		tr.Observe(agent.Event{Kind: agent.EventAgentEnd, Agent: "app-1"})
+		if err := tr.End(ctx, &agent.Outcome{Status: "FINISH"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sessions := rcv.Named("session")
+	if len(sessions) != 2 || sessions[0].Attrs["saucer.task_id"] == sessions[1].Attrs["saucer.task_id"] {
+		t.Fatalf("session spans: %+v", sessions)
+	}
+	all := rcv.Spans()
+	if len(all) != 6 {
+		t.Errorf("%d spans, want 6 (session, agent and chat, twice)", len(all))
+	}
+	for _, s := range all {
+		for k, v := range s.Attrs {
+			if strings.Contains(v, secret) {
+				t.Errorf("span %q attribute %s holds the secret: %q", s.Name, k, v)
+			}
+		}
+	}
+	if got := sessions[0].Attrs["saucer.task"]; !strings.HasPrefix(got, "deploy with key ") || !strings.Contains(got, trajectory.Redacted) {
+		t.Errorf("task attribute %q: want it kept, with the secret replaced", got)
 	}
 }

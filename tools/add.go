@@ -25,6 +25,7 @@ import (
 //     argument and what was expected;
 //   - an error from handler gives an error result with err.Error();
 //   - a panic in handler gives an error result saying so;
+//   - a Content value is returned as its contents;
 //   - otherwise the value is returned as JSON text and, when it encodes as a
 //     JSON object, as structured content as well. A string result is
 //     returned as plain text.
@@ -73,10 +74,17 @@ func isStruct(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct
 }
 
+// Content is a handler result made of MCP contents as they are, for a
+// tool that returns more than JSON (a screenshot beside its text).
+type Content []mcp.Content
+
 // resultOf turns a handler's value into a tool result.
 func resultOf(v any) *mcp.CallToolResult {
 	if s, ok := v.(string); ok {
 		return mcp.NewToolResultText(s)
+	}
+	if c, ok := v.(Content); ok {
+		return &mcp.CallToolResult{Content: c}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -93,6 +93,10 @@ func newTestServer(t *testing.T) *mcpclient.Client {
 		func(ctx context.Context, in struct{}) (any, error) { panic("nil map") })
 	tools.Add(s, "hello", "says hello", mcp.ToolAnnotation{},
 		func(ctx context.Context, in struct{}) (string, error) { return "hello there", nil })
+	tools.Add(s, "picture", "returns text and an image", mcp.ToolAnnotation{},
+		func(ctx context.Context, in struct{}) (tools.Content, error) {
+			return tools.Content{mcp.NewTextContent("a red dot"), mcp.NewImageContent("iVBORw0KGgo=", "image/png")}, nil
+		})
 	tools.Add(s, "list", "returns a list", mcp.ToolAnnotation{},
 		func(ctx context.Context, in struct{}) ([]int, error) { return []int{1, 2}, nil })
 
@@ -192,6 +196,17 @@ func TestAddResults(t *testing.T) {
 				t.Errorf("structured content present = %v, want %v (%v)", got, tt.wantStructd, res.StructuredContent)
 			}
 		})
+	}
+}
+
+func TestAddContentResult(t *testing.T) {
+	res := call(t, newTestServer(t), "picture", nil)
+	if res.IsError || len(res.Content) != 2 || text(res) != "a red dot" {
+		t.Fatalf("content = %+v", res.Content)
+	}
+	img, ok := mcp.AsImageContent(res.Content[1])
+	if !ok || img.MIMEType != "image/png" || img.Data != "iVBORw0KGgo=" {
+		t.Fatalf("the image did not come through: %+v", res.Content[1])
 	}
 }
 

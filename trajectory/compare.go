@@ -20,6 +20,7 @@ func Normalize(events []Event) []Event {
 		if e.Call != nil {
 			c := *e.Call
 			c.LatencyMS = 0
+			c.Fallbacks = nil // how the call was served, as its latency
 			e.Call = &c
 		}
 		if e.Session != nil {

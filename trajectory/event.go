@@ -139,6 +139,11 @@ type Call struct {
 	Base     *CallBase     `json:"base,omitempty"`
 	Response *llm.Response `json:"response,omitempty"`
 	Error    *CallError    `json:"error,omitempty"`
+	// Fallbacks says, when the model was passed over for a fallback during
+	// this call, each switch and why ("openai:gpt-4o is unavailable,
+	// asking ollama:qwen2.5 instead: ..."); Response.Model names who
+	// answered.
+	Fallbacks []string `json:"fallbacks,omitempty"`
 	// LatencyMS is the call's wall time in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
 }

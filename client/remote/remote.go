@@ -21,14 +21,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
@@ -62,7 +63,9 @@ const SkippedAfterFailure = "Skipped due to previous failure (early_exit=True)."
 
 // Options configure a Client. URL and ClientID are required.
 type Options struct {
-	// URL is the server's WebSocket endpoint, ws://HOST:PORT/ws or wss://.
+	// URL is the server's WebSocket endpoint, ws://HOST:PORT/ws or wss://;
+	// several, separated by commas, are tried in turn (a server and its
+	// standby): a connection that fails or drops moves to the next.
 	URL string
 	// Token is the server's API key, sent as ?token= and X-API-Key.
 	Token string
@@ -85,6 +88,13 @@ type Options struct {
 	RegisterTimeout time.Duration
 	// Logf, when set, is told about connections, tasks and errors.
 	Logf func(format string, args ...any)
+	// Journal is the path of a file where the client notes each command
+	// before and after it runs (see the package's journal). With it, a
+	// client restarted after a crash reports a command it was running as
+	// interrupted, outcome unknown, instead of running it again when the
+	// server re-sends it. Empty: no journal (a restarted client runs a
+	// re-sent frame again).
+	Journal string
 }
 
 // ErrRefused is wrapped by Run's error when the server refuses the token:
@@ -104,7 +114,10 @@ type TaskEnd struct {
 type Client struct {
 	dev  Device
 	opts Options
-	url  string
+	// urls are the servers, tried in turn: a connection that fails moves
+	// on to the next (failover to a standby server).
+	urls []string
+	cur  atomic.Int32
 
 	mu     sync.Mutex
 	conn   *aip.Conn // nil while disconnected
@@ -125,6 +138,7 @@ type Client struct {
 	// ends waited for or arrived early, by session id.
 	accepts []chan string
 	ends    map[string]chan TaskEnd
+	journal *journal // nil: none
 }
 
 // roundEntry remembers a command frame: its results once it has run.
@@ -143,9 +157,14 @@ func New(dev Device, opts Options) (*Client, error) {
 	if opts.ClientID == "" {
 		return nil, errors.New("remote: no client id: name this device with --id")
 	}
-	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws", opts.URL)
+	var urls []string
+	for _, one := range strings.Split(opts.URL, ",") {
+		one = strings.TrimSpace(one)
+		u, err := url.Parse(one)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws (several: separated by commas)", one)
+		}
+		urls = append(urls, u.String())
 	}
 	// The key goes in the X-API-Key header only: a URL with it in its query
 	// would show it in every log line that names the server.
@@ -167,8 +186,38 @@ func New(dev Device, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil && opts.TLS != nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
-	return &Client{dev: dev, opts: opts, url: u.String(), up: make(chan struct{}), rounds: map[string]*roundEntry{},
-		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}}, nil
+	c := &Client{dev: dev, opts: opts, urls: urls, up: make(chan struct{}), rounds: map[string]*roundEntry{},
+		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}}
+	if opts.Journal != "" {
+		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
+		if err != nil {
+			return nil, fmt.Errorf("remote: %w (remove the file to start without it; commands it lists may then run again)", err)
+		}
+		c.journal = j
+		for _, m := range known {
+			c.rounds[m.PrevResponseID] = &roundEntry{results: m}
+			c.order = append(c.order, m.PrevResponseID)
+		}
+		// Rounds cut short by the crash are reported at once.
+		c.outbox = append(c.outbox, interrupted...)
+		if len(interrupted) > 0 {
+			opts.Logf("journal %s: %d round(s) were cut short by a stop of this client; they are reported as interrupted, not run again", opts.Journal, len(interrupted))
+		}
+	}
+	return c, nil
+}
+
+// recentResults are the results of the rounds in the cache, oldest first.
+func (c *Client) recentResults() []*aip.ClientMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*aip.ClientMessage, 0, len(c.order))
+	for _, id := range c.order {
+		if e := c.rounds[id]; e != nil && e.results != nil {
+			out = append(out, e.results)
+		}
+	}
+	return out
 }
 
 // Run keeps the device connected until ctx ends (then it returns nil) or
@@ -194,7 +243,8 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			wait := c.backoff(attempt)
-			c.opts.Logf("connect to %s failed (%v); retrying in %s", c.opts.URL, err, wait.Round(time.Millisecond))
+			c.opts.Logf("connect to %s failed (%v); %s", c.url(), err, backoff.Say(wait))
+			c.cur.Store((c.cur.Load() + 1) % int32(len(c.urls)))
 			select {
 			case <-ctx.Done():
 				return nil
@@ -204,6 +254,9 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		attempt = -1
 		c.serve(ctx, conn)
+		if len(c.urls) > 1 {
+			c.cur.Store((c.cur.Load() + 1) % int32(len(c.urls))) // the next server first: this one may be gone
+		}
 		if ctx.Err() != nil {
 			conn.Close(1000, "device client stopping")
 			return nil
@@ -212,16 +265,15 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
-// backoff is the wait before attempt n+1: MinBackoff doubled n times,
-// capped at MaxBackoff, then drawn uniformly from its upper half so that
-// devices cut off together do not come back together.
+// url is the server the client connects to now.
+func (c *Client) url() string { return c.urls[c.cur.Load()] }
+
+// backoff is the wait before attempt n+1: Saucer's one retry policy
+// (package backoff, as for model calls), from MinBackoff doubling up to
+// MaxBackoff, with jitter so that devices cut off together do not come
+// back together.
 func (c *Client) backoff(n int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 0; i < n && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.opts.MaxBackoff)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{Base: c.opts.MinBackoff, Cap: c.opts.MaxBackoff}.Delay(n)
 }
 
 // connect dials and registers.
@@ -232,7 +284,7 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.opts.RegisterTimeout)
 	defer cancel()
-	conn, resp, err := aip.Dial(dctx, c.url, aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient})
+	conn, resp, err := aip.Dial(dctx, c.url(), aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient})
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return nil, fmt.Errorf("%w (HTTP %d): check the token (--token)", ErrRefused, resp.StatusCode)
@@ -267,7 +319,7 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 		conn.CloseNow()
 		return nil, fmt.Errorf("registration refused: %s", m.Error)
 	}
-	c.opts.Logf("registered as %s with %s", c.opts.ClientID, c.opts.URL)
+	c.opts.Logf("registered as %s with %s", c.opts.ClientID, c.url())
 	return conn, nil
 }
 
@@ -444,6 +496,11 @@ func (c *Client) drain(ctx context.Context) {
 			e.results = res
 		}
 		c.mu.Unlock()
+		if c.journal != nil {
+			if err := c.journal.finish(res, c.recentResults); err != nil {
+				c.opts.Logf("journal: %v", err)
+			}
+		}
 		c.deliver(ctx, res)
 	}
 }
@@ -467,8 +524,14 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 	}
 	results := make([]command.Result, len(m.Actions))
 	failed := false
+	var jerr error
+	if c.journal != nil {
+		jerr = c.journal.begin(m)
+	}
 	for i, cmd := range m.Actions {
 		switch {
+		case jerr != nil:
+			results[i] = command.Failed(cmd.CallID, fmt.Sprintf("%s was not run: the client's journal could not record it: %v", cmd.ToolName, jerr))
 		case rctx.Err() != nil:
 			results[i] = command.SkippedResult(cmd.CallID, fmt.Sprintf("cancelled before it ran: %v", context.Cause(rctx)))
 		case failed:
@@ -477,7 +540,17 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 			results[i] = command.Failed(cmd.CallID, fmt.Sprintf("%s expired at %s before it could run (queued by %s)",
 				cmd.ToolName, m.Lifecycle.ExpiresAt.Format(time.RFC3339Nano), m.Lifecycle.QueuedBy))
 		default:
+			if c.journal != nil {
+				if jerr = c.journal.start(m.ResponseID, i); jerr != nil {
+					results[i] = command.Failed(cmd.CallID, fmt.Sprintf("%s was not run: the client's journal could not record it: %v", cmd.ToolName, jerr))
+					break
+				}
+			}
 			results[i] = c.runCommand(context.WithoutCancel(rctx), m.ResponseID, i, cmd)
+			if c.journal != nil {
+				results[i].CallID = cmd.CallID
+				c.journal.done(m.ResponseID, i, results[i])
+			}
 		}
 		results[i].CallID = cmd.CallID
 		if results[i].Status == command.Failure {

@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/local"
 )
 
@@ -38,10 +42,65 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA to trust for wss:// (default: the system's)")
 	cmd.Flags().StringVar(&f.request, "request", "", "ask the server to run this task on this device, then exit")
 	cmd.Flags().StringVar(&f.taskName, "task-name", "task", "name of the --request task")
-	cmd.Flags().DurationVar(&f.connectWait, "connect-wait", 30*time.Second, "with --request: give up when the server cannot be reached within this time")
+	cmd.Flags().DurationVar(&f.connectWait, "connect-wait", 30*time.Second, "with --request: give up when the server cannot be reached for this long, at the start or while the task runs")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
+	cmd.Flags().BoolVar(&f.sandbox, "sandbox", false, "run the tools in a throwaway sandbox (device: sandbox; see docs/sandbox.md)")
 	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
+	cmd.Flags().StringVar(&f.journal, "journal", "", "file noting each command before and after it runs, so that after a crash an interrupted command is reported, not run again (default: USER_CACHE_DIR/saucer/client-ID.journal; \"off\": none)")
 	return cmd
+}
+
+// awayTooLong reports once the client has been disconnected for longer
+// than limit at a stretch.
+func awayTooLong(ctx context.Context, rc *remote.Client, limit time.Duration) <-chan time.Duration {
+	lost := make(chan time.Duration, 1)
+	go func() {
+		tick := time.NewTicker(min(limit/4, 250*time.Millisecond))
+		defer tick.Stop()
+		var since time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			select {
+			case <-rc.Connected():
+				since = time.Time{}
+			default:
+				if since.IsZero() {
+					since = time.Now()
+				} else if away := time.Since(since); away > limit {
+					lost <- away
+					return
+				}
+			}
+		}
+	}()
+	return lost
+}
+
+// journalPath is the client's command journal: the flag's file, none for
+// "off", else one per device id in the user's cache directory.
+func journalPath(flag, id string) (string, error) {
+	switch flag {
+	case "off":
+		return "", nil
+	case "":
+	default:
+		return flag, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("client: no place for the command journal (%v): give --journal PATH, or --journal off", err)
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, id)
+	return filepath.Join(dir, "saucer", "client-"+safe+".journal"), nil
 }
 
 // tlsConfig trusts the PEM CA file, or the system's roots when empty.
@@ -64,6 +123,9 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	cfg, err := g.load()
 	if err != nil {
 		return err
+	}
+	if f.sandbox {
+		cfg.Device = config.DeviceSandbox
 	}
 	r := cfg.Remote
 	if f.server != "" {
@@ -92,7 +154,11 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	defer dev.Close()
 	errOut := cmd.ErrOrStderr()
-	rc, err := remote.New(dev, remote.Options{URL: r.Server, Token: tokenFrom(f.token), ClientID: r.ClientID, TLS: tlsCfg,
+	journal, err := journalPath(f.journal, r.ClientID)
+	if err != nil {
+		return err
+	}
+	rc, err := remote.New(dev, remote.Options{URL: r.Server, Token: tokenFrom(f.token), ClientID: r.ClientID, TLS: tlsCfg, Journal: journal,
 		Conn:              aip.ConnOptions{ReadLimit: r.ReadLimit, PingInterval: r.PingInterval.D(), DeadAfter: r.DeadAfter.D()},
 		HeartbeatInterval: r.Heartbeat.D(), MaxBackoff: r.MaxBackoff.D(),
 		Logf: func(format string, args ...any) { fmt.Fprintf(errOut, "saucer client: "+format+"\n", args...) }})
@@ -124,9 +190,13 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	res := make(chan ended, 1)
 	go func() { e, err := rc.StartTask(runCtx, f.request, f.taskName); res <- ended{e, err} }()
+	lost := awayTooLong(runCtx, rc, f.connectWait)
 	var e ended
 	select {
 	case e = <-res:
+	case away := <-lost:
+		return fmt.Errorf("client: lost the server at %s for %s (--connect-wait) while the task ran; it may go on there when the server is back: "+
+			"GET /api/tasks shows how it ends", r.Server, away.Round(time.Second))
 	case err := <-runErr:
 		runErr <- err // for the deferred wait
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
@@ -66,6 +67,17 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 					report(true, "provider", fmt.Sprintf("%s answered in %s (%d+%d tokens): %s", cfg.Model, took,
 						resp.Usage.PromptTokens, resp.Usage.CompletionTokens, oneLine(resp.Message.Content, 40)), "")
 				}
+			}
+			// The sandboxed device: a FAIL only when the config asks for it.
+			if sb, err := local.StartSandbox(cmd.Context(), cfg, workdir); err != nil {
+				if cfg.Device == config.DeviceSandbox {
+					report(false, "sandbox", err.Error(), "install what is named above, run as root, or set device: local")
+				} else {
+					fmt.Fprintf(out, "info sandbox: not available here (device: local is in use): %v\n", oneLine(err.Error(), 200))
+				}
+			} else {
+				report(true, "sandbox", "available ("+sb.Limits()+")", "")
+				sb.Close()
 			}
 			servers, err := local.Servers(cfg, workdir, app)
 			if err != nil {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +34,8 @@ type evalFlags struct {
 	minSuccess float64
 	quiet      bool
 	labels     []string
+	shard      string
+	sandbox    bool
 }
 
 func newEvalCmd(g *globalFlags) *cobra.Command {
@@ -53,7 +58,9 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().Float64Var(&f.minSuccess, "min-success", 0, "exit 1 when the success rate is below this (0 to 1)")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	cmd.Flags().StringSliceVar(&f.labels, "label", nil, "run only the cases with this label (repeatable)")
-	cmd.AddCommand(newEvalCompareCmd(), newEvalImportCmd(), newEvalStepsCmd(g))
+	cmd.Flags().StringVar(&f.shard, "shard", "", "run only share i of n of the cases (i/n, from 1/n to n/n); join the shards with `saucer eval merge`")
+	cmd.Flags().BoolVar(&f.sandbox, "sandbox", false, "run every live case in a fresh sandbox of its own (see docs/sandbox.md)")
+	cmd.AddCommand(newEvalCompareCmd(), newEvalImportCmd(), newEvalStepsCmd(g), newEvalMergeCmd())
 	return cmd
 }
 
@@ -64,6 +71,12 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 	}
 	if f.minSuccess < 0 || f.minSuccess > 1 {
 		return fmt.Errorf("--min-success %v: give a rate from 0 to 1", f.minSuccess)
+	}
+	var shard evals.Shard
+	if f.shard != "" {
+		if shard, err = evals.ParseShard(f.shard); err != nil {
+			return err
+		}
 	}
 	cfg, err := g.load()
 	if err != nil {
@@ -77,8 +90,8 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 	if out == "" {
 		out = filepath.Join("eval-results", s.Name)
 	}
-	opts := evals.Options{Results: out, Jobs: f.jobs, Timeout: f.timeout, Model: g.model, Trials: f.trials, Labels: f.labels,
-		Config: cfg, Redactor: red}
+	opts := evals.Options{Results: out, Jobs: f.jobs, Timeout: f.timeout, Model: g.model, Trials: f.trials, Labels: f.labels, Sandbox: f.sandbox,
+		Config: cfg, Redactor: red, Shard: shard}
 	opts.OpenModel = func(spec string) (llm.Model, error) {
 		// An imported AgentBench suite's cases play their example solutions.
 		if m, ok, err := agentbench.Open(spec, file); ok {
@@ -87,6 +100,17 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		return provider.Open(spec, cfg.Providers, os.Getenv)
 	}
 	errw := cmd.ErrOrStderr()
+	if opts.Trace, err = exporterFor(cmd.Context(), cfg); err != nil {
+		return err
+	} else if opts.Trace != nil {
+		defer func() {
+			flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := opts.Trace.Shutdown(flush); err != nil {
+				fmt.Fprintf(errw, "saucer eval: warning: traces were not all sent: %v\n", err)
+			}
+		}()
+	}
 	if !f.quiet {
 		opts.Progress = progressBar(errw, isTerminal(os.Stderr) && errw == os.Stderr)
 	}
@@ -96,13 +120,10 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 	if rep == nil {
 		return runErr
 	}
-	if err := evals.WriteReports(rep, out); err != nil {
+	if err := writeReports(cmd.OutOrStdout(), rep, out); err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	rep.WriteMarkdown(w)
-	fmt.Fprintf(w, "\nreports: %s\n", strings.Join([]string{filepath.Join(out, "report.json"), filepath.Join(out, "report.md"),
-		filepath.Join(out, "junit.xml"), filepath.Join(out, "report.html")}, ", "))
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(errw, runErr)
@@ -114,6 +135,50 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		return exitError{1}
 	}
 	return nil
+}
+
+// writeReports writes the report files and prints the summary.
+func writeReports(w io.Writer, rep *evals.Report, out string) error {
+	if err := evals.WriteReports(rep, out); err != nil {
+		return err
+	}
+	rep.WriteMarkdown(w)
+	fmt.Fprintf(w, "\nreports: %s\n", strings.Join([]string{filepath.Join(out, "report.json"), filepath.Join(out, "report.md"),
+		filepath.Join(out, "junit.xml"), filepath.Join(out, "report.html")}, ", "))
+	return nil
+}
+
+func newEvalMergeCmd() *cobra.Command {
+	var out string
+	var minSuccess float64
+	cmd := &cobra.Command{
+		Use:   "merge SHARD_DIR...",
+		Short: "Join the results directories of a sharded run (saucer eval --shard i/n) into one report",
+		Long: "Join the results directories of every shard of one run (saucer eval SUITE --shard i/n -o DIR_i) into " +
+			"--out: the trials are copied and the reports are written as an unsharded run would write them. Refuses " +
+			"shards of different suites or options, a shard given twice, a missing or unfinished shard.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("--out DIR is needed: the merged results are written there")
+			}
+			rep, err := evals.Merge(args, out)
+			if err != nil {
+				return err
+			}
+			if err := writeReports(cmd.OutOrStdout(), rep, out); err != nil {
+				return err
+			}
+			if rep.Metrics.SuccessRate < minSuccess {
+				fmt.Fprintf(cmd.OutOrStdout(), "FAIL: success rate %.1f%% is below --min-success %.1f%%\n", 100*rep.Metrics.SuccessRate, 100*minSuccess)
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "directory for the merged results")
+	cmd.Flags().Float64Var(&minSuccess, "min-success", 0, "exit 1 when the success rate is below this (0 to 1)")
+	return cmd
 }
 
 // progressBar draws the run's progress: redrawn in place on a terminal,
@@ -171,11 +236,17 @@ func newEvalCompareCmd() *cobra.Command {
 }
 
 func newEvalImportCmd() *cobra.Command {
-	var out string
+	var out, scripts string
+	var plain bool
 	cmd := &cobra.Command{
-		Use:   "import agentbench FILE.json",
-		Short: "Turn AgentBench OS tasks into a Saucer suite (scripts from FILE's scripts/dev/ folder)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "import agentbench PATH...",
+		Short: "Turn AgentBench OS tasks (task files, or the benchmark's data folder) into a Saucer suite",
+		Long: "Turn AgentBench's OS-interaction tasks into one suite with the benchmark's execution rules: PATH is a task " +
+			"file (a list of tasks, one task object, or JSON Lines) or a folder searched for them, such as the benchmark's " +
+			"data/os_interaction/data. Script files are read from scripts/N/ for a file in data/N/, else scripts/<file name>/ " +
+			"or scripts/ beside the file; --scripts names the folder instead. Writes the suite and the example solutions " +
+			"(played as each case's model) to --out.",
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "agentbench" {
 				return fmt.Errorf("unknown source %q: only agentbench can be imported", args[0])
@@ -183,23 +254,33 @@ func newEvalImportCmd() *cobra.Command {
 			if out == "" {
 				return errors.New("--out DIR is needed: the suite and its scripted solutions are written there")
 			}
-			res, err := agentbench.Import(args[1], out)
+			res, err := agentbench.Import(agentbench.Options{Paths: args[1:], Out: out, Scripts: scripts, PlainNoRoot: plain})
 			if err != nil {
 				return err
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d tasks into %s (%d runnable without root: label no-root)\n", res.Tasks, res.Suite, res.NoRoot)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "directory for the suite")
+	cmd.Flags().StringVar(&scripts, "scripts", "", "the folder the tasks' script files are in (default: found beside each task file)")
+	cmd.Flags().BoolVar(&plain, "plain-no-root", false, "run the no-root tasks on the plain device, not in sandboxes (for hosts that cannot make them; needs-root tasks still need one)")
 	return cmd
 }
 
 func newEvalStepsCmd(g *globalFlags) *cobra.Command {
+	var suiteFile, caseID string
 	cmd := &cobra.Command{
 		Use:   "steps RUN_DIR",
 		Short: "Step-level evaluation: at each recorded app step, ask the model (--model) for the next action and score it",
-		Args:  cobra.ExactArgs(1),
+		Long: "Send the model each recorded app-agent request and score the action it predicts against the recorded one, " +
+			"and its final answer (finish_task's result where the recorded agent finished) against the recorded answer. " +
+			"With --suite and --case, the case's answer check is the gold answer, and without --model the case's own " +
+			"model answers (an imported AgentBench case's example solution, say).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
@@ -209,11 +290,43 @@ func newEvalStepsCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := session.OpenModel(cfg)
-			if err != nil {
-				return err
+			var opts evals.StepOptions
+			var m llm.Model
+			if (suiteFile == "") != (caseID == "") {
+				return errors.New("--suite and --case go together: the case of the suite whose answer is the gold one")
 			}
-			rep, err := evals.EvaluateSteps(cmd.Context(), t, m, evals.StepOptions{Mode: cfg.ModeFor(cfg.Model)})
+			if suiteFile != "" {
+				s, err := evals.LoadSuite(suiteFile)
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(s.Cases, func(c evals.Case) bool { return c.ID == caseID })
+				if i < 0 {
+					return fmt.Errorf("suite %s has no case %q", suiteFile, caseID)
+				}
+				c := s.Cases[i]
+				for _, ch := range c.Checks {
+					if ch.Answer != nil && opts.Answer == nil {
+						opts.Answer = ch.Answer
+					}
+				}
+				if g.model == "" {
+					cfg.Model = cmp.Or(c.Model, s.Model, cfg.Model)
+				}
+				if em, ok, err := agentbench.Open(cfg.Model, suiteFile); ok {
+					if err != nil {
+						return err
+					}
+					m = em
+				}
+			}
+			if m == nil {
+				if m, err = session.OpenModel(cfg); err != nil {
+					return err
+				}
+			}
+			opts.Mode = cfg.ModeFor(cfg.Model)
+			rep, err := evals.EvaluateSteps(cmd.Context(), t, m, opts)
 			if err != nil {
 				return err
 			}
@@ -221,5 +334,7 @@ func newEvalStepsCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&suiteFile, "suite", "", "the suite of the recorded case (with --case): its answer check is the gold answer")
+	cmd.Flags().StringVar(&caseID, "case", "", "the recorded case's id in --suite")
 	return cmd
 }

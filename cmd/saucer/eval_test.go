@@ -72,3 +72,65 @@ func TestEvalStepsAndImport(t *testing.T) {
 		t.Fatalf("imported suite: exit %d\n%s", code, text)
 	}
 }
+
+func TestEvalShardsAndMerge(t *testing.T) {
+	a, b, out := t.TempDir(), t.TempDir(), t.TempDir()
+	text, code := saucer(t, "eval", "../../evals/suites/demo.yaml", "-o", a, "-q", "--shard", "1/2")
+	if code != 0 || !strings.Contains(text, "(2/2 trials, 2 cases)") {
+		t.Fatalf("shard 1/2: exit %d\n%s", code, text)
+	}
+	if text, code = saucer(t, "eval", "../../evals/suites/demo.yaml", "-o", b, "-q", "--shard", "2/2"); code != 0 || !strings.Contains(text, "(1/1 trials, 1 cases)") {
+		t.Fatalf("shard 2/2: exit %d\n%s", code, text)
+	}
+	text, code = saucer(t, "eval", "merge", a, b, "-o", out, "--min-success", "1")
+	if code != 0 || !strings.Contains(text, "| success rate | 100.0% (3/3 trials, 3 cases) |") {
+		t.Fatalf("merge: exit %d\n%s", code, text)
+	}
+	for _, f := range []string{"report.json", "report.md", "junit.xml", "report.html", "run.json", "cases/moon-flight/trial-1/result.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	if text, code = saucer(t, "eval", "merge", a, "-o", t.TempDir()); code == 0 || !strings.Contains(text, "shard 2/2 missing") {
+		t.Errorf("half a run: exit %d\n%s", code, text)
+	}
+	if text, code = saucer(t, "eval", "../../evals/suites/demo.yaml", "-o", t.TempDir(), "--shard", "0/2"); code != 2 || !strings.Contains(text, "JOB_COMPLETION_INDEX") {
+		t.Errorf("--shard 0/2: exit %d\n%s", code, text)
+	}
+}
+
+// Step-level evaluation of an imported AgentBench case's recording, by the
+// case's own example-solution model, against the case's gold answer.
+func TestEvalStepsWithAnAgentBenchCase(t *testing.T) {
+	out, res := t.TempDir(), t.TempDir()
+	if text, code := saucer(t, "eval", "import", "agentbench", "../../evals/agentbench/testdata/os_interaction/data/dev2.json", "-o", out); code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, text)
+	}
+	suite := filepath.Join(out, "agentbench-os-dev2.yaml")
+	if text, code := saucer(t, "eval", suite, "-o", res, "-q", "--label", "no-root"); code != 0 || !strings.Contains(text, "| dev2-002 | 1/1 |") {
+		t.Fatalf("eval: exit %d\n%s", code, text)
+	}
+	rec := filepath.Join(res, "cases", "dev2-002", "trial-1", "trajectory")
+	text, code := saucer(t, "eval", "steps", rec, "--suite", suite, "--case", "dev2-002")
+	if code != 0 || !strings.Contains(text, `✔ final answer [app:shell#1 step 2] "alpha", gold "alpha"`) || !strings.Contains(text, "task success true") {
+		t.Fatalf("steps: exit %d\n%s", code, text)
+	}
+	// Another case's gold answer: the same steps, the wrong answer.
+	os.WriteFile(suite, []byte(strings.Replace(mustRead(t, suite), "exact: alpha", "exact: beta", 1)), 0o644)
+	text, code = saucer(t, "eval", "steps", rec, "--suite", suite, "--case", "dev2-002")
+	if code != 0 || !strings.Contains(text, `✘ final answer`) || !strings.Contains(text, "step success 100.0%, task success false") {
+		t.Fatalf("steps, wrong gold: exit %d\n%s", code, text)
+	}
+	if text, code = saucer(t, "eval", "steps", rec, "--suite", suite); code == 0 || !strings.Contains(text, "go together") {
+		t.Errorf("--suite alone: exit %d\n%s", code, text)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

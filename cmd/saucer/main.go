@@ -17,6 +17,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	hideSecrets()
 	root := newRoot()
 	if err := root.Execute(); err != nil {
 		var ee exitError

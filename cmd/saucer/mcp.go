@@ -9,12 +9,14 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
 
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/local"
 )
 
@@ -24,24 +26,25 @@ func init() { commands = append(commands, newMCPCmd) }
 func newMCPCmd(g *globalFlags) *cobra.Command {
 	var workdir, addr string
 	cmd := &cobra.Command{
-		Use:   "mcp shell|files",
-		Short: "Serve Saucer's shell or files tools as an MCP server (stdio, or streamable HTTP with --http)",
+		Use:   "mcp shell|files|desktop",
+		Short: "Serve Saucer's shell, files or desktop tools as an MCP server (stdio, or streamable HTTP with --http)",
 		Long: "Serve one of Saucer's own MCP servers to any MCP host, over stdio (the default) or over streamable HTTP\n" +
 			"at http://ADDR/mcp with --http ADDR. The tools' settings and the shell policy come from the config.",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"shell", "files"},
+		ValidArgs: []string{"shell", "files", "desktop"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
 				return err
 			}
-			if args[0] != "shell" && args[0] != "files" {
-				return fmt.Errorf("unknown server %q: saucer mcp serves shell or files", args[0])
+			if !slices.Contains(config.BuiltinServers, args[0]) {
+				return fmt.Errorf("unknown server %q: saucer mcp serves shell, files or desktop", args[0])
 			}
-			srv, err := local.Builtin(cfg, workdir, args[0])
+			srv, stopServer, err := local.Builtin(cfg, workdir, args[0])
 			if err != nil {
 				return err
 			}
+			defer stopServer()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if addr == "" {

@@ -82,7 +82,7 @@ func TestClientRequestGivesUp(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", t.TempDir(),
+	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", t.TempDir(), "--journal", "off",
 		"--request", "anything", "--connect-wait", "300ms")
 	if code != 2 || !strings.Contains(out, "could not reach the server at ws://"+addr+"/ws within 300ms") {
 		t.Errorf("exit %d\n%s", code, out)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
@@ -149,7 +150,7 @@ func cachedShare(u llm.Usage) string {
 
 // retryLine tells the user why and how long the run waits.
 func retryLine(e agent.Event) string {
-	return fmt.Sprintf("    %s, retrying in %s (%v)\n", llm.WaitReason(e.Err), e.Duration.Round(time.Second), e.Err)
+	return fmt.Sprintf("    %s, %s (%v)\n", llm.WaitReason(e.Err), backoff.Say(e.Duration), e.Err)
 }
 
 func resultLine(r command.Result) string {

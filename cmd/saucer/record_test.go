@@ -35,9 +35,15 @@ func demoArgs(workdir string, extra ...string) []string {
 
 func onlyRun(t *testing.T, runs string) string {
 	t.Helper()
-	entries, err := os.ReadDir(runs)
+	all, err := os.ReadDir(runs)
+	var entries []os.DirEntry // runs are directories (saucer serve keeps its database file beside them)
+	for _, e := range all {
+		if e.IsDir() {
+			entries = append(entries, e)
+		}
+	}
 	if err != nil || len(entries) != 1 {
-		t.Fatalf("runs dir %s: %v %v", runs, entries, err)
+		t.Fatalf("runs dir %s: %v %v", runs, all, err)
 	}
 	return filepath.Join(runs, entries[0].Name())
 }

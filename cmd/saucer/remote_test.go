@@ -52,7 +52,7 @@ func TestServeAndClient(t *testing.T) {
 	}()
 
 	dir := t.TempDir()
-	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", dir,
+	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", dir, "--journal", filepath.Join(dir, ".journal"),
 		"--request", "Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
 	if code != 0 || !strings.Contains(out, "completed") || !strings.Contains(out, "Hello from Saucer") {
 		t.Fatalf("client exit %d\n%s\nserver:\n%s", code, out, serveOut.String())
@@ -61,7 +61,7 @@ func TestServeAndClient(t *testing.T) {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
 
-	if out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "wrong", "--id", "x", "-C", dir); code == 0 ||
+	if out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "wrong", "--id", "x", "-C", dir, "--journal", "off"); code == 0 ||
 		!strings.Contains(out, "refused") {
 		t.Errorf("a wrong token: exit %d\n%s", code, out)
 	}

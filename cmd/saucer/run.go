@@ -28,6 +28,7 @@ type runFlags struct {
 	maxSteps, maxRounds int
 	workdir             string
 	app                 string
+	sandbox             bool
 	yes                 bool
 	quiet               bool
 	noRecord            bool
@@ -52,6 +53,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&f.maxRounds, "max-rounds", 0, "host agent rounds (default from config: 10)")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
 	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
+	cmd.Flags().BoolVar(&f.sandbox, "sandbox", false, "run the tools in a throwaway sandbox with --workdir as its /root (device: sandbox; see docs/sandbox.md)")
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "approve commands the agent asks to confirm, without asking")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	cmd.Flags().BoolVar(&f.noRecord, "no-record", false, "do not record this run's trajectory")
@@ -65,6 +67,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	cfg, err := g.load()
 	if err != nil {
 		return err
+	}
+	if f.sandbox {
+		cfg.Device = config.DeviceSandbox
 	}
 	if f.maxSteps > 0 {
 		cfg.Agent.MaxSteps = f.maxSteps
@@ -117,7 +122,11 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	}
 	var tracer *telemetry.Tracer
 	if ep := cfg.Telemetry.OTLPEndpoint; ep != "" {
-		if tracer, err = telemetry.New(ctx, telemetry.Options{Endpoint: ep, Headers: cfg.Telemetry.Headers, Model: cfg.Model}, task); err != nil {
+		red, err := redactorFor(cfg)
+		if err != nil {
+			return err
+		}
+		if tracer, err = telemetry.New(ctx, telemetry.Options{Endpoint: ep, Headers: cfg.Telemetry.Headers, Model: cfg.Model, Redact: red.String}, task); err != nil {
 			return err
 		}
 		opts.Observers = append(opts.Observers, tracer.Observe)
@@ -220,4 +229,17 @@ func pricesFor(cfg *config.Config) evals.Prices {
 		more[k] = evals.Price{Prompt: v.Prompt, Completion: v.Completion, Cached: v.Cached}
 	}
 	return evals.BuiltinPrices().With(more)
+}
+
+// exporterFor opens the config's trace exporter, or nil when telemetry is
+// off. Span texts go through the recording's redactor.
+func exporterFor(ctx context.Context, cfg *config.Config) (*telemetry.Exporter, error) {
+	if cfg.Telemetry.OTLPEndpoint == "" {
+		return nil, nil
+	}
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w (check record.redact and record.redact_patterns)", err)
+	}
+	return telemetry.NewExporter(ctx, telemetry.Options{Endpoint: cfg.Telemetry.OTLPEndpoint, Headers: cfg.Telemetry.Headers, Model: cfg.Model, Redact: red.String})
 }

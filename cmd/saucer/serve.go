@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -25,9 +27,12 @@ func init() { commands = append(commands, newServeCmd) }
 type remoteFlags struct {
 	addr, token, tlsCert, tlsKey string
 	server, id, caCert           string
+	store, journal               string
+	standby                      bool
 	request, taskName, workdir   string
 	app                          string
 	connectWait                  time.Duration
+	sandbox                      bool
 }
 
 // tokenFrom is the flag's value, else SAUCER_TOKEN.
@@ -46,7 +51,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Long: "Run the agent server. Devices (`saucer client`, or UFO's device client) connect to ws://ADDR/ws with the " +
 			"API key; the host and app agents run here and send each command to the device. HTTP API (same key, as " +
 			"X-API-Key or ?token=): POST /api/dispatch {client_id, request, task_name}, GET /api/clients, " +
-			"GET /api/tasks/{id}, DELETE /api/tasks/{id}, GET /api/health. Ctrl-C ends running tasks as failed and stops.",
+			"GET /api/tasks/{id}, DELETE /api/tasks/{id}, GET /api/health. Ctrl-C stops; running tasks resume when it starts again on the same --store (with --store memory they end as failed).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, g, f) },
 	}
@@ -54,6 +59,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.token, "token", "", "API key devices and API callers must present (default: $SAUCER_TOKEN)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate: serve wss:// and https:// (with --tls-key)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	cmd.Flags().BoolVar(&f.standby, "standby", false, "wait until the server using --store stops or dies, then take over: restore its tasks and serve (give clients both URLs)")
+	cmd.Flags().StringVar(&f.store, "store", "", "where tasks and devices are kept: sqlite:PATH, postgres://USER@HOST:PORT/DB or memory (default from config: sqlite:RUNS/saucer-server.db)")
 	return cmd
 }
 
@@ -106,8 +113,51 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if err != nil {
 		return err
 	}
+	if x, err := exporterFor(cmd.Context(), cfg); err != nil {
+		return err
+	} else if x != nil {
+		// Each task is traced: a session span per task id.
+		sessions = server.TraceTo(x, cfg.Model, sessions)
+		defer func() {
+			flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := x.Shutdown(flush); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "saucer serve: warning: traces were not all sent: %v\n", err)
+			}
+		}()
+	}
+	if f.store != "" {
+		r.Store = f.store
+	}
+	if err := config.CheckStore(r.Store); err != nil {
+		return fmt.Errorf("serve: --store: %w", err)
+	}
+	if r.Store == "" {
+		r.Store = "sqlite:" + filepath.Join(runsDir(cfg, ""), "saucer-server.db")
+	}
+	st, err := store.Open(cmd.Context(), r.Store)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer st.Close()
+	if sq, ok := st.(*store.SQL); ok {
+		lock := sq.Lock
+		if f.standby {
+			fmt.Fprintln(cmd.ErrOrStderr(), "saucer serve: standby: waiting for the server that uses the store to stop")
+			lock = sq.LockWait
+		}
+		sigCtx, stopSig := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		err := lock(sigCtx)
+		stopSig()
+		if err != nil {
+			if f.standby && sigCtx.Err() != nil {
+				return nil // stopped while it waited
+			}
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	out := cmd.ErrOrStderr()
-	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r),
+	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st,
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
@@ -138,10 +188,15 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(out, "saucer serve: stopping; running tasks end as failed")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = srv.Shutdown(sctx, "the server was stopped")
+	if r.Store == "memory" {
+		fmt.Fprintln(out, "saucer serve: stopping; running tasks end as failed (the memory store keeps nothing)")
+		err = srv.Shutdown(sctx, "the server was stopped")
+	} else {
+		fmt.Fprintln(out, "saucer serve: stopping; running tasks resume when it starts again on the same store")
+		err = srv.Suspend(sctx)
+	}
 	hs.Shutdown(sctx)
 	return err
 }

@@ -3,7 +3,9 @@ package agentbench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +33,9 @@ func Open(spec, suiteFile string) (m llm.Model, ok bool, err error) {
 		return nil, false, nil
 	}
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(suiteFile), "examples", id+".sh"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true, fmt.Errorf("agentbench: task %s has no example solution to play (examples/%s.sh); give --model to run it with a model", id, id)
+	}
 	if err != nil {
 		return nil, true, fmt.Errorf("agentbench: the example solution of %s: %w", id, err)
 	}

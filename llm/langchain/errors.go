@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -54,6 +55,10 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 		out.Kind = llm.KindEmptyReply
 	case out.Status != 0:
 		out.Kind = llm.KindForStatus(out.Status)
+	case errors.Is(err, io.ErrUnexpectedEOF), strings.Contains(err.Error(), "unexpected EOF"), strings.Contains(err.Error(), "connection reset"):
+		// The body was cut in transit (langchaingo does not always wrap
+		// the cause): a second try may well get it whole.
+		out.Kind = llm.KindServer
 	case errors.As(err, &lcErr):
 		out.Kind = kindForCode(lcErr.Code)
 	default:

@@ -14,11 +14,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
 
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/internal/httpmeta"
@@ -93,6 +95,12 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, stream func(cont
 	}
 	ctx, meta := httpmeta.With(ctx)
 	cr, err := m.inner.GenerateContent(ctx, msgs, opts...)
+	if stream != nil && meta.Cut && (err == nil || errors.Is(err, anthropic.ErrEmptyResponse)) {
+		// The stream closed before the provider said the reply was done
+		// (langchaingo reports that as an empty reply): it was cut off in
+		// transit, and nothing of it may act.
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Model: m.modelName, FinishReason: llm.FinishIncomplete}, nil
+	}
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)
 	}

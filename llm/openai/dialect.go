@@ -4,12 +4,27 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"regexp"
 )
 
-// argumentsAsObject finds a tool call's arguments written as an object or
-// an array rather than as JSON text.
-var argumentsAsObject = regexp.MustCompile(`"arguments"\s*:\s*[\[{]`)
+// argumentsAsObject reports whether a tool call's arguments are written as
+// an object or an array rather than as JSON text. A scan, not a regular
+// expression: it runs on every reply.
+func argumentsAsObject(body []byte) bool {
+	key := []byte(`"arguments"`)
+	for {
+		i := bytes.Index(body, key)
+		if i < 0 {
+			return false
+		}
+		body = bytes.TrimLeft(body[i+len(key):], " \t\r\n")
+		if len(body) > 0 && body[0] == ':' {
+			rest := bytes.TrimLeft(body[1:], " \t\r\n")
+			if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') {
+				return true
+			}
+		}
+	}
+}
 
 // fixDialects reads a chat-completions body the way servers that speak a
 // dialect of OpenAI's format write it, and rewrites it in OpenAI's own:
@@ -23,7 +38,7 @@ var argumentsAsObject = regexp.MustCompile(`"arguments"\s*:\s*[\[{]`)
 // (llm.FixCallIDs). A body that is not JSON is left to the SDK to report.
 func fixDialects(body []byte) ([]byte, int, error) {
 	// Most bodies need nothing: look before decoding.
-	if !bytes.Contains(body, []byte(`"error"`)) && !argumentsAsObject.Match(body) {
+	if !bytes.Contains(body, []byte(`"error"`)) && !argumentsAsObject(body) {
 		return body, 0, nil
 	}
 	var doc map[string]json.RawMessage

@@ -33,6 +33,18 @@ func TestDialects(t *testing.T) {
 		t.Errorf("ids %q %q %q: every call needs its own", calls[0].ID, calls[1].ID, calls[2].ID)
 	}
 
+	// Only a later call's arguments are an object, after white space.
+	body = `{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+		{"id":"a","type":"function","function":{"name":"list_dir","arguments":"{\"path\":\".\"}"}},
+		{"id":"b","type":"function","function":{"name":"read_file","arguments" :
+		  {"path":"b.txt"}}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}`
+	srv, _ = captureServer(t, 200, body)
+	m = newModel(t, openai.Config{BaseURL: srv.URL, Model: "m", ProviderName: "vllm"})
+	resp, err = m.Complete(context.Background(), req)
+	if err != nil || len(resp.Message.ToolCalls) != 2 || resp.Message.ToolCalls[1].Arguments != `{"path":"b.txt"}` {
+		t.Fatalf("a later call's object arguments: %+v %v", resp, err)
+	}
+
 	srv, _ = captureServer(t, 200, `{"error":{"message":"model qwen9 is not loaded","type":"server_error"}}`)
 	m = newModel(t, openai.Config{BaseURL: srv.URL, Model: "qwen9", ProviderName: "ollama"})
 	_, err = m.Complete(context.Background(), req)

@@ -24,6 +24,19 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 	)
 	out := &llm.Error{Provider: m.provider, Err: err}
 	switch {
+	case errors.As(err, &reqErr):
+		// Checked first: a body whose "error" is not an object (Ollama
+		// sends {"error":"server busy"}) leaves an empty APIError inside
+		// the RequestError that carries the status.
+		out.Status = reqErr.HTTPStatusCode
+		out.Kind = llm.KindForStatus(reqErr.HTTPStatusCode)
+		out.Message = strings.TrimSpace(truncate(string(reqErr.Body), 500))
+		if out.Message == "" {
+			out.Message = reqErr.HTTPStatus
+		}
+		if isContextLength(nil, out.Message) {
+			out.Kind = llm.KindContextLength
+		}
 	case errors.As(err, &apiErr):
 		out.Status = apiErr.HTTPStatusCode
 		out.Kind = llm.KindForStatus(apiErr.HTTPStatusCode)
@@ -36,16 +49,6 @@ func (m *Model) mapError(ctx context.Context, err error, meta *httpmeta.Meta) er
 		} else if out.Kind == llm.KindUnknown {
 			// An error sent inside a stream has no HTTP status.
 			out.Kind = kindForErrorType(apiErr.Type)
-		}
-	case errors.As(err, &reqErr):
-		out.Status = reqErr.HTTPStatusCode
-		out.Kind = llm.KindForStatus(reqErr.HTTPStatusCode)
-		out.Message = strings.TrimSpace(truncate(string(reqErr.Body), 500))
-		if out.Message == "" {
-			out.Message = reqErr.HTTPStatus
-		}
-		if isContextLength(nil, out.Message) {
-			out.Kind = llm.KindContextLength
 		}
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return fmt.Errorf("%s: request canceled: %w", m.provider, err)

@@ -23,8 +23,12 @@ func (m *Model) chatRequest(req *llm.Request) (goopenai.ChatCompletionRequest, e
 		return goopenai.ChatCompletionRequest{}, m.badRequest("nil request")
 	}
 	creq := goopenai.ChatCompletionRequest{
-		Model: m.model,
-		Stop:  req.Stop,
+		Model:    m.model,
+		Stop:     req.Stop,
+		Messages: make([]goopenai.ChatCompletionMessage, 0, len(req.Messages)),
+	}
+	if len(req.Tools) > 0 {
+		creq.Tools = make([]goopenai.Tool, 0, len(req.Tools))
 	}
 	for i, msg := range req.Messages {
 		cm, err := chatMessage(msg)

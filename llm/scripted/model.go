@@ -112,6 +112,15 @@ func (m *Model) Remaining() int {
 	return max(0, len(m.replies)-m.count)
 }
 
+// Skip passes over the next reply without serving it: a resumed session
+// whose earlier replies come from its journal keeps its place in the
+// script this way.
+func (m *Model) Skip() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.count++
+}
+
 // Complete returns the next scripted reply. A call whose context is already
 // done fails without taking a reply; one cancelled during its latency has
 // used its reply.

@@ -50,12 +50,23 @@ type Options struct {
 	Roots []string
 	// MaxRead is the most bytes read_file returns in one call. Default: 1 MiB.
 	MaxRead int
+	// Jail, when set, holds the files (a sandbox): Roots are paths
+	// inside it, and absolute symlinks resolve against its root, not the
+	// host's.
+	Jail Jail
+}
+
+// Jail is somewhere other than the host's file system, such as a
+// *sandbox.Sandbox.
+type Jail interface {
+	// Path is the host's view of a path inside.
+	Path(inside string) string
 }
 
 // New builds the files MCP server (name "files"). It fails if a root does
 // not exist or is not a directory.
 func New(opts Options) (*server.MCPServer, error) {
-	r, err := newRoots(opts.Roots)
+	r, err := newRoots(opts.Roots, opts.Jail)
 	if err != nil {
 		return nil, err
 	}

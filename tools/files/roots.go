@@ -15,9 +15,13 @@ import (
 type roots struct {
 	dirs []string // absolute, cleaned, as configured
 	real []string // the same with symlinks resolved, for matching absolute paths
+	jail Jail     // where dirs are, or nil for the host
 }
 
-func newRoots(dirs []string) (*roots, error) {
+func newRoots(dirs []string, jail Jail) (*roots, error) {
+	if jail != nil {
+		return newJailRoots(dirs, jail)
+	}
 	if len(dirs) == 0 {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -119,7 +123,13 @@ func (r *roots) do(p string, op func(root *os.Root, t target) error) (target, er
 	if !escapes(err) {
 		return t, err
 	}
-	real, rerr := evalSymlinksAllowMissing(t.abs())
+	var real string
+	var rerr error
+	if r.jail != nil {
+		real, rerr = r.resolveInside(t.abs())
+	} else {
+		real, rerr = evalSymlinksAllowMissing(t.abs())
+	}
 	if rerr != nil {
 		return t, r.outside(p)
 	}
@@ -137,7 +147,11 @@ func (r *roots) do(p string, op func(root *os.Root, t target) error) (target, er
 }
 
 func (r *roots) doIn(t target, op func(root *os.Root, t target) error) error {
-	root, err := os.OpenRoot(t.dir)
+	dir := t.dir
+	if r.jail != nil {
+		dir = r.jail.Path(t.dir)
+	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("open root %s: %w", t.dir, err)
 	}
@@ -167,4 +181,79 @@ func evalSymlinksAllowMissing(p string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, filepath.Base(p)), nil
+}
+
+// newJailRoots are roots inside a jail: the paths are the jail's, and
+// symlinks are resolved inside it (resolveInside), never by the host.
+func newJailRoots(dirs []string, jail Jail) (*roots, error) {
+	if len(dirs) == 0 {
+		dirs = []string{"/root"}
+	}
+	r := &roots{jail: jail}
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("files: root %q must be an absolute path inside the sandbox", d)
+		}
+		d = filepath.Clean(d)
+		real, err := r.resolveInside(d)
+		if err != nil {
+			return nil, fmt.Errorf("files: root %s: %w", d, err)
+		}
+		st, err := os.Stat(jail.Path(real)) // real has no links left, but "/" is the jail's own
+		if err != nil {
+			return nil, fmt.Errorf("files: root %s: %w", d, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("files: root %s is not a directory", d)
+		}
+		// Opened through the host's view: a link in the root's own path
+		// is resolved here, inside, once.
+		r.dirs = append(r.dirs, real)
+		r.real = append(r.real, real)
+	}
+	return r, nil
+}
+
+// resolveInside resolves the symlinks of a path inside the jail the way the
+// jail's own processes would: absolute link targets start at the jail's
+// root. Each step looks at one name whose parent is already resolved, so
+// no link is ever followed by the host. A missing last name is kept.
+func (r *roots) resolveInside(p string) (string, error) {
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean("/"+p), "/"), "/")
+	cur := "/"
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		st, err := os.Lstat(r.jail.Path(next))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && len(rest) == 0 {
+				return next, nil
+			}
+			return "", err
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > 40 {
+			return "", fmt.Errorf("too many symlinks in %s", p)
+		}
+		target, err := os.Readlink(r.jail.Path(next))
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur, nil
 }

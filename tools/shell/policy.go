@@ -201,17 +201,37 @@ func (c *compiled) checkCommand(line string) string {
 	return ""
 }
 
-// checkCwd returns why dir may not be used, or "".
-func (c *compiled) checkCwd(base, dir string) string {
+// checkCwd returns why dir may not be used, or "". With confine_cwd, dir
+// is opened and judged by what was opened, and held is that directory,
+// open: the command must start there (held.path), so that a symlink swapped
+// after the check cannot move it. The caller closes held.
+func (c *compiled) checkCwd(base, dir string) (why string, held *heldDir) {
+	if c == nil || !c.ConfineCwd {
+		return "", nil
+	}
+	realBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return fmt.Sprintf("cwd %s cannot be resolved", dir), nil
+	}
+	h, err := holdDir(dir)
+	if err != nil {
+		return fmt.Sprintf("cwd %s cannot be resolved", dir), nil
+	}
+	rel, err := filepath.Rel(realBase, h.real)
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		h.Close()
+		return fmt.Sprintf("cwd %s is outside the working directory %s", dir, base), nil
+	}
+	return "", h
+}
+
+// checkCwdInside is checkCwd for a jail, where the host cannot resolve
+// symlinks for it: the path is judged as written, and ".." may not leave.
+func (c *compiled) checkCwdInside(base, dir string) string {
 	if c == nil || !c.ConfineCwd {
 		return ""
 	}
-	realBase, err1 := filepath.EvalSymlinks(base)
-	realDir, err2 := filepath.EvalSymlinks(dir)
-	if err1 != nil || err2 != nil {
-		return fmt.Sprintf("cwd %s cannot be resolved", dir)
-	}
-	rel, err := filepath.Rel(realBase, realDir)
+	rel, err := filepath.Rel(base, filepath.Clean(dir))
 	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
 		return fmt.Sprintf("cwd %s is outside the working directory %s", dir, base)
 	}

@@ -53,9 +53,46 @@ type Options struct {
 	Policy Policy
 	// Logger receives policy refusals; nil means slog.Default().
 	Logger *slog.Logger
+	// Jail, when set, runs every command inside it (a sandbox) instead of
+	// on the host: Dir and cwd are paths inside, and commands get the
+	// jail's environment plus Env and the call's, never the host's.
+	Jail Jail
+	// Persistent runs every command in one long-lived shell, as a terminal
+	// does: cd, variables and su carry over between calls. A call with
+	// fresh set still gets a shell of its own. Build such a server with
+	// Start, whose stop ends the shell and its background jobs.
+	Persistent bool
+}
+
+// Jail is somewhere other than the host where commands run, such as a
+// *sandbox.Sandbox.
+type Jail interface {
+	// Path is the host's view of a path inside.
+	Path(inside string) string
+	// Command runs argv inside, in dir, with exactly env (nil: the
+	// jail's own).
+	Command(ctx context.Context, dir string, env []string, argv ...string) *exec.Cmd
+}
+
+// jailEnv is the environment of jailed commands before Env and the call's.
+var jailEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root", "USER=root", "LOGNAME=root", "LANG=C.UTF-8", "TERM=dumb",
 }
 
 func (o Options) withDefaults() Options {
+	if o.Jail != nil {
+		if o.Shell == "" {
+			o.Shell = "/bin/sh"
+			if _, err := os.Stat(o.Jail.Path("/bin/bash")); err == nil {
+				o.Shell = "/bin/bash"
+			}
+		}
+		if o.Dir == "" {
+			o.Dir = "/root"
+		}
+		o.Dir = filepath.Clean(o.Dir)
+	}
 	if o.Shell == "" {
 		o.Shell = "/bin/sh"
 		if p, err := exec.LookPath("bash"); err == nil {
@@ -96,24 +133,52 @@ func New(opts Options) *server.MCPServer {
 }
 
 // NewChecked builds the shell MCP server, or says what is wrong with the
-// policy.
+// policy. A persistent server needs Start.
 func NewChecked(opts Options) (*server.MCPServer, error) {
+	if opts.Persistent {
+		return nil, errors.New("shell: a persistent shell needs shell.Start, whose stop ends it")
+	}
+	s, _, err := Start(opts)
+	return s, err
+}
+
+// Start builds the shell MCP server, or says what is wrong with the
+// options. stop ends a persistent server's shell with its background jobs
+// (it does nothing for the others); call it when the server is done.
+func Start(opts Options) (srv *server.MCPServer, stop func() error, err error) {
 	pol, err := compilePolicy(opts.Policy)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if opts.Persistent && opts.Policy.ConfineCwd {
+		return nil, nil, errors.New("shell: confine_cwd cannot hold in a persistent shell, where cd carries over; turn one of them off")
 	}
 	r := &runner{opts: opts.withDefaults(), policy: pol}
 	if r.opts.Logger == nil {
 		r.opts.Logger = slog.Default()
 	}
-	s := server.NewMCPServer("shell", "1.0.0",
-		server.WithInstructions("Runs shell commands on this device. Each call starts a fresh shell: cd and exported variables do not carry over; use cwd and env."))
+	stop = func() error { return nil }
+	instructions := "Runs shell commands on this device. Each call starts a fresh shell: cd and exported variables do not carry over; use cwd and env."
+	what := fmt.Sprintf("Run a command with %s -c in a fresh shell and return its stdout, stderr and exit code. ", filepath.Base(r.opts.Shell))
+	if opts.Persistent {
+		env := append(r.policy.environ(), r.opts.Env...)
+		if r.opts.Jail != nil {
+			env = append(slices.Clone(jailEnv), r.opts.Env...)
+		}
+		r.session = &session{opts: r.opts, env: env}
+		stop = r.session.Close
+		instructions = "Runs shell commands on this device in one persistent shell, as in a terminal: cd, variables and su carry over from one call to the next."
+		what = fmt.Sprintf("Run a command in this device's persistent %s shell (cd, variables and su carry over between calls) and return its stdout, stderr and exit code. ", filepath.Base(r.opts.Shell))
+	}
+	jobs := "Standard input is empty. Background jobs (cmd &) keep running after the call; redirect their output, or the call waits 2s for it."
+	if opts.Persistent {
+		jobs = "Do not read standard input. Background jobs (cmd &) keep running in the shell; a timeout kills the shell with them and the next call starts a new shell."
+	}
+	s := server.NewMCPServer("shell", "1.0.0", server.WithInstructions(instructions))
 	tools.Add(s, "execute_command",
-		fmt.Sprintf("Run a command with %s -c in a fresh shell and return its stdout, stderr and exit code. "+
-			"A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
-			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. Standard input is empty. "+
-			"Background jobs (cmd &) keep running after the call; redirect their output, or the call waits 2s for it.",
-			filepath.Base(r.opts.Shell), r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput),
+		what+fmt.Sprintf("A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
+			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. ",
+			r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput)+jobs,
 		mcp.ToolAnnotation{
 			Title:           "Run a shell command",
 			ReadOnlyHint:    mcp.ToBoolPtr(false),
@@ -122,7 +187,7 @@ func NewChecked(opts Options) (*server.MCPServer, error) {
 			OpenWorldHint:   mcp.ToBoolPtr(true),
 		},
 		r.execute)
-	return s, nil
+	return s, stop, nil
 }
 
 // ExecuteInput is the input of execute_command.
@@ -131,6 +196,13 @@ type ExecuteInput struct {
 	Cwd     string  `json:"cwd,omitempty" jsonschema_description:"Working directory; a relative path is taken from the server's directory."`
 	Timeout float64 `json:"timeout,omitempty" jsonschema_description:"Seconds before the command is killed."`
 	Env     EnvVars `json:"env,omitempty" jsonschema_description:"Extra environment variables, as an object {\"KEY\": \"VALUE\"} or a list of \"KEY=VALUE\" strings."`
+	// Args are passed to the command line as $1, $2, ... (it runs as
+	// `bash -c COMMAND -- ARGS...`): values reach the program as they are,
+	// never parsed as shell code.
+	Args []string `json:"args,omitempty" jsonschema_description:"Values of $1, $2, ..."`
+	// Fresh runs the command in a shell of its own even when the server
+	// keeps a persistent one.
+	Fresh bool `json:"fresh,omitempty" jsonschema_description:"A new shell, not the persistent one."`
 }
 
 // ExecuteOutput is the result of execute_command. It holds no wall time:
@@ -190,8 +262,9 @@ func (EnvVars) JSONSchema() *jsonschema.Schema {
 }
 
 type runner struct {
-	opts   Options
-	policy *compiled
+	opts    Options
+	policy  *compiled
+	session *session // the persistent shell, if any
 }
 
 // refuse logs a policy violation and returns it as the tool's error.
@@ -226,28 +299,66 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		}
 		timeout = time.Duration(in.Timeout * float64(time.Second))
 	}
+	if r.session != nil && !in.Fresh {
+		switch {
+		case in.Cwd != "":
+			return ExecuteOutput{}, errors.New("cwd does not apply in the persistent shell: cd there in the command (it carries over), or set fresh")
+		case len(in.Env) > 0:
+			return ExecuteOutput{}, errors.New("env does not apply in the persistent shell: export the variables in the command (they carry over), or set fresh")
+		case len(in.Args) > 0:
+			return ExecuteOutput{}, errors.New("args do not apply in the persistent shell: set fresh to run the command in a shell of its own with them")
+		}
+		return r.session.run(ctx, in.Command, timeout)
+	}
 	dir := r.opts.Dir
 	if in.Cwd != "" {
 		dir = in.Cwd
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(r.opts.Dir, dir)
 		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return ExecuteOutput{}, fmt.Errorf("cwd %s is not an existing directory", dir)
-		}
-		if why := r.policy.checkCwd(r.opts.Dir, dir); why != "" {
+		if r.opts.Jail == nil {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return ExecuteOutput{}, fmt.Errorf("cwd %s is not an existing directory", dir)
+			}
+			why, held := r.policy.checkCwd(r.opts.Dir, dir)
+			if why != "" {
+				return ExecuteOutput{}, r.refuse(in, why)
+			}
+			if held != nil {
+				defer held.Close()
+				dir = held.path
+			}
+		} else if why := r.policy.checkCwdInside(r.opts.Dir, dir); why != "" {
 			return ExecuteOutput{}, r.refuse(in, why)
 		}
 	}
 
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.opts.Shell, "-c", in.Command)
-	cmd.Dir = dir
-	cmd.Env = append(append(r.policy.environ(), r.opts.Env...), in.Env...)
-	// Own process group, so that a timeout kills what the shell started too.
+	argv := []string{r.opts.Shell, "-c", in.Command}
+	if len(in.Args) > 0 {
+		argv = append(append(argv, "--"), in.Args...) // $0 is "--", as AgentBench runs its checks
+	}
+	var cmd *exec.Cmd
+	tag := tagVar + "=" + newTag()
+	if r.opts.Jail != nil {
+		// The jail resolves dir inside; a missing one fails the command
+		// with the jail's message (exit 125).
+		env := append(append(append(slices.Clone(jailEnv), r.opts.Env...), in.Env...), tag)
+		cmd = r.opts.Jail.Command(ctx, dir, env, argv...)
+	} else {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(append(append(r.policy.environ(), r.opts.Env...), in.Env...), tag)
+	}
+	// Own process group, so that a timeout kills what the shell started
+	// too; the tag finds what left the group (setsid, daemons).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTagged(tag[len(tagVar)+1:])
+		return err
+	}
 	// A background child that keeps our pipes open must not hold the call
 	// forever once the shell itself has exited.
 	cmd.WaitDelay = 2 * time.Second

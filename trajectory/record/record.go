@@ -29,6 +29,9 @@ type Recorder struct {
 	mu    sync.Mutex
 	calls int
 	err   error
+	// switched holds the fallback switches of the model call in progress,
+	// recorded with it.
+	switched []string
 	// OnError, when set before the session starts, is told of the first
 	// write that fails (a full disk, say), once: a run stops then rather
 	// than go on unrecorded.
@@ -89,12 +92,20 @@ func (r *Recorder) Write(e trajectory.Event) error {
 // Observe records an agent event.
 func (r *Recorder) Observe(e agent.Event) {
 	r.mu.Lock()
+	if e.Kind == agent.EventFallback && e.Err != nil {
+		r.switched = append(r.switched, e.Err.Error())
+	}
+	var switched []string
 	if e.Kind == agent.EventModelCall {
 		r.calls++
+		switched, r.switched = r.switched, nil
 	}
 	n := r.calls
 	r.mu.Unlock()
 	if te, ok := Convert(e, n); ok {
+		if te.Call != nil && len(switched) > 0 {
+			te.Call.Fallbacks = switched
+		}
 		r.Write(te)
 	}
 }

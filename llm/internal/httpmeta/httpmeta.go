@@ -26,6 +26,11 @@ type Doer struct {
 	// reads it (servers that speak a dialect of the provider's format), or
 	// turn it into a failure status with a message.
 	Fix func(body []byte) (fixed []byte, status int, err error)
+	// StreamEnd, when set, is what a complete event stream holds at its
+	// end (Anthropic's "message_stop"): a stream that closes without it
+	// was cut in transit, which Meta.Cut reports, because some SDKs hand
+	// back such a stream as an empty reply.
+	StreamEnd []byte
 }
 
 // Do sends the request with the configured headers and, on a failed
@@ -36,7 +41,7 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := d.Client.Do(req)
 	if err == nil && d.Fix != nil && resp.StatusCode == http.StatusOK && strings.Contains(resp.Header.Get("Content-Type"), "json") {
-		body, rerr := io.ReadAll(resp.Body)
+		body, rerr := readBody(resp.Body, resp.ContentLength)
 		resp.Body.Close()
 		if rerr != nil {
 			return nil, rerr
@@ -50,6 +55,12 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 		}
 		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(fixed)), int64(len(fixed))
 	}
+	if err == nil && d.StreamEnd != nil && resp.StatusCode == http.StatusOK && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
+		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok {
+			meta.Cut = true // until the end is seen
+			resp.Body = &endWatch{ReadCloser: resp.Body, end: d.StreamEnd, meta: meta}
+		}
+	}
 	if err == nil && resp.StatusCode >= 400 {
 		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok {
 			meta.Status = resp.StatusCode
@@ -59,11 +70,48 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// readBody reads a body of n bytes (-1: unknown) in one allocation when
+// its length is known: a reply is read whole before the SDK sees it.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > 64<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
 // Meta is what the HTTP layer saw of one failed call. Each call has its own,
 // on its context, so a model stays safe for concurrent use.
 type Meta struct {
 	Status     int
 	RetryAfter time.Duration
+	// Cut is set when an event stream ended without its end (see
+	// Doer.StreamEnd).
+	Cut bool
+}
+
+// endWatch reads an event stream and clears Meta.Cut once its end marker
+// has gone by (across read boundaries too).
+type endWatch struct {
+	io.ReadCloser
+	end  []byte
+	meta *Meta
+	tail []byte
+}
+
+func (w *endWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if n > 0 && w.meta.Cut {
+		w.tail = append(w.tail, p[:n]...)
+		if bytes.Contains(w.tail, w.end) {
+			w.meta.Cut = false
+		}
+		if keep := len(w.end) - 1; len(w.tail) > keep {
+			w.tail = append(w.tail[:0], w.tail[len(w.tail)-keep:]...)
+		}
+	}
+	return n, err
 }
 
 type metaKey struct{}

@@ -1,0 +1,5 @@
+cat > calc <<'END'
+#!/bin/bash
+python3 -c "print($*)"
+END
+chmod +x calc

@@ -1,0 +1,166 @@
+package evals_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/evals"
+)
+
+// writeSuite writes a suite next to the test scripts.
+func writeSuite(t *testing.T, text string) string {
+	t.Helper()
+	f, err := os.CreateTemp("testdata", "suite-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	f.WriteString(text)
+	f.Close()
+	return f.Name()
+}
+
+// Setup scripts in bash and python, a start script in the agent's own
+// persistent shell, and a pipeline of check scripts that get the answer
+// and the earlier outputs as arguments.
+func TestSetupStartAndPipeline(t *testing.T) {
+	suite := writeSuite(t, `
+name: scripts
+model: scripted:scripts/start-state.yaml
+defaults: {max_steps: 4, max_rounds: 3, timeout: 20s}
+cases:
+  - id: state-carries-over
+    task: "What are V and the folder?"
+    device:
+      setup:
+        - "mkdir sub"
+        - {language: python, code: "open('sub/made-by-python', 'w').write('py')"}
+      start: "cd sub && export V=7 && sleep 300 >/dev/null 2>&1 &"
+    checks:
+      - {answer: {exact: "7 sub py"}}
+      - name: agentbench-style
+        state:
+          pipeline:
+            - "echo '7 sub py'"
+            - language: python
+              code: |
+                import os, sys
+                # the answer and the first script's output, as arguments
+                if sys.argv[1:] != ["7 sub py", "7 sub py\n"]: sys.exit(1)
+                # python3 itself, not under a wrapper shell
+                parent = open(f"/proc/{os.getppid()}/comm").read().strip()
+                sys.exit(1 if parent in ("bash", "sh") else 0)
+  - id: wrong-answer-fails-the-pipeline
+    task: "What are V and the folder?"
+    device:
+      setup: ["mkdir sub", "echo py > sub/made-by-python"]
+      start: "cd sub; V=7"
+    checks:
+      - state: {pipeline: ["echo 8", {language: python, code: "import sys; sys.exit(int(sys.argv[1] != sys.argv[2].strip()))"}]}
+  - id: arguments-are-not-code
+    task: "What are V and the folder?"
+    device: {setup: ["mkdir sub", "echo py > sub/made-by-python"], start: "cd sub; V=7"}
+    checks:
+      - state:
+          pipeline:
+            - "test \"$1\" = '7 sub py' && echo '$(touch pwned)'"
+            - language: python
+              code: |
+                import os, sys
+                sys.exit(0 if sys.argv[2] == "$(touch pwned)\n" and not os.path.exists("pwned") and not os.path.exists("sub/pwned") else 1)
+`)
+	rep, err := runSuite(t, suite, t.TempDir(), evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*evals.TrialResult{}
+	for _, c := range rep.Cases {
+		got[c.ID] = c.Trials[0]
+	}
+	if tr := got["state-carries-over"]; !tr.Success {
+		t.Errorf("state-carries-over: %s %s", tr.Failure, tr.Detail)
+	}
+	if tr := got["arguments-are-not-code"]; !tr.Success {
+		t.Errorf("arguments-are-not-code: %s %s", tr.Failure, tr.Detail)
+	}
+	if tr := got["wrong-answer-fails-the-pipeline"]; tr.Success || !strings.Contains(tr.Detail, "script 2 of 2 exited 1") {
+		t.Errorf("wrong-answer-fails-the-pipeline: %v %s", tr.Success, tr.Detail)
+	}
+}
+
+// A state check may take as long as the case, not just the shell's
+// default timeout.
+func TestStateCheckHasTheCaseTimeout(t *testing.T) {
+	suite := writeSuite(t, `
+name: slow-check
+model: scripted:scripts/count.yaml
+cases:
+  - id: slow
+    task: "How many files are in this folder?"
+    limits: {timeout: 20s}
+    checks:
+      - {state: {run: "sleep 1.5; echo done", output: done}}
+      - state: {pipeline: ["sleep 1.5"]}
+`)
+	cfg := config.Default()
+	cfg.Tools.Shell.Timeout = config.Duration(time.Second)
+	rep, err := runSuite(t, suite, t.TempDir(), evals.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range rep.Cases[0].Trials[0].Checks {
+		if !ch.Pass {
+			t.Errorf("%s: %s", ch.Name, ch.Detail)
+		}
+	}
+}
+
+func TestScriptsAreValidated(t *testing.T) {
+	for text, want := range map[string]string{
+		`device: {setup: [{language: perl, code: "1"}]}`:                 "use bash or python",
+		`device: {setup: [{lang: python, code: "1"}]}`:                   "not \"lang\"",
+		`device: {recording: x, start: "cd /"}`:                          "no setup, files, start",
+		`checks: [{state: {pipeline: ["true"], output: "x"}}]`:           "takes no output",
+		`checks: [{state: {pipeline: ["true"], run: "true"}}]`:           "set one of run",
+		`checks: [{state: {pipeline: [{language: python, code: " "}]}}]`: "no code",
+	} {
+		_, err := evals.ParseSuite([]byte("name: x\ncases:\n  - id: a\n    task: t\n    " + text + "\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", text, err, want)
+		}
+	}
+}
+
+// A check script that hangs ends at the case's timeout with a clear
+// failure, and the other cases go on.
+func TestHangingCheckEndsAtTheCaseTimeout(t *testing.T) {
+	suite := writeSuite(t, `
+name: hanging-check
+model: scripted:scripts/count.yaml
+cases:
+  - id: hangs
+    task: "How many files are in this folder?"
+    limits: {timeout: 1s}
+    checks:
+      - state: {pipeline: ["sleep 60"]}
+  - id: fine
+    task: "How many files are in this folder?"
+    checks:
+      - state: {pipeline: ["true"]}
+`)
+	start := time.Now()
+	rep, err := runSuite(t, suite, t.TempDir(), evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the suite took %s", d)
+	}
+	hangs, fine := rep.Cases[0].Trials[0], rep.Cases[1].Trials[0]
+	if hangs.Success || hangs.Failure != evals.FailCheckerFailed || !strings.Contains(hangs.Detail, "timed out after 1s") || !fine.Success {
+		t.Errorf("hangs: %s %s; fine: %v %s", hangs.Failure, hangs.Detail, fine.Success, fine.Detail)
+	}
+}

@@ -1,0 +1,473 @@
+// Package sandbox gives a device a throwaway Linux machine: a copy-on-write
+// root filesystem in its own mount, PID, UTS, IPC and network namespaces,
+// with cgroup limits where the host allows them. Whatever runs inside may
+// act as root there (add users, write /etc, install files) and the host
+// does not change.
+//
+// Saucer does not implement containers: bubblewrap (bwrap) builds the
+// namespaces and drops capabilities, the kernel's overlayfs makes the
+// copy-on-write root, and util-linux's unshare, nsenter and setpriv start
+// the sandbox and run commands in it. docs/sandbox.md says why these.
+//
+// One sandbox is one long-lived bwrap whose first process only waits; tools
+// run commands in it with Command (which joins its namespaces) and reach its
+// files through Path (the host's view of its root, /proc/PID/root). Closing
+// the sandbox ends its PID namespace, so every process in it dies, setsid or
+// not, and the writable layer (a size-limited tmpfs) is gone with its mount
+// namespace: nothing of it stays on the host but the work folder, a host
+// directory bound at Options.WorkDir.
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Network modes.
+const (
+	// NetworkNone gives the sandbox its own network namespace: a loopback
+	// interface of its own and nothing else.
+	NetworkNone = "none"
+	// NetworkHost shares the host's network.
+	NetworkHost = "host"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultMemory   = 2 << 30 // bytes
+	DefaultDisk     = 2 << 30 // bytes of the writable layer
+	DefaultPIDs     = 1024
+	DefaultHostname = "sandbox"
+	DefaultWorkDir  = "/root"
+)
+
+// DefaultHide are host directories that are empty inside the sandbox: homes,
+// temporary and runtime folders, where a host's secrets and sockets live.
+var DefaultHide = []string{"/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media"}
+
+// Env is the environment commands get when the caller names none of these
+// variables: the host's environment never reaches the sandbox.
+var Env = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "LANG=C.UTF-8", "TERM=dumb",
+}
+
+// caps is what root keeps inside: Docker's default set for containers,
+// without CAP_MKNOD (no device files) and CAP_NET_RAW. Mounting, module
+// loading, ptrace of others, raw I/O and the like are not in it.
+var caps = []string{"chown", "dac_override", "fowner", "fsetid", "kill", "setgid", "setuid",
+	"setpcap", "setfcap", "net_bind_service", "sys_chroot", "audit_write"}
+
+// Options describe a sandbox. The zero value is a sandbox over the host's
+// root with no network and default limits.
+type Options struct {
+	// Root is the read-only lower layer of the root filesystem: "/" (the
+	// host's, the default) or a root filesystem directory (debootstrap's,
+	// an unpacked image). It must hold /bin/sh, env and setpriv.
+	Root string
+	// Work is a host directory bound at WorkDir inside, read-write: the
+	// only place where what the sandbox writes outlives it. Empty means a
+	// folder in the writable layer, gone at Close.
+	Work string
+	// WorkDir is where Work appears and where commands start; default /root.
+	WorkDir string
+	// Network is NetworkNone (default) or NetworkHost.
+	Network string
+	// Hide lists directories of Root that are empty inside; nil means
+	// DefaultHide. Each is a tmpfs of at most Disk bytes.
+	Hide []string
+	// Memory (bytes), PIDs (processes) and CPUs (cores, fractions allowed)
+	// limit the whole sandbox through a cgroup where the host allows it;
+	// zero means the default (no CPU limit), negative means none.
+	Memory int64
+	PIDs   int
+	CPUs   float64
+	// Disk bounds the writable layer in bytes (files written outside the
+	// work folder); zero means DefaultDisk.
+	Disk int64
+	// Hostname inside; default "sandbox".
+	Hostname string
+	// StartTimeout bounds Start; zero means 10s.
+	StartTimeout time.Duration
+}
+
+// Sandbox is a running sandbox.
+type Sandbox struct {
+	opts   Options
+	pid    int    // host PID of the sandbox's first process
+	root   string // /proc/PID/root
+	dir    string // host folder holding the mount points
+	cgroup *cgroup
+	cmd    *exec.Cmd
+	keep   *os.File // its stdin: closing it ends the sandbox
+	done   chan struct{}
+	stderr *bytes.Buffer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ErrUnsupported wraps every reason a host cannot make sandboxes.
+var ErrUnsupported = errors.New("this host cannot create sandboxes")
+
+// Check reports whether this host can create sandboxes, and if not, why
+// and what to do. It does not start one.
+func Check() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: the sandbox mounts an overlay root and needs root on the host (running as uid %d); "+
+			"run Saucer as root, in a VM or a privileged container, or use the plain device (device: local)", ErrUnsupported, os.Geteuid())
+	}
+	for _, tool := range []string{"bwrap", "unshare", "nsenter", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			pkg := "util-linux"
+			if tool == "bwrap" {
+				pkg = "bubblewrap"
+			}
+			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu package %s)", ErrUnsupported, tool, pkg)
+		}
+	}
+	if !filesystemKnown("overlay") {
+		return fmt.Errorf("%w: the kernel has no overlay filesystem (modprobe overlay)", ErrUnsupported)
+	}
+	return nil
+}
+
+func filesystemKnown(name string) bool {
+	b, err := os.ReadFile("/proc/filesystems")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(strings.TrimPrefix(line, "nodev")) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.WorkDir == "" {
+		o.WorkDir = DefaultWorkDir
+	}
+	if o.Network == "" {
+		o.Network = NetworkNone
+	}
+	if o.Network != NetworkNone && o.Network != NetworkHost {
+		return o, fmt.Errorf("sandbox network %q: use %q or %q", o.Network, NetworkNone, NetworkHost)
+	}
+	if o.Hide == nil {
+		o.Hide = DefaultHide
+	}
+	o.Hide = append([]string(nil), o.Hide...)
+	if o.Memory == 0 {
+		o.Memory = DefaultMemory
+	}
+	if o.PIDs == 0 {
+		o.PIDs = DefaultPIDs
+	}
+	if o.Disk <= 0 {
+		o.Disk = DefaultDisk
+	}
+	if o.Hostname == "" {
+		o.Hostname = DefaultHostname
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return o, err
+	}
+	o.Root = root
+	// overlayfs splits its options at commas and lowerdir at colons.
+	if strings.ContainsAny(o.Root, ",:\\") {
+		return o, fmt.Errorf("sandbox root %q: a path with ',', ':' or '\\' cannot be an overlay layer; move or link it", o.Root)
+	}
+	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/usr/bin/setpriv"} {
+		if _, err := os.Stat(filepath.Join(o.Root, p)); err != nil {
+			return o, fmt.Errorf("sandbox root %s has no %s: a root filesystem for the sandbox needs a shell, coreutils and util-linux", o.Root, p)
+		}
+	}
+	if !filepath.IsAbs(o.WorkDir) {
+		return o, fmt.Errorf("sandbox workdir %q must be an absolute path inside the sandbox", o.WorkDir)
+	}
+	if o.Work != "" {
+		w, err := filepath.Abs(o.Work)
+		if err != nil {
+			return o, err
+		}
+		if st, err := os.Stat(w); err != nil || !st.IsDir() {
+			return o, fmt.Errorf("sandbox work folder %s is not a directory", w)
+		}
+		o.Work = w
+	}
+	for i, h := range o.Hide {
+		if !filepath.IsAbs(h) {
+			return o, fmt.Errorf("sandbox hide %q: must be an absolute path", h)
+		}
+		o.Hide[i] = filepath.Clean(h)
+	}
+	return o, nil
+}
+
+// startScript runs in a private mount namespace made by unshare: it joins
+// the cgroup, makes the writable layer and the overlay root, and becomes
+// bwrap. Paths come in the environment, so nothing needs quoting.
+const startScript = `set -e
+for f in $SBX_CGROUP; do echo $$ > "$f"; done
+mount -t tmpfs -o "size=$SBX_DISK,mode=0755" saucer-layer "$SBX_DIR/layer"
+mkdir "$SBX_DIR/layer/upper" "$SBX_DIR/layer/work"
+mount -t overlay saucer-root -o "lowerdir=$SBX_LOWER,upperdir=$SBX_DIR/layer/upper,workdir=$SBX_DIR/layer/work" "$SBX_DIR/root"
+exec "$@"
+`
+
+// Start creates a sandbox. The caller must Close it.
+func Start(ctx context.Context, opts Options) (*Sandbox, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "saucer-sandbox-")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"layer", "root"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	s := &Sandbox{opts: opts, dir: dir, done: make(chan struct{}), stderr: &bytes.Buffer{}}
+	s.cgroup = newCgroup(filepath.Base(dir), opts)
+
+	bw := []string{"bwrap", "--bind", filepath.Join(dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
+		// Kernel settings are the host's: root inside may read, not write
+		// them (core_pattern, for one, would run a host program).
+		"--ro-bind", "/proc/sys", "/proc/sys"}
+	for _, h := range opts.Hide {
+		if h == opts.WorkDir {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(opts.Root, h)); err == nil && st.IsDir() {
+			bw = append(bw, "--size", strconv.FormatInt(opts.Disk, 10), "--tmpfs", h)
+		}
+	}
+	if opts.Work != "" {
+		bw = append(bw, "--bind", opts.Work, opts.WorkDir)
+	} else {
+		bw = append(bw, "--dir", opts.WorkDir)
+	}
+	bw = append(bw, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+	if opts.Network == NetworkNone {
+		bw = append(bw, "--unshare-net")
+	}
+	bw = append(bw, "--hostname", opts.Hostname, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+	for _, c := range caps {
+		bw = append(bw, "--cap-add", "CAP_"+strings.ToUpper(c))
+	}
+	bw = append(bw, "--chdir", opts.WorkDir, "--info-fd", "3",
+		// The first process says it runs (bwrap's info comes before the
+		// root is in place), then waits for its stdin to close: Close, or
+		// the death of this process.
+		"/bin/sh", "-c", "echo ready; read _ignored")
+
+	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", startScript, "saucer-sandbox"}, bw...)
+	cmd := exec.Command("unshare", args...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SBX_DIR=" + dir, "SBX_LOWER=" + opts.Root,
+		"SBX_DISK=" + strconv.FormatInt(opts.Disk, 10), "SBX_CGROUP=" + strings.Join(s.cgroup.procs(), " ")}
+	cmd.Stderr, cmd.Dir = s.stderr, "/"
+	// Its own process group: a Ctrl-C at the terminal is Saucer's to
+	// handle; the sandbox ends when Saucer closes it or dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	info, infoW, err := os.Pipe()
+	if err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	keepR, keepW, err := os.Pipe()
+	if err != nil {
+		info.Close()
+		infoW.Close()
+		s.cleanup()
+		return nil, err
+	}
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		info.Close()
+		infoW.Close()
+		keepR.Close()
+		keepW.Close()
+		s.cleanup()
+		return nil, err
+	}
+	defer ready.Close()
+	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW}
+	if err := cmd.Start(); err != nil {
+		info.Close()
+		infoW.Close()
+		keepR.Close()
+		keepW.Close()
+		s.cleanup()
+		return nil, fmt.Errorf("sandbox: start: %w", err)
+	}
+	infoW.Close()
+	keepR.Close()
+	readyW.Close()
+	s.cmd, s.keep = cmd, keepW
+	go func() {
+		cmd.Wait()
+		close(s.done)
+	}()
+
+	pid, err := readInfo(ctx, info, ready, opts.StartTimeout)
+	info.Close()
+	if err != nil {
+		s.Close()
+		msg := strings.TrimSpace(s.stderr.String())
+		if msg != "" {
+			return nil, fmt.Errorf("sandbox did not start: %v: %s", err, msg)
+		}
+		return nil, fmt.Errorf("sandbox did not start: %w", err)
+	}
+	s.pid, s.root = pid, fmt.Sprintf("/proc/%d/root", pid)
+	return s, nil
+}
+
+// readInfo waits until the sandbox runs: bwrap's info document (the PID of
+// its first process), then that process's "ready" (bwrap writes its info
+// before the new root is in place).
+func readInfo(ctx context.Context, info, ready io.Reader, timeout time.Duration) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var doc struct {
+			ChildPID int `json:"child-pid"`
+		}
+		err := json.NewDecoder(info).Decode(&doc)
+		if err == nil && doc.ChildPID <= 0 {
+			err = errors.New("bwrap reported no process")
+		}
+		if err == nil {
+			line := make([]byte, len("ready\n"))
+			if _, err = io.ReadFull(ready, line); err == nil && string(line) != "ready\n" {
+				err = fmt.Errorf("unexpected %q from the sandbox's first process", line)
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errors.New("bwrap ended before the sandbox was ready")
+		}
+		ch <- result{doc.ChildPID, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case res := <-ch:
+		return res.pid, res.err
+	case <-t.C:
+		return 0, fmt.Errorf("not ready after %s", timeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Path is the host path of a path inside the sandbox. Reading through it
+// is reading the sandbox's files; it is valid while the sandbox runs.
+// Absolute symlinks inside lead to the host's files when followed from
+// here: open through an os.Root made on Path("/").
+func (s *Sandbox) Path(inside string) string {
+	return filepath.Join(s.root, filepath.Clean("/"+inside))
+}
+
+// WorkDir is the folder inside where commands start.
+func (s *Sandbox) WorkDir() string { return s.opts.WorkDir }
+
+// Argv is the host command line that runs argv inside the sandbox, in dir
+// (inside; empty means WorkDir), with exactly env as its environment (nil
+// means Env), as root with the sandbox's capabilities, in its cgroup.
+func (s *Sandbox) Argv(dir string, env []string, argv ...string) []string {
+	if dir == "" {
+		dir = s.opts.WorkDir
+	}
+	if env == nil {
+		env = Env
+	}
+	var out []string
+	if procs := s.cgroup.procs(); len(procs) > 0 {
+		// Join the cgroup before anything inside can fork.
+		out = append(out, "/bin/sh", "-c", `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`, "saucer-sandbox")
+		out = append(out, procs...)
+		out = append(out, "--")
+	}
+	// --wd without a folder: the first process's (inside the new root);
+	// env -C then moves to dir, resolved inside.
+	out = append(out, "nsenter", "--target", strconv.Itoa(s.pid), "--mount", "--uts", "--ipc", "--pid", "--net", "--root", "--wd",
+		"--", "/usr/bin/setpriv", "--bounding-set", "-all,+"+strings.Join(caps, ",+"), "--",
+		"/usr/bin/env", "-i", "-C", dir)
+	out = append(out, env...)
+	return append(out, argv...)
+}
+
+// Command is exec.CommandContext for Argv.
+func (s *Sandbox) Command(ctx context.Context, dir string, env []string, argv ...string) *exec.Cmd {
+	a := s.Argv(dir, env, argv...)
+	cmd := exec.CommandContext(ctx, a[0], a[1:]...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	return cmd
+}
+
+// Limits says which limits apply, for doctor and logs.
+func (s *Sandbox) Limits() string { return s.cgroup.describe() }
+
+// Done is closed when the sandbox has ended.
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// Close ends the sandbox: every process in it is killed, its writable layer
+// and mounts are gone; the work folder stays. Close is idempotent.
+func (s *Sandbox) Close() error {
+	s.closeOnce.Do(func() {
+		s.keep.Close()
+		select {
+		case <-s.done:
+		case <-time.After(500 * time.Millisecond):
+			// bwrap's first process did not end at EOF (it was replaced, or
+			// is stopped): end the namespace by killing the launcher.
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+		s.closeErr = s.cleanup()
+	})
+	return s.closeErr
+}
+
+// cleanup removes the cgroup and the host folder of the mount points.
+func (s *Sandbox) cleanup() error {
+	var errs []error
+	if err := s.cgroup.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox: remove %s: %w", s.dir, err))
+	}
+	return errors.Join(errs...)
+}

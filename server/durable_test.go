@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
+	"github.com/saucerhq/saucer/server/store/storetest"
+)
+
+// TestTaskEndReachesADeviceThatWasAway: a task that ends while its device
+// is disconnected (cancelled through the API) sends its task_end when the
+// device registers again, instead of losing it.
+func TestTaskEndReachesADeviceThatWasAway(t *testing.T) {
+	f := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript), CancelGrace: 50 * time.Millisecond})
+	c := f.rawConn(t)
+	if ack := register(t, c, "dev"); ack.Status != aip.StatusOK {
+		t.Fatalf("register: %+v", ack)
+	}
+	var d server.DispatchResponse
+	if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev", Request: "write notes/hello.txt"}, &d); code != 200 {
+		t.Fatalf("dispatch: %d", code)
+	}
+	for m := readServer(t, c); m.Type != aip.TypeCommand; m = readServer(t, c) {
+	}
+	c.CloseNow() // away, with a round in flight
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var clients struct{ Clients []server.ClientInfo }
+		f.api(t, "GET", "/api/clients", nil, &clients)
+		if len(clients.Clients) == 1 && clients.Clients[0].Status == "away" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the device never showed as away: %+v", clients)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var info server.TaskInfo
+	if code := f.api(t, "DELETE", "/api/tasks/"+d.TaskID, nil, &info); code != 200 || info.Status != server.StatusCancelled {
+		t.Fatalf("cancel: %d %+v", code, info)
+	}
+
+	c = f.rawConn(t)
+	if ack := register(t, c, "dev"); ack.Status != aip.StatusOK {
+		t.Fatalf("register again: %+v", ack)
+	}
+	for i := 0; ; i++ {
+		m := readServer(t, c)
+		if m.Type == aip.TypeTaskEnd {
+			if m.SessionID != d.TaskID || m.Status != aip.StatusFailed || !strings.Contains(m.Error, "cancelled") {
+				t.Errorf("task_end: %+v", m)
+			}
+			break
+		}
+		if i > 5 {
+			t.Fatalf("no task_end after the device came back; last frame %+v", m)
+		}
+	}
+}
+
+// stores are the durable stores a restart test runs against.
+func stores(t *testing.T) map[string]string {
+	return map[string]string{
+		"sqlite":   "sqlite:" + filepath.Join(t.TempDir(), "state.db"),
+		"postgres": storetest.Postgres(t),
+	}
+}
+
+// TestStateSurvivesARestart: a server started on the store another one
+// used shows its ended tasks (steps, commands, result) and its devices,
+// which count as away until they register again.
+func TestStateSurvivesARestart(t *testing.T) {
+	for name, spec := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			a := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript), Store: st})
+			dir := t.TempDir()
+			connect(t, a.wsURL, "dev1", realDevice(t, dir), nil)
+			var d server.DispatchResponse
+			if code := a.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1", Request: "write notes/hello.txt and show it"}, &d); code != 200 {
+				t.Fatalf("dispatch: %d", code)
+			}
+			before := a.waitTask(t, d.TaskID)
+			if before.Status != server.StatusCompleted {
+				t.Fatalf("task: %+v", before)
+			}
+
+			st2, err := store.Open(ctx, spec) // what a new process opens
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st2.Close() })
+			b := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript), Store: st2})
+			var after server.TaskInfo
+			if code := b.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &after); code != 200 {
+				t.Fatalf("the restarted server does not know task %s: %d", d.TaskID, code)
+			}
+			if after.Status != server.StatusCompleted || after.Result != before.Result || len(after.Steps) != len(before.Steps) ||
+				len(after.Commands) != len(before.Commands) || len(after.Commands) == 0 {
+				t.Errorf("after the restart:\n%+v\nbefore:\n%+v", after, before)
+			}
+			for i, c := range after.Commands {
+				if c.State != before.Commands[i].State || c.CallID != before.Commands[i].CallID {
+					t.Errorf("command %d: %+v, was %+v", i, c, before.Commands[i])
+				}
+			}
+			var clients struct{ Clients []server.ClientInfo }
+			b.api(t, "GET", "/api/clients", nil, &clients)
+			if len(clients.Clients) != 1 || clients.Clients[0].ClientID != "dev1" || clients.Clients[0].Status != "away" ||
+				clients.Clients[0].Namespaces["files"] == "" {
+				t.Errorf("restored registry: %+v", clients.Clients)
+			}
+		})
+	}
+}

@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/server/store"
+)
+
+// A task's journal is what its agents were told, in order: the model's
+// replies, each command round (its frame written before it is sent) and
+// its results, and the answers of a person. After a restart the task's
+// agents run again from the start with the journal answering for the
+// model, the device and the person, so they reach the point where the
+// task was without asking the model or running a command again; the
+// first round sent but not answered is waited for again under its own
+// response_id, and from there on the task runs live.
+
+// Kinds of journal entries.
+const (
+	entryModel   = "model"   // an llm.Response
+	entryRound   = "round"   // a command frame, keyed by its commands
+	entryResults = "results" // a round's results, keyed by its response_id
+	entryAnswer  = "answer"  // a person's answer (a string or a bool)
+)
+
+// journal records a task's journal and, for a resumed task, replays it.
+type journal struct {
+	s      *Server
+	taskID string
+
+	mu      sync.Mutex
+	seq     int
+	models  []json.RawMessage
+	answers []json.RawMessage
+	rounds  map[string][]*journalRound // not yet replayed, by commands, oldest first
+}
+
+// journalRound is a recorded round: its frame, and its results if it
+// ended.
+type journalRound struct {
+	frame   *aip.ServerMessage
+	results []command.Result
+}
+
+// loadJournal reads a task's journal for replay.
+func loadJournal(ctx context.Context, s *Server, taskID string) (*journal, error) {
+	j := &journal{s: s, taskID: taskID, rounds: map[string][]*journalRound{}}
+	entries, err := s.store.Journal(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	byResponse := map[string]*journalRound{}
+	for _, e := range entries {
+		j.seq = max(j.seq, e.Seq)
+		switch e.Kind {
+		case entryModel:
+			j.models = append(j.models, e.Data)
+		case entryAnswer:
+			j.answers = append(j.answers, e.Data)
+		case entryRound:
+			var f aip.ServerMessage
+			if err := json.Unmarshal(e.Data, &f); err != nil {
+				return nil, fmt.Errorf("journal of task %s, entry %d: %w", taskID, e.Seq, err)
+			}
+			r := &journalRound{frame: &f}
+			j.rounds[e.Key] = append(j.rounds[e.Key], r)
+			byResponse[f.ResponseID] = r
+		case entryResults:
+			if r := byResponse[e.Key]; r != nil {
+				if err := json.Unmarshal(e.Data, &r.results); err != nil {
+					return nil, fmt.Errorf("journal of task %s, entry %d: %w", taskID, e.Seq, err)
+				}
+			}
+		}
+	}
+	return j, nil
+}
+
+// append writes an entry. Only a round's frame is waited for (a round
+// that cannot be recorded is not sent); model replies, results and
+// answers are written in order before it without waiting: one lost in a
+// crash is only asked for again (the model, or the device, which answers
+// a re-sent round from its cache or journal).
+func (j *journal) append(kind, key string, v any) error {
+	if j.s.suspending.Load() {
+		// What agents stopped by Suspend get is not what they would have
+		// got: the next server asks again.
+		return ErrSuspended
+	}
+	if j.s.volatile() {
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	j.seq++
+	seq := j.seq
+	j.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return j.s.store.Append(ctx, j.taskID, store.Entry{Seq: seq, Kind: kind, Key: key, Data: data}, kind == entryRound)
+}
+
+// next takes the oldest unreplayed entry of a list.
+func (j *journal) next(list *[]json.RawMessage) json.RawMessage {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(*list) == 0 {
+		return nil
+	}
+	e := (*list)[0]
+	*list = (*list)[1:]
+	return e
+}
+
+// nextRound takes the oldest unreplayed round with these commands.
+func (j *journal) nextRound(key string) *journalRound {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	list := j.rounds[key]
+	if len(list) == 0 {
+		return nil
+	}
+	j.rounds[key] = list[1:]
+	return list[0]
+}
+
+// roundKey names a round by its commands, without their call ids (which
+// may be fresh on every run): the same commands in the same order.
+func roundKey(cmds []command.Command) string {
+	type k struct {
+		Tool, NS string
+		Type     command.ToolType
+		Params   map[string]any
+	}
+	keys := make([]k, len(cmds))
+	for i, c := range cmds {
+		keys[i] = k{c.ToolName, c.Namespace, c.ToolType, c.Parameters}
+	}
+	b, _ := json.Marshal(keys)
+	return string(b)
+}
+
+// journaledDispatcher sends a task's rounds through its device's
+// dispatcher, recording each; replayed rounds are answered from the
+// journal.
+type journaledDispatcher struct {
+	j     *journal
+	ws    *dispatcher.WebSocket
+	round dispatcher.Round
+}
+
+func (d journaledDispatcher) Execute(ctx context.Context, cmds []command.Command) []command.Result {
+	if len(cmds) == 0 {
+		return []command.Result{}
+	}
+	if d.j.s.volatile() {
+		return d.ws.Session(d.round).Execute(ctx, cmds)
+	}
+	key := roundKey(cmds)
+	if r := d.j.nextRound(key); r != nil {
+		if r.results != nil {
+			return withCallIDs(r.results, cmds)
+		}
+		// Sent before the restart, not answered: wait for it again. The
+		// device answers from its cache or journal if it ran it.
+		res := d.ws.Rejoin(ctx, d.round, r.frame)
+		if err := d.j.append(entryResults, r.frame.ResponseID, res); err != nil && !errors.Is(err, ErrSuspended) {
+			d.j.s.logf("task %s: results not recorded: %v", d.j.taskID, err)
+		}
+		return withCallIDs(res, cmds)
+	}
+	info := d.round
+	var responseID string
+	info.OnFrame = func(f *aip.ServerMessage) error {
+		responseID = f.ResponseID
+		return d.j.append(entryRound, key, f)
+	}
+	res := d.ws.Session(info).Execute(ctx, cmds)
+	if responseID != "" {
+		if err := d.j.append(entryResults, responseID, res); err != nil && !errors.Is(err, ErrSuspended) {
+			d.j.s.logf("task %s: results not recorded: %v", d.j.taskID, err)
+		}
+	}
+	return res
+}
+
+// withCallIDs gives recorded results the call ids of this run's commands.
+func withCallIDs(recorded []command.Result, cmds []command.Command) []command.Result {
+	out := make([]command.Result, len(cmds))
+	for i, c := range cmds {
+		if i < len(recorded) {
+			out[i] = recorded[i]
+		} else {
+			out[i] = command.Failed(c.CallID, "the journal holds no result for this command")
+		}
+		if c.CallID != "" {
+			out[i].CallID = c.CallID
+		}
+	}
+	return out
+}
+
+// journaledModel records the model's replies; a resumed task's earlier
+// replies come from the journal.
+type journaledModel struct {
+	j     *journal
+	inner llm.Model
+}
+
+// skipper is a model that can pass over a reply served from a journal (a
+// scripted model keeps its place in its script).
+type skipper interface{ Skip() }
+
+func (m journaledModel) replay() (*llm.Response, bool) {
+	raw := m.j.next(&m.j.models)
+	if raw == nil {
+		return nil, false
+	}
+	var resp llm.Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, false
+	}
+	if s, ok := m.inner.(skipper); ok {
+		s.Skip()
+	}
+	return &resp, true
+}
+
+func (m journaledModel) record(resp *llm.Response, err error) (*llm.Response, error) {
+	if err == nil && resp != nil {
+		if jerr := m.j.append(entryModel, "", resp); jerr != nil && !errors.Is(jerr, ErrSuspended) {
+			m.j.s.logf("task %s: model reply not recorded: %v", m.j.taskID, jerr)
+		}
+	}
+	return resp, err
+}
+
+func (m journaledModel) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if resp, ok := m.replay(); ok {
+		return resp, nil
+	}
+	return m.record(m.inner.Complete(ctx, req))
+}
+
+func (m journaledModel) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
+	if resp, ok := m.replay(); ok {
+		return resp, nil
+	}
+	return m.record(m.inner.Stream(ctx, req, onChunk))
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/server/store"
+)
+
+// storeTimeout bounds one write to the store.
+const storeTimeout = 30 * time.Second
+
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
+// record is a task as the store keeps it: the API's view.
+func (t *task) record() store.Task {
+	info := t.snapshot()
+	data, _ := json.Marshal(info)
+	return store.Task{ID: info.ID, ClientID: info.ClientID, Status: string(info.Status), CreatedAt: info.CreatedAt, Data: data}
+}
+
+// volatile reports a store that does not outlive the process: nothing
+// can resume from it, so tasks are neither saved nor journaled. Saving
+// would only copy the task to itself on every round and cost a third of
+// a round trip.
+func (s *Server) volatile() bool {
+	_, mem := s.store.(*store.Memory)
+	return mem
+}
+
+// persist writes the task's record soon: changes that come while a write
+// runs are written together by the next one.
+func (s *Server) persist(t *task) {
+	if s.volatile() {
+		return
+	}
+	t.mu.Lock()
+	t.dirty = true
+	if t.saving {
+		t.mu.Unlock()
+		return
+	}
+	t.saving = true
+	t.mu.Unlock()
+	s.saveWG.Add(1)
+	go func() {
+		defer s.saveWG.Done()
+		for {
+			t.mu.Lock()
+			if !t.dirty {
+				t.saving = false
+				t.mu.Unlock()
+				return
+			}
+			t.dirty = false
+			t.mu.Unlock()
+			s.saveNow(t)
+		}
+	}()
+}
+
+// saveNow writes the task's record and waits. Writes of one task are
+// serialised, each with the latest state, so an older one never lands
+// last.
+func (s *Server) saveNow(t *task) {
+	if s.suspending.Load() {
+		return // the record stays as the task was when Suspend stopped it
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := s.store.PutTask(ctx, t.record()); err != nil {
+		s.logf("task %s: not saved: %v", t.info.ID, err)
+	}
+}
+
+// deviceRecord is a registered client as the store keeps it.
+type deviceRecord struct {
+	ID         string             `json:"id"`
+	Type       aip.ClientType     `json:"client_type"`
+	TargetID   string             `json:"target_id,omitempty"`
+	Platform   string             `json:"platform"`
+	Info       command.DeviceInfo `json:"device_info"`
+	Namespaces map[string]string  `json:"namespaces,omitempty"`
+}
+
+// putDevice records a registered client. Called without s.mu.
+func (s *Server) putDevice(d *device) {
+	s.mu.Lock()
+	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces}
+	s.mu.Unlock()
+	data, _ := json.Marshal(rec)
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := s.store.PutDevice(ctx, store.Device{ID: d.id, UpdatedAt: time.Now().UTC(), Data: data}); err != nil {
+		s.logf("device %s: not saved: %v", d.id, err)
+	}
+}
+
+func (s *Server) deleteDevice(id string) {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := s.store.DeleteDevice(ctx, id); err != nil {
+		s.logf("device %s: not removed from the store: %v", id, err)
+	}
+}
+
+// sendOrQueue sends a frame to a device, or queues it in the store when
+// the device is away: it gets it when it registers again, from this
+// server or the next one.
+func (s *Server) sendOrQueue(d *device, m *aip.ServerMessage) {
+	if err := d.Send(s.ctx, m); err == nil {
+		return
+	}
+	data, err := json.Marshal(m)
+	if err == nil {
+		ctx, cancel := storeCtx()
+		defer cancel()
+		err = s.store.Post(ctx, d.id, data)
+	}
+	if err != nil {
+		s.logf("%s is away and its %s frame could not be queued: %v", d.id, m.Type, err)
+		return
+	}
+	s.logf("%s is away: its %s frame waits for it", d.id, m.Type)
+}
+
+// sendQueued sends a device the frames queued while it was away.
+func (s *Server) sendQueued(d *device, conn *aip.Conn) {
+	ctx, cancel := storeCtx()
+	frames, err := s.store.Take(ctx, d.id)
+	cancel()
+	if err != nil {
+		s.logf("%s: queued frames not read: %v", d.id, err)
+		return
+	}
+	for _, b := range frames {
+		var m aip.ServerMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			s.logf("%s: a queued frame is unreadable and dropped: %v", d.id, err)
+			continue
+		}
+		conn.Send(s.ctx, &m)
+	}
+}
+
+// newDevice makes a registry entry with its dispatcher. Called with s.mu
+// held or before the server serves.
+func (s *Server) newDevice(id string, typ aip.ClientType) *device {
+	d := &device{id: id, clientType: typ, srv: s}
+	d.disp = dispatcher.NewWebSocket(d, dispatcher.WebSocketOptions{CommandTimeout: s.opts.CommandTimeout,
+		AwayTimeout: s.opts.AwayTimeout, CancelGrace: s.opts.CancelGrace, NewID: s.opts.NewID})
+	return d
+}
+
+// restore loads what an earlier server process left in the store: the
+// device registry (every device away until it registers again), the
+// running tasks, which resume when their device is back (or fail after
+// AwayTimeout), and the most recent ended tasks for the API.
+func (s *Server) restore() error {
+	ctx, cancel := storeCtx()
+	defer cancel()
+	devs, err := s.store.Devices(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, rec := range devs {
+		var dr deviceRecord
+		if err := json.Unmarshal(rec.Data, &dr); err != nil || dr.ID == "" {
+			s.logf("store: device %s has an unreadable record; skipped: %v", rec.ID, err)
+			continue
+		}
+		d := s.newDevice(dr.ID, dr.Type)
+		d.targetID, d.platform, d.info, d.namespaces, d.awaySince = dr.TargetID, dr.Platform, dr.Info, dr.Namespaces, rec.UpdatedAt
+		d.disp.Disconnected()
+		s.devices[d.id] = d
+	}
+	tasks, err := s.store.Tasks(ctx, "", 0)
+	if err != nil {
+		return err
+	}
+	var ended []*task
+	for _, rec := range tasks {
+		var info TaskInfo
+		if err := json.Unmarshal(rec.Data, &info); err != nil {
+			s.logf("store: task %s has an unreadable record; skipped: %v", rec.ID, err)
+			continue
+		}
+		t := &task{srv: s, info: info, cmdIndex: map[string]int{}, done: make(chan struct{})}
+		for i, c := range info.Commands {
+			t.cmdIndex[c.CallID] = i
+		}
+		for i := range info.Pending {
+			it := info.Pending[i]
+			it.settled, it.expireStop = make(chan struct{}), func() bool { return false }
+			if it.Status != "open" {
+				close(it.settled)
+			}
+			t.pending = append(t.pending, &it)
+		}
+		if info.Status != StatusRunning {
+			if len(ended) < s.opts.KeepTasks {
+				close(t.done)
+				ended = append(ended, t)
+			}
+			continue
+		}
+		d := s.devices[info.ClientID]
+		if d == nil {
+			d = s.newDevice(info.ClientID, aip.ClientDevice)
+			d.awaySince = now
+			d.disp.Disconnected()
+			s.devices[d.id] = d
+		}
+		t.target, t.resume = d, true
+		t.ctx, t.cancel = context.WithCancelCause(s.ctx)
+		s.running++
+		d.tasks++
+		d.resumes = append(d.resumes, t)
+		s.taskWG.Add(1)
+		s.tasks[info.ID] = t
+	}
+	for i := len(ended) - 1; i >= 0; i-- { // oldest first
+		s.tasks[ended[i].info.ID] = ended[i]
+		s.ended = append(s.ended, ended[i].info.ID)
+	}
+	for _, d := range s.devices {
+		if len(d.resumes) > 0 {
+			s.logf("%d task(s) of %s wait for it to come back (for %s)", len(d.resumes), d.id, s.opts.AwayTimeout)
+		}
+		d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
+	}
+	return nil
+}
+
+// abandon gives up on a restored device that did not come back: its tasks
+// end failed with the reason, and it leaves the registry.
+func (s *Server) abandon(d *device) {
+	s.mu.Lock()
+	if d.conn != nil || s.devices[d.id] != d {
+		s.mu.Unlock()
+		return
+	}
+	waiting := d.resumes
+	d.resumes = nil
+	s.mu.Unlock()
+	for _, t := range waiting {
+		t.mu.Lock()
+		t.endStatus = StatusFailed
+		t.endCause = fmt.Errorf("the server restarted during this task and device %s did not come back within %s", d.id, s.opts.AwayTimeout)
+		t.mu.Unlock()
+		s.finish(t, nil, nil)
+		s.taskWG.Done()
+	}
+	s.mu.Lock()
+	gone := d.conn == nil && s.devices[d.id] == d && d.tasks == 0
+	if gone {
+		delete(s.devices, d.id)
+	}
+	s.mu.Unlock()
+	if gone {
+		s.deleteDevice(d.id)
+	}
+}

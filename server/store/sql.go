@@ -1,0 +1,562 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite", pure Go
+)
+
+// SQL is a Store in an SQL database: SQLite or PostgreSQL. Both speak the
+// same statements ($N parameters, ON CONFLICT, RETURNING); only the
+// migrations differ where their types do.
+type SQL struct {
+	db      *sql.DB
+	dialect string // sqlite or postgres
+	name    string // what errors call it (no password)
+	writers []*writer
+	quit    chan struct{} // closed by Close
+	once    sync.Once
+
+	errMu    sync.Mutex
+	laterErr error // the first failure of a write nobody waited for
+
+	path     string   // the SQLite file
+	lockFile *os.File // holds the SQLite store's lock
+	lockConn *sql.Conn
+}
+
+// ErrInUse is returned by Lock when another server holds the store.
+var ErrInUse = errors.New("another saucer serve is using this store")
+
+// lockKey names the PostgreSQL advisory lock of a server's store.
+const lockKey = 7061728
+
+// LockWait is Lock for a standby server: it waits until the store is
+// free (its holder stopped or died), or ctx ends.
+func (s *SQL) LockWait(ctx context.Context) error {
+	if s.dialect == "sqlite" {
+		for {
+			err := s.Lock(ctx)
+			if !errors.Is(err, ErrInUse) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.wrap("lock", err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, lockKey); err != nil {
+		conn.Close()
+		return s.wrap("lock", err)
+	}
+	s.lockConn = conn
+	return nil
+}
+
+// Lock makes this process the store's only server until Close: two
+// servers on one store would each resume the same tasks. It fails with
+// ErrInUse when another process holds it (a PostgreSQL session lock, or a
+// lock on the file PATH.lock beside an SQLite database; either goes with
+// the process that held it, however it ended).
+func (s *SQL) Lock(ctx context.Context) error {
+	if s.dialect == "sqlite" {
+		f, err := lockFile(s.path + ".lock")
+		if err != nil {
+			return fmt.Errorf("store %s: %w (%v): stop the other one, or give this one its own --store", s.name, ErrInUse, err)
+		}
+		s.lockFile = f
+		return nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.wrap("lock", err)
+	}
+	var got bool
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey).Scan(&got); err != nil {
+		conn.Close()
+		return s.wrap("lock", err)
+	}
+	if !got {
+		conn.Close()
+		return fmt.Errorf("store %s: %w: stop the other one, or give this one its own database (several servers on one database are not supported yet)", s.name, ErrInUse)
+	}
+	s.lockConn = conn
+	return nil
+}
+
+// write is one statement waiting for the writer.
+type write struct {
+	op, query string
+	args      []any
+	done      chan error
+}
+
+// writer is one queue of writes and the goroutine that commits them.
+type writer struct {
+	writes  chan *write
+	stopped chan struct{} // closed when it is done
+}
+
+// maxBatch bounds the writes committed together.
+const maxBatch = 256
+
+// exec runs a write statement through the writer: writes that arrive
+// while a transaction commits are committed together in the next one
+// (group commit), so that many tasks writing at once pay for one commit,
+// not one each. It returns when its write is committed.
+//
+// With wait false it returns once the write is queued: writes are
+// committed in the order they are queued, so the write is durable when a
+// later waited-for write returns. Its failure, if any, is returned by the
+// next write.
+//
+// Writes of one key (a task's id, a device's id) go through one writer,
+// in order; writes of different keys may commit in parallel where the
+// database allows it (PostgreSQL).
+func (s *SQL) exec(ctx context.Context, key string, wait bool, op, query string, args ...any) error {
+	s.errMu.Lock()
+	earlier := s.laterErr
+	s.laterErr = nil
+	s.errMu.Unlock()
+	if earlier != nil {
+		return fmt.Errorf("an earlier write failed: %w", earlier)
+	}
+	w := &write{op: op, query: query, args: args, done: make(chan error, 1)}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	wr := s.writers[h.Sum32()%uint32(len(s.writers))]
+	select {
+	case wr.writes <- w:
+	case <-s.quit:
+		return s.wrap(op, errors.New("the store is closed"))
+	case <-ctx.Done():
+		return s.wrap(op, ctx.Err())
+	}
+	if !wait {
+		return nil
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-wr.stopped:
+		select {
+		case err := <-w.done:
+			return err
+		default:
+			return s.wrap(op, errors.New("the store was closed before the write"))
+		}
+	case <-ctx.Done():
+		return s.wrap(op, ctx.Err())
+	}
+}
+
+// settle reports a write's outcome to whoever waits, or keeps a failure
+// nobody waits for.
+func (s *SQL) settle(w *write, err error) {
+	w.done <- err
+	if err != nil {
+		s.errMu.Lock()
+		if s.laterErr == nil {
+			s.laterErr = err
+		}
+		s.errMu.Unlock()
+	}
+}
+
+// writer commits queued writes in batches until the store closes.
+func (s *SQL) run(wr *writer) {
+	defer close(wr.stopped)
+	for {
+		var w *write
+		select {
+		case w = <-wr.writes:
+		case <-s.quit:
+			select {
+			case w = <-wr.writes: // what was queued before Close
+			default:
+				return
+			}
+		}
+		batch := []*write{w}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case w := <-wr.writes:
+				batch = append(batch, w)
+			default:
+				break more
+			}
+		}
+		if err := s.commit(batch); err != nil {
+			// One bad write must not fail the others: each alone.
+			for _, w := range batch {
+				s.settle(w, s.commit([]*write{w}))
+			}
+			continue
+		}
+		for _, w := range batch {
+			w.done <- nil
+		}
+	}
+}
+
+// commit runs writes in one transaction.
+func (s *SQL) commit(batch []*write) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(batch[0].op, err)
+	}
+	defer tx.Rollback()
+	for _, w := range batch {
+		if _, err := tx.ExecContext(ctx, w.query, w.args...); err != nil {
+			return s.wrap(w.op, err)
+		}
+	}
+	return s.wrap(batch[0].op, tx.Commit())
+}
+
+// start starts n writers.
+func (s *SQL) start(n int) *SQL {
+	s.quit = make(chan struct{})
+	for range n {
+		wr := &writer{writes: make(chan *write, 4*maxBatch), stopped: make(chan struct{})}
+		s.writers = append(s.writers, wr)
+		go s.run(wr)
+	}
+	return s
+}
+
+var _ Store = (*SQL)(nil)
+
+// migration is one version of the schema: statements per dialect.
+type migration struct {
+	version          int
+	sqlite, postgres []string
+}
+
+// migrations are applied in order; a released one never changes (add a
+// new version instead).
+var migrations = []migration{
+	{version: 1,
+		sqlite: []string{
+			`CREATE TABLE tasks (id TEXT PRIMARY KEY, client_id TEXT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE INDEX tasks_by_status ON tasks (status, created_at)`,
+			`CREATE TABLE journal (task_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (task_id, seq))`,
+			`CREATE TABLE devices (id TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, client_id TEXT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE INDEX outbox_by_client ON outbox (client_id, seq)`,
+		},
+		postgres: []string{
+			`CREATE TABLE tasks (id TEXT PRIMARY KEY, client_id TEXT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE INDEX tasks_by_status ON tasks (status, created_at)`,
+			`CREATE TABLE journal (task_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (task_id, seq))`,
+			`CREATE TABLE devices (id TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE TABLE outbox (seq BIGSERIAL PRIMARY KEY, client_id TEXT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE INDEX outbox_by_client ON outbox (client_id, seq)`,
+		}},
+}
+
+// postgresWriters is how many transactions a PostgreSQL store commits at
+// once (SQLite allows one writer).
+const postgresWriters = 8
+
+// SchemaVersion is the schema version this build writes.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+// OpenSQLite opens (creating if needed) the SQLite database at path, in
+// WAL mode, and migrates it.
+func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("store sqlite:%s: %w", path, err)
+		}
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store sqlite:%s: %w", path, err)
+	}
+	// One writer at a time is all SQLite allows; one connection avoids
+	// waiting on its lock and keeps the order of writes.
+	db.SetMaxOpenConns(1)
+	s := &SQL{db: db, dialect: "sqlite", name: "sqlite:" + path, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s.start(1), nil
+}
+
+// OpenPostgres connects to the PostgreSQL database at url and migrates it.
+func OpenPostgres(ctx context.Context, url string) (*SQL, error) {
+	name := redactURL(url)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	db.SetMaxOpenConns(postgresWriters + 8)
+	db.SetMaxIdleConns(postgresWriters + 8)
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: cannot connect (%w): check the URL, that PostgreSQL runs and accepts this user", name, err)
+	}
+	s := &SQL{db: db, dialect: "postgres", name: name}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s.start(postgresWriters), nil
+}
+
+// DB is the underlying database (for tests and tools).
+func (s *SQL) DB() *sql.DB { return s.db }
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction. On PostgreSQL an advisory lock keeps two servers starting
+// together from applying the same one twice.
+func (s *SQL) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("store %s: %w", s.name, err)
+	}
+	for _, m := range migrations {
+		if err := s.apply(ctx, m); err != nil {
+			return fmt.Errorf("store %s: migration %d: %w", s.name, m.version, err)
+		}
+	}
+	var newest int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("store %s: %w", s.name, err)
+	}
+	if newest > SchemaVersion() {
+		return fmt.Errorf("store %s has schema version %d, newer than this saucer knows (%d): run a newer saucer against it", s.name, newest, SchemaVersion())
+	}
+	return nil
+}
+
+func (s *SQL) apply(ctx context.Context, m migration) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.dialect == "postgres" {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7061727)`); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	stmts := m.sqlite
+	if s.dialect == "postgres" {
+		stmts = m.postgres
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.version, time.Now().Unix()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *SQL) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store %s: %s: %w", s.name, op, err)
+}
+
+func (s *SQL) PutTask(ctx context.Context, t Task) error {
+	return s.exec(ctx, t.ID, true, "put task", `INSERT INTO tasks (id, client_id, status, created_at, data) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, status = excluded.status, data = excluded.data`,
+		t.ID, t.ClientID, t.Status, t.CreatedAt.UnixNano(), string(t.Data))
+}
+
+func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
+	t := Task{ID: id}
+	var created int64
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT client_id, status, created_at, data FROM tasks WHERE id = $1`, id).
+		Scan(&t.ClientID, &t.Status, &created, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, s.wrap("read task", err)
+	}
+	t.CreatedAt, t.Data = time.Unix(0, created).UTC(), []byte(data)
+	return t, nil
+}
+
+func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, error) {
+	q := `SELECT id, client_id, status, created_at, data FROM tasks`
+	var args []any
+	if status != "" {
+		q += ` WHERE status = $1`
+		args = append(args, status)
+	}
+	q += ` ORDER BY created_at DESC`
+	if limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.wrap("list tasks", err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		var t Task
+		var created int64
+		var data string
+		if err := rows.Scan(&t.ID, &t.ClientID, &t.Status, &created, &data); err != nil {
+			return nil, s.wrap("list tasks", err)
+		}
+		t.CreatedAt, t.Data = time.Unix(0, created).UTC(), []byte(data)
+		out = append(out, t)
+	}
+	return out, s.wrap("list tasks", rows.Err())
+}
+
+func (s *SQL) DeleteTask(ctx context.Context, id string) error {
+	if err := s.exec(ctx, id, true, "delete task", `DELETE FROM journal WHERE task_id = $1`, id); err != nil {
+		return err
+	}
+	return s.exec(ctx, id, true, "delete task", `DELETE FROM tasks WHERE id = $1`, id)
+}
+
+func (s *SQL) Append(ctx context.Context, taskID string, e Entry, wait bool) error {
+	return s.exec(ctx, taskID, wait, "append to the journal", `INSERT INTO journal (task_id, seq, kind, key, data) VALUES ($1, $2, $3, $4, $5)`,
+		taskID, e.Seq, e.Kind, e.Key, string(e.Data))
+}
+
+func (s *SQL) Journal(ctx context.Context, taskID string) ([]Entry, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, key, data FROM journal WHERE task_id = $1 ORDER BY seq`, taskID)
+	if err != nil {
+		return nil, s.wrap("read the journal", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var data string
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Key, &data); err != nil {
+			return nil, s.wrap("read the journal", err)
+		}
+		e.Data = []byte(data)
+		out = append(out, e)
+	}
+	return out, s.wrap("read the journal", rows.Err())
+}
+
+func (s *SQL) PutDevice(ctx context.Context, d Device) error {
+	return s.exec(ctx, "device:"+d.ID, true, "put device", `INSERT INTO devices (id, updated_at, data) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, data = excluded.data`,
+		d.ID, d.UpdatedAt.UnixNano(), string(d.Data))
+}
+
+func (s *SQL) DeleteDevice(ctx context.Context, id string) error {
+	return s.exec(ctx, "device:"+id, true, "delete device", `DELETE FROM devices WHERE id = $1`, id)
+}
+
+func (s *SQL) Devices(ctx context.Context) ([]Device, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, updated_at, data FROM devices ORDER BY id`)
+	if err != nil {
+		return nil, s.wrap("list devices", err)
+	}
+	defer rows.Close()
+	var out []Device
+	for rows.Next() {
+		var d Device
+		var updated int64
+		var data string
+		if err := rows.Scan(&d.ID, &updated, &data); err != nil {
+			return nil, s.wrap("list devices", err)
+		}
+		d.UpdatedAt, d.Data = time.Unix(0, updated).UTC(), []byte(data)
+		out = append(out, d)
+	}
+	return out, s.wrap("list devices", rows.Err())
+}
+
+func (s *SQL) Post(ctx context.Context, clientID string, frame []byte) error {
+	return s.exec(ctx, "device:"+clientID, true, "queue a frame", `INSERT INTO outbox (client_id, data) VALUES ($1, $2)`, clientID, string(frame))
+}
+
+func (s *SQL) Take(ctx context.Context, clientID string) ([][]byte, error) {
+	rows, err := s.db.QueryContext(ctx, `DELETE FROM outbox WHERE client_id = $1 RETURNING seq, data`, clientID)
+	if err != nil {
+		return nil, s.wrap("take queued frames", err)
+	}
+	defer rows.Close()
+	type queued struct {
+		seq  int64
+		data string
+	}
+	var got []queued
+	for rows.Next() {
+		var q queued
+		if err := rows.Scan(&q.seq, &q.data); err != nil {
+			return nil, s.wrap("take queued frames", err)
+		}
+		got = append(got, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("take queued frames", err)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
+	out := make([][]byte, len(got))
+	for i, q := range got {
+		out[i] = []byte(q.data)
+	}
+	return out, nil
+}
+
+// Close waits for queued writes and closes the database.
+func (s *SQL) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.quit)
+		for _, wr := range s.writers {
+			<-wr.stopped
+		}
+		if s.lockConn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.lockConn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, lockKey)
+			cancel()
+			s.lockConn.Close()
+		}
+		if s.lockFile != nil {
+			s.lockFile.Close()
+		}
+		err = s.db.Close()
+	})
+	return err
+}

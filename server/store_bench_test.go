@@ -1,0 +1,261 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/scripted"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
+	"github.com/saucerhq/saucer/server/store/storetest"
+)
+
+// benchSteps is how many steps a benchmark task takes: each asks the
+// model, runs one command on the device and reports a step, so each
+// writes the task's record and three journal entries.
+const benchSteps = 3
+
+// stepsRunner runs benchSteps steps through the task's journaled model
+// and dispatcher, as agents would.
+func stepsRunner(spec server.SessionSpec) (server.Runner, error) {
+	var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
+	if spec.WrapModel != nil {
+		model = spec.WrapModel(model)
+	}
+	return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
+		for step := 1; step <= benchSteps; step++ {
+			if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
+				return &agent.Outcome{Status: fsm.Fail, Err: err}
+			}
+			res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
+			if !res[0].OK() {
+				return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
+			}
+			spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "bench", Step: step, Commands: []command.Command{benchCommand}, Results: res})
+		}
+		return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
+	}), nil
+}
+
+// storeServer is a server on st with n connected no-op devices.
+func storeServer(b *testing.B, st store.Store, n int) (*server.Server, func()) {
+	s, err := server.New(server.Options{Token: token, NewSession: stepsRunner, Store: st, MaxTasks: 10000, KeepTasks: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		c, err := remote.New(noopDevice{}, remote.Options{URL: url, Token: token, ClientID: fmt.Sprintf("dev%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Run(ctx) }()
+		<-c.Connected()
+	}
+	return s, func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		s.Shutdown(sctx, "benchmark over")
+		cancel()
+		wg.Wait()
+		hs.Close()
+	}
+}
+
+// runTasks runs total tasks spread over n devices (each runs its own one
+// after another) and returns tasks/s and the tasks' latencies, sorted.
+func runTasks(b *testing.B, s *server.Server, n, total int) (float64, []time.Duration) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for d := range n {
+		count := total / n
+		if d < total%n {
+			count++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("dev%d", d)
+			for range count {
+				t0 := time.Now()
+				info, err := s.Dispatch(id, "bench", "bench", "bench")
+				for errors.Is(err, server.ErrBusy) { // the previous task is freeing its slot
+					time.Sleep(50 * time.Microsecond)
+					info, err = s.Dispatch(id, "bench", "bench", "bench")
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for {
+					got, _ := s.Task(info.ID)
+					if got.Status != server.StatusRunning {
+						if got.Status != server.StatusCompleted {
+							b.Errorf("task %s: %s %s", got.ID, got.Status, got.Error)
+						}
+						break
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	rate := float64(total) / time.Since(start).Seconds()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return rate, lat
+}
+
+func pct(lat []time.Duration, p float64) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	return float64(lat[int(float64(len(lat)-1)*p)].Microseconds()) / 1000
+}
+
+// BenchmarkTaskStores: tasks/s and p50/p95 task latency with 1, 10 and 50
+// devices, each task three steps of a model call and a command round, with
+// the SQLite and PostgreSQL stores against the memory store, in the same
+// run (sqlite-x and postgres-x are the ratios of their tasks/s to the
+// memory store's).
+func BenchmarkTaskStores(b *testing.B) {
+	pg := storetest.Postgres(b)
+	for _, n := range []int{1, 10, 50} {
+		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
+			total := max(b.N, n)
+			rates := map[string]float64{}
+			for i, kind := range []string{"memory", "sqlite", "postgres"} {
+				var st store.Store
+				var err error
+				switch kind {
+				case "memory":
+					st = store.NewMemory()
+				case "sqlite":
+					st, err = store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+				case "postgres":
+					st, err = store.Open(context.Background(), pg)
+					if err == nil { // a fresh database per run
+						db := st.(*store.SQL).DB()
+						_, err = db.Exec(`TRUNCATE tasks, journal, devices, outbox`)
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, stop := storeServer(b, st, n)
+				if i == 0 {
+					b.ResetTimer()
+				}
+				rate, lat := runTasks(b, s, n, total)
+				stop()
+				st.Close()
+				rates[kind] = rate
+				b.ReportMetric(rate, kind+"-tasks/s")
+				b.ReportMetric(pct(lat, 0.50), kind+"-p50-ms")
+				b.ReportMetric(pct(lat, 0.95), kind+"-p95-ms")
+			}
+			b.ReportMetric(rates["sqlite"]/rates["memory"], "sqlite-x")
+			b.ReportMetric(rates["postgres"]/rates["memory"], "postgres-x")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkRecovery: a server starts on an SQLite store that an earlier
+// process left with 1,000 running tasks (one step done each, journaled)
+// on 100 devices; the devices connect; the time until every task has
+// resumed, replayed its journal and completed its remaining steps.
+func BenchmarkRecovery(b *testing.B) {
+	const tasks, devices = 1000, 100
+	for range b.N {
+		b.StopTimer()
+		path := filepath.Join(b.TempDir(), "recovery.db")
+		st, err := store.Open(context.Background(), "sqlite:"+path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		seedRunning(b, st, tasks, devices)
+		b.StartTimer()
+		start := time.Now()
+		s, stop := storeServer(b, st, devices)
+		for {
+			list := s.Tasks()
+			done := 0
+			for _, t := range list {
+				if t.Status == server.StatusCompleted {
+					done++
+				} else if t.Status != server.StatusRunning {
+					b.Fatalf("task %s: %s %s", t.ID, t.Status, t.Error)
+				}
+			}
+			if done == tasks {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		stop()
+		st.Close()
+		b.ReportMetric(float64(elapsed.Milliseconds()), "recovery-ms")
+		b.ReportMetric(float64(elapsed.Microseconds())/tasks, "us/task")
+		b.StartTimer()
+	}
+}
+
+// seedRunning writes what a server killed in the middle of its tasks
+// leaves: running tasks whose journals hold their first step.
+func seedRunning(b *testing.B, st store.Store, tasks, devices int) {
+	ctx := context.Background()
+	reply, _ := json.Marshal(llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "click"}})
+	for i := range tasks {
+		id := fmt.Sprintf("task-%04d", i)
+		dev := fmt.Sprintf("dev%d", i%devices)
+		info := server.TaskInfo{ID: id, ClientID: dev, TaskName: "bench", Request: "bench", Status: server.StatusRunning,
+			QueuedBy: "bench", CreatedAt: time.Now().UTC(), Steps: []server.StepInfo{}}
+		data, _ := json.Marshal(info)
+		if err := st.PutTask(ctx, store.Task{ID: id, ClientID: dev, Status: "running", CreatedAt: info.CreatedAt, Data: data}); err != nil {
+			b.Fatal(err)
+		}
+		cmd := benchCommand
+		cmd.CallID = id + "-c1"
+		frame, _ := json.Marshal(map[string]any{"type": "command", "status": "continue", "session_id": id, "response_id": id + "-r1",
+			"actions": []command.Command{cmd}})
+		results, _ := json.Marshal([]command.Result{{Status: command.Success, CallID: cmd.CallID, Result: json.RawMessage(`{"clicked":true}`)}})
+		type k struct { // as the server keys a round: its commands without call ids
+			Tool, NS string
+			Type     command.ToolType
+			Params   map[string]any
+		}
+		key, _ := json.Marshal([]k{{cmd.ToolName, cmd.Namespace, cmd.ToolType, cmd.Parameters}})
+		for seq, e := range []store.Entry{{Kind: "model", Data: reply}, {Kind: "round", Key: string(key), Data: frame}, {Kind: "results", Key: id + "-r1", Data: results}} {
+			e.Seq = seq + 1
+			if err := st.Append(ctx, id, e, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

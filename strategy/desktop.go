@@ -1,0 +1,91 @@
+package strategy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/prompts"
+)
+
+// DesktopObserve is the data-collection strategy of a desktop app agent.
+const DesktopObserve = "desktop_observe"
+
+// desktopObserve observes a window each step through a desktop server's
+// observe tool: the controls become an observation (with how to use their
+// ids), the annotated screenshot an image of the request.
+//
+//   - name: desktop_observe
+//     params: {namespace: desktop, window: ""}   # both optional
+type desktopObserve struct {
+	namespace, window string
+}
+
+func newDesktopObserve(params map[string]any) (Strategy, error) {
+	s := desktopObserve{}
+	for k, v := range params {
+		str, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("desktop_observe: params.%s must be a string", k)
+		}
+		switch k {
+		case "namespace":
+			s.namespace = str
+		case "window":
+			s.window = str
+		default:
+			return nil, fmt.Errorf("desktop_observe: unknown param %q (namespace, window)", k)
+		}
+	}
+	return s, nil
+}
+
+func (desktopObserve) Name() string { return DesktopObserve }
+func (desktopObserve) Phase() Phase { return DataCollection }
+
+// desktopGuide tells the model how to read the observation.
+const desktopGuide = "The window's controls, one per line: [id] role \"name\" text=... value=... {states} actions=... @x,y width x height. " +
+	"The attached screenshot shows the same window with each control's box drawn and its id written at the box's top-left corner. " +
+	"Act on a control by passing its id to the tools (click, type_text, set_value, select, scroll). " +
+	"An id stays valid while its control exists; after a window closes or changes, use the ids of the latest observation.\n\n"
+
+func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
+	ns := s.namespace
+	if ns == "" {
+		ns = pc.Agent.App
+	}
+	args := map[string]any{}
+	if s.window != "" {
+		args["window"] = s.window
+	}
+	c := command.Command{ToolName: "observe", Namespace: ns, Parameters: args, ToolType: command.DataCollection}
+	rs := pc.Dispatcher.Execute(ctx, []command.Command{c})
+	if len(rs) != 1 {
+		return fmt.Errorf("desktop_observe: the dispatcher returned %d results for 1 command", len(rs))
+	}
+	r := rs[0]
+	obs := prompts.Observation{Name: c.String()}
+	if !r.OK() {
+		// No window yet is normal at the start: the model may launch one.
+		obs.Content = "No observation: " + r.Error
+		pc.Observations = append(pc.Observations, obs)
+		return nil
+	}
+	var entries []struct{ Type, Text string }
+	var text strings.Builder
+	if json.Unmarshal(r.Result, &entries) == nil {
+		for _, e := range entries {
+			if e.Type == "text" {
+				text.WriteString(e.Text)
+			}
+		}
+	} else {
+		text.WriteString(ResultText(r, pc.Limits.MaxResultChars))
+	}
+	obs.Content = desktopGuide + truncate(text.String(), pc.Limits.MaxResultChars)
+	pc.Observations = append(pc.Observations, obs)
+	pc.Images = append(pc.Images, ResultImages(r)...)
+	return nil
+}

@@ -1,0 +1,159 @@
+package desktop
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/saucerhq/saucer/tools"
+)
+
+// Tool names, for the agents' data collection.
+const (
+	ToolObserve     = "observe"
+	ToolListWindows = "list_windows"
+)
+
+type windowArgs struct {
+	Window string `json:"window,omitempty" jsonschema_description:"Window id from list_windows (w1, w2, ...); empty: the open dialog if any, else the active window."`
+}
+
+type observeArgs struct {
+	Window     string `json:"window,omitempty" jsonschema_description:"Window id from list_windows (w1, w2, ...); empty: the open dialog if any, else the active window."`
+	Screenshot *bool  `json:"screenshot,omitempty" jsonschema_description:"Attach a screenshot of the window with each control's box and id drawn on it (default true)."`
+}
+
+type idArgs struct {
+	ID int `json:"id" jsonschema_description:"Control id from the latest observe."`
+}
+
+type clickArgs struct {
+	ID     int    `json:"id" jsonschema_description:"Control id from the latest observe."`
+	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
+	Double bool   `json:"double,omitempty" jsonschema_description:"Double-click."`
+}
+
+type typeArgs struct {
+	Text   string `json:"text" jsonschema_description:"Text to type; \\n presses Return."`
+	ID     int    `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: type where the keyboard focus is."`
+	Window string `json:"window,omitempty" jsonschema_description:"Window to type into when no id is given; empty: the open dialog if any, else the active window."`
+}
+
+type keysArgs struct {
+	Keys   []string `json:"keys" jsonschema_description:"Key chords pressed in order, e.g. [\"ctrl+s\"], [\"Return\"], [\"ctrl+shift+Tab\", \"Escape\"]."`
+	ID     int      `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: where the keyboard focus is."`
+	Window string   `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
+}
+
+type setValueArgs struct {
+	ID    int    `json:"id" jsonschema_description:"Control id from the latest observe: an editable text field or a control with a value (slider, spin button)."`
+	Value string `json:"value" jsonschema_description:"The new text, or number for a value control."`
+}
+
+type scrollArgs struct {
+	ID        int    `json:"id,omitempty" jsonschema_description:"Control to scroll over; 0 or absent: the window's centre."`
+	Window    string `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
+	Direction string `json:"direction" jsonschema:"enum=up,enum=down,enum=left,enum=right" jsonschema_description:"Scroll direction."`
+	Amount    int    `json:"amount,omitempty" jsonschema_description:"Wheel steps (default 3, at most 50)."`
+}
+
+type launchArgs struct {
+	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
+	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
+}
+
+// NewServer builds the desktop MCP server (name "desktop") over d.
+func NewServer(d *Desktop) *server.MCPServer {
+	s := server.NewMCPServer("desktop", "1.0.0", server.WithInstructions(
+		"Sees and drives the applications on this X11 desktop. observe lists a window's controls, each with a numeric id, "+
+			"and attaches a screenshot with the ids drawn on the controls; act on a control by its id. Ids stay the same while "+
+			"the control exists; an id whose control is gone is refused: observe again. Every action returns what changed."))
+	read := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), DestructiveHint: mcp.ToBoolPtr(false),
+		IdempotentHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)}
+	write := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(false),
+		IdempotentHint: mcp.ToBoolPtr(false), OpenWorldHint: mcp.ToBoolPtr(false)}
+	destructive := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(true),
+		IdempotentHint: mcp.ToBoolPtr(false), OpenWorldHint: mcp.ToBoolPtr(false)}
+	titled := func(a mcp.ToolAnnotation, title string) mcp.ToolAnnotation { a.Title = title; return a }
+
+	tools.Add(s, ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
+		titled(read, "List windows"), func(ctx context.Context, _ struct{}) ([]Window, error) {
+			return d.Windows(ctx)
+		})
+	tools.Add(s, ToolObserve, "Read a window's controls (role, name, states, actions, text or value, position) as one line each, "+
+		"with the id to act on in [brackets], and attach a screenshot with each control's box and id drawn on it.",
+		titled(read, "Observe a window"), func(ctx context.Context, a observeArgs) (tools.Content, error) {
+			shot := a.Screenshot == nil || *a.Screenshot
+			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: shot, Marks: shot})
+			if err != nil {
+				return nil, err
+			}
+			out := tools.Content{mcp.NewTextContent(obs.Text())}
+			if shot {
+				out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(obs.PNG), "image/png"))
+			}
+			return out, nil
+		})
+	tools.Add(s, "screenshot", "Capture a window as it looks now (no marks).",
+		titled(read, "Screenshot a window"), func(ctx context.Context, a windowArgs) (tools.Content, error) {
+			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: true})
+			if err != nil {
+				return nil, err
+			}
+			return tools.Content{mcp.NewImageContent(base64.StdEncoding.EncodeToString(obs.PNG), "image/png")}, nil
+		})
+	effect := func(e *Effect, err error) (json.RawMessage, error) {
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(e)
+	}
+	tools.Add(s, "click", "Click a control: its own action (press, activate) for a single left click where it has one, else the mouse at its centre. Returns what changed.",
+		titled(write, "Click a control"), func(ctx context.Context, a clickArgs) (json.RawMessage, error) {
+			n := 1
+			if a.Double {
+				n = 2
+			}
+			return effect(d.Click(ctx, a.ID, a.Button, n))
+		})
+	tools.Add(s, "type_text", "Type text with the keyboard into a control (focused first) or where the focus is. Refused in a terminal: use type_in_terminal. Returns what changed.",
+		titled(write, "Type text"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
+			return effect(d.Type(ctx, a.ID, a.Window, a.Text, false))
+		})
+	tools.Add(s, "type_in_terminal", "Type text into a terminal window, where it may run commands. Returns what changed.",
+		titled(destructive, "Type into a terminal"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
+			return effect(d.Type(ctx, a.ID, a.Window, a.Text, true))
+		})
+	tools.Add(s, "press_keys", "Press key chords in order (ctrl+s, Return, alt+F4, ...), into a control (focused first) or where the focus is. Refused in a terminal. Returns what changed.",
+		titled(write, "Press keys"), func(ctx context.Context, a keysArgs) (json.RawMessage, error) {
+			return effect(d.Keys(ctx, a.ID, a.Window, a.Keys, false))
+		})
+	tools.Add(s, "set_value", "Replace the text of an editable field, or set the number of a slider or spin button. Returns what changed.",
+		titled(write, "Set a value"), func(ctx context.Context, a setValueArgs) (json.RawMessage, error) {
+			return effect(d.SetValue(ctx, a.ID, a.Value))
+		})
+	tools.Add(s, "select", "Select an item (list item, tab, table cell, menu item). Returns what changed.",
+		titled(write, "Select an item"), func(ctx context.Context, a idArgs) (json.RawMessage, error) {
+			return effect(d.Select(ctx, a.ID))
+		})
+	tools.Add(s, "scroll", "Turn the mouse wheel over a control or a window. Returns what changed.",
+		titled(write, "Scroll"), func(ctx context.Context, a scrollArgs) (json.RawMessage, error) {
+			return effect(d.Scroll(ctx, a.ID, a.Window, a.Direction, a.Amount))
+		})
+	tools.Add(s, "focus_window", "Raise a window and give it the keyboard focus.",
+		titled(write, "Focus a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
+			return effect(d.FocusWindow(ctx, a.Window))
+		})
+	tools.Add(s, "close_window", "Ask a window's application to close it, as its close button does; unsaved work may be lost, or the application may ask (see new_windows).",
+		titled(destructive, "Close a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
+			return effect(d.CloseWindow(ctx, a.Window))
+		})
+	tools.Add(s, "launch_app", "Start an application by command or desktop file and wait for its first window; returns the new windows. A named desktop app starts its own application when neither is given.",
+		titled(destructive, "Launch an application"), func(ctx context.Context, a launchArgs) (json.RawMessage, error) {
+			return effect(d.Launch(ctx, a.Command, a.DesktopFile))
+		})
+	return s
+}

@@ -1,0 +1,73 @@
+package desktop_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/tools/desktop"
+	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+)
+
+// TestServerThroughDeviceClient drives galculator through the MCP server
+// as a device client does: real MCP calls, the screenshot as an image
+// content, effects as JSON, risk classes from the annotations.
+func TestServerThroughDeviceClient(t *testing.T) {
+	desktoptest.Require(t, "galculator")
+	s := desktoptest.Start(t)
+	d := desktop.New(desktop.Options{Display: s.Display, Bus: s.BusAddr, Env: s.Env})
+	t.Cleanup(func() { d.Close() })
+	ctx := context.Background()
+	c, err := client.New(ctx, []client.Server{{Namespace: "desktop", MCP: desktop.NewServer(d)}}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	risks := map[string]client.Risk{}
+	for _, info := range c.Tools("desktop", "") {
+		risks[info.Name] = client.RiskOf(info)
+	}
+	for tool, want := range map[string]client.Risk{"observe": "read", "click": "write", "type_text": "write",
+		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive"} {
+		if risks[tool] != want {
+			t.Errorf("%s has risk %q, want %q", tool, risks[tool], want)
+		}
+	}
+	run := func(tool string, args map[string]any) command.Result {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return c.Execute(cctx, command.Command{ToolName: tool, Namespace: "desktop", Parameters: args, CallID: tool})
+	}
+	if r := run("launch_app", map[string]any{"command": []string{"galculator"}}); r.Status != command.Success || !strings.Contains(string(r.Result), `"new_windows"`) {
+		t.Fatalf("launch: %+v", r)
+	}
+	r := run("observe", map[string]any{})
+	var entries []struct {
+		Type, Text, Data string
+		MIME             string `json:"mime_type"`
+	}
+	if err := json.Unmarshal(r.Result, &entries); err != nil || len(entries) != 2 {
+		t.Fatalf("observe gave %s (%v)", r.Result, err)
+	}
+	if !strings.Contains(entries[0].Text, `toggle button "7"`) || entries[1].Type != "image" || entries[1].MIME != "image/png" {
+		t.Fatalf("observe: %s / %s %s", entries[0].Text, entries[1].Type, entries[1].MIME)
+	}
+	if png, err := base64.StdEncoding.DecodeString(entries[1].Data); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+		t.Fatalf("the image is not a PNG (%v)", err)
+	}
+	// An id the server never handed out is a failure Result the model reads.
+	r = run("click", map[string]any{"id": 4242})
+	if r.Status != command.Failure || !strings.Contains(r.Error, "no control 4242 has been observed") {
+		t.Fatalf("unknown id: %+v", r)
+	}
+	r = run("press_keys", map[string]any{"keys": []string{"ctrl+nope"}})
+	if r.Status != command.Failure || !strings.Contains(r.Error, `unknown key "nope"`) {
+		t.Fatalf("bad chord: %+v", r)
+	}
+}

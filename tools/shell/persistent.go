@@ -1,0 +1,284 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// session is the one long-lived shell of a persistent server: every
+// command is sourced into it, so cd, variables, functions and su carry over
+// from one call to the next, as in a terminal (AgentBench's OS tasks rely
+// on it). It is started at the first command and again after a command
+// kills it (exit, a timeout).
+//
+// Each command is written to a file and sourced by a line on the shell's
+// standard input; a second line prints a marker with the exit status on
+// stdout and stderr. The marker line is read by whichever shell reads
+// input next: after `su - user`, the user's shell prints it, and the next
+// command runs as that user.
+type session struct {
+	opts Options
+	env  []string
+
+	mu sync.Mutex // one command at a time
+	// The command files' folder, as the host and as the shell see it
+	// (they differ in a jail).
+	dir, shellDir string
+	seq           int
+	cmd           *exec.Cmd
+	stdin         io.WriteCloser
+	out, err      *stream
+	marker        string
+	exited        chan struct{}
+	closed        bool
+}
+
+// stream collects what a shell writes on one of its outputs.
+type stream struct {
+	mu      sync.Mutex
+	data    []byte
+	eof     bool
+	changed chan struct{} // closed at each write, then replaced
+}
+
+func newStream(r io.Reader) *stream {
+	s := &stream{changed: make(chan struct{})}
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			s.mu.Lock()
+			s.data = append(s.data, buf[:n]...)
+			if err != nil {
+				s.eof = true
+			}
+			close(s.changed)
+			s.changed = make(chan struct{})
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// cut looks for the end marker: it returns what came before it (and the
+// rest after the marker line stays for the next command), the text between
+// the marker and the line's end, and whether the marker was found. While
+// not found it returns a channel that is closed at the next write.
+func (s *stream) cut(marker []byte) (before, rest []byte, found, eof bool, wait <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := bytes.Index(s.data, marker)
+	if i >= 0 {
+		if end := bytes.IndexByte(s.data[i+len(marker):], '\n'); end >= 0 {
+			before = bytes.Clone(s.data[:i])
+			rest = bytes.Clone(s.data[i+len(marker) : i+len(marker)+end])
+			s.data = s.data[i+len(marker)+end+1:]
+			return before, rest, true, s.eof, nil
+		}
+	}
+	return nil, nil, false, s.eof, s.changed
+}
+
+// drain takes everything collected.
+func (s *stream) drain() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.data
+	s.data = nil
+	return d
+}
+
+func (p *session) start() error {
+	if p.dir == "" {
+		var name [8]byte
+		rand.Read(name[:])
+		p.shellDir = filepath.Join(os.TempDir(), "saucer-shell-"+hex.EncodeToString(name[:]))
+		p.dir = p.shellDir
+		if p.opts.Jail != nil {
+			p.shellDir = "/tmp/saucer-shell-" + hex.EncodeToString(name[:])
+			p.dir = p.opts.Jail.Path(p.shellDir)
+		}
+		if err := os.Mkdir(p.dir, 0o700); err != nil {
+			return err
+		}
+		// Readable by all: after su, another user's shell sources the files.
+		if err := os.Chmod(p.dir, 0o755); err != nil {
+			return err
+		}
+	}
+	var nonce [12]byte
+	rand.Read(nonce[:])
+	p.marker = "__saucer_done_" + hex.EncodeToString(nonce[:])
+	var cmd *exec.Cmd
+	if p.opts.Jail != nil {
+		// Lives until killed: not bound to any one call's context.
+		cmd = p.opts.Jail.Command(context.Background(), p.opts.Dir, p.env, p.opts.Shell)
+	} else {
+		cmd = exec.Command(p.opts.Shell)
+		cmd.Dir = p.opts.Dir
+		cmd.Env = p.env
+	}
+	// Its own process group: a timeout or Close kills the shell with
+	// everything it started (background jobs, a user's shell after su).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("could not start %s: %v", p.opts.Shell, err)
+	}
+	p.cmd, p.stdin = cmd, stdin
+	p.out, p.err = newStream(stdout), newStream(stderr)
+	p.exited = make(chan struct{})
+	go func() {
+		cmd.Wait() // after both streams reach EOF, as Wait requires
+		close(p.exited)
+	}()
+	return nil
+}
+
+// kill ends the shell and everything in its process group.
+func (p *session) kill() {
+	if p.cmd == nil {
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second): // a child outside the group holds a pipe
+	}
+	p.cmd = nil
+}
+
+// Close kills the shell and its jobs and removes the command files.
+func (p *session) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kill()
+	p.closed = true
+	if p.dir != "" {
+		return os.RemoveAll(p.dir)
+	}
+	return nil
+}
+
+// run runs one command in the shell.
+func (p *session) run(ctx context.Context, command string, timeout time.Duration) (ExecuteOutput, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ExecuteOutput{}, errors.New("the shell server is closed")
+	}
+	if p.cmd != nil {
+		select {
+		case <-p.exited: // it ended between calls (killed from outside)
+			p.kill()
+		default:
+		}
+	}
+	if p.cmd == nil {
+		if err := p.start(); err != nil {
+			return ExecuteOutput{}, err
+		}
+	}
+	p.seq++
+	name := fmt.Sprintf("command-%d.sh", p.seq)
+	file := filepath.Join(p.dir, name)
+	if err := os.WriteFile(file, []byte(command+"\n"), 0o644); err != nil {
+		return ExecuteOutput{}, err
+	}
+	defer os.Remove(file)
+	line := fmt.Sprintf(". %s\nprintf '\\n%s %%d\\n' \"$?\"; printf '\\n%s \\n' >&2\n", shellQuote(filepath.Join(p.shellDir, name)), p.marker, p.marker)
+	if _, err := io.WriteString(p.stdin, line); err != nil {
+		p.kill()
+		return ExecuteOutput{}, fmt.Errorf("the shell is gone (%v); the next command starts a new one", err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+	marker := []byte("\n" + p.marker + " ")
+	var out ExecuteOutput
+	var stdout, stderr []byte
+	gotOut, gotErr := false, false
+	for !gotOut || !gotErr {
+		var waitOut, waitErr <-chan struct{}
+		var eofOut, eofErr bool
+		if !gotOut {
+			var code []byte
+			stdout, code, gotOut, eofOut, waitOut = p.out.cut(marker)
+			if gotOut {
+				out.ExitCode, _ = strconv.Atoi(string(bytes.TrimSpace(code)))
+			}
+		}
+		if !gotErr {
+			stderr, _, gotErr, eofErr, waitErr = p.err.cut(marker)
+		}
+		if gotOut && gotErr {
+			break
+		}
+		if (gotOut || eofOut) && (gotErr || eofErr) {
+			// The shell exited within the command (exit, or killed): its
+			// jobs end with it, as a terminal's do when it closes.
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.exited
+			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
+			out.ExitCode = p.cmd.ProcessState.ExitCode()
+			out.Stderr += "\n[the shell exited; the next command starts a new one]"
+			p.cmd = nil
+			return out, nil
+		}
+		select {
+		case <-waitOut:
+		case <-waitErr:
+		case <-ctx.Done():
+			p.kill()
+			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
+			what := fmt.Sprintf("timed out after %s", formatSeconds(timeout))
+			if cause := context.Cause(ctx); !errors.Is(cause, errTimedOut) {
+				what = fmt.Sprintf("was stopped by its caller (%v)", cause)
+			}
+			return out, fmt.Errorf("command %s and was killed with the shell and its background jobs (the next command starts a new shell: cd and variables are lost); %s", what, capturedOutput(out))
+		}
+	}
+	code := out.ExitCode
+	out = p.output(stdout, stderr)
+	out.ExitCode = code
+	return out, nil
+}
+
+// output caps what a command wrote as a fresh shell's output is capped.
+func (p *session) output(stdout, stderr []byte) ExecuteOutput {
+	o, e := newCapped(p.opts.MaxOutput), newCapped(p.opts.MaxOutput)
+	o.Write(stdout)
+	e.Write(stderr)
+	return ExecuteOutput{Stdout: o.String(), Stderr: e.String(), Truncated: o.dropped > 0 || e.dropped > 0}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + string(bytes.ReplaceAll([]byte(s), []byte("'"), []byte(`'\''`))) + "'"
+}
