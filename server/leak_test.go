@@ -14,7 +14,7 @@ import (
 	"github.com/saucerhq/saucer/server"
 )
 
-func openFDs(t *testing.T) int {
+func openFDs(t testing.TB) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
