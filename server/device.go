@@ -66,6 +66,9 @@ type ClientInfo struct {
 	RunningTasks int                `json:"running_tasks"`
 	Device       command.DeviceInfo `json:"device_info"`
 	Namespaces   map[string]string  `json:"namespaces,omitempty"`
+	// Server is the server holding its connection, when several share
+	// one store.
+	Server string `json:"server,omitempty"`
 }
 
 // Clients lists the registered clients, sorted by id.
@@ -83,8 +86,12 @@ func (s *Server) Clients() []ClientInfo {
 		}
 		out = append(out, ci)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ClientID < out[j].ClientID })
+	sortClients(out)
 	return out
+}
+
+func sortClients(cs []ClientInfo) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ClientID < cs[j].ClientID })
 }
 
 // serveWS authenticates, upgrades, registers, then serves the connection.
@@ -148,6 +155,14 @@ func (s *Server) register(conn *aip.Conn) *device {
 		return refuse(err.Error())
 	}
 	info, platform, namespaces := deviceInfo(m.Metadata)
+	var released string
+	if s.peers != nil && m.ClientType == aip.ClientDevice {
+		// The newest server a device registers at holds it: the one
+		// before lets go (or refuses, if it is still connected there).
+		if released, err = s.letGo(m.ClientID); err != nil {
+			return refuse(err.Error())
+		}
+	}
 
 	s.mu.Lock()
 	d := s.devices[m.ClientID]
@@ -205,6 +220,9 @@ func (s *Server) register(conn *aip.Conn) *device {
 	for _, t := range resumes {
 		s.start(t)
 	}
+	if s.peers != nil && d.clientType == aip.ClientDevice {
+		s.adoptOrphans(released, d)
+	}
 	return d
 }
 
@@ -254,10 +272,20 @@ func (s *Server) connectedLocked(id string) bool {
 // AwayTimeout, so that it can come back and deliver.
 func (s *Server) disconnect(d *device, conn *aip.Conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if d.conn != conn {
+		s.mu.Unlock()
 		return
 	}
+	s.disconnectLocked(d, conn)
+	stays := s.devices[d.id] == d
+	s.mu.Unlock()
+	if s.peers != nil && stays {
+		// Other servers stop sending its API calls here.
+		s.putDevice(d)
+	}
+}
+
+func (s *Server) disconnectLocked(d *device, conn *aip.Conn) {
 	d.conn, d.awaySince = nil, time.Now()
 	d.disp.Disconnected()
 	if d.tasks == 0 && d.disp.Waiting() == 0 {

@@ -35,6 +35,7 @@ const (
 // journal records a task's journal and, for a resumed task, replays it.
 type journal struct {
 	s      *Server
+	t      *task // set when its task starts
 	taskID string
 
 	mu      sync.Mutex
@@ -91,7 +92,7 @@ func loadJournal(ctx context.Context, s *Server, taskID string) (*journal, error
 // crash is only asked for again (the model, or the device, which answers
 // a re-sent round from its cache or journal).
 func (j *journal) append(kind, key string, v any) error {
-	if j.s.suspending.Load() {
+	if j.s.suspending.Load() || (j.t != nil && j.t.handedOff.Load()) {
 		// What agents stopped by Suspend get is not what they would have
 		// got: the next server asks again.
 		return ErrSuspended

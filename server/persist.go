@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
@@ -23,7 +24,8 @@ func storeCtx() (context.Context, context.CancelFunc) {
 func (t *task) record() store.Task {
 	info := t.snapshot()
 	data, _ := json.Marshal(info)
-	return store.Task{ID: info.ID, ClientID: info.ClientID, Status: string(info.Status), CreatedAt: info.CreatedAt, Data: data}
+	return store.Task{ID: info.ID, ClientID: info.ClientID, Status: string(info.Status), CreatedAt: info.CreatedAt, Data: data,
+		Server: t.srv.serverID()}
 }
 
 // volatile reports a store that does not outlive the process: nothing
@@ -70,7 +72,7 @@ func (s *Server) persist(t *task) {
 // serialised, each with the latest state, so an older one never lands
 // last.
 func (s *Server) saveNow(t *task) {
-	if s.suspending.Load() {
+	if t.frozen() {
 		return // the record stays as the task was when Suspend stopped it
 	}
 	t.wmu.Lock()
@@ -90,17 +92,22 @@ type deviceRecord struct {
 	Platform   string             `json:"platform"`
 	Info       command.DeviceInfo `json:"device_info"`
 	Namespaces map[string]string  `json:"namespaces,omitempty"`
+	// Server and Connected are the store's columns: who holds its
+	// connection, if anyone.
+	Server    string `json:"-"`
+	Connected bool   `json:"-"`
 }
 
 // putDevice records a registered client. Called without s.mu.
 func (s *Server) putDevice(d *device) {
 	s.mu.Lock()
 	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces}
+	connected := d.conn != nil
 	s.mu.Unlock()
 	data, _ := json.Marshal(rec)
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if err := s.store.PutDevice(ctx, store.Device{ID: d.id, UpdatedAt: time.Now().UTC(), Data: data}); err != nil {
+	if err := s.store.PutDevice(ctx, store.Device{ID: d.id, Server: s.serverID(), Connected: connected, UpdatedAt: time.Now().UTC(), Data: data}); err != nil {
 		s.logf("device %s: not saved: %v", d.id, err)
 	}
 }
@@ -108,7 +115,7 @@ func (s *Server) putDevice(d *device) {
 func (s *Server) deleteDevice(id string) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if err := s.store.DeleteDevice(ctx, id); err != nil {
+	if err := s.store.DeleteDevice(ctx, id, s.serverID()); err != nil {
 		s.logf("device %s: not removed from the store: %v", id, err)
 	}
 }
@@ -172,6 +179,27 @@ func (s *Server) restore() error {
 	if err != nil {
 		return err
 	}
+	var alive map[string]bool
+	if s.peers != nil {
+		// One of several servers: the others' devices and tasks stay
+		// theirs (the API reads them from the store); only what dead
+		// servers left, and no live server's device holds, is taken.
+		if alive, err = s.peers.c.Alive(ctx); err != nil {
+			return err
+		}
+		heldElsewhere := map[string]bool{}
+		for _, rec := range devs {
+			var dr deviceRecord
+			if json.Unmarshal(rec.Data, &dr) == nil && rec.Connected && alive[rec.Server] && rec.Server != s.serverID() {
+				heldElsewhere[rec.ID] = true
+			}
+		}
+		devs = nil
+		alive = maps.Clone(alive)
+		for id := range heldElsewhere {
+			alive["device:"+id] = true
+		}
+	}
 	now := time.Now()
 	for _, rec := range devs {
 		var dr deviceRecord
@@ -190,23 +218,14 @@ func (s *Server) restore() error {
 	}
 	var ended []*task
 	for _, rec := range tasks {
-		var info TaskInfo
-		if err := json.Unmarshal(rec.Data, &info); err != nil {
-			s.logf("store: task %s has an unreadable record; skipped: %v", rec.ID, err)
+		if alive != nil && (rec.Status != string(StatusRunning) || alive[rec.Server] || alive["device:"+rec.ClientID] || !s.claim(rec)) {
 			continue
 		}
-		t := &task{srv: s, info: info, cmdIndex: map[string]int{}, done: make(chan struct{})}
-		for i, c := range info.Commands {
-			t.cmdIndex[c.CallID] = i
+		t := s.restoredTask(rec)
+		if t == nil {
+			continue
 		}
-		for i := range info.Pending {
-			it := info.Pending[i]
-			it.settled, it.expireStop = make(chan struct{}), func() bool { return false }
-			if it.Status != "open" {
-				close(it.settled)
-			}
-			t.pending = append(t.pending, &it)
-		}
+		info := t.info
 		if info.Status != StatusRunning {
 			if len(ended) < s.opts.KeepTasks {
 				close(t.done)
@@ -240,6 +259,43 @@ func (s *Server) restore() error {
 		d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
 	}
 	return nil
+}
+
+// claim takes a dead server's task for this one.
+func (s *Server) claim(rec store.Task) bool {
+	cl, ok := s.store.(claimer)
+	if !ok {
+		return false
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	won, err := cl.ClaimTask(ctx, rec.ID, rec.Server, s.serverID())
+	if err != nil {
+		s.logf("task %s: not taken over: %v", rec.ID, err)
+	}
+	return won
+}
+
+// restoredTask rebuilds a task from its record, or says why it cannot.
+func (s *Server) restoredTask(rec store.Task) *task {
+	var info TaskInfo
+	if err := json.Unmarshal(rec.Data, &info); err != nil {
+		s.logf("store: task %s has an unreadable record; skipped: %v", rec.ID, err)
+		return nil
+	}
+	t := &task{srv: s, info: info, cmdIndex: map[string]int{}, done: make(chan struct{})}
+	for i, c := range info.Commands {
+		t.cmdIndex[c.CallID] = i
+	}
+	for i := range info.Pending {
+		it := info.Pending[i]
+		it.settled, it.expireStop = make(chan struct{}), func() bool { return false }
+		if it.Status != "open" {
+			close(it.settled)
+		}
+		t.pending = append(t.pending, &it)
+	}
+	return t
 }
 
 // abandon gives up on a restored device that did not come back: its tasks

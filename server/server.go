@@ -113,6 +113,11 @@ type Options struct {
 	// an earlier process: running tasks resume when their devices come
 	// back. The caller closes it after Shutdown.
 	Store store.Store
+	// Cluster, when set, makes this server one of several active ones
+	// on Store (a PostgreSQL store's *store.Member): API calls about
+	// devices and tasks other servers hold go to them, and the server
+	// where a device registers takes over its tasks.
+	Cluster Cluster
 }
 
 // Server is the agent server. Handler serves /ws and /api/.
@@ -136,6 +141,9 @@ type Server struct {
 	saveWG     sync.WaitGroup // background writes of task records
 	store      store.Store
 	startedAt  time.Time
+	peers      *peers // nil when alone
+	handler    http.Handler
+	handlerOne sync.Once
 }
 
 // Errors of Dispatch, mapped to HTTP statuses by the API.
@@ -180,6 +188,9 @@ func New(opts Options) (*Server, error) {
 		s.store = store.NewMemory()
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
+	if opts.Cluster != nil {
+		s.peers = &peers{c: opts.Cluster, waiting: map[string]chan peerMsg{}}
+	}
 	if err := s.restore(); err != nil {
 		return nil, fmt.Errorf("server: restoring the state an earlier server left: %w", err)
 	}
@@ -187,22 +198,28 @@ func New(opts Options) (*Server, error) {
 		sum := sha256.Sum256([]byte(opts.Token))
 		s.keyHash = hex.EncodeToString(sum[:4])
 	}
+	if s.peers != nil {
+		s.joinCluster()
+	}
 	return s, nil
 }
 
 // Handler serves the WebSocket endpoint /ws and the HTTP API under /api/.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ws", s.serveWS)
-	mux.HandleFunc("GET /api/health", s.health)
-	mux.HandleFunc("POST /api/dispatch", s.authed(s.dispatch))
-	mux.HandleFunc("GET /api/clients", s.authed(s.clients))
-	mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
-	mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.getTask))
-	mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.cancelTask))
-	mux.HandleFunc("GET /api/tasks/{id}/pending", s.authed(s.listPending))
-	mux.HandleFunc("POST /api/tasks/{id}/pending/{pid}", s.authed(s.settlePending))
-	return mux
+	s.handlerOne.Do(func() {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /ws", s.serveWS)
+		mux.HandleFunc("GET /api/health", s.health)
+		mux.HandleFunc("POST /api/dispatch", s.authed(s.routeDevice(s.dispatch)))
+		mux.HandleFunc("GET /api/clients", s.authed(s.clients))
+		mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
+		mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.routeTask(s.getTask)))
+		mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.routeTask(s.cancelTask)))
+		mux.HandleFunc("GET /api/tasks/{id}/pending", s.authed(s.routeTask(s.listPending)))
+		mux.HandleFunc("POST /api/tasks/{id}/pending/{pid}", s.authed(s.routeTask(s.settlePending)))
+		s.handler = mux
+	})
+	return s.handler
 }
 
 // authorize checks the API key: 401 when none is given, 403 when it is

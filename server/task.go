@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
@@ -80,10 +81,19 @@ type task struct {
 	endStatus TaskStatus
 	endCause  error
 	endSent   bool
+	// handedOff is set when another server takes the task over: it stops
+	// like a suspended one and leaves this server.
+	handedOff atomic.Bool
 	pushedAt  time.Time
 	done      chan struct{}
 	// pending are the agents' questions and approvals, in order.
 	pending []*PendingInfo
+}
+
+// frozen says the task's record and journal no longer change here: the
+// server is suspending, or another server took the task.
+func (t *task) frozen() bool {
+	return t.srv.suspending.Load() || t.handedOff.Load()
 }
 
 func (t *task) ended() bool {
@@ -300,7 +310,7 @@ func (s *Server) start(t *task) {
 	} else {
 		s.logf("task %s on %s: %s", t.info.ID, t.target.id, t.info.Request)
 	}
-	t.journal = j
+	t.journal, j.t = j, t
 	onState := func(cs dispatcher.CommandState) {
 		t.onState(cs)
 		s.persist(t)
@@ -330,12 +340,16 @@ func (s *Server) start(t *task) {
 // finish records how the task ended, frees its slots and tells the
 // device (and the constellation that asked).
 func (s *Server) finish(t *task, out *agent.Outcome, err error) {
-	if s.suspending.Load() {
-		// Stopped for a restart: the record stays as it was, running,
-		// and the next server resumes it.
+	if t.frozen() {
+		// Stopped for a restart, or for the server its device moved to:
+		// the record stays as it was, running, and the next server
+		// resumes it.
 		s.mu.Lock()
 		s.running--
 		t.target.tasks--
+		if t.handedOff.Load() && s.tasks[t.info.ID] == t {
+			delete(s.tasks, t.info.ID)
+		}
 		s.mu.Unlock()
 		close(t.done)
 		return
@@ -462,8 +476,13 @@ func (s *Server) Tasks() []TaskInfo {
 	for _, t := range ts {
 		out = append(out, t.snapshot())
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	sortTasks(out)
 	return out
+}
+
+// sortTasks orders tasks newest first.
+func sortTasks(ts []TaskInfo) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].CreatedAt.After(ts[j].CreatedAt) })
 }
 
 // Errors of Cancel.

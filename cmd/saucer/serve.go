@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,7 @@ type remoteFlags struct {
 	server, id, caCert           string
 	store, journal               string
 	standby                      bool
+	serverID                     string
 	request, taskName, workdir   string
 	app                          string
 	connectWait                  time.Duration
@@ -59,7 +61,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.token, "token", "", "API key devices and API callers must present (default: $SAUCER_TOKEN)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate: serve wss:// and https:// (with --tls-key)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
-	cmd.Flags().BoolVar(&f.standby, "standby", false, "wait until the server using --store stops or dies, then take over: restore its tasks and serve (give clients both URLs)")
+	cmd.Flags().BoolVar(&f.standby, "standby", false, "with an SQLite --store: wait until the server using it stops or dies, then take over (on PostgreSQL every server is active: no standby needed)")
+	cmd.Flags().StringVar(&f.serverID, "server-id", "", "this server's name among those sharing a PostgreSQL --store (default: HOSTNAME-RANDOM)")
 	cmd.Flags().StringVar(&f.store, "store", "", "where tasks and devices are kept: sqlite:PATH, postgres://USER@HOST:PORT/DB or memory (default from config: sqlite:RUNS/saucer-server.db)")
 	return cmd
 }
@@ -140,7 +143,23 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer st.Close()
-	if sq, ok := st.(*store.SQL); ok {
+	var member *store.Member
+	if kind, _, _ := store.Parse(r.Store); kind == "postgres" {
+		// Every server on PostgreSQL is active: it joins the others.
+		if f.standby {
+			return fmt.Errorf("serve: --standby is for an SQLite store; servers sharing PostgreSQL are all active (start it without --standby)")
+		}
+		id := f.serverID
+		if id == "" {
+			id = defaultServerID()
+		}
+		member, err = st.(*store.SQL).Join(cmd.Context(), id)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer member.Close()
+		fmt.Fprintf(cmd.ErrOrStderr(), "saucer serve: server %s, one of those sharing %s\n", id, store.Redact(r.Store))
+	} else if sq, ok := st.(*store.SQL); ok {
 		lock := sq.Lock
 		if f.standby {
 			fmt.Fprintln(cmd.ErrOrStderr(), "saucer serve: standby: waiting for the server that uses the store to stop")
@@ -157,7 +176,12 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		}
 	}
 	out := cmd.ErrOrStderr()
-	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st,
+	var cluster server.Cluster
+	var lost <-chan struct{}
+	if member != nil {
+		cluster, lost = member, member.Lost()
+	}
+	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st, Cluster: cluster,
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
@@ -183,10 +207,16 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var lostErr error
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	case <-lost:
+		// The others see this server dead and take its devices and
+		// tasks: it must stop them now, not run them twice.
+		lostErr = fmt.Errorf("serve: %w; stopped so that the other servers take its devices and tasks (start it again)", member.Err())
+		fmt.Fprintln(cmd.ErrOrStderr(), "saucer serve:", lostErr)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -198,5 +228,20 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		err = srv.Suspend(sctx)
 	}
 	hs.Shutdown(sctx)
+	if lostErr != nil {
+		return lostErr
+	}
 	return err
+}
+
+// defaultServerID names a server by its host and a random suffix: unique
+// among the servers of a store, and readable in logs.
+func defaultServerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "saucer"
+	}
+	var b [3]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", host, b)
 }

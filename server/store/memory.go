@@ -28,6 +28,9 @@ func (m *Memory) PutTask(_ context.Context, t Task) error {
 	t.Data = slices.Clone(t.Data)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.tasks[t.ID]; ok && old.Server != "" && old.Server != t.Server {
+		return nil // another server runs it now
+	}
 	m.tasks[t.ID] = t
 	return nil
 }
@@ -86,13 +89,19 @@ func (m *Memory) PutDevice(_ context.Context, d Device) error {
 	d.Data = slices.Clone(d.Data)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.devices[d.ID]; ok && !d.Connected && old.Server != d.Server {
+		return nil
+	}
 	m.devices[d.ID] = d
 	return nil
 }
 
-func (m *Memory) DeleteDevice(_ context.Context, id string) error {
+func (m *Memory) DeleteDevice(_ context.Context, id, server string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if d, ok := m.devices[id]; ok && d.Server != server {
+		return nil
+	}
 	delete(m.devices, id)
 	return nil
 }

@@ -272,6 +272,25 @@ var migrations = []migration{
 			`CREATE TABLE outbox (seq BIGSERIAL PRIMARY KEY, client_id TEXT NOT NULL, data TEXT NOT NULL)`,
 			`CREATE INDEX outbox_by_client ON outbox (client_id, seq)`,
 		}},
+	// 2: several active servers. Tasks and devices name their server;
+	// PostgreSQL keeps the members (alive while they hold an advisory
+	// lock keyed by their key) and the messages between them.
+	{version: 2,
+		sqlite: []string{
+			`ALTER TABLE tasks ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE devices ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE devices ADD COLUMN connected BOOLEAN NOT NULL DEFAULT FALSE`,
+		},
+		postgres: []string{
+			`ALTER TABLE tasks ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE devices ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE devices ADD COLUMN connected BOOLEAN NOT NULL DEFAULT FALSE`,
+			`CREATE INDEX tasks_by_client ON tasks (client_id, status)`,
+			`CREATE SEQUENCE server_keys MAXVALUE 2147483647 CYCLE`,
+			`CREATE TABLE servers (id TEXT PRIMARY KEY, key INTEGER NOT NULL, joined_at BIGINT NOT NULL)`,
+			`CREATE TABLE bus (seq BIGSERIAL PRIMARY KEY, to_server TEXT NOT NULL, data TEXT NOT NULL)`,
+			`CREATE INDEX bus_by_server ON bus (to_server, seq)`,
+		}},
 }
 
 // postgresWriters is how many transactions a PostgreSQL store commits at
@@ -394,17 +413,30 @@ func (s *SQL) wrap(op string, err error) error {
 }
 
 func (s *SQL) PutTask(ctx context.Context, t Task) error {
-	return s.exec(ctx, t.ID, true, "put task", `INSERT INTO tasks (id, client_id, status, created_at, data) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, status = excluded.status, data = excluded.data`,
-		t.ID, t.ClientID, t.Status, t.CreatedAt.UnixNano(), string(t.Data))
+	return s.exec(ctx, t.ID, true, "put task", `INSERT INTO tasks (id, client_id, status, created_at, data, server_id) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, status = excluded.status, data = excluded.data
+		WHERE tasks.server_id = excluded.server_id OR tasks.server_id = ''`,
+		t.ID, t.ClientID, t.Status, t.CreatedAt.UnixNano(), string(t.Data), t.Server)
+}
+
+// ClaimTask makes to the server of a running task if from is its server
+// now; it reports whether it did. Two servers claiming one task: one
+// wins.
+func (s *SQL) ClaimTask(ctx context.Context, id, from, to string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET server_id = $1 WHERE id = $2 AND server_id = $3 AND status = 'running'`, to, id, from)
+	if err != nil {
+		return false, s.wrap("claim task", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, s.wrap("claim task", err)
 }
 
 func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
 	t := Task{ID: id}
 	var created int64
 	var data string
-	err := s.db.QueryRowContext(ctx, `SELECT client_id, status, created_at, data FROM tasks WHERE id = $1`, id).
-		Scan(&t.ClientID, &t.Status, &created, &data)
+	err := s.db.QueryRowContext(ctx, `SELECT client_id, status, created_at, data, server_id FROM tasks WHERE id = $1`, id).
+		Scan(&t.ClientID, &t.Status, &created, &data, &t.Server)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Task{}, ErrNotFound
 	}
@@ -416,7 +448,7 @@ func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
 }
 
 func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, error) {
-	q := `SELECT id, client_id, status, created_at, data FROM tasks`
+	q := `SELECT id, client_id, status, created_at, data, server_id FROM tasks`
 	var args []any
 	if status != "" {
 		q += ` WHERE status = $1`
@@ -436,7 +468,7 @@ func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, erro
 		var t Task
 		var created int64
 		var data string
-		if err := rows.Scan(&t.ID, &t.ClientID, &t.Status, &created, &data); err != nil {
+		if err := rows.Scan(&t.ID, &t.ClientID, &t.Status, &created, &data, &t.Server); err != nil {
 			return nil, s.wrap("list tasks", err)
 		}
 		t.CreatedAt, t.Data = time.Unix(0, created).UTC(), []byte(data)
@@ -477,17 +509,18 @@ func (s *SQL) Journal(ctx context.Context, taskID string) ([]Entry, error) {
 }
 
 func (s *SQL) PutDevice(ctx context.Context, d Device) error {
-	return s.exec(ctx, "device:"+d.ID, true, "put device", `INSERT INTO devices (id, updated_at, data) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, data = excluded.data`,
-		d.ID, d.UpdatedAt.UnixNano(), string(d.Data))
+	return s.exec(ctx, "device:"+d.ID, true, "put device", `INSERT INTO devices (id, updated_at, data, server_id, connected) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, data = excluded.data, server_id = excluded.server_id, connected = excluded.connected
+		WHERE excluded.connected OR devices.server_id = excluded.server_id`,
+		d.ID, d.UpdatedAt.UnixNano(), string(d.Data), d.Server, d.Connected)
 }
 
-func (s *SQL) DeleteDevice(ctx context.Context, id string) error {
-	return s.exec(ctx, "device:"+id, true, "delete device", `DELETE FROM devices WHERE id = $1`, id)
+func (s *SQL) DeleteDevice(ctx context.Context, id, server string) error {
+	return s.exec(ctx, "device:"+id, true, "delete device", `DELETE FROM devices WHERE id = $1 AND server_id = $2`, id, server)
 }
 
 func (s *SQL) Devices(ctx context.Context) ([]Device, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, updated_at, data FROM devices ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, updated_at, data, server_id, connected FROM devices ORDER BY id`)
 	if err != nil {
 		return nil, s.wrap("list devices", err)
 	}
@@ -497,7 +530,7 @@ func (s *SQL) Devices(ctx context.Context) ([]Device, error) {
 		var d Device
 		var updated int64
 		var data string
-		if err := rows.Scan(&d.ID, &updated, &data); err != nil {
+		if err := rows.Scan(&d.ID, &updated, &data, &d.Server, &d.Connected); err != nil {
 			return nil, s.wrap("list devices", err)
 		}
 		d.UpdatedAt, d.Data = time.Unix(0, updated).UTC(), []byte(data)

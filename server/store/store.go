@@ -27,7 +27,12 @@ import (
 // Task is a task's record.
 type Task struct {
 	ID, ClientID, Status string
-	CreatedAt            time.Time
+	// Server is the id of the server that runs the task, when several
+	// share the store (empty for a server alone). A write by another
+	// server than the one recorded is ignored: a server that lost a task
+	// to another cannot overwrite it.
+	Server    string
+	CreatedAt time.Time
 	// Data is the whole task as the server shows it (JSON).
 	Data json.RawMessage
 }
@@ -44,7 +49,14 @@ type Entry struct {
 
 // Device is a registered device's record.
 type Device struct {
-	ID        string
+	ID string
+	// Server is the id of the server that last held the device's
+	// connection, when several share the store; Connected says it holds
+	// it now. A write saying a device is not connected changes the record
+	// only if its server wrote it last: a device that moved on stays
+	// where it went.
+	Server    string
+	Connected bool
 	UpdatedAt time.Time
 	Data      json.RawMessage
 }
@@ -71,8 +83,10 @@ type Store interface {
 	Journal(ctx context.Context, taskID string) ([]Entry, error)
 
 	// PutDevice, DeleteDevice and Devices keep the device registry.
+	// DeleteDevice removes a record only if server wrote it last: a
+	// server forgetting a device that moved to another leaves it.
 	PutDevice(ctx context.Context, d Device) error
-	DeleteDevice(ctx context.Context, id string) error
+	DeleteDevice(ctx context.Context, id, server string) error
 	Devices(ctx context.Context) ([]Device, error)
 
 	// Post queues a frame for a device that is away; Take removes and
@@ -129,6 +143,9 @@ func Parse(spec string) (kind, target string, err error) {
 	}
 	return "", "", fmt.Errorf("store %q is not one this server knows (%s)", redactURL(spec), specHelp)
 }
+
+// Redact hides a password in a store spec, for logs.
+func Redact(spec string) string { return redactURL(spec) }
 
 // redactURL hides a password in what an error message repeats.
 func redactURL(s string) string {

@@ -79,10 +79,27 @@ func conform(t *testing.T, s store.Store) {
 	if len(devs) != 2 || devs[0].ID != "y" || string(devs[1].Data) != `{"p":"linux"}` {
 		t.Fatalf("Devices = %+v", devs)
 	}
-	s.DeleteDevice(ctx, "y")
+	s.DeleteDevice(ctx, "y", "")
 	if devs, _ := s.Devices(ctx); len(devs) != 1 {
 		t.Fatalf("after delete: %+v", devs)
 	}
+
+	// Records name their server: another server's writes do not land.
+	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "running", Server: "A", CreatedAt: t0, Data: json.RawMessage(`{"by":"A"}`)})
+	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "completed", Server: "B", CreatedAt: t0, Data: json.RawMessage(`{"by":"B"}`)})
+	if got, _ := s.Task(ctx, "f"); got.Server != "A" || string(got.Data) != `{"by":"A"}` {
+		t.Fatalf("a write by B replaced A's task: %+v", got)
+	}
+	s.PutDevice(ctx, store.Device{ID: "m", Server: "A", Connected: true, UpdatedAt: t0, Data: json.RawMessage(`{}`)})
+	s.PutDevice(ctx, store.Device{ID: "m", Server: "B", Connected: true, UpdatedAt: t0, Data: json.RawMessage(`{}`)})
+	s.PutDevice(ctx, store.Device{ID: "m", Server: "A", Connected: false, UpdatedAt: t0, Data: json.RawMessage(`{}`)})
+	s.DeleteDevice(ctx, "m", "A")
+	devs, _ = s.Devices(ctx)
+	if len(devs) != 2 || devs[0].ID != "m" || devs[0].Server != "B" || !devs[0].Connected {
+		t.Fatalf("A's late writes about a device B holds landed: %+v", devs)
+	}
+	s.DeleteDevice(ctx, "m", "B")
+	s.DeleteTask(ctx, "f")
 
 	for _, f := range []string{"one", "two", "three"} {
 		if err := s.Post(ctx, "dev", []byte(f)); err != nil {
@@ -197,5 +214,130 @@ func TestLock(t *testing.T) {
 				t.Fatalf("Lock after the first closed: %v", err)
 			}
 		})
+	}
+}
+
+// TestCluster: servers sharing a PostgreSQL store see each other alive,
+// exchange messages in order, see a member die with its session, and
+// claim a dead member's task once.
+func TestCluster(t *testing.T) {
+	url := storetest.Postgres(t)
+	ctx := context.Background()
+	open := func() *store.SQL {
+		s, err := store.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.(*store.SQL)
+	}
+	sa, sb := open(), open()
+	a, err := sa.Join(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sb.Join(ctx, "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := open().Join(ctx, "A"); err == nil || !strings.Contains(err.Error(), "already has the id") {
+		t.Fatalf("a second live A: %v", err)
+	}
+	alive, err := b.Alive(ctx)
+	if err != nil || !alive["A"] || !alive["B"] || len(alive) != 2 {
+		t.Fatalf("Alive = %v, %v", alive, err)
+	}
+	start := time.Now()
+	for i := range 20 {
+		if err := a.Send(ctx, "B", []byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []byte
+	for len(got) < 20 {
+		select {
+		case m := <-b.Inbox():
+			got = append(got, m...)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("B got %q of 20 messages", got)
+		}
+	}
+	if string(got) != "abcdefghijklmnopqrst" {
+		t.Fatalf("messages out of order: %q", got)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("20 messages took %s: NOTIFY should wake the member at once", time.Since(start))
+	}
+
+	sa.PutTask(ctx, store.Task{ID: "t", ClientID: "dev", Status: "running", Server: "A", CreatedAt: time.Now(), Data: json.RawMessage(`{}`)})
+	a.Close()
+	if alive, _ := b.Alive(ctx); alive["A"] || !alive["B"] {
+		t.Fatalf("after A left, Alive = %v", alive)
+	}
+	if ok, err := sb.ClaimTask(ctx, "t", "B", "C"); ok || err != nil {
+		t.Fatalf("a claim from the wrong server won: %v %v", ok, err)
+	}
+	wins := make(chan bool, 4)
+	for range 4 {
+		go func() {
+			ok, _ := sb.ClaimTask(ctx, "t", "A", "B")
+			wins <- ok
+		}()
+	}
+	n := 0
+	for range 4 {
+		if <-wins {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d claims of one task won", n)
+	}
+	if rec, _ := sb.Task(ctx, "t"); rec.Server != "B" {
+		t.Fatalf("after the claim the task's server is %q", rec.Server)
+	}
+	if err := b.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// SQLite has no cluster: said, with what to do.
+	sq, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	if _, err := sq.(*store.SQL).Join(ctx, "X"); !errors.Is(err, store.ErrNoCluster) || !strings.Contains(err.Error(), "--standby") {
+		t.Fatalf("Join on SQLite: %v", err)
+	}
+}
+
+// TestMemberLost: a member whose database session is killed learns it
+// (Lost), as the others see it dead.
+func TestMemberLost(t *testing.T) {
+	url := storetest.Postgres(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, err := s.(*store.SQL).Join(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	other, _ := store.Open(ctx, url)
+	defer other.Close()
+	if _, err := other.(*store.SQL).DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7061729`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Lost():
+		if !strings.Contains(m.Err().Error(), "the session that showed server A alive ended") {
+			t.Errorf("Err = %v", m.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member did not notice its session was killed")
 	}
 }
