@@ -68,6 +68,19 @@ func (s *Server) persist(t *task) {
 	}()
 }
 
+// persistNew writes a new task's record. Alone, it is written in the
+// background: the task's first command round waits for its own journal
+// entry, which the store commits after this record. With other servers
+// it is written before the task's id is given out, so that a call about
+// it through any server finds it.
+func (s *Server) persistNew(t *task) {
+	if s.peers != nil {
+		s.saveNow(t)
+		return
+	}
+	s.persist(t)
+}
+
 // saveNow writes the task's record and waits. Writes of one task are
 // serialised, each with the latest state, so an older one never lands
 // last.

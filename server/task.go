@@ -185,9 +185,7 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 	t.pushedAt = time.Now()
 	d.pushed = append(d.pushed, t)
 	s.mu.Unlock()
-	// Written in the background: the task's first command round waits for
-	// its own journal entry, which the store commits after this record.
-	s.persist(t)
+	s.persistNew(t)
 	d.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeTask, Status: aip.StatusContinue, UserRequest: request, TaskName: taskName,
 		SessionID: t.info.ID, ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
 	s.start(t)
@@ -269,7 +267,7 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.sendError(conn, fmt.Sprintf("task not started: %v", err), m.SessionID)
 		return
 	}
-	s.persist(t)
+	s.persistNew(t)
 	conn.Send(s.ctx, s.ack(t.info.ID))
 	s.start(t)
 }
