@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store/storetest"
@@ -174,5 +177,42 @@ func TestDeviceMovesBetweenLiveServers(t *testing.T) {
 			t.Fatalf("a second box at alpha was not refused\n%s\nsecond client:\n%s", logs(), dup.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServerThatLosesItsSessionStops: when the database session that
+// shows a server alive ends (killed here by an administrator's command),
+// the others may take its work, so saucer serve stops and says why.
+func TestServerThatLosesItsSessionStops(t *testing.T) {
+	bin, pg := saucerBinary(t), storetest.Postgres(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	tmp := t.TempDir()
+	srv := startSaucer(t, bin, []string{"SAUCER_RUNS=" + tmp, "XDG_CACHE_HOME=" + tmp}, "serve", "--model", "scripted:../../examples/demo.yaml",
+		"--addr", addr, "--token", "k", "--store", pg, "--server-id", "gamma")
+	waitHTTP(t, addr)
+	db, err := sql.Open("pgx", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var killed int
+	if err := db.QueryRow(`SELECT COUNT(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7061729`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d sessions: %v", killed, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(srv.out.String(), "the session that showed server gamma alive ended") ||
+			!strings.Contains(srv.out.String(), "stopped so that the other servers take its devices and tasks") {
+			t.Errorf("saucer serve ended with %v\n%s", err, srv.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("saucer serve runs on without its session\n%s", srv.out.String())
 	}
 }
