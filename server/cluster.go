@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,8 @@ type Cluster interface {
 	ID() string
 	Alive(ctx context.Context) (map[string]bool, error)
 	Send(ctx context.Context, to string, body []byte) error
+	// Inbox delivers the messages sent to this server; it is closed when
+	// the membership ends.
 	Inbox() <-chan []byte
 }
 
@@ -85,22 +88,19 @@ type forwardedKey struct{}
 func forwarded(r *http.Request) bool { return r.Context().Value(forwardedKey{}) != nil }
 
 // joinCluster starts reading the cluster's messages and sweeping for
-// orphaned tasks.
+// orphaned tasks. Messages are answered until the membership ends, after
+// Shutdown or Suspend too: a server that is stopping still lets go of
+// its devices at once, rather than leaving the others to wait for it.
 func (s *Server) joinCluster() {
 	c := s.peers.c
 	go func() {
-		for {
-			select {
-			case b := <-c.Inbox():
-				var m peerMsg
-				if err := json.Unmarshal(b, &m); err != nil {
-					s.logf("cluster: an unreadable message was dropped: %v", err)
-					continue
-				}
-				s.onPeer(m)
-			case <-s.ctx.Done():
-				return
+		for b := range c.Inbox() {
+			var m peerMsg
+			if err := json.Unmarshal(b, &m); err != nil {
+				s.logf("cluster: an unreadable message was dropped: %v", err)
+				continue
 			}
+			s.onPeer(m)
 		}
 	}()
 	go func() {
@@ -464,34 +464,48 @@ func (s *Server) release(id, to string) error {
 	return nil
 }
 
-// letGo asks the live server that last held a device to let go of it
-// before it registers here, and returns that server's id; a refusal (the
-// device is connected there) is returned as an error.
-func (s *Server) letGo(id string) (string, error) {
-	rec, ok := s.storedDevice(id)
-	if !ok {
-		return "", nil
+// letGo asks the live servers that last held a device, or run tasks of
+// it, to let go of it before it registers here, and returns them; a
+// refusal (the device is connected there) is returned as an error.
+func (s *Server) letGo(id string) ([]string, error) {
+	holders := map[string]bool{}
+	if rec, ok := s.storedDevice(id); ok {
+		holders[rec.Server] = true
 	}
-	to := s.elsewhere(rec.Server)
-	if to == "" {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, peerTimeout)
-	defer cancel()
-	rep, err := s.ask(ctx, to, peerMsg{Kind: "release", Device: id})
+	ctx, cancel := storeCtx()
+	recs, err := s.store.Tasks(ctx, string(StatusRunning), 0)
+	cancel()
 	if err != nil {
-		return "", fmt.Errorf("server %s last held client_id '%s' and could not be asked to let go (%v); try again", to, id, err)
+		return nil, fmt.Errorf("the tasks of client_id '%s' could not be read (%v); try again", id, err)
 	}
-	if rep.Error != "" {
-		return "", errors.New(rep.Error)
+	for _, rec := range recs {
+		if rec.ClientID == id {
+			holders[rec.Server] = true
+		}
 	}
-	return to, nil
+	var released []string
+	for h := range holders {
+		to := s.elsewhere(h)
+		if to == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, peerTimeout)
+		rep, err := s.ask(ctx, to, peerMsg{Kind: "release", Device: id})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("server %s holds client_id '%s' and could not be asked to let go (%v); try again", to, id, err)
+		}
+		if rep.Error != "" {
+			return nil, errors.New(rep.Error)
+		}
+		released = append(released, to)
+	}
+	return released, nil
 }
 
 // adoptOrphans takes over the running tasks of devices connected here
-// whose server is gone or is released (let go of them), and resumes
-// them.
-func (s *Server) adoptOrphans(released string, devs ...*device) {
+// whose server is gone or let go of them (released), and resumes them.
+func (s *Server) adoptOrphans(released []string, devs ...*device) {
 	if _, ok := s.store.(claimer); !ok || len(devs) == 0 {
 		return
 	}
@@ -513,7 +527,7 @@ func (s *Server) adoptOrphans(released string, devs ...*device) {
 	}
 	for _, rec := range recs {
 		d := byID[rec.ClientID]
-		if d == nil || rec.Server == s.serverID() || (alive[rec.Server] && rec.Server != released) {
+		if d == nil || rec.Server == s.serverID() || (alive[rec.Server] && !slices.Contains(released, rec.Server)) {
 			continue
 		}
 		s.mu.Lock()
@@ -564,7 +578,7 @@ func (s *Server) sweep() {
 	closing := s.closing
 	s.mu.Unlock()
 	if !closing {
-		s.adoptOrphans("", here...)
+		s.adoptOrphans(nil, here...)
 	}
 }
 

@@ -1,11 +1,17 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +118,161 @@ func TestClusterPassesCallsOn(t *testing.T) {
 		t.Errorf("DELETE of a dead server's task: %d %v", code, refused)
 	}
 	alpha.srv.Cancel(d.TaskID, "test")
+}
+
+// appendTask has a task append L1..L6 to log.txt, one command each.
+const appendTask = `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "append six lines"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L1\\n' >> log.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L2\\n' >> log.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L3\\n' >> log.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L4\\n' >> log.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L5\\n' >> log.txt"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "printf 'L6\\n' >> log.txt"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "appended"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "six lines appended"}}]
+`
+
+// TestClusterUnderLoad: six devices spread over two servers get 60
+// tasks (360 commands) through either server, and alpha stops in the
+// middle of them (as at a deploy). Its devices move to beta, which takes
+// their tasks over: every task completes and every command ran exactly
+// once.
+func TestClusterUnderLoad(t *testing.T) {
+	url := storetest.Postgres(t)
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(path, []byte(appendTask), 0o644)
+	cfg := config.Default()
+	cfg.Model = "scripted:" + path
+	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	var fs [2]*fixture
+	for i, id := range []string{"alpha", "beta"} {
+		st, err := store.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.(*store.SQL).Join(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(); st.Close() })
+		fs[i] = newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{}), Store: st, Cluster: m})
+	}
+	alpha, beta := fs[0], fs[1]
+	const devices, perDevice = 6, 10
+	dirs := make([]string, devices)
+	for i := range devices {
+		dirs[i] = t.TempDir()
+		urls := alpha.wsURL + "," + beta.wsURL
+		if i%2 == 1 {
+			urls = beta.wsURL + "," + alpha.wsURL
+		}
+		connect(t, urls, fmt.Sprintf("dev%d", i), realDevice(t, dirs[i]), nil)
+	}
+
+	var stopped atomic.Bool
+	var done atomic.Int32
+	errs := make(chan error, devices*perDevice)
+	var wg sync.WaitGroup
+	for i := range devices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range perDevice {
+				via := fs[(i+k)%2]
+				if stopped.Load() {
+					via = beta
+				}
+				id, err := dispatchUntilTaken(beta, via, fmt.Sprintf("dev%d", i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				info, err := waitThrough(beta, id)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if info.Status != server.StatusCompleted {
+					errs <- fmt.Errorf("task %s on dev%d: %s %s", id, i, info.Status, info.Error)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	for done.Load() < devices*perDevice/3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopped.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := alpha.srv.Suspend(ctx); err != nil {
+		t.Errorf("alpha's stop: %v", err)
+	}
+	cancel()
+	fs[0].http.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, dir := range dirs {
+		b, _ := os.ReadFile(filepath.Join(dir, "log.txt"))
+		for l := 1; l <= 6; l++ {
+			if n := strings.Count(string(b), fmt.Sprintf("L%d\n", l)); n != perDevice {
+				t.Errorf("dev%d: L%d is in log.txt %d times, want %d (one per task)", i, l, n, perDevice)
+			}
+		}
+	}
+}
+
+// dispatchUntilTaken dispatches through via (or beta once via is
+// stopped) until a server takes the task: the device may be moving or
+// busy for a moment.
+func dispatchUntilTaken(beta, via *fixture, dev string) (string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		code, body, err := rawAPI(via, "POST", "/api/dispatch", map[string]string{"client_id": dev, "request": "append six lines"})
+		if err == nil && code == 200 {
+			var d server.DispatchResponse
+			json.Unmarshal(body, &d)
+			return d.TaskID, nil
+		}
+		if err != nil || code == http.StatusServiceUnavailable {
+			via = beta
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "", fmt.Errorf("no server took a task for %s within 30s", dev)
+}
+
+// waitThrough polls a task through beta until it ends.
+func waitThrough(beta *fixture, id string) (server.TaskInfo, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		var info server.TaskInfo
+		code, body, err := rawAPI(beta, "GET", "/api/tasks/"+id, nil)
+		if err == nil && code == 200 && json.Unmarshal(body, &info) == nil && info.Status != server.StatusRunning {
+			return info, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return server.TaskInfo{}, fmt.Errorf("task %s still running after 60s", id)
+}
+
+func rawAPI(f *fixture, method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, f.http.URL+path, r)
+	req.Header.Set("X-API-Key", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }

@@ -155,7 +155,7 @@ func (s *Server) register(conn *aip.Conn) *device {
 		return refuse(err.Error())
 	}
 	info, platform, namespaces := deviceInfo(m.Metadata)
-	var released string
+	var released []string
 	if s.peers != nil && m.ClientType == aip.ClientDevice {
 		// The newest server a device registers at holds it: the one
 		// before lets go (or refuses, if it is still connected there).

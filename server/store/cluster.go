@@ -99,7 +99,7 @@ const lockJoin = `l.locktype = 'advisory' AND l.classid = 7061729 AND l.objid = 
 func (m *Member) ID() string { return m.id }
 
 // Inbox delivers the messages sent to this member, in the order they were
-// sent by each sender.
+// sent by each sender. It is closed when the member leaves or is lost.
 func (m *Member) Inbox() <-chan []byte { return m.inbox }
 
 // Lost is closed when the database session that shows this member alive
@@ -121,6 +121,7 @@ func (m *Member) Err() error {
 // messages, until Close or the session fails.
 func (m *Member) listen(ctx context.Context) {
 	defer close(m.done)
+	defer close(m.inbox)
 	for {
 		if err := m.read(ctx); err != nil && ctx.Err() == nil {
 			m.fail(err)
