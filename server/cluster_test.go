@@ -25,6 +25,10 @@ import (
 // clusterPair is two servers, alpha and beta, on one PostgreSQL, with
 // the device box (real shell and files tools) connected to alpha.
 func clusterPair(t *testing.T, script string) (alpha, beta *fixture, dir string, alphaMember *store.Member) {
+	return clusterPairTB(t, script)
+}
+
+func clusterPairTB(t testing.TB, script string) (alpha, beta *fixture, dir string, alphaMember *store.Member) {
 	t.Helper()
 	url := storetest.Postgres(t)
 	path := filepath.Join(t.TempDir(), "s.yaml")
@@ -275,4 +279,42 @@ func rawAPI(f *fixture, method, path string, body any) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// BenchmarkForwardedCall: an API call about a running task, asked of
+// the server that runs it and of another one, which passes it on
+// through PostgreSQL (a bus row, NOTIFY, and the reply the same way).
+func BenchmarkForwardedCall(b *testing.B) {
+	alpha, beta, _, _ := clusterPairTB(b, askScript)
+	var d server.DispatchResponse
+	code, body, err := rawAPI(beta, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write a file"})
+	if err != nil || code != 200 {
+		b.Fatalf("dispatch: %d %v", code, err)
+	}
+	json.Unmarshal(body, &d)
+	path := "/api/tasks/" + d.TaskID + "/pending"
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if code, body, _ := rawAPI(alpha, "GET", path, nil); code == 200 && strings.Contains(string(body), `"open"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the task never asked its question")
+		}
+	}
+	call := func(f *fixture) time.Duration {
+		start := time.Now()
+		if code, _, err := rawAPI(f, "GET", path, nil); code != 200 || err != nil {
+			b.Fatalf("GET: %d %v", code, err)
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	var local, forwarded time.Duration
+	for range b.N {
+		local += call(alpha)
+		forwarded += call(beta)
+	}
+	b.ReportMetric(float64(local.Nanoseconds())/float64(b.N), "local-ns/op")
+	b.ReportMetric(float64(forwarded.Nanoseconds())/float64(b.N), "forwarded-ns/op")
+	b.ReportMetric(float64(forwarded)/float64(local), "ratio")
 }

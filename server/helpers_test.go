@@ -32,7 +32,7 @@ type fixture struct {
 	wsURL string
 }
 
-func newFixture(t *testing.T, opts server.Options) *fixture {
+func newFixture(t testing.TB, opts server.Options) *fixture {
 	t.Helper()
 	if opts.Token == "" {
 		opts.Token = token
@@ -102,7 +102,7 @@ func (f *fixture) waitTask(t *testing.T, id string) server.TaskInfo {
 }
 
 // realDevice is Saucer's real shell and files MCP servers working in dir.
-func realDevice(t *testing.T, dir string) *client.Client {
+func realDevice(t testing.TB, dir string) *client.Client {
 	t.Helper()
 	fs, err := files.New(files.Options{Roots: []string{dir}})
 	if err != nil {
@@ -121,7 +121,7 @@ func realDevice(t *testing.T, dir string) *client.Client {
 
 // connect runs a remote device client until the test ends and waits for it
 // to register.
-func connect(t *testing.T, url, id string, dev remote.Device, tweak func(*remote.Options)) *remote.Client {
+func connect(t testing.TB, url, id string, dev remote.Device, tweak func(*remote.Options)) *remote.Client {
 	t.Helper()
 	opts := remote.Options{URL: url, Token: token, ClientID: id, MinBackoff: 5 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf(id+": "+f, a...) }}
