@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -481,9 +483,19 @@ func appendResult(b []byte, r command.Result) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendJSON appends v as json.Marshal writes it.
 func appendJSON(b []byte, v any, null bool) ([]byte, error) {
 	if null {
 		return append(b, "null"...), nil
+	}
+	if m, ok := v.(map[string]any); ok {
+		// Parameters and metadata are mostly strings, numbers and
+		// booleans: write those without reflection. Anything else, or a
+		// value nested suspiciously deep (a cycle), goes to
+		// encoding/json, which then writes the whole map.
+		if out, ok := appendMap(b, m, 0); ok {
+			return out, nil
+		}
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
@@ -552,6 +564,148 @@ func appendString(b []byte, s string) []byte {
 			continue
 		}
 		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// maxFastDepth bounds appendValue's nesting; deeper values go to
+// encoding/json, which detects cycles.
+const maxFastDepth = 64
+
+// appendValue appends v exactly as json.Marshal would, for the types a
+// decoded JSON value has; ok is false for any other type (or for a NaN
+// or an infinity, which json.Marshal refuses), and b's new bytes are
+// then garbage.
+func appendValue(b []byte, v any, depth int) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendHTMLString(b, v), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case float64:
+		return appendFloat(b, v)
+	case map[string]any:
+		return appendMap(b, v, depth)
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= maxFastDepth {
+			return b, false
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendValue(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// appendMap writes a map as json.Marshal does: keys sorted.
+func appendMap(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
+	if m == nil {
+		return append(b, "null"...), true
+	}
+	if depth >= maxFastDepth {
+		return b, false
+	}
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHTMLString(b, k)
+		b = append(b, ':')
+		if b, ok = appendValue(b, m[k], depth+1); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendFloat writes a float64 as encoding/json does (as ES6 would).
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 becomes e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendHTMLString appends s as encoding/json writes strings by default:
+// as appendString does, and also \b and \f, and <, > and & escaped.
+func appendHTMLString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			if r == '\u2028' || r == '\u2029' {
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

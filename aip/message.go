@@ -161,5 +161,27 @@ type Progress struct {
 // Timestamp formats t the way UFO does: ISO-8601 in UTC with microseconds
 // and an explicit offset.
 func Timestamp(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format("2006-01-02T15:04:05.000000+00:00")
+	}
+	// By hand: every frame carries one, and Format parses its layout
+	// each time.
+	hour, minute, sec := t.Clock()
+	b := []byte("0000-00-00T00:00:00.000000+00:00")
+	put := func(at, width, v int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	put(5, 2, int(month))
+	put(8, 2, day)
+	put(11, 2, hour)
+	put(14, 2, minute)
+	put(17, 2, sec)
+	put(20, 6, t.Nanosecond()/1000)
+	return string(b)
 }

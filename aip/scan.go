@@ -148,6 +148,9 @@ func (s *scanner) str(name string) (string, error) {
 		return "", err
 	}
 	if raw != nil {
+		if v, ok := known(raw); ok {
+			return v, nil
+		}
 		return string(raw), nil
 	}
 	// Escapes or non-ASCII needing repair: let encoding/json decode it.
@@ -158,12 +161,33 @@ func (s *scanner) str(name string) (string, error) {
 	return v, nil
 }
 
+// plainByte marks the bytes a string holds as they are: printable ASCII
+// other than the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // rawString consumes a string token. It returns its contents when they
 // need no decoding (no escapes, valid UTF-8), else nil (the token is
 // valid and consumed; decode it from its bytes).
 func (s *scanner) rawString() ([]byte, error) {
 	s.i++ // the opening quote
 	start, plain := s.i, true
+	// Ids, names, enum values and timestamps are printable ASCII: skip
+	// such bytes with one table look-up each; anything else takes the
+	// careful loop below.
+	i, b := s.i, s.b // locals, which stay in registers
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	s.i = i
+	if i < len(b) && b[i] == '"' {
+		s.i++
+		return b[start:i], nil
+	}
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		switch {
@@ -396,22 +420,10 @@ func (s *scanner) lifecycle() (*Lifecycle, error) {
 	l := &Lifecycle{}
 	err := s.object(func(key []byte) error {
 		switch string(key) {
-		case "created_at", "expires_at":
-			name := string(key)
-			v, err := s.str(name)
-			if err != nil || v == "" {
-				return err
-			}
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return badFrame("lifecycle.%s: %v", name, err)
-			}
-			if name == "created_at" {
-				l.CreatedAt = t
-			} else {
-				l.ExpiresAt = t
-			}
-			return nil
+		case "created_at":
+			return s.time("lifecycle.created_at", &l.CreatedAt)
+		case "expires_at":
+			return s.time("lifecycle.expires_at", &l.ExpiresAt)
 		case "queued_by":
 			v, err := s.str("queued_by")
 			l.QueuedBy = v
@@ -421,4 +433,127 @@ func (s *scanner) lifecycle() (*Lifecycle, error) {
 		return err
 	})
 	return l, err
+}
+
+// time reads an RFC 3339 time or null (the zero time) into t.
+func (s *scanner) time(name string, t *time.Time) error {
+	if s.null() {
+		return nil
+	}
+	if s.peek() != '"' {
+		return badFrame("%s must be a string or null", name)
+	}
+	start := s.i
+	raw, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		if v, ok := parseUTC(raw); ok {
+			*t = v
+			return nil
+		}
+	}
+	s.i = start
+	v, err := s.str(name)
+	if err != nil || v == "" {
+		return err
+	}
+	if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+		return badFrame("%s: %v", name, err)
+	}
+	return nil
+}
+
+// parseUTC reads the times Saucer writes, YYYY-MM-DDTHH:MM:SS[.F]Z with
+// up to nine digits of fraction, without the string that time.Parse
+// needs. Anything else (offsets, leap seconds, out-of-range fields) is
+// left to time.Parse, which gives the same value or says what is wrong.
+func parseUTC(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(b[0:4]), num(b[5:7]), num(b[8:10])
+	hour, minute, sec := num(b[11:13]), num(b[14:16]), num(b[17:19])
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+func daysIn(m time.Month, year int) int {
+	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// known returns the enum values frames repeat (types, statuses, client
+// and tool types) as constants, so that decoding them allocates nothing.
+func known(b []byte) (string, bool) {
+	switch string(b) {
+	case "register":
+		return "register", true
+	case "heartbeat":
+		return "heartbeat", true
+	case "task":
+		return "task", true
+	case "command":
+		return "command", true
+	case "command_results":
+		return "command_results", true
+	case "task_end":
+		return "task_end", true
+	case "error":
+		return "error", true
+	case "device_info_request":
+		return "device_info_request", true
+	case "device_info_response":
+		return "device_info_response", true
+	case "continue":
+		return "continue", true
+	case "completed":
+		return "completed", true
+	case "failed":
+		return "failed", true
+	case "ok":
+		return "ok", true
+	case "device":
+		return "device", true
+	case "constellation":
+		return "constellation", true
+	case "action":
+		return "action", true
+	case "data_collection":
+		return "data_collection", true
+	case "success":
+		return "success", true
+	case "failure":
+		return "failure", true
+	case "skipped":
+		return "skipped", true
+	case "none":
+		return "none", true
+	}
+	return "", false
 }

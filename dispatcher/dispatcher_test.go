@@ -220,9 +220,13 @@ func TestExecutorMistakesStayResults(t *testing.T) {
 }
 
 func TestNewUUID(t *testing.T) {
-	a, b := dispatcher.NewUUID(), dispatcher.NewUUID()
-	if !uuidV4.MatchString(a) || a == b {
-		t.Errorf("%q %q", a, b)
+	seen := map[string]bool{}
+	for range 1000 { // every nibble position sees many values
+		id := dispatcher.NewUUID()
+		if !uuidV4.MatchString(id) || seen[id] {
+			t.Fatalf("%q is not a fresh UUIDv4", id)
+		}
+		seen[id] = true
 	}
 }
 
