@@ -1,9 +1,11 @@
 package aip
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -78,9 +80,11 @@ type Conn struct {
 	// keepAlive closes the connection when a write outlasts WriteTimeout,
 	// so that writes need no per-call timer.
 	writeStart atomic.Int64
-	// readMu guards bound: the context Read has tied the connection to.
+	// readMu guards bound, the context Read has tied the connection to,
+	// and rbuf, the buffer frames are read into.
 	readMu sync.Mutex
 	bound  context.Context
+	rbuf   []byte
 }
 
 // newConn allocates the Conn before the handshake so that the pong
@@ -156,14 +160,45 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
 	}
+	buf := c.rbuf
+	c.rbuf = nil // a concurrent Read (there should be none) reads into its own
 	c.readMu.Unlock()
-	typ, b, err := c.ws.Read(ctx)
+	typ, r, err := c.ws.Reader(ctx)
+	if err == nil {
+		buf, err = readAll(r, buf[:0])
+	}
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))
 		return false, nil, err
 	}
+	// The frame is read into a buffer kept from frame to frame and
+	// handed out as an exact copy: one allocation of the frame's size,
+	// where websocket.Conn.Read grows a fresh buffer from 512 bytes.
+	frame = bytes.Clone(buf)
+	if cap(buf) <= 1<<20 { // keep small buffers; let a screenshot's go
+		c.readMu.Lock()
+		c.rbuf = buf
+		c.readMu.Unlock()
+	}
 	c.seen()
-	return typ == websocket.MessageText, b, nil
+	return typ == websocket.MessageText, frame, nil
+}
+
+// readAll reads r to its end, appending to b.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // Bind ties the connection's life to ctx: when ctx ends, the connection

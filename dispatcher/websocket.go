@@ -370,15 +370,33 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 	defer w.mu.Unlock()
 	r.ended = true
 	got := r.results.ActionResults
-	byID := make(map[string]command.Result, len(got))
-	for _, res := range got {
-		if res.CallID != "" {
-			byID[res.CallID] = res
+	// Rounds are small: a map pays only for many results. A call id
+	// answered twice counts with its last result either way.
+	var byID map[string]command.Result
+	if len(got) > 8 {
+		byID = make(map[string]command.Result, len(got))
+		for _, res := range got {
+			if res.CallID != "" {
+				byID[res.CallID] = res
+			}
 		}
 	}
+	find := func(id string) (command.Result, bool) {
+		if byID != nil || id == "" {
+			res, ok := byID[id]
+			return res, ok
+		}
+		for j := len(got) - 1; j >= 0; j-- {
+			if got[j].CallID == id {
+				return got[j], true
+			}
+		}
+		return command.Result{}, false
+	}
+	now := w.opts.Now()
 	out := make([]command.Result, len(actions))
 	for i, c := range actions {
-		res, ok := byID[c.CallID]
+		res, ok := find(c.CallID)
 		if !ok && i < len(got) && got[i].CallID == "" {
 			res, ok = got[i], true // a device that leaves call ids out answers in order
 		}
@@ -402,7 +420,7 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 		default:
 			st.State = StateCompleted
 		}
-		st.UpdatedAt = w.opts.Now()
+		st.UpdatedAt = now
 	}
 	return out
 }

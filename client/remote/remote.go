@@ -123,7 +123,9 @@ type Client struct {
 	conn   *aip.Conn // nil while disconnected
 	up     chan struct{}
 	outbox []*aip.ClientMessage
-	rounds map[string]*roundEntry // recent command frames, by response_id
+	// rounds are the recent command frames, by response_id, with their
+	// results once they have run (nil until then).
+	rounds map[string]*aip.ClientMessage
 	order  []string
 	queue  []*aip.ServerMessage // command frames waiting to run, in arrival order
 	// draining is set while a goroutine runs the queue; drainers counts
@@ -139,11 +141,6 @@ type Client struct {
 	accepts []chan string
 	ends    map[string]chan TaskEnd
 	journal *journal // nil: none
-}
-
-// roundEntry remembers a command frame: its results once it has run.
-type roundEntry struct {
-	results *aip.ClientMessage
 }
 
 // recentRounds bounds the cache of answered rounds.
@@ -186,7 +183,7 @@ func New(dev Device, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil && opts.TLS != nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
-	c := &Client{dev: dev, opts: opts, urls: urls, up: make(chan struct{}), rounds: map[string]*roundEntry{},
+	c := &Client{dev: dev, opts: opts, urls: urls, up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
 		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
@@ -195,7 +192,7 @@ func New(dev Device, opts Options) (*Client, error) {
 		}
 		c.journal = j
 		for _, m := range known {
-			c.rounds[m.PrevResponseID] = &roundEntry{results: m}
+			c.rounds[m.PrevResponseID] = m
 			c.order = append(c.order, m.PrevResponseID)
 		}
 		// Rounds cut short by the crash are reported at once.
@@ -213,8 +210,8 @@ func (c *Client) recentResults() []*aip.ClientMessage {
 	defer c.mu.Unlock()
 	out := make([]*aip.ClientMessage, 0, len(c.order))
 	for _, id := range c.order {
-		if e := c.rounds[id]; e != nil && e.results != nil {
-			out = append(out, e.results)
+		if res := c.rounds[id]; res != nil {
+			out = append(out, res)
 		}
 	}
 	return out
@@ -451,15 +448,14 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 // the queue (drain): no other goroutine is running it.
 func (c *Client) enqueue(ctx context.Context, m *aip.ServerMessage) bool {
 	c.mu.Lock()
-	if e, seen := c.rounds[m.ResponseID]; seen {
-		res := e.results
+	if res, seen := c.rounds[m.ResponseID]; seen {
 		c.mu.Unlock()
 		if res != nil {
 			c.deliver(ctx, res)
 		}
 		return false
 	}
-	c.rounds[m.ResponseID] = &roundEntry{}
+	c.rounds[m.ResponseID] = nil // seen; results to come
 	c.order = append(c.order, m.ResponseID)
 	if len(c.order) > recentRounds {
 		delete(c.rounds, c.order[0])
@@ -492,8 +488,8 @@ func (c *Client) drain(ctx context.Context) {
 		c.mu.Unlock()
 		res := c.runRound(ctx, m)
 		c.mu.Lock()
-		if e := c.rounds[m.ResponseID]; e != nil {
-			e.results = res
+		if _, ok := c.rounds[m.ResponseID]; ok {
+			c.rounds[m.ResponseID] = res
 		}
 		c.mu.Unlock()
 		if c.journal != nil {
@@ -528,6 +524,7 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 	if c.journal != nil {
 		jerr = c.journal.begin(m)
 	}
+	run := context.WithoutCancel(rctx) // a command runs to its end; the next ones see the cancellation
 	for i, cmd := range m.Actions {
 		switch {
 		case jerr != nil:
@@ -546,7 +543,7 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 					break
 				}
 			}
-			results[i] = c.runCommand(context.WithoutCancel(rctx), m.ResponseID, i, cmd)
+			results[i] = c.runCommand(run, m.ResponseID, i, cmd)
 			if c.journal != nil {
 				results[i].CallID = cmd.CallID
 				c.journal.done(m.ResponseID, i, results[i])
