@@ -421,9 +421,9 @@ func (s *scanner) lifecycle() (*Lifecycle, error) {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "created_at":
-			return s.time("lifecycle.created_at", &l.CreatedAt)
+			return s.time("created_at", &l.CreatedAt)
 		case "expires_at":
-			return s.time("lifecycle.expires_at", &l.ExpiresAt)
+			return s.time("expires_at", &l.ExpiresAt)
 		case "queued_by":
 			v, err := s.str("queued_by")
 			l.QueuedBy = v
@@ -435,7 +435,8 @@ func (s *scanner) lifecycle() (*Lifecycle, error) {
 	return l, err
 }
 
-// time reads an RFC 3339 time or null (the zero time) into t.
+// time reads a lifecycle field, an RFC 3339 time or null (the zero
+// time), into t.
 func (s *scanner) time(name string, t *time.Time) error {
 	if s.null() {
 		return nil
@@ -460,7 +461,7 @@ func (s *scanner) time(name string, t *time.Time) error {
 		return err
 	}
 	if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
-		return badFrame("%s: %v", name, err)
+		return badFrame("lifecycle.%s: %v", name, err)
 	}
 	return nil
 }
