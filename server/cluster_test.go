@@ -89,7 +89,9 @@ func TestClusterPassesCallsOn(t *testing.T) {
 	}
 
 	// A second task waits on its question; beta cancels it.
-	beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "again"}, &d)
+	if code := beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "again"}, &d); code != 200 {
+		t.Fatalf("the next task, dispatched as soon as the first was seen ended: %d", code)
+	}
 	beta.waitPending(t, d.TaskID, 1)
 	var info server.TaskInfo
 	if code := beta.api(t, "DELETE", "/api/tasks/"+d.TaskID, nil, &info); code != 200 || info.Status != server.StatusCancelled {
@@ -110,7 +112,9 @@ func TestClusterPassesCallsOn(t *testing.T) {
 
 	// alpha's session ends (as when it dies): beta answers about its
 	// running task from the store, and says why it cannot act on it.
-	beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "third"}, &d)
+	if code := beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "third"}, &d); code != 200 {
+		t.Fatalf("third dispatch: %d", code)
+	}
 	beta.waitPending(t, d.TaskID, 1)
 	am.Close()
 	if code := beta.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &info); code != 200 || info.Status != server.StatusRunning || info.ID != d.TaskID {

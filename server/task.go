@@ -352,6 +352,12 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 		close(t.done)
 		return
 	}
+	// The slots are free before the end is visible: a caller that sees
+	// the task ended may dispatch the next one to its device at once.
+	s.mu.Lock()
+	s.running--
+	t.target.tasks--
+	s.mu.Unlock()
 	now := time.Now().UTC()
 	t.mu.Lock()
 	t.info.EndedAt = &now
@@ -383,8 +389,6 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	s.saveNow(t)
 
 	s.mu.Lock()
-	s.running--
-	t.target.tasks--
 	s.ended = append(s.ended, info.ID)
 	var evicted []string
 	for len(s.ended) > s.opts.KeepTasks {

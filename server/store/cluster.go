@@ -123,11 +123,16 @@ func (m *Member) listen(ctx context.Context) {
 	defer close(m.done)
 	defer close(m.inbox)
 	for {
-		if err := m.read(ctx); err != nil && ctx.Err() == nil {
+		// Reads are not cut short by Close (that would break the
+		// session); only the wait for a notification is.
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := m.read(rctx, ctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			m.fail(err)
 			return
 		}
-		err := m.conn.Raw(func(dc any) error {
+		err = m.conn.Raw(func(dc any) error {
 			c, ok := dc.(*stdlib.Conn)
 			if !ok {
 				return fmt.Errorf("the PostgreSQL driver is not pgx (%T)", dc)
@@ -151,7 +156,7 @@ func (m *Member) listen(ctx context.Context) {
 }
 
 // read takes this member's messages from the bus, oldest first.
-func (m *Member) read(ctx context.Context) error {
+func (m *Member) read(ctx, stop context.Context) error {
 	rows, err := m.conn.QueryContext(ctx, `DELETE FROM bus WHERE seq IN (SELECT seq FROM bus WHERE to_server = $1 ORDER BY seq LIMIT 256) RETURNING seq, data`, m.id)
 	if err != nil {
 		return err
@@ -182,12 +187,12 @@ func (m *Member) read(ctx context.Context) error {
 	for _, g := range got {
 		select {
 		case m.inbox <- []byte(g.data):
-		case <-ctx.Done():
+		case <-stop.Done():
 			return nil
 		}
 	}
 	if len(got) == 256 {
-		return m.read(ctx) // more are waiting
+		return m.read(ctx, stop) // more are waiting
 	}
 	return nil
 }
@@ -258,6 +263,21 @@ func (m *Member) Close() error {
 	<-m.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m.conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, memberLock, m.key)
-	return m.conn.Close()
+	var ok bool
+	err := m.conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, memberLock, m.key).Scan(&ok)
+	cerr := m.conn.Close()
+	if err != nil || !ok {
+		// The session was already closing (its connection broke): its
+		// lock goes when PostgreSQL has ended it. Wait for that, so that
+		// no one sees this member alive after Close.
+		for ctx.Err() == nil {
+			var held bool
+			if m.s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 7061729
+				AND l.objid = $1::oid AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, m.key).Scan(&held) != nil || !held {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return cerr
 }
