@@ -2,12 +2,15 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/server/store/storetest"
@@ -120,6 +123,87 @@ func TestStateSurvivesARestart(t *testing.T) {
 			if len(clients.Clients) != 1 || clients.Clients[0].ClientID != "dev1" || clients.Clients[0].Status != "away" ||
 				clients.Clients[0].Namespaces["files"] == "" {
 				t.Errorf("restored registry: %+v", clients.Clients)
+			}
+		})
+	}
+}
+
+// TestTaskRecordKeepsUpWithItsRounds: a running task's record reaches the
+// store with each command round at the latest (a restart then finds every
+// command and step before the round it resumes at), and within a moment
+// when no round follows; the ended task's record is there before its
+// device hears of it.
+func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
+	for name, spec := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			f := newFixture(t, server.Options{NewSession: stepsRunner, Store: st})
+			dev := f.rawConn(t)
+			if ack := register(t, dev, "dev"); ack.Status != aip.StatusOK {
+				t.Fatalf("register: %+v", ack)
+			}
+			var d server.DispatchResponse
+			if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev", Request: "three clicks"}, &d); code != 200 {
+				t.Fatalf("dispatch: %d", code)
+			}
+			stored := func() server.TaskInfo {
+				t.Helper()
+				rec, err := st.Task(ctx, d.TaskID)
+				if err != nil {
+					t.Fatalf("the task is not in the store: %v", err)
+				}
+				var info server.TaskInfo
+				if err := json.Unmarshal(rec.Data, &info); err != nil {
+					t.Fatal(err)
+				}
+				return info
+			}
+			round := func() *aip.ServerMessage {
+				t.Helper()
+				for {
+					if m := readServer(t, dev); m.Type == aip.TypeCommand {
+						return m
+					}
+				}
+			}
+			answer := func(m *aip.ServerMessage) {
+				send(t, dev, &aip.ClientMessage{Type: aip.TypeCommandResults, Status: aip.StatusContinue, ClientID: "dev",
+					SessionID: m.SessionID, PrevResponseID: m.ResponseID,
+					ActionResults: []command.Result{{Status: command.Success, Result: []byte(`true`), CallID: m.Actions[0].CallID}}})
+			}
+
+			first := round()
+			if info := stored(); info.Status != server.StatusRunning {
+				t.Fatalf("at the first round the stored task is %q", info.Status)
+			}
+			answer(first)
+			second := round()
+			// Read at once: what came before the round went with it.
+			if info := stored(); len(info.Steps) != 1 || len(info.Commands) != 1 || info.Commands[0].State != dispatcher.StateCompleted {
+				t.Fatalf("at the second round the store has %d steps and commands %+v; want the first step and its command completed", len(info.Steps), info.Commands)
+			}
+			// No round follows while the device works: the second command
+			// still reaches the store.
+			for deadline := time.Now().Add(5 * time.Second); len(stored().Commands) != 2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the second command never reached the stored task: %+v", stored().Commands)
+				}
+			}
+			answer(second)
+			answer(round())
+			if info := f.waitTask(t, d.TaskID); info.Status != server.StatusCompleted {
+				t.Fatalf("task: %+v", info)
+			}
+			// The end is saved before the device is told of it.
+			for m := readServer(t, dev); m.Type != aip.TypeTaskEnd; m = readServer(t, dev) {
+			}
+			if info := stored(); info.Status != server.StatusCompleted || len(info.Steps) != 3 || len(info.Commands) != 3 {
+				t.Errorf("the ended task's record: %s, %d steps, %d commands", info.Status, len(info.Steps), len(info.Commands))
 			}
 		})
 	}

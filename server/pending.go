@@ -126,7 +126,7 @@ func (t *task) addPending(s *Server, it *PendingInfo) *PendingInfo {
 	it.expireStop = timer.Stop
 	s.logf("task %s: %s %s from %s is waiting (GET /api/tasks/%s/pending)", t.info.ID, it.Kind, it.ID, it.Agent, t.info.ID)
 	t.mu.Unlock()
-	s.persist(t)
+	s.persistNow(t)
 	return it
 }
 
@@ -159,7 +159,7 @@ func (t *task) settle(it *PendingInfo, status, by string, answer *string, approv
 	it.expireStop()
 	close(it.settled)
 	t.mu.Unlock()
-	t.srv.persist(t)
+	t.srv.persistNow(t)
 	return true
 }
 

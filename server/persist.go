@@ -37,62 +37,90 @@ func (s *Server) volatile() bool {
 	return mem
 }
 
-// persist writes the task's record soon: changes that come while a write
-// runs are written together by the next one.
+// recordDelay bounds how long a running task's record in the store lags
+// behind the task: changes to its commands and steps are written together,
+// with its next command round (so that a restart finds every command and
+// step before the round it resumes at) or recordDelay after the first of
+// them, whichever comes first. Writing the record on every change cost
+// SQLite more than the journal did.
+const recordDelay = 100 * time.Millisecond
+
+// persist writes the task's record soon: within recordDelay, or with its
+// next round.
 func (s *Server) persist(t *task) {
 	if s.volatile() {
 		return
 	}
 	t.mu.Lock()
 	t.dirty = true
-	if t.saving {
+	if t.flushing {
 		t.mu.Unlock()
 		return
 	}
-	t.saving = true
+	t.flushing = true
 	t.mu.Unlock()
 	s.saveWG.Add(1)
-	go func() {
+	time.AfterFunc(recordDelay, func() {
 		defer s.saveWG.Done()
-		for {
-			t.mu.Lock()
-			if !t.dirty {
-				t.saving = false
-				t.mu.Unlock()
-				return
-			}
-			t.dirty = false
-			t.mu.Unlock()
-			s.saveNow(t)
-		}
-	}()
+		t.mu.Lock()
+		t.flushing = false
+		t.mu.Unlock()
+		s.flush(t)
+	})
 }
 
-// persistNew writes a new task's record. Alone, it is written in the
-// background: the task's first command round waits for its own journal
-// entry, which the store commits after this record. With other servers
-// it is written before the task's id is given out, so that a call about
-// it through any server finds it.
+// persistNew writes a new task's record, which must be in the store
+// before its first round is. Alone, it is queued without waiting: the
+// store commits it with or before that round, which waits for its own
+// journal entry. With other servers it is written before the task's id
+// is given out, so that a call about it through any server finds it.
 func (s *Server) persistNew(t *task) {
 	if s.peers != nil {
 		s.saveNow(t)
 		return
 	}
-	s.persist(t)
+	s.persistNow(t)
 }
 
-// saveNow writes the task's record and waits. Writes of one task are
-// serialised, each with the latest state, so an older one never lands
-// last.
+// persistNow queues the task's record at once, as for a task whose
+// questions changed, which a person waits to see.
+func (s *Server) persistNow(t *task) {
+	t.mu.Lock()
+	t.dirty = true
+	t.mu.Unlock()
+	s.flush(t)
+}
+
+// flush queues the task's record, if it changed since it was last
+// queued, without waiting for it to be durable: it is once a later write
+// of the task that waits (its next round's) has returned.
+func (s *Server) flush(t *task) {
+	s.save(t, false, true)
+}
+
+// saveNow writes the task's record and waits for it to be durable.
 func (s *Server) saveNow(t *task) {
-	if t.frozen() {
+	s.save(t, true, false)
+}
+
+// save writes the task's record. Writes of one task are queued in order,
+// each with the state at its time, so an older one never lands last.
+func (s *Server) save(t *task, wait, onlyChanged bool) {
+	if s.volatile() || t.frozen() {
 		return // the record stays as the task was when Suspend stopped it
 	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	t.mu.Lock()
+	if onlyChanged && !t.dirty {
+		t.mu.Unlock()
+		return
+	}
+	t.dirty = false
+	t.mu.Unlock()
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if err := s.store.PutTask(ctx, t.record()); err != nil {
+	if err := s.store.PutTask(ctx, t.record(), wait); err != nil {
 		s.logf("task %s: not saved: %v", t.info.ID, err)
 	}
 }

@@ -321,7 +321,6 @@ var ErrSuspended = errors.New("the server is stopping; the task resumes when it 
 // their devices come back. With a memory store nothing would resume: use
 // Shutdown.
 func (s *Server) Suspend(ctx context.Context) error {
-	s.suspending.Store(true)
 	s.mu.Lock()
 	s.closing = true
 	var running []*task
@@ -331,6 +330,10 @@ func (s *Server) Suspend(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	for _, t := range running {
+		s.flush(t) // what changed since its last round (the store's Close waits for it)
+	}
+	s.suspending.Store(true)
 	for _, t := range running {
 		t.cancel(ErrSuspended)
 	}

@@ -237,7 +237,7 @@ func seedRunning(b *testing.B, st store.Store, tasks, devices int) {
 		info := server.TaskInfo{ID: id, ClientID: dev, TaskName: "bench", Request: "bench", Status: server.StatusRunning,
 			QueuedBy: "bench", CreatedAt: time.Now().UTC(), Steps: []server.StepInfo{}}
 		data, _ := json.Marshal(info)
-		if err := st.PutTask(ctx, store.Task{ID: id, ClientID: dev, Status: "running", CreatedAt: info.CreatedAt, Data: data}); err != nil {
+		if err := st.PutTask(ctx, store.Task{ID: id, ClientID: dev, Status: "running", CreatedAt: info.CreatedAt, Data: data}, true); err != nil {
 			b.Fatal(err)
 		}
 		cmd := benchCommand

@@ -66,8 +66,8 @@ type task struct {
 	srv       *Server
 	mu        sync.Mutex
 	wmu       sync.Mutex // serialises writes of its record
-	dirty     bool       // changed since its record was last written
-	saving    bool       // a background write is under way
+	dirty     bool       // changed since its record was last queued
+	flushing  bool       // a write of its record is scheduled
 	resume    bool       // restored from the store: its agents resume
 	journal   *journal
 	info      TaskInfo

@@ -24,7 +24,7 @@ func NewMemory() *Memory {
 	return &Memory{tasks: map[string]Task{}, journal: map[string][]Entry{}, devices: map[string]Device{}, outbox: map[string][][]byte{}}
 }
 
-func (m *Memory) PutTask(_ context.Context, t Task) error {
+func (m *Memory) PutTask(_ context.Context, t Task, _ bool) error {
 	t.Data = slices.Clone(t.Data)
 	m.mu.Lock()
 	defer m.mu.Unlock()

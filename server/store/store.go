@@ -64,8 +64,11 @@ type Device struct {
 // Store is where the server keeps its state. Implementations are safe for
 // concurrent use.
 type Store interface {
-	// PutTask writes a task's record, replacing the one it had.
-	PutTask(ctx context.Context, t Task) error
+	// PutTask writes a task's record, replacing the one it had. With wait
+	// false it may return before the record is durable, as Append does;
+	// a task's records and journal entries are applied in the order they
+	// are written.
+	PutTask(ctx context.Context, t Task, wait bool) error
 	// Task reads one task; ErrNotFound when there is none.
 	Task(ctx context.Context, id string) (Task, error)
 	// Tasks lists tasks newest first, only those with status when it is
@@ -75,10 +78,11 @@ type Store interface {
 	DeleteTask(ctx context.Context, id string) error
 
 	// Append adds an entry to a task's journal; Journal reads them in
-	// order of Seq. Writes are applied in the order they are made: with
-	// wait false, Append may return before the entry is durable, which it
-	// is once a later write that waits has returned (a failure is then
-	// returned by a later write).
+	// order of Seq. A task's writes are applied in the order they are
+	// made: with wait false, Append may return before the entry is
+	// durable, which it is once a later write of the task that waits has
+	// returned without error (a failure is returned by a later write that
+	// waits).
 	Append(ctx context.Context, taskID string, e Entry, wait bool) error
 	Journal(ctx context.Context, taskID string) ([]Entry, error)
 

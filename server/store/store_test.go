@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +25,12 @@ func conform(t *testing.T, s store.Store) {
 			status = "running"
 		}
 		if err := s.PutTask(ctx, store.Task{ID: id, ClientID: "dev", Status: status, CreatedAt: t0.Add(time.Duration(i) * time.Second),
-			Data: json.RawMessage(`{"id":"` + id + `"}`)}); err != nil {
+			Data: json.RawMessage(`{"id":"` + id + `"}`)}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A second put replaces the record.
-	if err := s.PutTask(ctx, store.Task{ID: "a", ClientID: "dev", Status: "failed", CreatedAt: t0, Data: json.RawMessage(`{"v":2}`)}); err != nil {
+	if err := s.PutTask(ctx, store.Task{ID: "a", ClientID: "dev", Status: "failed", CreatedAt: t0, Data: json.RawMessage(`{"v":2}`)}, true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Task(ctx, "a")
@@ -50,13 +52,26 @@ func conform(t *testing.T, s store.Store) {
 		t.Fatalf("limit 2 gave %d", len(two))
 	}
 
+	// A record put without waiting is there once a later write of the
+	// task that waits has returned.
+	if err := s.PutTask(ctx, store.Task{ID: "b", ClientID: "dev", Status: "running", CreatedAt: t0.Add(time.Second),
+		Data: json.RawMessage(`{"v":"lazy"}`)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "b", store.Entry{Seq: 4, Kind: "round", Key: "k", Data: json.RawMessage(`[4]`)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Task(ctx, "b"); err != nil || string(got.Data) != `{"v":"lazy"}` {
+		t.Fatalf("a record put without waiting, after a waited write: %+v, %v", got, err)
+	}
+
 	for seq := 3; seq >= 1; seq-- {
 		if err := s.Append(ctx, "b", store.Entry{Seq: seq, Kind: "model", Key: "k", Data: json.RawMessage(`[` + string(rune('0'+seq)) + `]`)}, seq == 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	j, err := s.Journal(ctx, "b")
-	if err != nil || len(j) != 3 || j[0].Seq != 1 || string(j[2].Data) != "[3]" || j[1].Kind != "model" {
+	if err != nil || len(j) != 4 || j[0].Seq != 1 || string(j[2].Data) != "[3]" || j[1].Kind != "model" || j[3].Kind != "round" {
 		t.Fatalf("Journal = %+v, %v", j, err)
 	}
 	if err := s.DeleteTask(ctx, "b"); err != nil {
@@ -85,8 +100,8 @@ func conform(t *testing.T, s store.Store) {
 	}
 
 	// Records name their server: another server's writes do not land.
-	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "running", Server: "A", CreatedAt: t0, Data: json.RawMessage(`{"by":"A"}`)})
-	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "completed", Server: "B", CreatedAt: t0, Data: json.RawMessage(`{"by":"B"}`)})
+	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "running", Server: "A", CreatedAt: t0, Data: json.RawMessage(`{"by":"A"}`)}, true)
+	s.PutTask(ctx, store.Task{ID: "f", ClientID: "dev", Status: "completed", Server: "B", CreatedAt: t0, Data: json.RawMessage(`{"by":"B"}`)}, true)
 	if got, _ := s.Task(ctx, "f"); got.Server != "A" || string(got.Data) != `{"by":"A"}` {
 		t.Fatalf("a write by B replaced A's task: %+v", got)
 	}
@@ -270,7 +285,7 @@ func TestCluster(t *testing.T) {
 		t.Errorf("20 messages took %s: NOTIFY should wake the member at once", time.Since(start))
 	}
 
-	sa.PutTask(ctx, store.Task{ID: "t", ClientID: "dev", Status: "running", Server: "A", CreatedAt: time.Now(), Data: json.RawMessage(`{}`)})
+	sa.PutTask(ctx, store.Task{ID: "t", ClientID: "dev", Status: "running", Server: "A", CreatedAt: time.Now(), Data: json.RawMessage(`{}`)}, true)
 	a.Close()
 	if alive, _ := b.Alive(ctx); alive["A"] || !alive["B"] {
 		t.Fatalf("after A left, Alive = %v", alive)
@@ -339,5 +354,94 @@ func TestMemberLost(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the member did not notice its session was killed")
+	}
+}
+
+// TestGroupCommit: writes that arrive together are committed together;
+// each waiter returns once its own write is durable (another connection
+// sees it), a write that fails fails alone, and when a commit fails every
+// waiter hears of it.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	for name, spec := range map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "g.db"), "postgres": storetest.Postgres(t)} {
+		t.Run(name, func(t *testing.T) {
+			s, err := store.Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			other, err := store.Open(ctx, spec) // as another process reads it
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			const n = 64
+			entry := func(seq int) store.Entry {
+				return store.Entry{Seq: seq, Kind: "round", Key: "k", Data: json.RawMessage(fmt.Sprintf(`[%d]`, seq))}
+			}
+			appendAll := func(task string, seqs []int) []error {
+				errs := make([]error, len(seqs))
+				var wg sync.WaitGroup
+				for i, seq := range seqs {
+					wg.Add(1)
+					go func() { defer wg.Done(); errs[i] = s.Append(ctx, task, entry(seq), true) }()
+				}
+				wg.Wait()
+				return errs
+			}
+			var seqs []int
+			for i := 1; i <= n; i++ {
+				seqs = append(seqs, i)
+			}
+			for i, err := range appendAll("g", seqs) {
+				if err != nil {
+					t.Fatalf("append %d: %v", i+1, err)
+				}
+			}
+			if j, err := other.Journal(ctx, "g"); err != nil || len(j) != n {
+				t.Fatalf("another connection sees %d of %d entries (%v)", len(j), n, err)
+			}
+
+			// Eight writes that break the primary key among fresh ones: those
+			// eight fail, the others are committed.
+			seqs = seqs[:0]
+			for i := n + 1; i <= 2*n; i++ {
+				seqs = append(seqs, i)
+			}
+			seqs = append(seqs, 1, 2, 3, 4, 5, 6, 7, 8)
+			for i, err := range appendAll("g", seqs) {
+				if dup := seqs[i] <= n; dup != (err != nil) {
+					t.Errorf("append of seq %d (duplicate %v): %v", seqs[i], dup, err)
+				}
+			}
+			if j, _ := other.Journal(ctx, "g"); len(j) != 2*n {
+				t.Fatalf("%d entries after the duplicates, want %d", len(j), 2*n)
+			}
+
+			// A write nobody waits for that fails: the next write says so.
+			if err := s.Append(ctx, "g", entry(1), false); err != nil {
+				t.Fatalf("a write nobody waits for failed at once: %v", err)
+			}
+			if err := s.Append(ctx, "g", entry(2*n+1), true); err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
+				t.Errorf("the write after a failed one nobody waited for: %v", err)
+			}
+
+			// A commit that cannot succeed: every waiter gets the error.
+			if _, err := s.(*store.SQL).DB().Exec(`DROP TABLE journal`); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan []error, 1)
+			go func() { done <- appendAll("h", seqs[:16]) }()
+			select {
+			case errs := <-done:
+				for i, err := range errs {
+					if err == nil {
+						t.Errorf("append %d into a dropped table returned no error", i)
+					}
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("waiters of a failed commit never returned")
+			}
+		})
 	}
 }
