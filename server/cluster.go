@@ -566,6 +566,82 @@ func (s *Server) adoptOrphans(released []string, devs ...*device) {
 	}
 }
 
+// adoptStranded takes the running tasks of dead servers whose devices no
+// live server holds, and waits for their devices as after a restart: a
+// device that comes back (here, or at a server that asks this one to let
+// go) resumes them; one that does not within AwayTimeout fails them
+// with the reason. Without it, such a task would stay running until some
+// server restarts.
+func (s *Server) adoptStranded() {
+	alive, err := s.alive()
+	if err != nil {
+		return
+	}
+	ctx, cancel := storeCtx()
+	recs, err := s.store.Tasks(ctx, string(StatusRunning), 0)
+	var devs []store.Device
+	if err == nil {
+		devs, err = s.store.Devices(ctx)
+	}
+	cancel()
+	if err != nil {
+		s.logf("cluster: stranded tasks not looked for: %v", err)
+		return
+	}
+	held := map[string]bool{}
+	for _, d := range devs {
+		if d.Connected && alive[d.Server] {
+			held[d.ID] = true
+		}
+	}
+	for _, rec := range recs {
+		if alive[rec.Server] || rec.Server == s.serverID() || held[rec.ClientID] {
+			continue
+		}
+		s.mu.Lock()
+		known := s.tasks[rec.ID] != nil
+		here := s.devices[rec.ClientID]
+		s.mu.Unlock()
+		if known || (here != nil && here.conn != nil) || !s.claim(rec) {
+			continue
+		}
+		t := s.restoredTask(rec)
+		if t == nil {
+			continue
+		}
+		from := "server " + rec.Server
+		if rec.Server == "" {
+			from = "a server that ran alone"
+		}
+		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, from, s.opts.AwayTimeout)
+		s.mu.Lock()
+		d := s.devices[rec.ClientID]
+		if d == nil {
+			d = s.newDevice(rec.ClientID, aip.ClientDevice)
+			d.awaySince = time.Now()
+			d.disp.Disconnected()
+			s.devices[d.id] = d
+		}
+		t.target, t.resume = d, true
+		t.ctx, t.cancel = context.WithCancelCause(s.ctx)
+		s.running++
+		d.tasks++
+		s.tasks[t.info.ID] = t
+		s.taskWG.Add(1)
+		connected := d.conn != nil
+		if connected {
+			s.mu.Unlock()
+			s.start(t) // it registered meanwhile
+			continue
+		}
+		d.resumes = append(d.resumes, t)
+		if d.expire == nil {
+			d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
+		}
+		s.mu.Unlock()
+	}
+}
+
 // sweep adopts what dead servers left of the devices connected here.
 func (s *Server) sweep() {
 	s.mu.Lock()
@@ -579,6 +655,7 @@ func (s *Server) sweep() {
 	s.mu.Unlock()
 	if !closing {
 		s.adoptOrphans(nil, here...)
+		s.adoptStranded()
 	}
 }
 

@@ -28,7 +28,7 @@ func clusterPair(t *testing.T, script string) (alpha, beta *fixture, dir string,
 	return clusterPairTB(t, script)
 }
 
-func clusterPairTB(t testing.TB, script string) (alpha, beta *fixture, dir string, alphaMember *store.Member) {
+func clusterPairTB(t testing.TB, script string, tweak ...func(*server.Options)) (alpha, beta *fixture, dir string, alphaMember *store.Member) {
 	t.Helper()
 	url := storetest.Postgres(t)
 	path := filepath.Join(t.TempDir(), "s.yaml")
@@ -50,8 +50,11 @@ func clusterPairTB(t testing.TB, script string) (alpha, beta *fixture, dir strin
 		if alphaMember == nil {
 			alphaMember = m
 		}
-		fs = append(fs, newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{}), Store: st, Cluster: m,
-			AskTimeout: time.Minute}))
+		opts := server.Options{NewSession: server.Sessions(cfg, session.Options{}), Store: st, Cluster: m, AskTimeout: time.Minute}
+		for _, f := range tweak {
+			f(&opts)
+		}
+		fs = append(fs, newFixture(t, opts))
 	}
 	dir = t.TempDir()
 	connect(t, fs[0].wsURL, "box", realDevice(t, dir), nil)
@@ -321,4 +324,29 @@ func BenchmarkForwardedCall(b *testing.B) {
 	b.ReportMetric(float64(local.Nanoseconds())/float64(b.N), "local-ns/op")
 	b.ReportMetric(float64(forwarded.Nanoseconds())/float64(b.N), "forwarded-ns/op")
 	b.ReportMetric(float64(forwarded)/float64(local), "ratio")
+}
+
+// TestStrandedTaskEnds: the server running a task dies and its device
+// never comes back anywhere. Another server takes the task and, after
+// the away timeout, ends it failed with the reason, instead of leaving
+// it running until some server restarts.
+func TestStrandedTaskEnds(t *testing.T) {
+	alpha, beta, _, am := clusterPairTB(t, askScript, func(o *server.Options) { o.AwayTimeout = 500 * time.Millisecond })
+	var d server.DispatchResponse
+	beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write a file"}, &d)
+	beta.waitPending(t, d.TaskID, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	alpha.srv.Suspend(ctx) // its device keeps trying alpha, which refuses it
+	cancel()
+	am.Close()
+	var info server.TaskInfo
+	for deadline := time.Now().Add(20 * time.Second); info.Status != server.StatusFailed; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stranded task is %q after 20s", info.Status)
+		}
+		beta.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &info)
+	}
+	if !strings.Contains(info.Error, "the server running this task went away and device box did not come back within 500ms") {
+		t.Errorf("error %q", info.Error)
+	}
 }

@@ -353,7 +353,11 @@ func (s *Server) abandon(d *device) {
 	for _, t := range waiting {
 		t.mu.Lock()
 		t.endStatus = StatusFailed
-		t.endCause = fmt.Errorf("the server restarted during this task and device %s did not come back within %s", d.id, s.opts.AwayTimeout)
+		what := "the server restarted during this task"
+		if s.peers != nil {
+			what = "the server running this task went away"
+		}
+		t.endCause = fmt.Errorf("%s and device %s did not come back within %s", what, d.id, s.opts.AwayTimeout)
 		t.mu.Unlock()
 		s.finish(t, nil, nil)
 		s.taskWG.Done()
