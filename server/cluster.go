@@ -315,7 +315,7 @@ func (s *Server) routeTask(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		switch {
-		case r.Method == http.MethodGet && r.PathValue("pid") == "" && r.URL.Path == "/api/tasks/"+id:
+		case r.Method == http.MethodGet && r.URL.Path == "/api/tasks/"+id:
 			writeJSON(w, http.StatusOK, info)
 		case r.Method == http.MethodGet:
 			writeJSON(w, http.StatusOK, info.Pending)
@@ -336,20 +336,13 @@ func (s *Server) routeTask(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) storedDevice(id string) (deviceRecord, bool) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	devs, err := s.store.Devices(ctx)
-	if err != nil {
+	d, err := s.store.Device(ctx, id)
+	var rec deviceRecord
+	if err != nil || json.Unmarshal(d.Data, &rec) != nil {
 		return deviceRecord{}, false
 	}
-	for _, d := range devs {
-		if d.ID == id {
-			var rec deviceRecord
-			if json.Unmarshal(d.Data, &rec) == nil {
-				rec.Server, rec.Connected = d.Server, d.Connected
-				return rec, true
-			}
-		}
-	}
-	return deviceRecord{}, false
+	rec.Server, rec.Connected = d.Server, d.Connected
+	return rec, true
 }
 
 // clusterClients adds the devices other live servers hold to this
@@ -539,31 +532,38 @@ func (s *Server) adoptOrphans(released []string, devs ...*device) {
 		if !s.claim(rec) {
 			continue // another server took it, or the store failed: the next sweep sees
 		}
-		from := "server " + rec.Server
-		if rec.Server == "" {
-			from = "a server that ran alone"
-		}
-		s.logf("task %s of %s: taken over from %s", rec.ID, d.id, from)
+		s.logf("task %s of %s: taken over from %s", rec.ID, d.id, formerServer(rec.Server))
 		t := s.restoredTask(rec)
 		if t == nil {
 			continue
 		}
 		s.mu.Lock()
-		t.target, t.resume = d, true
-		t.ctx, t.cancel = context.WithCancelCause(s.ctx)
-		s.running++
-		d.tasks++
-		s.tasks[t.info.ID] = t
-		s.taskWG.Add(1)
-		connected := d.conn != nil
-		if !connected {
-			d.resumes = append(d.resumes, t)
-		}
+		now := s.adoptLocked(t, d)
 		s.mu.Unlock()
-		if connected {
+		if now {
 			s.start(t)
 		}
 	}
+}
+
+// formerServer names the server a task is taken from, for the log.
+func formerServer(id string) string {
+	if id == "" {
+		return "a server that ran alone"
+	}
+	return "server " + id
+}
+
+// heldDevices are the devices whose connection a live server other than
+// except holds.
+func heldDevices(devs []store.Device, alive map[string]bool, except string) map[string]bool {
+	held := map[string]bool{}
+	for _, d := range devs {
+		if d.Connected && alive[d.Server] && d.Server != except {
+			held[d.ID] = true
+		}
+	}
+	return held
 }
 
 // adoptStranded takes the running tasks of dead servers whose devices no
@@ -588,12 +588,7 @@ func (s *Server) adoptStranded() {
 		s.logf("cluster: stranded tasks not looked for: %v", err)
 		return
 	}
-	held := map[string]bool{}
-	for _, d := range devs {
-		if d.Connected && alive[d.Server] {
-			held[d.ID] = true
-		}
-	}
+	held := heldDevices(devs, alive, s.serverID())
 	for _, rec := range recs {
 		if alive[rec.Server] || rec.Server == s.serverID() || held[rec.ClientID] {
 			continue
@@ -609,36 +604,17 @@ func (s *Server) adoptStranded() {
 		if t == nil {
 			continue
 		}
-		from := "server " + rec.Server
-		if rec.Server == "" {
-			from = "a server that ran alone"
-		}
-		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, from, s.opts.AwayTimeout)
+		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, formerServer(rec.Server), s.opts.AwayTimeout)
 		s.mu.Lock()
-		d := s.devices[rec.ClientID]
-		if d == nil {
-			d = s.newDevice(rec.ClientID, aip.ClientDevice)
-			d.awaySince = time.Now()
-			d.disp.Disconnected()
-			s.devices[d.id] = d
-		}
-		t.target, t.resume = d, true
-		t.ctx, t.cancel = context.WithCancelCause(s.ctx)
-		s.running++
-		d.tasks++
-		s.tasks[t.info.ID] = t
-		s.taskWG.Add(1)
-		connected := d.conn != nil
-		if connected {
-			s.mu.Unlock()
-			s.start(t) // it registered meanwhile
-			continue
-		}
-		d.resumes = append(d.resumes, t)
-		if d.expire == nil {
+		d := s.deviceLocked(rec.ClientID, time.Now())
+		now := s.adoptLocked(t, d)
+		if !now && d.expire == nil {
 			d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
 		}
 		s.mu.Unlock()
+		if now {
+			s.start(t) // it registered meanwhile
+		}
 	}
 }
 

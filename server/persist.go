@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
@@ -220,7 +219,7 @@ func (s *Server) restore() error {
 	if err != nil {
 		return err
 	}
-	var alive map[string]bool
+	var alive, heldElsewhere map[string]bool
 	if s.peers != nil {
 		// One of several servers: the others' devices and tasks stay
 		// theirs (the API reads them from the store); only what dead
@@ -228,18 +227,8 @@ func (s *Server) restore() error {
 		if alive, err = s.peers.c.Alive(ctx); err != nil {
 			return err
 		}
-		heldElsewhere := map[string]bool{}
-		for _, rec := range devs {
-			var dr deviceRecord
-			if json.Unmarshal(rec.Data, &dr) == nil && rec.Connected && alive[rec.Server] && rec.Server != s.serverID() {
-				heldElsewhere[rec.ID] = true
-			}
-		}
+		heldElsewhere = heldDevices(devs, alive, s.serverID())
 		devs = nil
-		alive = maps.Clone(alive)
-		for id := range heldElsewhere {
-			alive["device:"+id] = true
-		}
 	}
 	now := time.Now()
 	for _, rec := range devs {
@@ -259,7 +248,7 @@ func (s *Server) restore() error {
 	}
 	var ended []*task
 	for _, rec := range tasks {
-		if alive != nil && (rec.Status != string(StatusRunning) || alive[rec.Server] || alive["device:"+rec.ClientID] || !s.claim(rec)) {
+		if alive != nil && (rec.Status != string(StatusRunning) || alive[rec.Server] || heldElsewhere[rec.ClientID] || !s.claim(rec)) {
 			continue
 		}
 		t := s.restoredTask(rec)
@@ -274,20 +263,7 @@ func (s *Server) restore() error {
 			}
 			continue
 		}
-		d := s.devices[info.ClientID]
-		if d == nil {
-			d = s.newDevice(info.ClientID, aip.ClientDevice)
-			d.awaySince = now
-			d.disp.Disconnected()
-			s.devices[d.id] = d
-		}
-		t.target, t.resume = d, true
-		t.ctx, t.cancel = context.WithCancelCause(s.ctx)
-		s.running++
-		d.tasks++
-		d.resumes = append(d.resumes, t)
-		s.taskWG.Add(1)
-		s.tasks[info.ID] = t
+		s.adoptLocked(t, s.deviceLocked(info.ClientID, now))
 	}
 	for i := len(ended) - 1; i >= 0; i-- { // oldest first
 		s.tasks[ended[i].info.ID] = ended[i]
@@ -300,6 +276,39 @@ func (s *Server) restore() error {
 		d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
 	}
 	return nil
+}
+
+// deviceLocked is the registry entry of a device, made (away since
+// since) when there is none. Called with s.mu held, or before the server
+// serves.
+func (s *Server) deviceLocked(id string, since time.Time) *device {
+	d := s.devices[id]
+	if d == nil {
+		d = s.newDevice(id, aip.ClientDevice)
+		d.awaySince = since
+		d.disp.Disconnected()
+		s.devices[d.id] = d
+	}
+	return d
+}
+
+// adoptLocked makes a restored task this server's, on device d: it
+// waits in d.resumes for the device to register, or, when d is
+// connected, is to be started now (adoptLocked reports it; the caller
+// starts it without s.mu). Called with s.mu held, or before the server
+// serves.
+func (s *Server) adoptLocked(t *task, d *device) (startNow bool) {
+	t.target, t.resume = d, true
+	t.ctx, t.cancel = context.WithCancelCause(s.ctx)
+	s.running++
+	d.tasks++
+	s.tasks[t.info.ID] = t
+	s.taskWG.Add(1)
+	if d.conn != nil {
+		return true
+	}
+	d.resumes = append(d.resumes, t)
+	return false
 }
 
 // claim takes a dead server's task for this one.

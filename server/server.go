@@ -259,7 +259,19 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 	if reason == "" {
 		reason = "the server is shutting down"
 	}
+	running := s.closeToNew()
+	cause := fmt.Errorf("%w: %s", ErrShuttingDown, reason)
+	for _, t := range running {
+		s.endTask(t, StatusFailed, cause)
+	}
+	return s.closeAll(ctx, cause)
+}
+
+// closeToNew refuses new connections and tasks from now on, and returns
+// the tasks still running.
+func (s *Server) closeToNew() []*task {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closing = true
 	var running []*task
 	for _, t := range s.tasks {
@@ -267,12 +279,7 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 			running = append(running, t)
 		}
 	}
-	s.mu.Unlock()
-	cause := fmt.Errorf("%w: %s", ErrShuttingDown, reason)
-	for _, t := range running {
-		s.endTask(t, StatusFailed, cause)
-	}
-	return s.closeAll(ctx, cause)
+	return running
 }
 
 // closeAll waits for the tasks (bounded by ctx), closes every connection
@@ -321,15 +328,7 @@ var ErrSuspended = errors.New("the server is stopping; the task resumes when it 
 // their devices come back. With a memory store nothing would resume: use
 // Shutdown.
 func (s *Server) Suspend(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	var running []*task
-	for _, t := range s.tasks {
-		if !t.ended() {
-			running = append(running, t)
-		}
-	}
-	s.mu.Unlock()
+	running := s.closeToNew()
 	for _, t := range running {
 		s.flush(t) // what changed since its last round (the store's Close waits for it)
 	}

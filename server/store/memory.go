@@ -106,6 +106,16 @@ func (m *Memory) DeleteDevice(_ context.Context, id, server string) error {
 	return nil
 }
 
+func (m *Memory) Device(_ context.Context, id string) (Device, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.devices[id]
+	if !ok {
+		return Device{}, ErrNotFound
+	}
+	return d, nil
+}
+
 func (m *Memory) Devices(_ context.Context) ([]Device, error) {
 	m.mu.Lock()
 	out := make([]Device, 0, len(m.devices))

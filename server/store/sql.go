@@ -345,7 +345,6 @@ var migrations = []migration{
 			`ALTER TABLE tasks ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE devices ADD COLUMN server_id TEXT NOT NULL DEFAULT ''`,
 			`ALTER TABLE devices ADD COLUMN connected BOOLEAN NOT NULL DEFAULT FALSE`,
-			`CREATE INDEX tasks_by_client ON tasks (client_id, status)`,
 			`CREATE SEQUENCE server_keys MAXVALUE 2147483647 CYCLE`,
 			`CREATE TABLE servers (id TEXT PRIMARY KEY, key INTEGER NOT NULL, joined_at BIGINT NOT NULL)`,
 			`CREATE TABLE bus (seq BIGSERIAL PRIMARY KEY, to_server TEXT NOT NULL, data TEXT NOT NULL)`,
@@ -577,6 +576,22 @@ func (s *SQL) PutDevice(ctx context.Context, d Device) error {
 
 func (s *SQL) DeleteDevice(ctx context.Context, id, server string) error {
 	return s.exec(ctx, "device:"+id, true, "delete device", `DELETE FROM devices WHERE id = $1 AND server_id = $2`, id, server)
+}
+
+func (s *SQL) Device(ctx context.Context, id string) (Device, error) {
+	d := Device{ID: id}
+	var updated int64
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT updated_at, data, server_id, connected FROM devices WHERE id = $1`, id).
+		Scan(&updated, &data, &d.Server, &d.Connected)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Device{}, ErrNotFound
+	}
+	if err != nil {
+		return Device{}, s.wrap("read device", err)
+	}
+	d.UpdatedAt, d.Data = time.Unix(0, updated).UTC(), []byte(data)
+	return d, nil
 }
 
 func (s *SQL) Devices(ctx context.Context) ([]Device, error) {

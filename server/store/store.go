@@ -91,6 +91,8 @@ type Store interface {
 	// server forgetting a device that moved to another leaves it.
 	PutDevice(ctx context.Context, d Device) error
 	DeleteDevice(ctx context.Context, id, server string) error
+	// Device reads one device's record; ErrNotFound when there is none.
+	Device(ctx context.Context, id string) (Device, error)
 	Devices(ctx context.Context) ([]Device, error)
 
 	// Post queues a frame for a device that is away; Take removes and

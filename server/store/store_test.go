@@ -94,6 +94,12 @@ func conform(t *testing.T, s store.Store) {
 	if len(devs) != 2 || devs[0].ID != "y" || string(devs[1].Data) != `{"p":"linux"}` {
 		t.Fatalf("Devices = %+v", devs)
 	}
+	if got, err := s.Device(ctx, "z"); err != nil || string(got.Data) != `{"p":"linux"}` {
+		t.Fatalf("Device(z) = %+v, %v", got, err)
+	}
+	if _, err := s.Device(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Device(nope) err = %v, want ErrNotFound", err)
+	}
 	s.DeleteDevice(ctx, "y", "")
 	if devs, _ := s.Devices(ctx); len(devs) != 1 {
 		t.Fatalf("after delete: %+v", devs)

@@ -340,23 +340,24 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		argv = append(append(argv, "--"), in.Args...) // $0 is "--", as AgentBench runs its checks
 	}
 	var cmd *exec.Cmd
-	tag := tagVar + "=" + newTag()
+	tag := newTag()
+	tagEnv := tagVar + "=" + tag
 	if r.opts.Jail != nil {
 		// The jail resolves dir inside; a missing one fails the command
 		// with the jail's message (exit 125).
-		env := append(append(append(slices.Clone(jailEnv), r.opts.Env...), in.Env...), tag)
+		env := append(append(append(slices.Clone(jailEnv), r.opts.Env...), in.Env...), tagEnv)
 		cmd = r.opts.Jail.Command(ctx, dir, env, argv...)
 	} else {
 		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = dir
-		cmd.Env = append(append(append(r.policy.environ(), r.opts.Env...), in.Env...), tag)
+		cmd.Env = append(append(append(r.policy.environ(), r.opts.Env...), in.Env...), tagEnv)
 	}
 	// Own process group, so that a timeout kills what the shell started
 	// too; the tag finds what left the group (setsid, daemons).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		killTagged(tag[len(tagVar)+1:])
+		killTagged(tag)
 		return err
 	}
 	// A background child that keeps our pipes open must not hold the call
