@@ -352,7 +352,9 @@ func (s *Server) restoredTask(rec store.Task) *task {
 // end failed with the reason, and it leaves the registry.
 func (s *Server) abandon(d *device) {
 	s.mu.Lock()
-	if d.conn != nil || s.devices[d.id] != d {
+	// A server that has stopped leaves its waiting tasks to the next one
+	// (and its store may be closed).
+	if d.conn != nil || s.devices[d.id] != d || s.ctx.Err() != nil {
 		s.mu.Unlock()
 		return
 	}
