@@ -248,7 +248,10 @@ func (s *Server) restore() error {
 	}
 	var ended []*task
 	for _, rec := range tasks {
-		if alive != nil && (rec.Status != string(StatusRunning) || alive[rec.Server] || heldElsewhere[rec.ClientID] || !s.claim(rec)) {
+		// A task recorded under this server's own id is its own, from
+		// before a restart under the same --server-id.
+		mine := rec.Server == s.serverID()
+		if alive != nil && (rec.Status != string(StatusRunning) || (!mine && (alive[rec.Server] || heldElsewhere[rec.ClientID] || !s.claim(rec)))) {
 			continue
 		}
 		t := s.restoredTask(rec)

@@ -110,6 +110,11 @@ func TestRestartsMidTask(t *testing.T) {
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) { restartMidTask(t, bin, spec(t.TempDir()), syscall.SIGKILL) })
 	}
+	// A server on PostgreSQL restarted under its own --server-id takes
+	// back the tasks it had.
+	t.Run("postgres-same-id", func(t *testing.T) {
+		restartMidTask(t, bin, storetest.Postgres(t), syscall.SIGKILL, "--server-id", "alpha")
+	})
 	// Stopped the usual way (SIGTERM), the server leaves its task to the
 	// next one instead of failing it.
 	t.Run("sqlite-sigterm", func(t *testing.T) {
@@ -117,7 +122,7 @@ func TestRestartsMidTask(t *testing.T) {
 	})
 }
 
-func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal) {
+func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal, extra ...string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +133,8 @@ func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal) {
 	work, runs := filepath.Join(tmp, "work"), filepath.Join(tmp, "runs")
 	os.MkdirAll(work, 0o755)
 	env := []string{"SAUCER_RUNS=" + runs, "XDG_CACHE_HOME=" + tmp}
-	serveArgs := []string{"serve", "--model", "scripted:" + appendScript(t), "--addr", addr, "--token", "k",
-		"--store", storeSpec}
+	serveArgs := append([]string{"serve", "--model", "scripted:" + appendScript(t), "--addr", addr, "--token", "k",
+		"--store", storeSpec}, extra...)
 	clientArgs := []string{"client", "--server", "ws://" + addr + "/ws", "--token", "k", "--id", "box", "-C", work,
 		"--journal", filepath.Join(tmp, "box.journal")}
 
