@@ -269,7 +269,6 @@ func TestCluster(t *testing.T) {
 	if err != nil || !alive["A"] || !alive["B"] || len(alive) != 2 {
 		t.Fatalf("Alive = %v, %v", alive, err)
 	}
-	start := time.Now()
 	for i := range 20 {
 		if err := a.Send(ctx, "B", []byte{byte('a' + i)}); err != nil {
 			t.Fatal(err)
@@ -286,9 +285,6 @@ func TestCluster(t *testing.T) {
 	}
 	if string(got) != "abcdefghijklmnopqrst" {
 		t.Fatalf("messages out of order: %q", got)
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Errorf("20 messages took %s: NOTIFY should wake the member at once", time.Since(start))
 	}
 
 	sa.PutTask(ctx, store.Task{ID: "t", ClientID: "dev", Status: "running", Server: "A", CreatedAt: time.Now(), Data: json.RawMessage(`{}`)}, true)

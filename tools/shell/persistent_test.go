@@ -139,9 +139,9 @@ func TestPersistentShellJobsExitAndTimeout(t *testing.T) {
 	}
 	// A timeout kills the shell and its jobs; the next call works.
 	pid2, _ := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $!"}).Stdout))
-	start := time.Now()
+	// Without the kill, the command would end normally, not as an error.
 	_, text, isErr := run(t, c, map[string]any{"command": "echo started; sleep 30", "timeout": 0.5})
-	if !isErr || !strings.Contains(text, "timed out after 0.5s") || !strings.Contains(text, "started") || time.Since(start) > 10*time.Second {
+	if !isErr || !strings.Contains(text, "timed out after 0.5s") || !strings.Contains(text, "started") {
 		t.Fatalf("timeout: %s", text)
 	}
 	if !ended(pid2) {
