@@ -76,30 +76,37 @@ func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func
 		if err != nil {
 			return nil, fmt.Errorf("record task %s: %w", spec.TaskID, err)
 		}
-		observe := spec.Observer
-		spec.Observer = func(e agent.Event) {
-			if observe != nil {
-				observe(e)
-			}
-			rec.Observe(e)
-		}
-		r, err := next(spec)
-		if err != nil {
-			rec.Finish(&agent.Outcome{Status: fsm.Error, Answer: err.Error(), Err: err})
-			return nil, err
-		}
-		return recordedRunner{r, rec}, nil
+		return watched(spec, next, rec.Observe, func(_ context.Context, out *agent.Outcome) { rec.Finish(out) })
 	}
 }
 
-type recordedRunner struct {
-	Runner
-	rec *record.Recorder
+// watched builds a task's runner with next, its events also going to
+// observe, and its outcome to end (also when its agents cannot start).
+func watched(spec SessionSpec, next func(SessionSpec) (Runner, error), observe func(agent.Event), end func(context.Context, *agent.Outcome)) (Runner, error) {
+	inner := spec.Observer
+	spec.Observer = func(e agent.Event) {
+		if inner != nil {
+			inner(e)
+		}
+		observe(e)
+	}
+	r, err := next(spec)
+	if err != nil {
+		end(context.Background(), &agent.Outcome{Status: fsm.Error, Answer: err.Error(), Err: err})
+		return nil, err
+	}
+	return endingRunner{r, end}, nil
 }
 
-func (r recordedRunner) Run(ctx context.Context, request string) *agent.Outcome {
+// endingRunner tells end of its task's outcome.
+type endingRunner struct {
+	Runner
+	end func(context.Context, *agent.Outcome)
+}
+
+func (r endingRunner) Run(ctx context.Context, request string) *agent.Outcome {
 	out := r.Runner.Run(ctx, request)
-	r.rec.Finish(out)
+	r.end(context.WithoutCancel(ctx), out)
 	return out
 }
 
@@ -110,29 +117,6 @@ func (r recordedRunner) Run(ctx context.Context, request string) *agent.Outcome 
 func TraceTo(x *telemetry.Exporter, model string, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
 	return func(spec SessionSpec) (Runner, error) {
 		tr := x.Start(spec.Request, model, map[string]string{"task_id": spec.TaskID, "device": spec.Device.DeviceID})
-		observe := spec.Observer
-		spec.Observer = func(e agent.Event) {
-			if observe != nil {
-				observe(e)
-			}
-			tr.Observe(e)
-		}
-		r, err := next(spec)
-		if err != nil {
-			tr.End(context.Background(), &agent.Outcome{Status: fsm.Error, Answer: err.Error(), Err: err})
-			return nil, err
-		}
-		return tracedRunner{r, tr}, nil
+		return watched(spec, next, tr.Observe, func(ctx context.Context, out *agent.Outcome) { tr.End(ctx, out) })
 	}
-}
-
-type tracedRunner struct {
-	Runner
-	tr *telemetry.Tracer
-}
-
-func (r tracedRunner) Run(ctx context.Context, request string) *agent.Outcome {
-	out := r.Runner.Run(ctx, request)
-	r.tr.End(context.WithoutCancel(ctx), out)
-	return out
 }
