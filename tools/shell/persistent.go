@@ -40,6 +40,7 @@ type session struct {
 	cmd           *exec.Cmd
 	stdin         io.WriteCloser
 	out, err      *stream
+	reads         []*os.File // the read ends of stdout and stderr
 	marker        string
 	exited        chan struct{}
 	closed        bool
@@ -140,22 +141,33 @@ func (p *session) start() error {
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Pipes of our own, not StdoutPipe: Wait closes those when the shell
+	// exits, and what it wrote last (echo bye; exit 3) could be lost
+	// before it is read. Ours reach EOF when every writer is gone.
+	stdout, outW, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	stderr, err := cmd.StderrPipe()
+	stderr, errW, err := os.Pipe()
 	if err != nil {
+		stdout.Close()
+		outW.Close()
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close() // the shell has its own copies
+	errW.Close()
+	if err != nil {
+		stdout.Close()
+		stderr.Close()
 		return fmt.Errorf("could not start %s: %v", p.opts.Shell, err)
 	}
 	p.cmd, p.stdin = cmd, stdin
-	p.out, p.err = newStream(stdout), newStream(stderr)
+	p.out, p.err, p.reads = newStream(stdout), newStream(stderr), []*os.File{stdout, stderr}
 	p.exited = make(chan struct{})
 	go func() {
-		cmd.Wait() // after both streams reach EOF, as Wait requires
+		cmd.Wait()
 		close(p.exited)
 	}()
 	return nil
@@ -170,9 +182,19 @@ func (p *session) kill() {
 	p.stdin.Close()
 	select {
 	case <-p.exited:
-	case <-time.After(5 * time.Second): // a child outside the group holds a pipe
+	case <-time.After(5 * time.Second):
 	}
+	p.closeReads()
 	p.cmd = nil
+}
+
+// closeReads closes the read ends, so that their readers stop even when a
+// child that left the process group still holds a write end.
+func (p *session) closeReads() {
+	for _, f := range p.reads {
+		f.Close()
+	}
+	p.reads = nil
 }
 
 // Close kills the shell and its jobs and removes the command files.
@@ -213,10 +235,21 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		return ExecuteOutput{}, err
 	}
 	defer os.Remove(file)
-	line := fmt.Sprintf(". %s\nprintf '\\n%s %%d\\n' \"$?\"; printf '\\n%s \\n' >&2\n", shellQuote(filepath.Join(p.shellDir, name)), p.marker, p.marker)
-	if _, err := io.WriteString(p.stdin, line); err != nil {
+	for attempt := 0; ; attempt++ {
+		line := fmt.Sprintf(". %s\nprintf '\\n%s %%d\\n' \"$?\"; printf '\\n%s \\n' >&2\n", shellQuote(filepath.Join(p.shellDir, name)), p.marker, p.marker)
+		_, err := io.WriteString(p.stdin, line)
+		if err == nil {
+			break
+		}
 		p.kill()
-		return ExecuteOutput{}, fmt.Errorf("the shell is gone (%v); the next command starts a new one", err)
+		if attempt > 0 {
+			return ExecuteOutput{}, fmt.Errorf("the shell is gone (%v); the next command starts a new one", err)
+		}
+		// It died since the check above (killed from outside), and the
+		// command never reached it: a new shell runs it.
+		if err := p.start(); err != nil {
+			return ExecuteOutput{}, err
+		}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
@@ -224,6 +257,11 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 	var out ExecuteOutput
 	var stdout, stderr []byte
 	gotOut, gotErr := false, false
+	// Once the shell has exited, its outputs end when its jobs are
+	// killed; one that left the group and holds them is not waited for
+	// long.
+	exited, graceOver := p.exited, false
+	var grace <-chan time.Time
 	for !gotOut || !gotErr {
 		var waitOut, waitErr <-chan struct{}
 		var eofOut, eofErr bool
@@ -240,11 +278,12 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		if gotOut && gotErr {
 			break
 		}
-		if (gotOut || eofOut) && (gotErr || eofErr) {
+		if (gotOut || eofOut || graceOver) && (gotErr || eofErr || graceOver) {
 			// The shell exited within the command (exit, or killed): its
 			// jobs end with it, as a terminal's do when it closes.
 			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.exited
+			p.closeReads()
 			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
 			out.ExitCode = p.cmd.ProcessState.ExitCode()
 			out.Stderr += "\n[the shell exited; the next command starts a new one]"
@@ -254,6 +293,11 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		select {
 		case <-waitOut:
 		case <-waitErr:
+		case <-exited:
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			exited, grace = nil, time.After(2*time.Second)
+		case <-grace:
+			graceOver = true
 		case <-ctx.Done():
 			p.kill()
 			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
