@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -91,13 +94,57 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": list})
 }
 
+// maxWait bounds a long poll (GET /api/tasks/{id}?wait=): below the time
+// a call passed on to another server may take, and below the idle
+// timeouts of the proxies usually put in front.
+const maxWait = 25 * time.Second
+
+// getTask answers GET /api/tasks/{id}; with ?wait=DURATION (at most
+// maxWait) it answers when the task has ended or the wait is over,
+// whichever is first, so that a client learns the end without polling.
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
-	info, ok := s.Task(r.PathValue("id"))
-	if !ok {
-		writeError(w, ErrNoTask)
+	id := r.PathValue("id")
+	wait, err := waitParam(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var info TaskInfo
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		info, err = s.Wait(ctx, id)
+		cancel()
+	} else if i, ok := s.Task(id); ok {
+		info = i
+	} else {
+		err = ErrNoTask
+	}
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// waitParam reads ?wait=: a Go duration ("10s") or seconds ("10"),
+// capped at maxWait.
+func waitParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, serr := strconv.ParseFloat(v, 64)
+		if serr != nil || secs < 0 {
+			return 0, fmt.Errorf("%w: wait=%q is not a duration (use wait=10s, at most %s)", ErrBadRequest, v, maxWait)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: wait=%q is negative", ErrBadRequest, v)
+	}
+	return min(d, maxWait), nil
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {

@@ -199,6 +199,10 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 			if info := f.waitTask(t, d.TaskID); info.Status != server.StatusCompleted {
 				t.Fatalf("task: %+v", info)
 			}
+			// A long poll answers once the end is in the store.
+			if info := stored(); info.Status != server.StatusCompleted {
+				t.Errorf("the long poll said completed; the store says %s", info.Status)
+			}
 			// The end is saved before the device is told of it.
 			for m := readServer(t, dev); m.Type != aip.TypeTaskEnd; m = readServer(t, dev) {
 			}

@@ -83,19 +83,19 @@ func (f *fixture) api(t *testing.T, method, path string, body any, out any) int 
 	return resp.StatusCode
 }
 
-// waitTask polls a task until it is no longer running.
+// waitTask waits for a task to end, as a client of the API does: GET
+// /api/tasks/{id}?wait=, which answers when it has ended.
 func (f *fixture) waitTask(t *testing.T, id string) server.TaskInfo {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		var info server.TaskInfo
-		if code := f.api(t, "GET", "/api/tasks/"+id, nil, &info); code != 200 {
+		if code := f.api(t, "GET", "/api/tasks/"+id+"?wait=5s", nil, &info); code != 200 {
 			t.Fatalf("GET task: %d", code)
 		}
 		if info.Status != server.StatusRunning {
 			return info
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("task %s still running", id)
 	return server.TaskInfo{}

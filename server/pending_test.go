@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -105,6 +106,66 @@ func TestQuestionsAndApprovalsThroughTheAPI(t *testing.T) {
 	var late map[string]any
 	if code := f.api(t, "POST", "/api/tasks/"+d.TaskID+"/pending/9", map[string]bool{"approve": true}, &late); code != http.StatusNotFound {
 		t.Errorf("an unknown item: %d %v", code, late)
+	}
+}
+
+// TestLongPoll: GET /api/tasks/{id}?wait= answers at the end of its wait
+// while the task runs, and as soon as the task ends when it ends first;
+// Server.Wait, with no deadline, returns when the task has ended; a wait
+// that is not a duration is refused with what to send.
+func TestLongPoll(t *testing.T) {
+	f, _ := pendingSetup(t, askScript, time.Minute)
+	var d server.DispatchResponse
+	f.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write a file"}, &d)
+	q := f.waitPending(t, d.TaskID, 1)[0]
+
+	// The task waits on a person: the poll's wait runs out first.
+	var info server.TaskInfo
+	if code := f.api(t, "GET", "/api/tasks/"+d.TaskID+"?wait=50ms", nil, &info); code != 200 || info.Status != server.StatusRunning {
+		t.Fatalf("a poll while the task waits on a person: %d %s", code, info.Status)
+	}
+	var bad map[string]string
+	if code := f.api(t, "GET", "/api/tasks/"+d.TaskID+"?wait=soon", nil, &bad); code != http.StatusBadRequest ||
+		!strings.Contains(bad["error"], `wait="soon" is not a duration (use wait=10s`) {
+		t.Errorf("wait=soon: %d %v", code, bad)
+	}
+	if code := f.api(t, "GET", "/api/tasks/no-such-task?wait=1s", nil, &bad); code != http.StatusNotFound {
+		t.Errorf("a poll of an unknown task: %d %v", code, bad)
+	}
+
+	type polled struct {
+		info server.TaskInfo
+		code int
+	}
+	long := make(chan polled, 1)
+	go func() {
+		var p polled
+		p.code = f.api(t, "GET", "/api/tasks/"+d.TaskID+"?wait=25", nil, &p.info) // seconds, as a number
+		long <- p
+	}()
+	waited := make(chan server.TaskInfo, 1)
+	go func() {
+		info, err := f.srv.Wait(context.Background(), d.TaskID)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- info
+	}()
+	f.api(t, "POST", "/api/tasks/"+d.TaskID+"/pending/"+q.ID, map[string]string{"answer": "out.txt"}, nil)
+	a := f.waitPending(t, d.TaskID, 2)[1]
+	select {
+	case p := <-long:
+		t.Fatalf("the long poll answered before the task ended: %d %s", p.code, p.info.Status)
+	case info := <-waited:
+		t.Fatalf("Wait returned before the task ended: %s", info.Status)
+	default:
+	}
+	f.api(t, "POST", "/api/tasks/"+d.TaskID+"/pending/"+a.ID, map[string]bool{"approve": true}, nil)
+	if p := <-long; p.code != 200 || p.info.Status != server.StatusCompleted || p.info.Result == "" || len(p.info.Pending) != 2 {
+		t.Errorf("the long poll: %d %s %q, %d pending", p.code, p.info.Status, p.info.Result, len(p.info.Pending))
+	}
+	if info := <-waited; info.Status != server.StatusCompleted || info.EndedAt == nil {
+		t.Errorf("Wait: %s, ended %v", info.Status, info.EndedAt)
 	}
 }
 

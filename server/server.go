@@ -106,7 +106,7 @@ type Options struct {
 	KeepTasks int
 	// Logf, when set, is told about connections and tasks.
 	Logf func(format string, args ...any)
-	// NewID makes ids; nil means UUIDv4.
+	// NewID makes ids; nil means time-ordered UUIDs (version 7).
 	NewID func() string
 	// Store keeps tasks, their journals and the device registry; nil
 	// means a memory store. New restores what a durable store holds from
@@ -181,7 +181,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logf = func(string, ...any) {}
 	}
 	if opts.NewID == nil {
-		opts.NewID = dispatcher.NewUUID
+		opts.NewID = dispatcher.NewTimeUUID
 	}
 	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now(), store: opts.Store}
 	if s.store == nil {

@@ -466,6 +466,25 @@ func (s *Server) Task(id string) (TaskInfo, bool) {
 	return t.snapshot(), true
 }
 
+// Wait waits until a task of this server has ended, and its end is in
+// the store, or ctx is done, and returns the task as it is then: a
+// caller that must know how a task ended need not poll Task. A task that
+// stops running here without ending (the server stops, or its device
+// moved to another server that resumes it) is returned still running.
+func (s *Server) Wait(ctx context.Context, id string) (TaskInfo, error) {
+	s.mu.Lock()
+	t := s.tasks[id]
+	s.mu.Unlock()
+	if t == nil {
+		return TaskInfo{}, fmt.Errorf("%w: %q", ErrNoTask, id)
+	}
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+	}
+	return t.snapshot(), nil
+}
+
 // Tasks lists the known tasks, newest first.
 func (s *Server) Tasks() []TaskInfo {
 	s.mu.Lock()

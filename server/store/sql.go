@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -209,6 +210,10 @@ func (s *SQL) run(wr *writer) {
 		if reported {
 			lost = nil
 		}
+		// Let the goroutines it has just released run before it
+		// commits the next batch: left behind it on its P, each waited
+		// a commit longer, and its next writes missed the batch.
+		runtime.Gosched()
 	}
 }
 
