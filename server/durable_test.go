@@ -212,3 +212,52 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitEndsWhenTheServerStops: a task restored from the store waits
+// for its device, which does not come back. Suspended, the server stops
+// at once (not after AwayTimeout) and leaves the task running in the
+// store, and Wait returns it as it is; the next server on the store, shut
+// down, ends the task failed with the reason.
+func TestWaitEndsWhenTheServerStops(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seedRunning(t, st, 1, 1)
+	const id = "task-0000"
+	for _, stop := range []string{"suspend", "shutdown"} {
+		s, err := server.New(server.Options{Token: token, NewSession: stepsRunner, Store: st, Logf: t.Logf, AwayTimeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan server.TaskInfo, 1)
+		go func() {
+			info, err := s.Wait(ctx, id)
+			if err != nil {
+				t.Error(err)
+			}
+			waited <- info
+		}()
+		want := server.StatusRunning
+		if stop == "suspend" {
+			err = s.Suspend(ctx)
+		} else {
+			err, want = s.Shutdown(ctx, "test over"), server.StatusFailed
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", stop, err)
+		}
+		if info := <-waited; info.Status != want || info.ID != id {
+			t.Errorf("after %s, Wait: %s %s", stop, info.ID, info.Status)
+		}
+		rec, err := st.Task(ctx, id)
+		if err != nil || rec.Status != string(want) {
+			t.Errorf("after %s, the store: %s %v", stop, rec.Status, err)
+		}
+		if want == server.StatusFailed && !strings.Contains(string(rec.Data), "test over") {
+			t.Errorf("the failed task's record does not say why: %s", rec.Data)
+		}
+	}
+}

@@ -264,7 +264,29 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 	for _, t := range running {
 		s.endTask(t, StatusFailed, cause)
 	}
+	s.releaseWaiting()
 	return s.closeAll(ctx, cause)
+}
+
+// releaseWaiting ends, as the server stops (suspended: left running in
+// the store; shut down: failed), the restored tasks still waiting for
+// their device. They never started, so no goroutine of theirs would end
+// them, and the stop would wait for AwayTimeout.
+func (s *Server) releaseWaiting() {
+	s.mu.Lock()
+	var waiting []*task
+	for _, d := range s.devices {
+		waiting = append(waiting, d.resumes...)
+		d.resumes = nil
+		if d.expire != nil {
+			d.expire.Stop()
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range waiting {
+		s.finish(t, nil, nil)
+		s.taskWG.Done()
+	}
 }
 
 // closeToNew refuses new connections and tasks from now on, and returns
@@ -336,6 +358,7 @@ func (s *Server) Suspend(ctx context.Context) error {
 	for _, t := range running {
 		t.cancel(ErrSuspended)
 	}
+	s.releaseWaiting()
 	return s.closeAll(ctx, ErrSuspended)
 }
 

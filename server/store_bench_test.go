@@ -224,7 +224,7 @@ func BenchmarkRecovery(b *testing.B) {
 
 // seedRunning writes what a server killed in the middle of its tasks
 // leaves: running tasks whose journals hold their first step.
-func seedRunning(b *testing.B, st store.Store, tasks, devices int) {
+func seedRunning(b testing.TB, st store.Store, tasks, devices int) {
 	ctx := context.Background()
 	reply, _ := json.Marshal(llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "click"}})
 	for i := range tasks {

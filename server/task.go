@@ -481,6 +481,7 @@ func (s *Server) Wait(ctx context.Context, id string) (TaskInfo, error) {
 	select {
 	case <-t.done:
 	case <-ctx.Done():
+	case <-s.ctx.Done(): // stopped: a restored task waiting for its device never starts here
 	}
 	return t.snapshot(), nil
 }
