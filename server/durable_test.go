@@ -3,14 +3,20 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/server/store/storetest"
@@ -259,5 +265,158 @@ func TestWaitEndsWhenTheServerStops(t *testing.T) {
 		if want == server.StatusFailed && !strings.Contains(string(rec.Data), "test over") {
 			t.Errorf("the failed task's record does not say why: %s", rec.Data)
 		}
+	}
+}
+
+// gatedRunner runs steps steps of one command each; the first time it
+// has run pause of them it stops and waits (as agents thinking), telling
+// paused, until its task is stopped.
+func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSpec) (server.Runner, error) {
+	var once sync.Once
+	return func(spec server.SessionSpec) (server.Runner, error) {
+		var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
+		model = spec.WrapModel(model)
+		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
+			for step := 1; step <= steps; step++ {
+				if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
+					return &agent.Outcome{Status: fsm.Fail, Err: err}
+				}
+				res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
+				if !res[0].OK() {
+					return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
+				}
+				spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "long", Step: step, Commands: []command.Command{benchCommand}, Results: res})
+				if step == pause {
+					stopped := false
+					once.Do(func() {
+						paused <- struct{}{}
+						<-ctx.Done()
+						stopped = true
+					})
+					if stopped {
+						return &agent.Outcome{Status: fsm.Fail, Err: context.Cause(ctx)}
+					}
+				}
+			}
+			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
+		}), nil
+	}
+}
+
+// callLog is a device that notes the call id of every command it runs.
+type callLog struct {
+	noopDevice
+	mu  sync.Mutex
+	ids []string
+}
+
+func (d *callLog) Execute(ctx context.Context, cmd command.Command) command.Result {
+	d.mu.Lock()
+	d.ids = append(d.ids, cmd.CallID)
+	d.mu.Unlock()
+	return d.noopDevice.Execute(ctx, cmd)
+}
+
+// TestLongTaskRecordAndResume: a task of 120 steps keeps a record of
+// bounded size in the store while it runs (its latest steps and commands,
+// and how many it leaves out), not one that grows with every round. Its
+// server stops after step 80; the next one resumes it from its journal:
+// the task shows all 120 commands in the order they ran, under the call
+// ids the device saw, each run once, and its ended record has them all.
+func TestLongTaskRecordAndResume(t *testing.T) {
+	const steps, pause = 120, 80
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	paused := make(chan struct{}, 1)
+	runner := gatedRunner(steps, pause, paused)
+	dev := &callLog{}
+
+	a := newFixture(t, server.Options{NewSession: runner, Store: st})
+	connect(t, a.wsURL, "dev", dev, nil) // it keeps knocking at a after the stop, refused
+	info, err := a.srv.Dispatch("dev", "120 clicks", "long", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-paused
+	rec, err := st.Task(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored server.TaskInfo
+	json.Unmarshal(rec.Data, &stored)
+	dev.mu.Lock()
+	ran := append([]string{}, dev.ids...)
+	dev.mu.Unlock()
+	// The record was written with the last round (or since): it has the
+	// latest commands and steps and counts those it leaves out.
+	n := len(stored.Commands)
+	total := stored.CommandsOmitted + n
+	if n == 0 || n >= total || total < pause-1 || total > pause || stored.Commands[n-1].CallID != ran[total-1] ||
+		stored.StepsOmitted+len(stored.Steps) < pause-1 || len(stored.Steps) >= pause-1 {
+		t.Fatalf("the running task's record after %d steps: %d commands (%d left out), %d steps (%d left out); want the latest only",
+			pause, n, stored.CommandsOmitted, len(stored.Steps), stored.StepsOmitted)
+	}
+	if err := a.srv.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newFixture(t, server.Options{NewSession: runner, Store: st})
+	if got, ok := b.srv.Task(info.ID); !ok || got.Status != server.StatusRunning || got.CommandsOmitted == 0 {
+		t.Fatalf("the next server, before the device is back: %+v", got)
+	}
+	connect(t, b.wsURL, "dev", dev, nil)
+	end, err := b.srv.Wait(ctx, info.ID)
+	if err != nil || end.Status != server.StatusCompleted {
+		t.Fatalf("the resumed task: %s %s %v", end.Status, end.Error, err)
+	}
+	dev.mu.Lock()
+	ran = append([]string{}, dev.ids...)
+	dev.mu.Unlock()
+	if len(ran) != steps || len(end.Commands) != steps || len(end.Steps) != steps || end.CommandsOmitted != 0 {
+		t.Fatalf("the device ran %d commands; the task shows %d commands and %d steps (%d left out); want %d of each, once",
+			len(ran), len(end.Commands), len(end.Steps), end.CommandsOmitted, steps)
+	}
+	for i, c := range end.Commands {
+		if c.CallID != ran[i] || c.State != dispatcher.StateCompleted {
+			t.Fatalf("command %d: %s %s; the device ran %s there", i, c.CallID, c.State, ran[i])
+		}
+	}
+	rec, _ = st.Task(ctx, info.ID)
+	stored = server.TaskInfo{}
+	json.Unmarshal(rec.Data, &stored)
+	if stored.Status != server.StatusCompleted || len(stored.Commands) != steps || stored.CommandsOmitted != 0 {
+		t.Errorf("the ended task's record: %s, %d commands (%d left out)", stored.Status, len(stored.Commands), stored.CommandsOmitted)
+	}
+}
+
+// TestOlderJournalResumes: a journal written before results entries held
+// their commands' states (results as a bare JSON array) still resumes:
+// its recorded round is answered from it, not run again.
+func TestOlderJournalResumes(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seedRunning(t, st, 1, 1) // task-0000 on dev0: step 1 done, results as an array
+	if j, _ := st.Journal(ctx, "task-0000"); len(j) != 3 || j[2].Kind != "results" || j[2].Data[0] != '[' {
+		t.Fatalf("the seeded journal is not in the older form: %+v", j)
+	}
+	f := newFixture(t, server.Options{NewSession: stepsRunner, Store: st})
+	dev := &callLog{}
+	connect(t, f.wsURL, "dev0", dev, nil)
+	end, err := f.srv.Wait(ctx, "task-0000")
+	if err != nil || end.Status != server.StatusCompleted || len(end.Steps) != benchSteps {
+		t.Fatalf("the resumed task: %s %s, %d steps, %v", end.Status, end.Error, len(end.Steps), err)
+	}
+	dev.mu.Lock()
+	defer dev.mu.Unlock()
+	if len(dev.ids) != benchSteps-1 {
+		t.Errorf("the device ran %d commands; want %d (the recorded one is not run again)", len(dev.ids), benchSteps-1)
 	}
 }

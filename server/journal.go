@@ -45,11 +45,29 @@ type journal struct {
 	rounds  map[string][]*journalRound // not yet replayed, by commands, oldest first
 }
 
-// journalRound is a recorded round: its frame, and its results if it
-// ended.
+// journalRound is a recorded round: its frame, and its results and its
+// commands' final states if it ended.
 type journalRound struct {
 	frame   *aip.ServerMessage
 	results []command.Result
+	states  []dispatcher.CommandState
+}
+
+// roundResults is a results entry: what the agents were given, and each
+// command's final state, which a resumed task shows again (its record in
+// the store keeps only the latest). Journals written before the states
+// were recorded hold the results alone, as a JSON array.
+type roundResults struct {
+	Results []command.Result          `json:"results"`
+	States  []dispatcher.CommandState `json:"states,omitempty"`
+}
+
+func (r *roundResults) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		return json.Unmarshal(b, &r.Results)
+	}
+	type plain roundResults
+	return json.Unmarshal(b, (*plain)(r))
 }
 
 // loadJournal reads a task's journal for replay.
@@ -77,9 +95,11 @@ func loadJournal(ctx context.Context, s *Server, taskID string) (*journal, error
 			byResponse[f.ResponseID] = r
 		case entryResults:
 			if r := byResponse[e.Key]; r != nil {
-				if err := json.Unmarshal(e.Data, &r.results); err != nil {
+				var rr roundResults
+				if err := json.Unmarshal(e.Data, &rr); err != nil {
 					return nil, fmt.Errorf("journal of task %s, entry %d: %w", taskID, e.Seq, err)
 				}
+				r.results, r.states = rr.Results, rr.States
 			}
 		}
 	}
@@ -188,19 +208,23 @@ func (d journaledDispatcher) Execute(ctx context.Context, cmds []command.Command
 		return d.ws.Session(d.round).Execute(ctx, cmds)
 	}
 	key := roundKey(cmds)
+	info, states := d.watch()
 	if r := d.j.nextRound(key); r != nil {
 		if r.results != nil {
+			// Its commands as they ended, for the task's record.
+			for _, st := range r.states {
+				if d.round.OnState != nil {
+					d.round.OnState(st)
+				}
+			}
 			return withCallIDs(r.results, cmds)
 		}
 		// Sent before the restart, not answered: wait for it again. The
 		// device answers from its cache or journal if it ran it.
-		res := d.ws.Rejoin(ctx, d.round, r.frame)
-		if err := d.j.append(entryResults, r.frame.ResponseID, res); err != nil && !errors.Is(err, ErrSuspended) {
-			d.j.s.logf("task %s: results not recorded: %v", d.j.taskID, err)
-		}
+		res := d.ws.Rejoin(ctx, info, r.frame)
+		d.recordResults(r.frame.ResponseID, res, states)
 		return withCallIDs(res, cmds)
 	}
-	info := d.round
 	var responseID string
 	info.OnFrame = func(f *aip.ServerMessage) error {
 		responseID = f.ResponseID
@@ -208,11 +232,48 @@ func (d journaledDispatcher) Execute(ctx context.Context, cmds []command.Command
 	}
 	res := d.ws.Session(info).Execute(ctx, cmds)
 	if responseID != "" {
-		if err := d.j.append(entryResults, responseID, res); err != nil && !errors.Is(err, ErrSuspended) {
-			d.j.s.logf("task %s: results not recorded: %v", d.j.taskID, err)
-		}
+		d.recordResults(responseID, res, states)
 	}
 	return res
+}
+
+// watch is the round's settings with its commands' states noted as they
+// change: states returns the last of each, in the order they came.
+func (d journaledDispatcher) watch() (dispatcher.Round, func() []dispatcher.CommandState) {
+	var mu sync.Mutex
+	var order []string
+	last := map[string]dispatcher.CommandState{}
+	info := d.round
+	info.OnState = func(cs dispatcher.CommandState) {
+		mu.Lock()
+		if prev, ok := last[cs.CallID]; !ok {
+			order = append(order, cs.CallID)
+		} else if prev.State.Terminal() && !cs.State.Terminal() {
+			cs = prev // a late progress report after the end
+		}
+		last[cs.CallID] = cs
+		mu.Unlock()
+		if d.round.OnState != nil {
+			d.round.OnState(cs)
+		}
+	}
+	return info, func() []dispatcher.CommandState {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]dispatcher.CommandState, len(order))
+		for i, id := range order {
+			out[i] = last[id]
+		}
+		return out
+	}
+}
+
+// recordResults journals a round's results with its commands' final
+// states.
+func (d journaledDispatcher) recordResults(responseID string, res []command.Result, states func() []dispatcher.CommandState) {
+	if err := d.j.append(entryResults, responseID, roundResults{Results: res, States: states()}); err != nil && !errors.Is(err, ErrSuspended) {
+		d.j.s.logf("task %s: results not recorded: %v", d.j.taskID, err)
+	}
 }
 
 // withCallIDs gives recorded results the call ids of this run's commands.

@@ -19,12 +19,46 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), storeTimeout)
 }
 
-// record is a task as the store keeps it: the API's view.
+// recordTail is how many of a running task's latest steps and commands
+// its record in the store keeps. The record is written with every
+// command round; with all of them it grew with the task, so that a long
+// task's writes grew with the square of its length (a 1,000-step task
+// wrote a 395 KB record with each round, 2.4 ms a round on SQLite). The
+// journal holds every command's final state, which a resumed task
+// replays; an ended task's record has them all.
+const recordTail = 10
+
+// record is a task as the store keeps it: the API's view, with only the
+// latest steps and commands while it runs.
 func (t *task) record() store.Task {
-	info := t.snapshot()
-	data, _ := json.Marshal(info)
+	t.mu.Lock()
+	info := t.info
+	if info.Status == StatusRunning {
+		info.Steps, info.StepsOmitted = latest(info.Steps, info.StepsOmitted)
+		info.Commands, info.CommandsOmitted = latest(info.Commands, info.CommandsOmitted)
+	}
+	info.Steps = append([]StepInfo{}, info.Steps...)
+	info.Commands = append([]dispatcher.CommandState{}, info.Commands...)
+	info.Pending = make([]PendingInfo, 0, len(t.pending))
+	for _, it := range t.pending {
+		info.Pending = append(info.Pending, *it)
+	}
+	t.mu.Unlock()
+	data, err := json.Marshal(info)
+	if err != nil {
+		t.srv.logf("task %s: record not encoded: %v", info.ID, err)
+	}
 	return store.Task{ID: info.ID, ClientID: info.ClientID, Status: string(info.Status), CreatedAt: info.CreatedAt, Data: data,
 		Server: t.srv.serverID()}
+}
+
+// latest is the last recordTail items of list, and how many are left out
+// (added to those already left out of it).
+func latest[T any](list []T, omitted int) ([]T, int) {
+	if n := len(list); n > recordTail {
+		return list[n-recordTail:], omitted + n - recordTail
+	}
+	return list, omitted
 }
 
 // volatile reports a store that does not outlive the process: nothing

@@ -134,21 +134,29 @@ func pct(lat []time.Duration, p float64) float64 {
 
 // BenchmarkTaskStores: tasks/s and p50/p95 task latency with 1, 10 and 50
 // devices, each task three steps of a model call and a command round, with
-// the SQLite and PostgreSQL stores against the memory store, in the same
-// run (sqlite-x and postgres-x are the ratios of their tasks/s to the
-// memory store's).
+// the SQLite and PostgreSQL stores against two memory baselines, in the
+// same run:
+//   - memory: the memory store as the server runs it, which writes
+//     nothing to it (nothing can resume from it); sqlite-x and postgres-x
+//     are the ratios of their tasks/s to its rate;
+//   - journaled: the memory store written to as the durable ones are
+//     (every record and journal entry, through the same server code);
+//     sqlite-jx and postgres-jx are the ratios to its rate, which is what
+//     the database itself costs.
 func BenchmarkTaskStores(b *testing.B) {
 	pg := storetest.Postgres(b)
 	for _, n := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
 			total := max(b.N, n)
 			rates := map[string]float64{}
-			for i, kind := range []string{"memory", "sqlite", "postgres"} {
+			for i, kind := range []string{"memory", "journaled", "sqlite", "postgres"} {
 				var st store.Store
 				var err error
 				switch kind {
 				case "memory":
 					st = store.NewMemory()
+				case "journaled":
+					st = journaling{store.NewMemory()}
 				case "sqlite":
 					st, err = store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
 				case "postgres":
@@ -175,10 +183,16 @@ func BenchmarkTaskStores(b *testing.B) {
 			}
 			b.ReportMetric(rates["sqlite"]/rates["memory"], "sqlite-x")
 			b.ReportMetric(rates["postgres"]/rates["memory"], "postgres-x")
+			b.ReportMetric(rates["sqlite"]/rates["journaled"], "sqlite-jx")
+			b.ReportMetric(rates["postgres"]/rates["journaled"], "postgres-jx")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
+
+// journaling is a memory store the server does not recognise as one, so
+// it writes to it everything it writes to a durable store.
+type journaling struct{ store.Store }
 
 // BenchmarkRecovery: a server starts on an SQLite store that an earlier
 // process left with 1,000 running tasks (one step done each, journaled)
@@ -253,5 +267,51 @@ func seedRunning(b testing.TB, st store.Store, tasks, devices int) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// BenchmarkLongTask: the cost of a command round on the SQLite store in a
+// task of 100 steps and in one of 1,000 (us/round, the task's time over
+// its steps): a round costs the same however long the task has run, since
+// its record keeps only the latest steps and commands.
+func BenchmarkLongTask(b *testing.B) {
+	for _, steps := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
+			st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "long.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			s, err := server.New(server.Options{Token: token, NewSession: gatedRunner(steps, -1, nil), Store: st})
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs := httptest.NewServer(s.Handler())
+			defer hs.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c, err := remote.New(noopDevice{}, remote.Options{URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", Token: token, ClientID: "dev"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go c.Run(ctx)
+			<-c.Connected()
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				info, err := s.Dispatch("dev", "long", "long", "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got, _ := s.Wait(context.Background(), info.ID); got.Status != server.StatusCompleted {
+					b.Fatalf("task: %s %s", got.Status, got.Error)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*steps), "us/round")
+			b.StopTimer()
+			sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer scancel()
+			s.Shutdown(sctx, "benchmark over")
+		})
 	}
 }

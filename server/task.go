@@ -44,6 +44,13 @@ type TaskInfo struct {
 	Error       string                    `json:"error,omitempty"`
 	Steps       []StepInfo                `json:"steps"`
 	Commands    []dispatcher.CommandState `json:"commands"`
+	// StepsOmitted and CommandsOmitted count the earliest steps and
+	// commands left out of a running task's record in the store, which
+	// keeps its latest ones (the API of a server that does not run the
+	// task shows them so); the journal has them all, and a resumed task
+	// shows them all again.
+	StepsOmitted    int `json:"steps_omitted,omitempty"`
+	CommandsOmitted int `json:"commands_omitted,omitempty"`
 	// Pending are the agents' questions and approvals, open and settled.
 	Pending []PendingInfo `json:"pending"`
 }
@@ -130,8 +137,20 @@ func (t *task) onState(cs dispatcher.CommandState) {
 		t.info.Commands[i] = cs
 		return
 	}
-	t.cmdIndex[cs.CallID] = len(t.info.Commands)
-	t.info.Commands = append(t.info.Commands, cs)
+	cmds := t.info.Commands
+	if n := len(cmds); n == 0 || !cs.CreatedAt.Before(cmds[n-1].CreatedAt) {
+		t.cmdIndex[cs.CallID] = n
+		t.info.Commands = append(cmds, cs)
+		return
+	}
+	// An earlier round's command, replayed from the journal after a
+	// restart whose record kept only the latest: in its place, by the
+	// time its round was made.
+	i := sort.Search(len(cmds), func(i int) bool { return cs.CreatedAt.Before(cmds[i].CreatedAt) })
+	t.info.Commands = append(cmds[:i], append([]dispatcher.CommandState{cs}, cmds[i:]...)...)
+	for j := i; j < len(t.info.Commands); j++ {
+		t.cmdIndex[t.info.Commands[j].CallID] = j
+	}
 }
 
 // observe records agent steps.
@@ -293,10 +312,10 @@ func (s *Server) start(t *task) {
 			}()
 			return
 		}
-		// The replay brings the steps back; questions left open by the
-		// restart are asked again.
+		// The replay brings the steps back, and the commands the record
+		// left out; questions left open by the restart are asked again.
 		t.mu.Lock()
-		t.info.Steps = []StepInfo{}
+		t.info.Steps, t.info.StepsOmitted, t.info.CommandsOmitted = []StepInfo{}, 0, 0
 		now := time.Now().UTC()
 		for _, it := range t.pending {
 			if it.Status == "open" {
