@@ -134,11 +134,11 @@ func TestStateSurvivesARestart(t *testing.T) {
 	}
 }
 
-// TestTaskRecordKeepsUpWithItsRounds: a running task's record reaches the
-// store with each command round at the latest (a restart then finds every
-// command and step before the round it resumes at), and within a moment
-// when no round follows; the ended task's record is there before its
-// device hears of it.
+// TestTaskRecordKeepsUpWithItsRounds: by the time a command round is
+// sent, the journal holds the results of the rounds before it and their
+// commands' final states (what a restart replays); the task's record
+// follows within a moment, with or without a round; the ended task's
+// record is there before its device hears of it.
 func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 	for name, spec := range stores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -189,15 +189,33 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 			}
 			answer(first)
 			second := round()
-			// Read at once: what came before the round went with it.
-			if info := stored(); len(info.Steps) != 1 || len(info.Commands) != 1 || info.Commands[0].State != dispatcher.StateCompleted {
-				t.Fatalf("at the second round the store has %d steps and commands %+v; want the first step and its command completed", len(info.Steps), info.Commands)
+			// Read at once: the first round's results and its command's
+			// final state went before the second round.
+			entries, err := st.Journal(ctx, d.TaskID)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// No round follows while the device works: the second command
-			// still reaches the store.
-			for deadline := time.Now().Add(5 * time.Second); len(stored().Commands) != 2; time.Sleep(10 * time.Millisecond) {
+			var states []dispatcher.CommandState
+			for _, e := range entries {
+				if e.Kind == "results" && e.Key == first.ResponseID {
+					var r struct{ States []dispatcher.CommandState }
+					json.Unmarshal(e.Data, &r)
+					states = r.States
+				}
+			}
+			if len(states) != 1 || states[0].CallID != first.Actions[0].CallID || states[0].State != dispatcher.StateCompleted ||
+				states[0].ResponseID != first.ResponseID || states[0].UpdatedAt.IsZero() {
+				t.Fatalf("at the second round the journal has the first round's states %+v; want its command completed", states)
+			}
+			// No round follows while the device works: the first step and
+			// both commands still reach the record.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				info := stored()
+				if len(info.Steps) == 1 && len(info.Commands) == 2 && info.Commands[0].State == dispatcher.StateCompleted {
+					break
+				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the second command never reached the stored task: %+v", stored().Commands)
+					t.Fatalf("the stored task never caught up: %d steps, commands %+v", len(info.Steps), info.Commands)
 				}
 			}
 			answer(second)
@@ -342,21 +360,26 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-paused
-	rec, err := st.Task(ctx, info.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored server.TaskInfo
-	json.Unmarshal(rec.Data, &stored)
 	dev.mu.Lock()
 	ran := append([]string{}, dev.ids...)
 	dev.mu.Unlock()
-	// The record was written with the last round (or since): it has the
-	// latest commands and steps and counts those it leaves out.
+	// The record catches up within a moment: it has the latest commands
+	// and steps and counts those it leaves out.
+	var stored server.TaskInfo
+	for deadline := time.Now().Add(5 * time.Second); stored.CommandsOmitted+len(stored.Commands) != pause; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the running task's record never caught up with its %d steps: %d commands (%d left out)", pause, len(stored.Commands), stored.CommandsOmitted)
+		}
+		rec, err := st.Task(ctx, info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = server.TaskInfo{}
+		json.Unmarshal(rec.Data, &stored)
+	}
 	n := len(stored.Commands)
-	total := stored.CommandsOmitted + n
-	if n == 0 || n >= total || total < pause-1 || total > pause || stored.Commands[n-1].CallID != ran[total-1] ||
-		stored.StepsOmitted+len(stored.Steps) < pause-1 || len(stored.Steps) >= pause-1 {
+	if n == 0 || n >= pause || stored.Commands[n-1].CallID != ran[pause-1] ||
+		stored.StepsOmitted+len(stored.Steps) != pause || len(stored.Steps) >= pause {
 		t.Fatalf("the running task's record after %d steps: %d commands (%d left out), %d steps (%d left out); want the latest only",
 			pause, n, stored.CommandsOmitted, len(stored.Steps), stored.StepsOmitted)
 	}
@@ -385,7 +408,7 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 			t.Fatalf("command %d: %s %s; the device ran %s there", i, c.CallID, c.State, ran[i])
 		}
 	}
-	rec, _ = st.Task(ctx, info.ID)
+	rec, _ := st.Task(ctx, info.ID)
 	stored = server.TaskInfo{}
 	json.Unmarshal(rec.Data, &stored)
 	if stored.Status != server.StatusCompleted || len(stored.Commands) != steps || stored.CommandsOmitted != 0 {

@@ -130,11 +130,6 @@ func (j *journal) append(kind, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	if kind == entryRound && j.t != nil {
-		// The task's record as it is before the round, committed with
-		// it: a restart finds the commands and steps that came before.
-		j.s.flush(j.t)
-	}
 	j.mu.Lock()
 	j.seq++
 	seq := j.seq

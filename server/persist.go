@@ -72,14 +72,14 @@ func (s *Server) volatile() bool {
 
 // recordDelay bounds how long a running task's record in the store lags
 // behind the task: changes to its commands and steps are written together,
-// with its next command round (so that a restart finds every command and
-// step before the round it resumes at) or recordDelay after the first of
-// them, whichever comes first. Writing the record on every change cost
-// SQLite more than the journal did.
+// recordDelay after the first of them. A restart needs none of them: the
+// journal has each command's final state and the replay brings its steps
+// back. The record is what a server that does not run the task shows of
+// it. Writing it on every change cost SQLite more than the journal did,
+// and with every command round a fifth of a short task's writes.
 const recordDelay = 100 * time.Millisecond
 
-// persist writes the task's record soon: within recordDelay, or with its
-// next round.
+// persist writes the task's record soon: within recordDelay.
 func (s *Server) persist(t *task) {
 	if s.volatile() {
 		return
