@@ -3,20 +3,15 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
-	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/server/store/storetest"
@@ -244,11 +239,7 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 // down, ends the task failed with the reason.
 func TestWaitEndsWhenTheServerStops(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := sqliteStore(t)
 	seedRunning(t, st, 1, 1)
 	const id = "task-0000"
 	for _, stop := range []string{"suspend", "shutdown"} {
@@ -286,41 +277,6 @@ func TestWaitEndsWhenTheServerStops(t *testing.T) {
 	}
 }
 
-// gatedRunner runs steps steps of one command each; the first time it
-// has run pause of them it stops and waits (as agents thinking), telling
-// paused, until its task is stopped.
-func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSpec) (server.Runner, error) {
-	var once sync.Once
-	return func(spec server.SessionSpec) (server.Runner, error) {
-		var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
-		model = spec.WrapModel(model)
-		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
-			for step := 1; step <= steps; step++ {
-				if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
-					return &agent.Outcome{Status: fsm.Fail, Err: err}
-				}
-				res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
-				if !res[0].OK() {
-					return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
-				}
-				spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "long", Step: step, Commands: []command.Command{benchCommand}, Results: res})
-				if step == pause {
-					stopped := false
-					once.Do(func() {
-						paused <- struct{}{}
-						<-ctx.Done()
-						stopped = true
-					})
-					if stopped {
-						return &agent.Outcome{Status: fsm.Fail, Err: context.Cause(ctx)}
-					}
-				}
-			}
-			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
-		}), nil
-	}
-}
-
 // callLog is a device that notes the call id of every command it runs.
 type callLog struct {
 	noopDevice
@@ -344,11 +300,7 @@ func (d *callLog) Execute(ctx context.Context, cmd command.Command) command.Resu
 func TestLongTaskRecordAndResume(t *testing.T) {
 	const steps, pause = 120, 80
 	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := sqliteStore(t)
 	paused := make(chan struct{}, 1)
 	runner := gatedRunner(steps, pause, paused)
 	dev := &callLog{}
@@ -421,11 +373,7 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 // its recorded round is answered from it, not run again.
 func TestOlderJournalResumes(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := sqliteStore(t)
 	seedRunning(t, st, 1, 1) // task-0000 on dev0: step 1 done, results as an array
 	if j, _ := st.Journal(ctx, "task-0000"); len(j) != 3 || j[2].Kind != "results" || j[2].Data[0] != '[' {
 		t.Fatalf("the seeded journal is not in the older form: %+v", j)

@@ -31,24 +31,54 @@ const benchSteps = 3
 
 // stepsRunner runs benchSteps steps through the task's journaled model
 // and dispatcher, as agents would.
-func stepsRunner(spec server.SessionSpec) (server.Runner, error) {
-	var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
-	if spec.WrapModel != nil {
-		model = spec.WrapModel(model)
-	}
-	return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
-		for step := 1; step <= benchSteps; step++ {
-			if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
-				return &agent.Outcome{Status: fsm.Fail, Err: err}
-			}
-			res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
-			if !res[0].OK() {
-				return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
-			}
-			spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "bench", Step: step, Commands: []command.Command{benchCommand}, Results: res})
+var stepsRunner = gatedRunner(benchSteps, 0, nil)
+
+// gatedRunner runs steps steps of one command each; the first time it
+// has run pause of them (0: never) it stops and waits (as agents
+// thinking), telling paused, until its task is stopped.
+func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSpec) (server.Runner, error) {
+	var once sync.Once
+	return func(spec server.SessionSpec) (server.Runner, error) {
+		var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
+		if spec.WrapModel != nil {
+			model = spec.WrapModel(model)
 		}
-		return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
-	}), nil
+		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
+			for step := 1; step <= steps; step++ {
+				if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
+					return &agent.Outcome{Status: fsm.Fail, Err: err}
+				}
+				res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
+				if !res[0].OK() {
+					return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
+				}
+				spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "bench", Step: step, Commands: []command.Command{benchCommand}, Results: res})
+				if step == pause {
+					stopped := false
+					once.Do(func() {
+						paused <- struct{}{}
+						<-ctx.Done()
+						stopped = true
+					})
+					if stopped {
+						return &agent.Outcome{Status: fsm.Fail, Err: context.Cause(ctx)}
+					}
+				}
+			}
+			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
+		}), nil
+	}
+}
+
+// sqliteStore is an SQLite store in a temporary directory, closed when
+// the test is over (after the servers on it).
+func sqliteStore(t testing.TB) store.Store {
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // storeServer is a server on st with n connected no-op devices.
@@ -310,12 +340,8 @@ func seedRunning(b testing.TB, st store.Store, tasks, devices int) {
 func BenchmarkLongTask(b *testing.B) {
 	for _, steps := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
-			st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "long.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			s, err := server.New(server.Options{Token: token, NewSession: gatedRunner(steps, -1, nil), Store: st})
+			st := sqliteStore(b)
+			s, err := server.New(server.Options{Token: token, NewSession: gatedRunner(steps, 0, nil), Store: st})
 			if err != nil {
 				b.Fatal(err)
 			}
