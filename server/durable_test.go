@@ -368,13 +368,29 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 	}
 }
 
+// TestResumedTaskShowsItsCommands: a task whose record, as a server left
+// it, lists none of its commands resumes with its journaled round's
+// command in its place, first, then the ones it runs live.
+func TestResumedTaskShowsItsCommands(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	seedRunning(t, st, 1, 1) // task-0000 on dev0: step 1 done, its record without commands
+	f := newFixture(t, server.Options{NewSession: stepsRunner, Store: st})
+	connect(t, f.wsURL, "dev0", &callLog{}, nil)
+	end, err := f.srv.Wait(ctx, "task-0000")
+	if err != nil || end.Status != server.StatusCompleted || len(end.Commands) != benchSteps ||
+		end.Commands[0].CallID != "task-0000-c1" || end.Commands[0].State != dispatcher.StateCompleted {
+		t.Fatalf("the resumed task: %s %s %v, commands %+v", end.Status, end.Error, err, end.Commands)
+	}
+}
+
 // TestOlderJournalResumes: a journal written before results entries held
 // their commands' states (results as a bare JSON array) still resumes:
 // its recorded round is answered from it, not run again.
 func TestOlderJournalResumes(t *testing.T) {
 	ctx := context.Background()
 	st := sqliteStore(t)
-	seedRunning(t, st, 1, 1) // task-0000 on dev0: step 1 done, results as an array
+	seedOlder(t, st, 1, 1) // task-0000 on dev0: step 1 done, results as an array
 	if j, _ := st.Journal(ctx, "task-0000"); len(j) != 3 || j[2].Kind != "results" || j[2].Data[0] != '[' {
 		t.Fatalf("the seeded journal is not in the older form: %+v", j)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
@@ -300,8 +301,19 @@ func BenchmarkRecovery(b *testing.B) {
 }
 
 // seedRunning writes what a server killed in the middle of its tasks
-// leaves: running tasks whose journals hold their first step.
+// leaves: running tasks whose journals hold their first step, its
+// results with their command's final state as this server writes them.
 func seedRunning(b testing.TB, st store.Store, tasks, devices int) {
+	seed(b, st, tasks, devices, false)
+}
+
+// seedOlder is seedRunning as a server wrote journals before results
+// entries carried their commands' states: the results alone, an array.
+func seedOlder(b testing.TB, st store.Store, tasks, devices int) {
+	seed(b, st, tasks, devices, true)
+}
+
+func seed(b testing.TB, st store.Store, tasks, devices int, older bool) {
 	ctx := context.Background()
 	reply, _ := json.Marshal(llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "click"}})
 	for i := range tasks {
@@ -317,7 +329,14 @@ func seedRunning(b testing.TB, st store.Store, tasks, devices int) {
 		cmd.CallID = id + "-c1"
 		frame, _ := json.Marshal(map[string]any{"type": "command", "status": "continue", "session_id": id, "response_id": id + "-r1",
 			"actions": []command.Command{cmd}})
-		results, _ := json.Marshal([]command.Result{{Status: command.Success, CallID: cmd.CallID, Result: json.RawMessage(`{"clicked":true}`)}})
+		res := []command.Result{{Status: command.Success, CallID: cmd.CallID, Result: json.RawMessage(`{"clicked":true}`)}}
+		results, _ := json.Marshal(res)
+		if !older {
+			now := time.Now().UTC()
+			results, _ = json.Marshal(map[string]any{"results": res, "states": []dispatcher.CommandState{{CallID: cmd.CallID,
+				ToolName: cmd.ToolName, ResponseID: id + "-r1", State: dispatcher.StateCompleted, CreatedAt: now, ExpiresAt: now.Add(time.Minute),
+				UpdatedAt: now, QueuedBy: "bench"}}})
+		}
 		type k struct { // as the server keys a round: its commands without call ids
 			Tool, NS string
 			Type     command.ToolType
