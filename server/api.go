@@ -136,7 +136,7 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		secs, serr := strconv.ParseFloat(v, 64)
-		if serr != nil || secs < 0 {
+		if serr != nil || !(secs >= 0 && secs < 1e6) { // also NaN and Inf
 			return 0, fmt.Errorf("%w: wait=%q is not a duration (use wait=10s, at most %s)", ErrBadRequest, v, maxWait)
 		}
 		d = time.Duration(secs * float64(time.Second))

@@ -125,9 +125,11 @@ func TestLongPoll(t *testing.T) {
 		t.Fatalf("a poll while the task waits on a person: %d %s", code, info.Status)
 	}
 	var bad map[string]string
-	if code := f.api(t, "GET", "/api/tasks/"+d.TaskID+"?wait=soon", nil, &bad); code != http.StatusBadRequest ||
-		!strings.Contains(bad["error"], `wait="soon" is not a duration (use wait=10s`) {
-		t.Errorf("wait=soon: %d %v", code, bad)
+	for _, w := range []string{"soon", "NaN", "-3", "Inf"} {
+		if code := f.api(t, "GET", "/api/tasks/"+d.TaskID+"?wait="+w, nil, &bad); code != http.StatusBadRequest ||
+			!strings.Contains(bad["error"], `wait="`+w+`" is not a duration (use wait=10s`) {
+			t.Errorf("wait=%s: %d %v", w, code, bad)
+		}
 	}
 	if code := f.api(t, "GET", "/api/tasks/no-such-task?wait=1s", nil, &bad); code != http.StatusNotFound {
 		t.Errorf("a poll of an unknown task: %d %v", code, bad)
