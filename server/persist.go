@@ -20,11 +20,11 @@ func storeCtx() (context.Context, context.CancelFunc) {
 }
 
 // recordTail is how many of a running task's latest steps and commands
-// its record in the store keeps. The record is written with every
-// command round; with all of them it grew with the task, so that a long
-// task's writes grew with the square of its length (a 1,000-step task
-// wrote a 395 KB record with each round, 2.4 ms a round on SQLite). The
-// journal holds every command's final state, which a resumed task
+// its record in the store keeps. The record is written again and again
+// while the task runs; with all of them it grew with the task, so that a
+// long task's writes grew with the square of its length (a 1,000-step
+// task wrote a 395 KB record with each round, 2.4 ms a round on SQLite).
+// The journal holds every command's final state, which a resumed task
 // replays; an ended task's record has them all.
 const recordTail = 10
 
