@@ -407,3 +407,54 @@ func TestOlderJournalResumes(t *testing.T) {
 		t.Errorf("the device ran %d commands; want %d (the recorded one is not run again)", len(dev.ids), benchSteps-1)
 	}
 }
+
+// TestConstellationHearsOfTheEndAfterARestart: a constellation asks for a
+// task; the server stops in the middle of it; the next server on the
+// store resumes it when the device is back, and the constellation, which
+// registers again only after the task ended, gets its task_end.
+func TestConstellationHearsOfTheEndAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	paused := make(chan struct{}, 1)
+	runner := gatedRunner(benchSteps, 1, paused)
+	dev := &callLog{}
+	a := newFixture(t, server.Options{NewSession: runner, Store: st})
+	connect(t, a.wsURL, "dev", dev, nil) // it keeps knocking at a after the stop, refused
+	constellation := func(f *fixture) *aip.Conn {
+		c := f.rawConn(t)
+		send(t, c, &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientType: aip.ClientConstellation,
+			ClientID: "c@dev", TargetID: "dev"})
+		if m := readServer(t, c); m.Status != aip.StatusOK {
+			t.Fatalf("the constellation's registration: %+v", m)
+		}
+		return c
+	}
+	c := constellation(a)
+	send(t, c, &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientConstellation,
+		ClientID: "c@dev", TargetID: "dev", Request: "three clicks", TaskName: "clicks"})
+	ack := readServer(t, c)
+	if ack.Status != aip.StatusOK || ack.SessionID == "" {
+		t.Fatalf("the task's ack: %+v", ack)
+	}
+	<-paused
+	c.CloseNow() // the constellation goes away too
+	if err := a.srv.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newFixture(t, server.Options{NewSession: runner, Store: st})
+	connect(t, b.wsURL, "dev", dev, nil)
+	if end, err := b.srv.Wait(ctx, ack.SessionID); err != nil || end.Status != server.StatusCompleted || end.RequesterID != "c@dev" {
+		t.Fatalf("the resumed task: %s %s (requester %q) %v", end.Status, end.Error, end.RequesterID, err)
+	}
+	c = constellation(b)
+	for {
+		m := readServer(t, c)
+		if m.Type == aip.TypeTaskEnd {
+			if m.SessionID != ack.SessionID || m.Status != aip.StatusCompleted {
+				t.Errorf("task_end: %+v", m)
+			}
+			break
+		}
+	}
+}

@@ -201,17 +201,40 @@ func (s *Server) sendOrQueue(d *device, m *aip.ServerMessage) {
 	if err := d.Send(s.ctx, m); err == nil {
 		return
 	}
+	s.queue(d.id, m)
+}
+
+// queue keeps a frame in the store for a client that is away, by its id.
+func (s *Server) queue(id string, m *aip.ServerMessage) {
 	data, err := json.Marshal(m)
 	if err == nil {
 		ctx, cancel := storeCtx()
 		defer cancel()
-		err = s.store.Post(ctx, d.id, data)
+		err = s.store.Post(ctx, id, data)
 	}
 	if err != nil {
-		s.logf("%s is away and its %s frame could not be queued: %v", d.id, m.Type, err)
+		s.logf("%s is away and its %s frame could not be queued: %v", id, m.Type, err)
 		return
 	}
-	s.logf("%s is away: its %s frame waits for it", d.id, m.Type)
+	s.logf("%s is away: its %s frame waits for it", id, m.Type)
+}
+
+// tellRequester sends a frame about a task to the constellation that
+// asked for it, if one did: connected, or queued for it. A task resumed
+// after a restart knows it by its id only.
+func (s *Server) tellRequester(t *task, m *aip.ServerMessage) {
+	d, id := t.requester, t.info.RequesterID
+	if d == nil && id != "" {
+		s.mu.Lock()
+		d = s.devices[id]
+		s.mu.Unlock()
+	}
+	switch {
+	case d != nil:
+		s.sendOrQueue(d, m)
+	case id != "":
+		s.queue(id, m)
+	}
 }
 
 // sendQueued sends a device the frames queued while it was away.

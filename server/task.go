@@ -430,9 +430,7 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	}
 	end := taskEnd(info, out)
 	s.sendOrQueue(t.target, end)
-	if t.requester != nil {
-		s.sendOrQueue(t.requester, end)
-	}
+	s.tellRequester(t, end)
 }
 
 // taskEnd is the task_end frame for an ended task.
@@ -467,9 +465,7 @@ func (s *Server) endTask(t *task, status TaskStatus, cause error) bool {
 		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())}
 	end.Result, _ = json.Marshal(map[string]any{"failure": cause.Error()})
 	s.sendOrQueue(t.target, end)
-	if t.requester != nil {
-		s.sendOrQueue(t.requester, end)
-	}
+	s.tellRequester(t, end)
 	t.cancel(cause)
 	return true
 }
