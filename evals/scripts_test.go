@@ -145,19 +145,17 @@ cases:
     task: "How many files are in this folder?"
     limits: {timeout: 1s}
     checks:
-      - state: {pipeline: ["sleep 60"]}
+      - state: {pipeline: ["sleep infinity"]}
   - id: fine
     task: "How many files are in this folder?"
     checks:
       - state: {pipeline: ["true"]}
 `)
-	start := time.Now()
+	// The check never ends by itself: the suite returns only if the
+	// timeout stops it.
 	rep, err := runSuite(t, suite, t.TempDir(), evals.Options{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the suite took %s", d)
 	}
 	hangs, fine := rep.Cases[0].Trials[0], rep.Cases[1].Trials[0]
 	if hangs.Success || hangs.Failure != evals.FailCheckerFailed || !strings.Contains(hangs.Detail, "timed out after 1s") || !fine.Success {

@@ -297,34 +297,18 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	// Its own process group: a Ctrl-C at the terminal is Saucer's to
 	// handle; the sandbox ends when Saucer closes it or dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	info, infoW, err := os.Pipe()
+	ends, err := pipes(3)
 	if err != nil {
 		s.cleanup()
 		return nil, err
 	}
-	keepR, keepW, err := os.Pipe()
-	if err != nil {
-		info.Close()
-		infoW.Close()
-		s.cleanup()
-		return nil, err
-	}
-	ready, readyW, err := os.Pipe()
-	if err != nil {
-		info.Close()
-		infoW.Close()
-		keepR.Close()
-		keepW.Close()
-		s.cleanup()
-		return nil, err
-	}
+	// bwrap's info document, a pipe whose closing ends the sandbox, and
+	// the first process's "ready".
+	info, infoW, keepR, keepW, ready, readyW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
 	defer ready.Close()
 	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW}
 	if err := cmd.Start(); err != nil {
-		info.Close()
-		infoW.Close()
-		keepR.Close()
-		keepW.Close()
+		closeAll(ends)
 		s.cleanup()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
@@ -349,6 +333,27 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	}
 	s.pid, s.root = pid, fmt.Sprintf("/proc/%d/root", pid)
 	return s, nil
+}
+
+// pipes makes n pipes: their read and write ends, in turn. On an error
+// none is left open.
+func pipes(n int) ([]*os.File, error) {
+	var ends []*os.File
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(ends)
+			return nil, err
+		}
+		ends = append(ends, r, w)
+	}
+	return ends, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // readInfo waits until the sandbox runs: bwrap's info document (the PID of

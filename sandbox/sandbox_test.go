@@ -182,7 +182,11 @@ func TestDiskAndProcessLimits(t *testing.T) {
 			n, _ := strconv.Atoi(p)
 			syscall.Kill(n, syscall.SIGKILL)
 		}
-		time.Sleep(100 * time.Millisecond)
+		for _, p := range pids { // reaped: their pids count no more
+			for _, err := os.Stat("/proc/" + p); err == nil; _, err = os.Stat("/proc/" + p) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 		if out, _ := run(t, s, "echo alive"); out != "alive" {
 			t.Fatalf("after a fork storm: %q", out)
 		}

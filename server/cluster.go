@@ -441,8 +441,7 @@ func (s *Server) release(id, to string) error {
 	}
 	for _, t := range waiting { // restored, never started: nothing to stop
 		t.handedOff.Store(true)
-		s.finish(t, nil, nil)
-		s.taskWG.Done()
+		s.endUnstarted(t)
 	}
 	for _, t := range moving {
 		select {

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/server/store/storetest"
@@ -31,22 +30,10 @@ func clusterPair(t *testing.T, script string) (alpha, beta *fixture, dir string,
 func clusterPairTB(t testing.TB, script string, tweak ...func(*server.Options)) (alpha, beta *fixture, dir string, alphaMember *store.Member) {
 	t.Helper()
 	url := storetest.Postgres(t)
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(path, []byte(script), 0o644)
-	cfg := config.Default()
-	cfg.Model = "scripted:" + path
-	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	cfg := scriptedConfig(t, script)
 	var fs []*fixture
 	for _, id := range []string{"alpha", "beta"} {
-		st, err := store.Open(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := st.(*store.SQL).Join(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close(); st.Close() }) // after the server's own cleanup
+		st, m := member(t, url, id) // closed after the server's own cleanup
 		if alphaMember == nil {
 			alphaMember = m
 		}
@@ -152,22 +139,10 @@ replies:
 // once.
 func TestClusterUnderLoad(t *testing.T) {
 	url := storetest.Postgres(t)
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(path, []byte(appendTask), 0o644)
-	cfg := config.Default()
-	cfg.Model = "scripted:" + path
-	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	cfg := scriptedConfig(t, appendTask)
 	var fs [2]*fixture
 	for i, id := range []string{"alpha", "beta"} {
-		st, err := store.Open(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := st.(*store.SQL).Join(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close(); st.Close() })
+		st, m := member(t, url, id)
 		fs[i] = newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{}), Store: st, Cluster: m})
 	}
 	alpha, beta := fs[0], fs[1]

@@ -13,7 +13,6 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
@@ -82,12 +81,7 @@ func stores(t *testing.T) map[string]string {
 func TestStateSurvivesARestart(t *testing.T) {
 	for name, spec := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			st, err := store.Open(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openStore(t, spec)
 			a := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript), Store: st})
 			dir := t.TempDir()
 			connect(t, a.wsURL, "dev1", realDevice(t, dir), nil)
@@ -100,11 +94,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 				t.Fatalf("task: %+v", before)
 			}
 
-			st2, err := store.Open(ctx, spec) // what a new process opens
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st2.Close() })
+			st2 := openStore(t, spec) // what a new process opens
 			b := newFixture(t, server.Options{NewSession: scriptedSessions(t, writeScript), Store: st2})
 			var after server.TaskInfo
 			if code := b.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &after); code != 200 {
@@ -138,11 +128,7 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 	for name, spec := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openStore(t, spec)
 			f := newFixture(t, server.Options{NewSession: stepsRunner, Store: st})
 			dev := f.rawConn(t)
 			if ack := register(t, dev, "dev"); ack.Status != aip.StatusOK {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +17,11 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
@@ -173,6 +177,50 @@ func scriptedSessions(t *testing.T, script string) func(server.SessionSpec) (ser
 			AppDescriptions: spec.AppDescriptions, Observer: spec.Observer,
 			Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
 	}
+}
+
+// scriptedConfig is the default config with a scripted model playing
+// script, and no wait between retries.
+func scriptedConfig(t testing.TB, script string) *config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Model = "scripted:" + path
+	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	return cfg
+}
+
+// openStore opens the store a spec names, closed when the test is over
+// (after the servers on it, which a test starts later).
+func openStore(t testing.TB, spec string) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// sqliteStore is openStore of an SQLite store in a temporary directory.
+func sqliteStore(t testing.TB) store.Store {
+	return openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+}
+
+// member is a server's store on the PostgreSQL database at url, joined
+// to the servers sharing it as id; it leaves them when the test is over.
+func member(t testing.TB, url, id string) (store.Store, *store.Member) {
+	t.Helper()
+	st := openStore(t, url)
+	m, err := st.(*store.SQL).Join(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() }) // before the store closes
+	return st, m
 }
 
 // rawConn dials /ws without the device client, for frame-level tests.

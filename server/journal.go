@@ -203,17 +203,18 @@ func (d journaledDispatcher) Execute(ctx context.Context, cmds []command.Command
 		return d.ws.Session(d.round).Execute(ctx, cmds)
 	}
 	key := roundKey(cmds)
-	info, states := d.watch()
-	if r := d.j.nextRound(key); r != nil {
-		if r.results != nil {
-			// Its commands as they ended, for the task's record.
-			for _, st := range r.states {
-				if d.round.OnState != nil {
-					d.round.OnState(st)
-				}
+	r := d.j.nextRound(key)
+	if r != nil && r.results != nil {
+		// Its commands as they ended, for the task's record.
+		for _, st := range r.states {
+			if d.round.OnState != nil {
+				d.round.OnState(st)
 			}
-			return withCallIDs(r.results, cmds)
 		}
+		return withCallIDs(r.results, cmds)
+	}
+	info, states := d.watch()
+	if r != nil {
 		// Sent before the restart, not answered: wait for it again. The
 		// device answers from its cache or journal if it ran it.
 		res := d.ws.Rejoin(ctx, info, r.frame)

@@ -33,8 +33,17 @@ func TestNoLeaksAfterClientsGo(t *testing.T) {
 	// One client first, so that the lazily started parts of the HTTP
 	// server and the client transport are in the baseline.
 	warm := f.rawConn(t)
+	register(t, warm, "warm")
 	warm.CloseNow()
-	time.Sleep(50 * time.Millisecond)
+	for {
+		var list struct {
+			Clients []server.ClientInfo `json:"clients"`
+		}
+		if f.api(t, "GET", "/api/clients", nil, &list); len(list.Clients) == 0 {
+			break // the server has let it go
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	fds, gos := openFDs(t), runtime.NumGoroutine()
 
 	for i := range 100 {

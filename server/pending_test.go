@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 )
@@ -32,11 +31,7 @@ replies:
 
 func pendingSetup(t *testing.T, script string, ask time.Duration) (*fixture, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(path, []byte(script), 0o644)
-	cfg := config.Default()
-	cfg.Model = "scripted:" + path
-	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	cfg := scriptedConfig(t, script)
 	f := newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{}), AskTimeout: ask})
 	dir := t.TempDir()
 	connect(t, f.wsURL, "box", realDevice(t, dir), nil)

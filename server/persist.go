@@ -430,8 +430,7 @@ func (s *Server) abandon(d *device) {
 		}
 		t.endCause = fmt.Errorf("%s and device %s did not come back within %s", what, d.id, s.opts.AwayTimeout)
 		t.mu.Unlock()
-		s.finish(t, nil, nil)
-		s.taskWG.Done()
+		s.endUnstarted(t)
 	}
 	s.mu.Lock()
 	gone := d.conn == nil && s.devices[d.id] == d && d.tasks == 0

@@ -284,9 +284,16 @@ func (s *Server) releaseWaiting() {
 	}
 	s.mu.Unlock()
 	for _, t := range waiting {
-		s.finish(t, nil, nil)
-		s.taskWG.Done()
+		s.endUnstarted(t)
 	}
+}
+
+// endUnstarted ends a restored task that never started, so that no
+// goroutine of its own will: as its state says (failed with its end
+// cause, handed to another server, or left running by a stop).
+func (s *Server) endUnstarted(t *task) {
+	s.finish(t, nil, nil)
+	s.taskWG.Done()
 }
 
 // closeToNew refuses new connections and tasks from now on, and returns

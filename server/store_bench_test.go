@@ -71,17 +71,6 @@ func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSp
 	}
 }
 
-// sqliteStore is an SQLite store in a temporary directory, closed when
-// the test is over (after the servers on it).
-func sqliteStore(t testing.TB) store.Store {
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // storeServer is a server on st with n connected no-op devices.
 func storeServer(b *testing.B, st store.Store, n int) (*server.Server, func()) {
 	s, err := server.New(server.Options{Token: token, NewSession: stepsRunner, Store: st, MaxTasks: 10000, KeepTasks: 100000})
@@ -188,7 +177,7 @@ func BenchmarkTaskStores(b *testing.B) {
 			b.StopTimer() // only the tasks count, not starting and stopping servers
 			for range storeRounds {
 				for _, kind := range kinds {
-					st := openStore(b, kind, pg)
+					st := benchStore(b, kind, pg)
 					s, stop := storeServer(b, st, n)
 					b.StartTimer()
 					rate, lat := runTasks(b, s, n, total)
@@ -224,8 +213,8 @@ func BenchmarkTaskStores(b *testing.B) {
 // storeRounds is how many times BenchmarkTaskStores runs each store.
 const storeRounds = 3
 
-// openStore opens a fresh store of a kind BenchmarkTaskStores compares.
-func openStore(b *testing.B, kind, pg string) store.Store {
+// benchStore opens a fresh store of a kind BenchmarkTaskStores compares.
+func benchStore(b *testing.B, kind, pg string) store.Store {
 	switch kind {
 	case "memory":
 		return store.NewMemory()
@@ -275,20 +264,10 @@ func BenchmarkRecovery(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		s, stop := storeServer(b, st, devices)
-		for {
-			list := s.Tasks()
-			done := 0
-			for _, t := range list {
-				if t.Status == server.StatusCompleted {
-					done++
-				} else if t.Status != server.StatusRunning {
-					b.Fatalf("task %s: %s %s", t.ID, t.Status, t.Error)
-				}
+		for i := range tasks {
+			if t, err := s.Wait(context.Background(), fmt.Sprintf("task-%04d", i)); err != nil || t.Status != server.StatusCompleted {
+				b.Fatalf("task %s: %s %s %v", t.ID, t.Status, t.Error, err)
 			}
-			if done == tasks {
-				break
-			}
-			time.Sleep(time.Millisecond)
 		}
 		elapsed := time.Since(start)
 		b.StopTimer()

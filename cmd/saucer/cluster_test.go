@@ -3,7 +3,6 @@ package main
 import (
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,12 +29,7 @@ func startCluster(t *testing.T) *cluster {
 	os.MkdirAll(c.work, 0o755)
 	c.env = []string{"SAUCER_RUNS=" + filepath.Join(c.tmp, "runs"), "XDG_CACHE_HOME=" + c.tmp}
 	for i := range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.addrs[i] = ln.Addr().String()
-		ln.Close()
+		c.addrs[i] = freeAddr(t)
 		c.srv[i] = startSaucer(t, c.bin, c.env, "serve", "--model", "scripted:"+c.script, "--addr", c.addrs[i], "--token", "k",
 			"--store", c.pg, "--server-id", []string{"alpha", "beta"}[i])
 		waitHTTP(t, c.addrs[i])
@@ -185,12 +179,7 @@ func TestDeviceMovesBetweenLiveServers(t *testing.T) {
 // the others may take its work, so saucer serve stops and says why.
 func TestServerThatLosesItsSessionStops(t *testing.T) {
 	bin, pg := saucerBinary(t), storetest.Postgres(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	tmp := t.TempDir()
 	srv := startSaucer(t, bin, []string{"SAUCER_RUNS=" + tmp, "XDG_CACHE_HOME=" + tmp}, "serve", "--model", "scripted:../../examples/demo.yaml",
 		"--addr", addr, "--token", "k", "--store", pg, "--server-id", "gamma")

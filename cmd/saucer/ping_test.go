@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,12 +75,7 @@ func TestMCPRefusesForeignOrigin(t *testing.T) {
 // saucer client --request gives up on a server that is down, after
 // --connect-wait, with a clear message.
 func TestClientRequestGivesUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	out, code := saucer(t, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", t.TempDir(), "--journal", "off",
 		"--request", "anything", "--connect-wait", "300ms")
 	if code != 2 || !strings.Contains(out, "could not reach the server at ws://"+addr+"/ws within 300ms") {

@@ -123,12 +123,7 @@ func TestRestartsMidTask(t *testing.T) {
 }
 
 func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal, extra ...string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	tmp := t.TempDir()
 	work, runs := filepath.Join(tmp, "work"), filepath.Join(tmp, "runs")
 	os.MkdirAll(work, 0o755)
@@ -215,6 +210,18 @@ func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal, ex
 	}
 }
 
+// freeAddr is a loopback address with a port nobody listens on, for a
+// server the test starts in another process.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func waitHTTP(t *testing.T, addr string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -251,12 +258,7 @@ func apiCall(t *testing.T, addr, method, path string, body, out any) int {
 // task failed, saying why, once remote.away_timeout has passed.
 func TestRestartWithoutTheDevice(t *testing.T) {
 	bin := saucerBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	tmp := t.TempDir()
 	work := filepath.Join(tmp, "work")
 	os.MkdirAll(work, 0o755)
@@ -299,12 +301,7 @@ func TestRestartWithoutTheDevice(t *testing.T) {
 // --connect-wait with a message that says so, instead of waiting forever.
 func TestRequestGivesUpOnALostServer(t *testing.T) {
 	bin := saucerBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	tmp := t.TempDir()
 	work := filepath.Join(tmp, "work")
 	os.MkdirAll(work, 0o755)
@@ -335,12 +332,7 @@ func TestOneServerPerStore(t *testing.T) {
 	bin := saucerBinary(t)
 	tmp := t.TempDir()
 	spec := "sqlite:" + filepath.Join(tmp, "state.db")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	startSaucer(t, bin, []string{"SAUCER_RUNS=" + tmp}, "serve", "--model", "scripted:../../examples/demo.yaml", "--addr", addr, "--token", "k", "--store", spec)
 	waitHTTP(t, addr)
 	out, code := saucer(t, "serve", "--model", "scripted:../../examples/demo.yaml", "--addr", "127.0.0.1:0", "--token", "k", "--store", spec)

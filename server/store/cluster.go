@@ -161,32 +161,13 @@ func (m *Member) read(ctx, stop context.Context) error {
 	if err != nil {
 		return err
 	}
-	type msg struct {
-		seq  int64
-		data string
-	}
-	var got []msg
-	for rows.Next() {
-		var g msg
-		if err := rows.Scan(&g.seq, &g.data); err != nil {
-			rows.Close()
-			return err
-		}
-		got = append(got, g)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	got, err := taken(rows)
+	if err != nil {
 		return err
 	}
-	// RETURNING has no order: restore the senders'.
-	for i := 1; i < len(got); i++ {
-		for j := i; j > 0 && got[j].seq < got[j-1].seq; j-- {
-			got[j], got[j-1] = got[j-1], got[j]
-		}
-	}
-	for _, g := range got {
+	for _, data := range got {
 		select {
-		case m.inbox <- []byte(g.data):
+		case m.inbox <- data:
 		case <-stop.Done():
 			return nil
 		}

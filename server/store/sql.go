@@ -495,24 +495,31 @@ func (s *SQL) ClaimTask(ctx context.Context, id, from, to string) (bool, error) 
 	return n == 1, s.wrap("claim task", err)
 }
 
-func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
-	t := Task{ID: id}
+// taskColumns are what scanTask reads, in its order.
+const taskColumns = `id, client_id, status, created_at, data, server_id`
+
+// scanTask reads a task's row (taskColumns) from a *sql.Row or *sql.Rows.
+func scanTask(r interface{ Scan(...any) error }) (Task, error) {
+	var t Task
 	var created int64
 	var data string
-	err := s.db.QueryRowContext(ctx, `SELECT client_id, status, created_at, data, server_id FROM tasks WHERE id = $1`, id).
-		Scan(&t.ClientID, &t.Status, &created, &data, &t.Server)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, ErrNotFound
-	}
-	if err != nil {
-		return Task{}, s.wrap("read task", err)
+	if err := r.Scan(&t.ID, &t.ClientID, &t.Status, &created, &data, &t.Server); err != nil {
+		return Task{}, err
 	}
 	t.CreatedAt, t.Data = time.Unix(0, created).UTC(), []byte(data)
 	return t, nil
 }
 
+func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
+	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrNotFound
+	}
+	return t, s.wrap("read task", err)
+}
+
 func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, error) {
-	q := `SELECT id, client_id, status, created_at, data, server_id FROM tasks`
+	q := `SELECT ` + taskColumns + ` FROM tasks`
 	var args []any
 	if status != "" {
 		q += ` WHERE status = $1`
@@ -529,13 +536,10 @@ func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, erro
 	defer rows.Close()
 	var out []Task
 	for rows.Next() {
-		var t Task
-		var created int64
-		var data string
-		if err := rows.Scan(&t.ID, &t.ClientID, &t.Status, &created, &data, &t.Server); err != nil {
+		t, err := scanTask(rows)
+		if err != nil {
 			return nil, s.wrap("list tasks", err)
 		}
-		t.CreatedAt, t.Data = time.Unix(0, created).UTC(), []byte(data)
 		out = append(out, t)
 	}
 	return out, s.wrap("list tasks", rows.Err())
@@ -583,37 +587,42 @@ func (s *SQL) DeleteDevice(ctx context.Context, id, server string) error {
 	return s.exec(ctx, "device:"+id, true, "delete device", `DELETE FROM devices WHERE id = $1 AND server_id = $2`, id, server)
 }
 
-func (s *SQL) Device(ctx context.Context, id string) (Device, error) {
-	d := Device{ID: id}
+// deviceColumns are what scanDevice reads, in its order.
+const deviceColumns = `id, updated_at, data, server_id, connected`
+
+// scanDevice reads a device's row (deviceColumns) from a *sql.Row or
+// *sql.Rows.
+func scanDevice(r interface{ Scan(...any) error }) (Device, error) {
+	var d Device
 	var updated int64
 	var data string
-	err := s.db.QueryRowContext(ctx, `SELECT updated_at, data, server_id, connected FROM devices WHERE id = $1`, id).
-		Scan(&updated, &data, &d.Server, &d.Connected)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Device{}, ErrNotFound
-	}
-	if err != nil {
-		return Device{}, s.wrap("read device", err)
+	if err := r.Scan(&d.ID, &updated, &data, &d.Server, &d.Connected); err != nil {
+		return Device{}, err
 	}
 	d.UpdatedAt, d.Data = time.Unix(0, updated).UTC(), []byte(data)
 	return d, nil
 }
 
+func (s *SQL) Device(ctx context.Context, id string) (Device, error) {
+	d, err := scanDevice(s.db.QueryRowContext(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Device{}, ErrNotFound
+	}
+	return d, s.wrap("read device", err)
+}
+
 func (s *SQL) Devices(ctx context.Context) ([]Device, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, updated_at, data, server_id, connected FROM devices ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY id`)
 	if err != nil {
 		return nil, s.wrap("list devices", err)
 	}
 	defer rows.Close()
 	var out []Device
 	for rows.Next() {
-		var d Device
-		var updated int64
-		var data string
-		if err := rows.Scan(&d.ID, &updated, &data, &d.Server, &d.Connected); err != nil {
+		d, err := scanDevice(rows)
+		if err != nil {
 			return nil, s.wrap("list devices", err)
 		}
-		d.UpdatedAt, d.Data = time.Unix(0, updated).UTC(), []byte(data)
 		out = append(out, d)
 	}
 	return out, s.wrap("list devices", rows.Err())
@@ -628,26 +637,34 @@ func (s *SQL) Take(ctx context.Context, clientID string) ([][]byte, error) {
 	if err != nil {
 		return nil, s.wrap("take queued frames", err)
 	}
+	out, err := taken(rows)
+	return out, s.wrap("take queued frames", err)
+}
+
+// taken reads the (seq, data) rows a DELETE ... RETURNING took, and
+// returns their data in the order of seq (RETURNING has none): the order
+// they were queued in.
+func taken(rows *sql.Rows) ([][]byte, error) {
 	defer rows.Close()
-	type queued struct {
+	type row struct {
 		seq  int64
 		data string
 	}
-	var got []queued
+	var got []row
 	for rows.Next() {
-		var q queued
-		if err := rows.Scan(&q.seq, &q.data); err != nil {
-			return nil, s.wrap("take queued frames", err)
+		var r row
+		if err := rows.Scan(&r.seq, &r.data); err != nil {
+			return nil, err
 		}
-		got = append(got, q)
+		got = append(got, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap("take queued frames", err)
+		return nil, err
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].seq < got[j].seq })
 	out := make([][]byte, len(got))
-	for i, q := range got {
-		out[i] = []byte(q.data)
+	for i, r := range got {
+		out[i] = []byte(r.data)
 	}
 	return out, nil
 }

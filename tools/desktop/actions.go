@@ -524,13 +524,9 @@ func (d *Desktop) FocusWindow(ctx context.Context, window string) (*Effect, erro
 		return nil, err
 	}
 	defer unlock()
-	w, _, err := d.window(ctx, window)
+	w, xw, err := d.topLevel(ctx, window, "focus")
 	if err != nil {
 		return nil, err
-	}
-	xw, ok := d.xwindow(w)
-	if !ok {
-		return nil, fmt.Errorf("window %s %q has no X window of its process %d to focus", w.ID, w.Title, w.PID)
 	}
 	return d.act(ctx, w, 0, func() (string, error) {
 		return fmt.Sprintf("raised and focused window %s %q", w.ID, w.Title), d.x.raise(xw.id)
@@ -546,13 +542,9 @@ func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, erro
 		return nil, err
 	}
 	defer unlock()
-	w, _, err := d.window(ctx, window)
+	w, xw, err := d.topLevel(ctx, window, "close")
 	if err != nil {
 		return nil, err
-	}
-	xw, ok := d.xwindow(w)
-	if !ok {
-		return nil, fmt.Errorf("window %s %q has no X window of its process %d to close", w.ID, w.Title, w.PID)
 	}
 	return d.act(ctx, w, 0, func() (string, error) {
 		if err := d.x.close(xw.id); err != nil {
@@ -573,6 +565,20 @@ func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, erro
 		}
 		return fmt.Sprintf("asked window %s %q to close; it is still open (see new_windows: the application may be asking something)", w.ID, w.Title), nil
 	})
+}
+
+// topLevel is a window (by id, or the one window names by default) and
+// its X window, which the window manager's actions (verb) need.
+func (d *Desktop) topLevel(ctx context.Context, window, verb string) (Window, xwin, error) {
+	w, _, err := d.window(ctx, window)
+	if err != nil {
+		return Window{}, xwin{}, err
+	}
+	xw, ok := d.xwindow(w)
+	if !ok {
+		return Window{}, xwin{}, fmt.Errorf("window %s %q has no X window of its process %d to %s", w.ID, w.Title, w.PID, verb)
+	}
+	return w, xw, nil
 }
 
 // launched is an application started by launch_app.
