@@ -205,9 +205,14 @@ func openStore(t testing.TB, spec string) store.Store {
 	return st
 }
 
-// sqliteStore is openStore of an SQLite store in a temporary directory.
+// sqliteStore is an SQLite store in a temporary directory, held as
+// saucer serve holds it (its tasks' writes go through its task log).
 func sqliteStore(t testing.TB) store.Store {
-	return openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+	if err := st.(*store.SQL).Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // member is a server's store on the PostgreSQL database at url, joined

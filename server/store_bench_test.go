@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -166,6 +167,10 @@ func pct(lat []time.Duration, p float64) float64 {
 func BenchmarkTaskStores(b *testing.B) {
 	pg := storetest.Postgres(b)
 	kinds := []string{"memory", "journaled", "sqlite", "postgres"}
+	// SAUCER_BENCH_KINDS=sqlite runs some of them (to profile one).
+	if k := os.Getenv("SAUCER_BENCH_KINDS"); k != "" {
+		kinds = strings.Split(k, ",")
+	}
 	for _, n := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
 			total := max(b.N, n)
@@ -190,6 +195,9 @@ func BenchmarkTaskStores(b *testing.B) {
 			}
 			ratio := func(of, to string) float64 {
 				var r []float64
+				if len(rates[to]) == 0 || len(rates[of]) == 0 {
+					return 0
+				}
 				for i := range rates[of] {
 					r = append(r, rates[of][i]/rates[to][i])
 				}
@@ -222,6 +230,9 @@ func benchStore(b *testing.B, kind, pg string) store.Store {
 		return journaling{store.NewMemory()}
 	case "sqlite":
 		st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+		if err == nil {
+			err = st.(*store.SQL).Lock(context.Background()) // as saucer serve holds it
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -263,6 +274,9 @@ func BenchmarkRecovery(b *testing.B) {
 		seedRunning(b, st, tasks, devices)
 		b.StartTimer()
 		start := time.Now()
+		if err := st.(*store.SQL).Lock(context.Background()); err != nil { // as saucer serve does
+			b.Fatal(err)
+		}
 		s, stop := storeServer(b, st, devices)
 		for i := range tasks {
 			if t, err := s.Wait(context.Background(), fmt.Sprintf("task-%04d", i)); err != nil || t.Status != server.StatusCompleted {

@@ -6,8 +6,9 @@
 //
 // Three implementations share the small Store interface: Memory (state
 // lives and dies with the process), SQLite (the default: one file, a
-// pure-Go driver, so the binary stays static) and PostgreSQL (for
-// production and for several servers sharing one database). Open picks
+// pure-Go driver, so the binary stays static; held by a server, it takes
+// tasks' writes through a log beside it, see taskLog) and PostgreSQL
+// (for production and for several servers sharing one database). Open picks
 // one from a spec string. Schemas are versioned: each SQL store applies
 // the migrations it lacks when it opens.
 //
@@ -82,7 +83,8 @@ type Store interface {
 	// made: with wait false, Append may return before the entry is
 	// durable, which it is once a later write of the task that waits has
 	// returned without error (a failure is returned by a later write that
-	// waits).
+	// waits). Only a running task is resumed: once a task's record says
+	// it is no longer running, a store may drop its journal.
 	Append(ctx context.Context, taskID string, e Entry, wait bool) error
 	Journal(ctx context.Context, taskID string) ([]Entry, error)
 
