@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -47,13 +48,33 @@ type taskLog struct {
 	s   *SQL
 	dir string // the log's files: one segment per checkpoint
 
-	ops       chan *logOp
+	// qmu guards the queue of writes. A write that is waited for is
+	// written by its caller when nobody holds the pen (no hand-off to
+	// another goroutine and back), with what was queued before it; else
+	// by the pen's holder, or the writer goroutine. A write that is not
+	// waited for only queues: it goes with the next one that is, or
+	// within flushDelay.
+	qmu       sync.Mutex
+	queue     []*logOp
+	spare     []*logOp    // the pen's, for the next queue
+	closed    bool        // no more writes are taken
+	armed     bool        // flush is set to wake the writer
+	flush     *time.Timer // wakes it flushDelay after a write not waited for
+	kick      chan struct{}
 	syncs     chan chan error // Tasks waits for a checkpoint of all logged
 	jobs      chan *checkpoint
 	jobDone   chan struct{} // a checkpoint is committed
 	ckStopped chan struct{} // closed when the checkpointer is done
 	quit      chan struct{} // closed by close
 	stopped   chan struct{} // closed when the writer is done
+
+	// pen is held by whoever writes to the log's file: f, its segment
+	// and its size, and buf, are its.
+	pen  sync.Mutex
+	f    *os.File
+	seg  int
+	size int
+	buf  []byte
 
 	// ckMu is held by a checkpoint while it commits, and by a read
 	// while it reads the database and what the log holds: a read sees
@@ -69,6 +90,9 @@ type taskLog struct {
 	// an earlier one's, when it does not know. Only the checkpoint uses
 	// it.
 	journaled map[string]bool
+	// lost is a write nobody waited for that was refused, for the next
+	// one waited for to report. The writer's.
+	lost error
 	// servers says a task record names its server: records are then
 	// checked as SQL.PutTask does, so that the log holds none that the
 	// database would refuse. (A server alone names none.)
@@ -121,7 +145,7 @@ const segmentMax = 16 << 20
 // database, then sends tasks' writes through a new log.
 func (s *SQL) startLog(ctx context.Context) error {
 	l := &taskLog{s: s, dir: s.path + "-tasklog",
-		ops: make(chan *logOp, 4*maxBatch), syncs: make(chan chan error), jobs: make(chan *checkpoint, 1), jobDone: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), syncs: make(chan chan error), jobs: make(chan *checkpoint, 1), jobDone: make(chan struct{}, 1),
 		ckStopped: make(chan struct{}), quit: make(chan struct{}), stopped: make(chan struct{}), cur: logged{}}
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return fmt.Errorf("store %s: task log: %w", s.name, err)
@@ -154,12 +178,14 @@ func (s *SQL) startLog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store %s: task log: %w", s.name, err)
 	}
-	f, err := l.create(last + 1)
-	if err != nil {
+	l.flush = time.AfterFunc(time.Hour, l.wake)
+	l.flush.Stop()
+	if l.f, err = l.create(last + 1); err != nil {
 		return fmt.Errorf("store %s: task log: %w", s.name, err)
 	}
+	l.seg = last + 1
 	go l.checkpointer()
-	go l.run(f, last+1)
+	go l.run()
 	s.log.Store(l)
 	return nil
 }
@@ -218,16 +244,27 @@ func (l *taskLog) remove(seg int) {
 
 // do sends a write through the log.
 func (l *taskLog) do(ctx context.Context, op *logOp) error {
-	op.done = make(chan error, 1)
-	select {
-	case l.ops <- op:
-	case <-l.quit:
-		return l.s.wrap(op.name(), errors.New("the store is closed"))
-	case <-ctx.Done():
-		return l.s.wrap(op.name(), ctx.Err())
+	if op.wait {
+		op.done = make(chan error, 1)
 	}
+	l.qmu.Lock()
+	if l.closed {
+		l.qmu.Unlock()
+		return l.s.wrap(op.name(), errors.New("the store is closed"))
+	}
+	l.queue = append(l.queue, op)
+	if !op.wait && !l.armed {
+		l.armed = true
+		l.flush.Reset(flushDelay)
+	}
+	l.qmu.Unlock()
 	if !op.wait {
 		return nil
+	}
+	if l.pen.TryLock() {
+		l.lead()
+	} else {
+		l.wake() // the holder may have written its last batch
 	}
 	select {
 	case err := <-op.done:
@@ -242,6 +279,57 @@ func (l *taskLog) do(ctx context.Context, op *logOp) error {
 	case <-ctx.Done():
 		return l.s.wrap(op.name(), ctx.Err())
 	}
+}
+
+// flushDelay bounds how long a write that is not waited for stays queued.
+const flushDelay = 5 * time.Millisecond
+
+// wake tells the writer there is a queue to write.
+func (l *taskLog) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// lead writes what is queued, the pen held, and lets it go; a
+// caller writes at most two batches and leaves the rest to the writer
+// goroutine.
+func (l *taskLog) lead() {
+	first := false
+	for range 2 {
+		batch := l.take()
+		if len(batch) == 0 {
+			break
+		}
+		first = l.write(batch) || first
+	}
+	l.pen.Unlock()
+	l.qmu.Lock()
+	more := len(l.queue) > 0
+	l.qmu.Unlock()
+	if more || first {
+		l.wake() // to write the rest, or to time the next checkpoint
+	}
+}
+
+// take is the pen's: the queued writes, oldest first.
+func (l *taskLog) take() []*logOp {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	batch := l.queue
+	l.queue, l.spare = l.spare, nil
+	if l.armed {
+		l.armed = false
+		l.flush.Stop()
+	}
+	return batch
+}
+
+// recycle gives the pen's slice back for a later queue.
+func (l *taskLog) recycle(batch []*logOp) {
+	clear(batch)
+	l.spare = batch[:0]
 }
 
 func (op *logOp) name() string {
@@ -263,11 +351,9 @@ func (op *logOp) taskID() string {
 
 // run writes batches of queued writes to the log, one write(2) each,
 // and starts checkpoints, until the store closes.
-func (l *taskLog) run(f *os.File, seg int) {
+func (l *taskLog) run() {
 	defer close(l.stopped)
 	var (
-		buf      []byte
-		size     int
 		due      <-chan time.Time // runs from the first write after a checkpoint began
 		ready    bool             // due has come
 		inflight bool             // the checkpointer has a checkpoint
@@ -275,24 +361,7 @@ func (l *taskLog) run(f *os.File, seg int) {
 	)
 	for {
 		select {
-		case op := <-l.ops:
-			batch := []*logOp{op}
-		more:
-			for len(batch) < maxBatch {
-				select {
-				case op := <-l.ops:
-					batch = append(batch, op)
-				default:
-					break more
-				}
-			}
-			size += l.write(f, batch, &buf)
-			if due == nil && !ready {
-				due = time.After(checkpointDelay)
-			}
-			// Let the goroutines it released run before the next batch
-			// (see SQL.run).
-			runtime.Gosched()
+		case <-l.kick:
 		case ch := <-l.syncs:
 			syncs = append(syncs, ch)
 		case <-due:
@@ -300,45 +369,60 @@ func (l *taskLog) run(f *os.File, seg int) {
 		case <-l.jobDone:
 			inflight = false
 		case <-l.quit:
-			l.drain(f)
+			l.drain()
 			return
 		}
-		if inflight {
-			continue
+		l.pen.Lock()
+		for {
+			batch := l.take()
+			if len(batch) == 0 {
+				break
+			}
+			l.write(batch)
 		}
 		l.mu.Lock()
 		empty := len(l.cur) == 0
 		l.mu.Unlock()
-		if empty {
+		switch {
+		case inflight:
+		case empty:
 			for _, ch := range syncs {
 				ch <- nil
 			}
 			syncs, due, ready = nil, nil, false
-			continue
+		case ready || len(syncs) > 0 || l.size >= segmentMax:
+			// Hand what the log holds to the checkpointer, and log
+			// what follows in a new segment.
+			nf, err := l.create(l.seg + 1)
+			if err != nil {
+				l.fail(err)
+				break
+			}
+			l.f.Close()
+			l.mu.Lock()
+			job := &checkpoint{tasks: l.cur, seg: l.seg, waiters: syncs}
+			l.ckpt, l.cur = l.cur, logged{}
+			l.mu.Unlock()
+			l.f, l.seg, l.size = nf, l.seg+1, 0
+			due, ready, syncs, inflight, empty = nil, false, nil, true, true
+			l.jobs <- job
 		}
-		if !ready && len(syncs) == 0 && size < segmentMax {
-			continue
+		if !empty && due == nil && !ready {
+			due = time.After(checkpointDelay)
 		}
-		// Hand what the log holds to the checkpointer, and log what
-		// follows in a new segment.
-		nf, err := l.create(seg + 1)
-		if err != nil {
-			l.fail(err)
-			continue
-		}
-		f.Close()
-		l.mu.Lock()
-		job := &checkpoint{tasks: l.cur, seg: seg, waiters: syncs}
-		l.ckpt, l.cur = l.cur, logged{}
-		l.mu.Unlock()
-		f, seg, size, due, ready, syncs, inflight = nf, seg+1, 0, nil, false, nil, true
-		l.jobs <- job
+		l.pen.Unlock()
+		// Let the goroutines it released run before it goes on (see
+		// SQL.run).
+		runtime.Gosched()
 	}
 }
 
 // write logs a batch of writes in one write(2), adds them to what the
-// log holds and answers those that wait; it returns the bytes written.
-func (l *taskLog) write(f *os.File, batch []*logOp, buf *[]byte) int {
+// log holds and answers those that wait; it reports whether the log held
+// nothing before (a checkpoint is to be timed). The pen's.
+func (l *taskLog) write(batch []*logOp) (first bool) {
+	defer l.recycle(batch)
+	buf := &l.buf
 	*buf = (*buf)[:0]
 	type entryKey struct {
 		task string
@@ -360,12 +444,14 @@ func (l *taskLog) write(f *os.File, batch []*logOp, buf *[]byte) int {
 		*buf = l.check(op, *buf)
 	}
 	if len(*buf) > 0 && l.failed() == nil {
-		if _, err := f.Write(*buf); err != nil {
+		if _, err := l.f.Write(*buf); err != nil {
 			l.fail(err)
 		}
+		l.size += len(*buf)
 	}
 	err := l.failed()
 	l.mu.Lock()
+	first = len(l.cur) == 0
 	for _, op := range batch {
 		if op.refused {
 			continue // answered
@@ -373,16 +459,34 @@ func (l *taskLog) write(f *os.File, batch []*logOp, buf *[]byte) int {
 		if err == nil {
 			l.cur.add(op)
 		}
-		op.done <- l.s.wrap(op.name(), err)
+		if !op.wait {
+			continue
+		}
+		switch {
+		case err != nil:
+			op.done <- l.s.wrap(op.name(), err)
+		case l.lost != nil:
+			op.done <- fmt.Errorf("an earlier write failed: %w", l.lost)
+			l.lost = nil
+		default:
+			op.done <- nil
+		}
 	}
+	first = first && len(l.cur) > 0
 	l.mu.Unlock()
-	return len(*buf)
+	return first
 }
 
-// refuse answers a write that is not logged.
+// refuse answers a write that is not logged. A write nobody waits for
+// is answered by the next one that is waited for (as SQL.run does).
 func (l *taskLog) refuse(op *logOp, err error) {
-	op.done <- l.s.wrap(op.name(), err)
 	op.refused = true
+	err = l.s.wrap(op.name(), err)
+	if !op.wait {
+		l.lost = cmp.Or(l.lost, err)
+		return
+	}
+	op.done <- err
 }
 
 // check encodes a write for the log, or answers it if it is not to be
@@ -490,25 +594,14 @@ func (l *taskLog) failed() error {
 // drain writes what was queued before close, waits for the checkpoint
 // under way and commits what remains; the log's files go once the
 // database has it all.
-func (l *taskLog) drain(f *os.File) {
-	var buf []byte
-	for {
-		var batch []*logOp
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case op := <-l.ops:
-				batch = append(batch, op)
-			default:
-				break more
-			}
-		}
-		if len(batch) == 0 {
-			break
-		}
-		l.write(f, batch, &buf)
-	}
-	f.Close()
+func (l *taskLog) drain() {
+	l.qmu.Lock()
+	l.closed = true
+	l.qmu.Unlock()
+	l.pen.Lock()
+	defer l.pen.Unlock()
+	l.write(l.take())
+	l.f.Close()
 	close(l.jobs)
 	<-l.ckStopped
 	l.mu.Lock()

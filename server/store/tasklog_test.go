@@ -49,6 +49,13 @@ func TestSQLiteHeld(t *testing.T) {
 	if err := s.Append(ctx, "fresh", store.Entry{Seq: 1, Kind: "round", Key: "k", Data: json.RawMessage(`[1]`)}, true); err == nil || !strings.Contains(err.Error(), "has journal entry 1 already") {
 		t.Errorf("a duplicate entry in the log: %v", err)
 	}
+	// One nobody waits for: the next write that is waited for says so.
+	if err := s.Append(ctx, "fresh", store.Entry{Seq: 1, Kind: "round", Key: "k", Data: json.RawMessage(`[1]`)}, false); err != nil {
+		t.Fatalf("a write nobody waits for failed at once: %v", err)
+	}
+	if err := s.PutTask(ctx, store.Task{ID: "fresh", ClientID: "dev", Status: "running", CreatedAt: time.Now(), Data: json.RawMessage(`{"n":1}`)}, true); err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
+		t.Errorf("the write after a refused one nobody waited for: %v", err)
+	}
 	if got, err := s.Task(ctx, "fresh"); err != nil || string(got.Data) != `{"n":1}` {
 		t.Fatalf("Task(fresh) = %+v, %v", got, err)
 	}
