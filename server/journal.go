@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
@@ -134,9 +133,10 @@ func (j *journal) append(kind, key string, v any) error {
 	j.seq++
 	seq := j.seq
 	j.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	wait := kind == entryRound
+	ctx, cancel := writeCtx(wait)
 	defer cancel()
-	return j.s.store.Append(ctx, j.taskID, store.Entry{Seq: seq, Kind: kind, Key: key, Data: data}, kind == entryRound)
+	return j.s.store.Append(ctx, j.taskID, store.Entry{Seq: seq, Kind: kind, Key: key, Data: data}, wait)
 }
 
 // appender is a value that encodes itself as JSON: an AIP frame, whose

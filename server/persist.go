@@ -19,6 +19,16 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), storeTimeout)
 }
 
+// writeCtx is storeCtx for a write that is waited for. One that is not
+// only queues (the store's writer bounds the rest), and a timer for
+// each cost a short task on a durable store 3% of its time.
+func writeCtx(wait bool) (context.Context, context.CancelFunc) {
+	if wait {
+		return storeCtx()
+	}
+	return context.Background(), func() {}
+}
+
 // recordTail is how many of a running task's latest steps and commands
 // its record in the store keeps. The record is written again and again
 // while the task runs; with all of them it grew with the task, so that a
@@ -151,7 +161,7 @@ func (s *Server) save(t *task, wait, onlyChanged bool) {
 	}
 	t.dirty = false
 	t.mu.Unlock()
-	ctx, cancel := storeCtx()
+	ctx, cancel := writeCtx(wait)
 	defer cancel()
 	if err := s.store.PutTask(ctx, t.record(), wait); err != nil {
 		s.logf("task %s: not saved: %v", t.info.ID, err)

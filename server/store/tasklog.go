@@ -58,7 +58,7 @@ type taskLog struct {
 	queue     []*logOp
 	spare     []*logOp    // the pen's, for the next queue
 	closed    bool        // no more writes are taken
-	armed     bool        // flush is set to wake the writer
+	armed     bool        // flush is set to wake the writer goroutine
 	flush     *time.Timer // wakes it flushDelay after a write not waited for
 	kick      chan struct{}
 	syncs     chan chan error // Tasks waits for a checkpoint of all logged
@@ -91,7 +91,7 @@ type taskLog struct {
 	// it.
 	journaled map[string]bool
 	// lost is a write nobody waited for that was refused, for the next
-	// one waited for to report. The writer's.
+	// one waited for to report. The pen's.
 	lost error
 	// servers says a task record names its server: records are then
 	// checked as SQL.PutTask does, so that the log holds none that the
@@ -116,7 +116,7 @@ type logOp struct {
 	entry Entry
 	wait  bool
 	done  chan error
-	// refused says the writer answered it without logging it.
+	// refused says the pen's holder answered it without logging it.
 	refused bool
 }
 
@@ -284,7 +284,7 @@ func (l *taskLog) do(ctx context.Context, op *logOp) error {
 // flushDelay bounds how long a write that is not waited for stays queued.
 const flushDelay = 5 * time.Millisecond
 
-// wake tells the writer there is a queue to write.
+// wake tells the writer goroutine there is a queue to write.
 func (l *taskLog) wake() {
 	select {
 	case l.kick <- struct{}{}:
