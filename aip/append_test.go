@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/saucerhq/saucer/command"
 )
 
 // FuzzAppendJSON: parameters and metadata written without reflection are
@@ -82,6 +84,65 @@ func TestTimestamp(t *testing.T) {
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		if got, want := Timestamp(tm), tm.UTC().Format("2006-01-02T15:04:05.000000+00:00"); got != want {
 			t.Errorf("Timestamp(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
+
+// FuzzAppendResults: results written without reflection decode to what
+// they were, whatever their strings and payload hold; a payload that is
+// not JSON is refused with the call it came from.
+func FuzzAppendResults(f *testing.F) {
+	f.Add("success", "", `{"text":"clicked <b>"}`, "files", "call-1")
+	f.Add("failure", "quote \" and \\ and \u2028 and \x01", `[1,2, 3 ]`, "", "")
+	f.Add("success", "", ``, "ns", "id")
+	f.Fuzz(func(t *testing.T, status, errText, payload, namespace, callID string) {
+		r := command.Result{Status: command.ResultStatus(status), Error: errText, Result: json.RawMessage(payload), Namespace: namespace, CallID: callID}
+		got, err := AppendResults([]byte("x"), []command.Result{r, r})
+		if payload != "" && !json.Valid([]byte(payload)) {
+			if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+				t.Fatalf("a payload that is not JSON: %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back []command.Result
+		if err := json.Unmarshal(got[1:], &back); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		want, _ := json.Marshal([]command.Result{r, r})
+		var wantBack []command.Result
+		json.Unmarshal(want, &wantBack)
+		for i := range back {
+			if !sameResult(back[i], wantBack[i]) {
+				t.Fatalf("result %d decodes to %+v, want %+v", i, back[i], wantBack[i])
+			}
+		}
+	})
+}
+
+// sameResult compares results, their payloads by what they decode to
+// (json.Marshal escapes <, > and & in them; an absent one reads as null).
+func sameResult(a, b command.Result) bool {
+	payload := func(r command.Result) string {
+		var v any
+		if json.Unmarshal(r.Result, &v) != nil {
+			return "null"
+		}
+		p, _ := json.Marshal(v)
+		return string(p)
+	}
+	return a.Status == b.Status && a.Error == b.Error && a.Namespace == b.Namespace && a.CallID == b.CallID && payload(a) == payload(b)
+}
+
+func TestAppendResultsNilAndEmpty(t *testing.T) {
+	for _, c := range []struct {
+		in   []command.Result
+		want string
+	}{{nil, "null"}, {[]command.Result{}, "[]"}} {
+		if got, err := AppendResults(nil, c.in); err != nil || string(got) != c.want {
+			t.Errorf("AppendResults(%#v) = %s, %v; want %s", c.in, got, err, c.want)
 		}
 	}
 }

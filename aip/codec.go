@@ -464,6 +464,27 @@ func appendCommand(b []byte, c command.Command) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// AppendResults writes results as json.Marshal writes them (a JSON
+// array), without reflection and without checking again what their
+// MarshalJSON returns: for a server's journal, which records each
+// round's results.
+func AppendResults(b []byte, results []command.Result) ([]byte, error) {
+	if results == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendResult(b, r); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
 // appendResult writes a Result as command.Result's MarshalJSON does.
 func appendResult(b []byte, r command.Result) ([]byte, error) {
 	b = append(b, `{"status":`...)

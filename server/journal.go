@@ -61,6 +61,26 @@ type roundResults struct {
 	States  []dispatcher.CommandState `json:"states,omitempty"`
 }
 
+// Append encodes the entry (see appender): the results without
+// reflection, which with their states cost a short task 5% of its time
+// on a durable store.
+func (r roundResults) Append(dst []byte) ([]byte, error) {
+	b := append(dst, `{"results":`...)
+	b, err := aip.AppendResults(b, r.Results)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.States) > 0 {
+		states, err := json.Marshal(r.States)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"states":`...)
+		b = append(b, states...)
+	}
+	return append(b, '}'), nil
+}
+
 func (r *roundResults) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '[' {
 		return json.Unmarshal(b, &r.Results)
