@@ -128,7 +128,7 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 	for name, spec := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, spec)
+			st := watchRecords(openStore(t, spec))
 			f := newFixture(t, server.Options{NewSession: stepsRunner, Store: st})
 			dev := f.rawConn(t)
 			if ack := register(t, dev, "dev"); ack.Status != aip.StatusOK {
@@ -168,6 +168,7 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 			if info := stored(); info.Status != server.StatusRunning {
 				t.Fatalf("at the first round the stored task is %q", info.Status)
 			}
+			st.watch() // for the record that follows without a round
 			answer(first)
 			second := round()
 			// Read at once: the first round's results and its command's
@@ -190,15 +191,9 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 			}
 			// No round follows while the device works: the first step and
 			// both commands still reach the record.
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				info := stored()
-				if len(info.Steps) == 1 && len(info.Commands) == 2 && info.Commands[0].State == dispatcher.StateCompleted {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the stored task never caught up: %d steps, commands %+v", len(info.Steps), info.Commands)
-				}
-			}
+			st.until(t, d.TaskID, func(info server.TaskInfo) bool {
+				return len(info.Steps) == 1 && len(info.Commands) == 2 && info.Commands[0].State == dispatcher.StateCompleted
+			})
 			answer(second)
 			answer(round())
 			if info := f.waitTask(t, d.TaskID); info.Status != server.StatusCompleted {
@@ -286,7 +281,8 @@ func (d *callLog) Execute(ctx context.Context, cmd command.Command) command.Resu
 func TestLongTaskRecordAndResume(t *testing.T) {
 	const steps, pause = 120, 80
 	ctx := context.Background()
-	st := sqliteStore(t)
+	st := watchRecords(sqliteStore(t))
+	st.watch()
 	paused := make(chan struct{}, 1)
 	runner := gatedRunner(steps, pause, paused)
 	dev := &callLog{}
@@ -303,18 +299,7 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 	dev.mu.Unlock()
 	// The record catches up within a moment: it has the latest commands
 	// and steps and counts those it leaves out.
-	var stored server.TaskInfo
-	for deadline := time.Now().Add(5 * time.Second); stored.CommandsOmitted+len(stored.Commands) != pause; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the running task's record never caught up with its %d steps: %d commands (%d left out)", pause, len(stored.Commands), stored.CommandsOmitted)
-		}
-		rec, err := st.Task(ctx, info.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored = server.TaskInfo{}
-		json.Unmarshal(rec.Data, &stored)
-	}
+	stored := st.until(t, info.ID, func(stored server.TaskInfo) bool { return stored.CommandsOmitted+len(stored.Commands) == pause })
 	n := len(stored.Commands)
 	if n == 0 || n >= pause || stored.Commands[n-1].CallID != ran[pause-1] ||
 		stored.StepsOmitted+len(stored.Steps) != pause || len(stored.Steps) >= pause {

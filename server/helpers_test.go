@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,4 +283,55 @@ func newHTTP(t *testing.T, s *server.Server) *httptest.Server {
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return hs
+}
+
+// recordWatch is a store that tells a test when the server has written a
+// task's record, once watch has been called. From then on each record is
+// written before the test hears of it (the server only queues most of
+// them), so that the test reads it back; before, the store's own way
+// with queued records is what a test sees.
+type recordWatch struct {
+	store.Store
+	on      atomic.Bool
+	written chan struct{}
+}
+
+func watchRecords(st store.Store) *recordWatch {
+	return &recordWatch{Store: st, written: make(chan struct{}, 1)}
+}
+
+// watch starts telling of records.
+func (w *recordWatch) watch() { w.on.Store(true) }
+
+func (w *recordWatch) PutTask(ctx context.Context, t store.Task, wait bool) error {
+	if !w.on.Load() {
+		return w.Store.PutTask(ctx, t, wait)
+	}
+	err := w.Store.PutTask(ctx, t, true)
+	select {
+	case w.written <- struct{}{}:
+	default: // one is pending: the test reads the store again anyway
+	}
+	return err
+}
+
+// until reads task id's record from the store, again after each record
+// the server writes, until done holds for it, and returns it. Records
+// written before watch was called may not be read.
+func (w *recordWatch) until(t testing.TB, id string, done func(server.TaskInfo) bool) server.TaskInfo {
+	t.Helper()
+	for {
+		rec, err := w.Task(context.Background(), id)
+		if err != nil {
+			t.Fatalf("task %s is not in the store: %v", id, err)
+		}
+		var info server.TaskInfo
+		if err := json.Unmarshal(rec.Data, &info); err != nil {
+			t.Fatal(err)
+		}
+		if done(info) {
+			return info
+		}
+		<-w.written
+	}
 }

@@ -163,12 +163,18 @@ func (s *SQL) exec(ctx context.Context, key string, wait bool, op, query string,
 	if !wait {
 		return nil
 	}
+	return s.await(ctx, op, w.done, wr.stopped)
+}
+
+// await is a write's answer: from done, or an error once ctx ends or its
+// writer has stopped (closed) without answering it.
+func (s *SQL) await(ctx context.Context, op string, done <-chan error, stopped <-chan struct{}) error {
 	select {
-	case err := <-w.done:
+	case err := <-done:
 		return err
-	case <-wr.stopped:
+	case <-stopped:
 		select {
-		case err := <-w.done:
+		case err := <-done:
 			return err
 		default:
 			return s.wrap(op, errors.New("the store was closed before the write"))

@@ -108,6 +108,10 @@ type loggedTask struct {
 	entries []Entry
 }
 
+// ended says its latest record is of a task that is no longer running:
+// only a running task resumes, so its journal is of no more use.
+func (t *loggedTask) ended() bool { return t.rec != nil && t.rec.Status != running }
+
 // logOp is one write for the log.
 type logOp struct {
 	op    byte // opTask, opEntry or opDelete
@@ -266,19 +270,7 @@ func (l *taskLog) do(ctx context.Context, op *logOp) error {
 	} else {
 		l.wake() // the holder may have written its last batch
 	}
-	select {
-	case err := <-op.done:
-		return err
-	case <-l.stopped:
-		select {
-		case err := <-op.done:
-			return err
-		default:
-			return l.s.wrap(op.name(), errors.New("the store was closed before the write"))
-		}
-	case <-ctx.Done():
-		return l.s.wrap(op.name(), ctx.Err())
-	}
+	return l.s.await(ctx, op.name(), op.done, l.stopped)
 }
 
 // flushDelay bounds how long a write that is not waited for stays queued.
@@ -296,14 +288,7 @@ func (l *taskLog) wake() {
 // caller writes at most two batches and leaves the rest to the writer
 // goroutine.
 func (l *taskLog) lead() {
-	first := false
-	for range 2 {
-		batch := l.take()
-		if len(batch) == 0 {
-			break
-		}
-		first = l.write(batch) || first
-	}
+	first := l.writeQueued(2)
 	l.pen.Unlock()
 	l.qmu.Lock()
 	more := len(l.queue) > 0
@@ -311,6 +296,20 @@ func (l *taskLog) lead() {
 	if more || first {
 		l.wake() // to write the rest, or to time the next checkpoint
 	}
+}
+
+// writeQueued writes what is queued, at most limit batches (0: until
+// the queue is empty); it reports whether the log held nothing before
+// (see write). The pen's.
+func (l *taskLog) writeQueued(limit int) (first bool) {
+	for n := 0; limit == 0 || n < limit; n++ {
+		batch := l.take()
+		if len(batch) == 0 {
+			break
+		}
+		first = l.write(batch) || first
+	}
+	return first
 }
 
 // take is the pen's: the queued writes, oldest first.
@@ -373,13 +372,7 @@ func (l *taskLog) run() {
 			return
 		}
 		l.pen.Lock()
-		for {
-			batch := l.take()
-			if len(batch) == 0 {
-				break
-			}
-			l.write(batch)
-		}
+		l.writeQueued(0)
 		l.mu.Lock()
 		empty := len(l.cur) == 0
 		l.mu.Unlock()
@@ -424,24 +417,12 @@ func (l *taskLog) write(batch []*logOp) (first bool) {
 	defer l.recycle(batch)
 	buf := &l.buf
 	*buf = (*buf)[:0]
-	type entryKey struct {
-		task string
-		seq  int
+	var seen map[entryKey]bool // the batch's entries, when it has several writes
+	if len(batch) > 1 {
+		seen = map[entryKey]bool{}
 	}
-	var seqs map[entryKey]bool // the batch's entries
 	for _, op := range batch {
-		if op.op == opEntry && len(batch) > 1 {
-			if seqs == nil {
-				seqs = map[entryKey]bool{}
-			}
-			k := entryKey{op.id, op.entry.Seq}
-			if seqs[k] {
-				l.refuse(op, fmt.Errorf("task %s has journal entry %d already", op.id, op.entry.Seq))
-				continue
-			}
-			seqs[k] = true
-		}
-		*buf = l.check(op, *buf)
+		*buf = l.check(op, *buf, seen)
 	}
 	if len(*buf) > 0 && l.failed() == nil {
 		if _, err := l.f.Write(*buf); err != nil {
@@ -489,20 +470,28 @@ func (l *taskLog) refuse(op *logOp, err error) {
 	op.done <- err
 }
 
+// entryKey names a journal entry.
+type entryKey struct {
+	task string
+	seq  int
+}
+
 // check encodes a write for the log, or answers it if it is not to be
-// written: a journal entry whose seq the task has, or a record another
-// server holds (which SQL.PutTask ignores).
-func (l *taskLog) check(op *logOp, buf []byte) []byte {
-	if op.refused {
-		return buf
-	}
+// written: a journal entry whose seq the task has (in the log, or
+// earlier in its batch: seen, nil for a batch of one), or a record
+// another server holds (which SQL.PutTask ignores).
+func (l *taskLog) check(op *logOp, buf []byte, seen map[entryKey]bool) []byte {
 	l.mu.Lock()
 	switch op.op {
 	case opEntry:
-		if l.has(op.id, op.entry.Seq) {
+		k := entryKey{op.id, op.entry.Seq}
+		if seen[k] || l.has(op.id, op.entry.Seq) {
 			l.mu.Unlock()
 			l.refuse(op, fmt.Errorf("task %s has journal entry %d already", op.id, op.entry.Seq))
 			return buf
+		}
+		if seen != nil {
+			seen[k] = true
 		}
 	case opTask:
 		if op.task.Server != "" {
@@ -600,7 +589,7 @@ func (l *taskLog) drain() {
 	l.qmu.Unlock()
 	l.pen.Lock()
 	defer l.pen.Unlock()
-	l.write(l.take())
+	l.writeQueued(0)
 	l.f.Close()
 	close(l.jobs)
 	<-l.ckStopped
@@ -693,9 +682,9 @@ func (l *taskLog) commit(ctx context.Context, tasks logged) error {
 	delJournal, delTask, put, add := tx.StmtContext(ctx, stmts[0]), tx.StmtContext(ctx, stmts[1]), tx.StmtContext(ctx, stmts[2]), tx.StmtContext(ctx, stmts[3])
 	var rows []string // tasks whose journal this commit adds rows to
 	for id, t := range tasks {
-		// Only a running task resumes: the journal of one that ended
-		// is of no use, and does not go to the database (nor stay).
-		ended := t.rec != nil && t.rec.Status != running
+		// The journal of a task that ended does not go to the database
+		// (nor stay there).
+		ended := t.ended()
 		if ended && !t.deleted && (l.journaled == nil || l.journaled[id]) {
 			if _, err := delJournal.ExecContext(ctx, id); err != nil {
 				return s.wrap("checkpoint", err)
@@ -731,7 +720,7 @@ func (l *taskLog) commit(ctx context.Context, tasks logged) error {
 	}
 	if l.journaled != nil {
 		for id, t := range tasks {
-			if t.deleted || (t.rec != nil && t.rec.Status != running) {
+			if t.deleted || t.ended() {
 				delete(l.journaled, id)
 			}
 		}
