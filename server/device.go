@@ -20,13 +20,16 @@ import (
 // constellation that asks for tasks on a target device. Its fields are
 // guarded by the server's mu.
 type device struct {
-	id          string
-	clientType  aip.ClientType
-	targetID    string
-	info        command.DeviceInfo
-	platform    string
-	namespaces  map[string]string
-	conn        *aip.Conn // nil while away
+	id         string
+	clientType aip.ClientType
+	targetID   string
+	info       command.DeviceInfo
+	platform   string
+	namespaces map[string]string
+	conn       *aip.Conn // nil while away
+	// acked is the connection that has had its ack: frames queued while
+	// the device was away may go to it (see Server.queue).
+	acked       *aip.Conn
 	connectedAt time.Time
 	awaySince   time.Time
 	tasks       int
@@ -210,6 +213,9 @@ func (s *Server) register(conn *aip.Conn) *device {
 		s.mu.Unlock()
 		return d // the read loop sees the broken connection and unregisters
 	}
+	s.mu.Lock()
+	d.acked = conn
+	s.mu.Unlock()
 	s.sendQueued(d, conn)
 	if returning {
 		s.logf("%s %s is back", d.clientType, d.id)

@@ -227,6 +227,18 @@ func (s *Server) queue(id string, m *aip.ServerMessage) {
 		return
 	}
 	s.logf("%s is away: its %s frame waits for it", id, m.Type)
+	// It may have registered here while the frame was being queued, and
+	// taken what was queued before it: give it what is queued now.
+	s.mu.Lock()
+	d := s.devices[id]
+	var conn *aip.Conn
+	if d != nil && d.acked == d.conn {
+		conn = d.conn
+	}
+	s.mu.Unlock()
+	if conn != nil {
+		s.sendQueued(d, conn)
+	}
 }
 
 // tellRequester sends a frame about a task to the constellation that
