@@ -57,6 +57,58 @@ func noLeaks(t *testing.T) {
 	})
 }
 
+// logWatch is a slog handler a test waits on: the client logs each step
+// of a server's life ("mcp server restarted", "tool list refreshed"), so a
+// test can wait for the step itself instead of polling the status.
+type logWatch struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	changed chan struct{} // closed and replaced at every message
+}
+
+func newLogWatch() *logWatch {
+	return &logWatch{seen: map[string]int{}, changed: make(chan struct{})}
+}
+
+func (w *logWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *logWatch) WithGroup(string) slog.Handler            { return w }
+func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen[r.Message]++
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return nil
+}
+
+// count is how many times msg has been logged so far.
+func (w *logWatch) count(msg string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[msg]
+}
+
+// wait returns once msg has been logged n times in all, and fails the test
+// if that has not happened within 10 s.
+func (w *logWatch) wait(t *testing.T, msg string, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		w.mu.Lock()
+		got, changed := w.seen[msg], w.changed
+		w.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("%q logged %d times in 10s, want %d", msg, got, n)
+		}
+	}
+}
+
 // alive reports whether a process exists and is not a zombie.
 func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
@@ -181,15 +233,16 @@ func TestProgressReachesTheDispatchersCaller(t *testing.T) {
 }
 
 func TestListChangedRefreshesTools(t *testing.T) {
-	c := newClient(t, []client.Server{peer("good")}, fastOpts())
+	watch := newLogWatch()
+	opts := fastOpts()
+	opts.Logger = slog.New(watch)
+	c := newClient(t, []client.Server{peer("good")}, opts)
 	if r := run(c, "peer", "added", nil); r.OK() {
 		t.Fatal("added exists before add_tool")
 	}
+	refreshed := watch.count("tool list refreshed")
 	text(t, run(c, "peer", "add_tool", nil))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(c.Tools("peer", "")) != 9 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	watch.wait(t, "tool list refreshed", refreshed+1)
 	if got := text(t, run(c, "peer", "added", nil)); got != "I am new" {
 		t.Errorf("added: %q", got)
 	}
@@ -202,6 +255,8 @@ func TestDeathMidCallThenRestart(t *testing.T) {
 	noLeaks(t)
 	opts := fastOpts()
 	opts.MinBackoff = 300 * time.Millisecond
+	watch := newLogWatch()
+	opts.Logger = slog.New(watch)
 	c := newClient(t, []client.Server{peer("good"), {Namespace: "shell", MCP: shell.New(shell.Options{})}}, opts)
 	firstPID := c.Status()[0].PID
 
@@ -231,10 +286,7 @@ func TestDeathMidCallThenRestart(t *testing.T) {
 		t.Errorf("shell while peer is dead: %+v", r)
 	}
 	// It comes back.
-	deadline = time.Now().Add(5 * time.Second)
-	for c.Status()[0].State != client.StateReady && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	watch.wait(t, "mcp server restarted", 1)
 	st := c.Status()[0]
 	if st.State != client.StateReady || st.Restarts != 1 || st.PID == firstPID || alive(firstPID) {
 		t.Fatalf("after restart: %+v (first pid %d alive %v)", st, firstPID, alive(firstPID))
@@ -382,19 +434,23 @@ func TestPingFindsAStuckServer(t *testing.T) {
 	noLeaks(t)
 	opts := fastOpts()
 	opts.PingInterval = 100 * time.Millisecond
+	watch := newLogWatch()
+	opts.Logger = slog.New(watch)
 	srv := peer("good")
-	srv.InitTimeout = 500 * time.Millisecond
+	srv.InitTimeout = 2 * time.Second // also the ping's deadline
 	c := newClient(t, []client.Server{srv}, opts)
-	pid := c.Status()[0].PID
-	syscall.Kill(pid, syscall.SIGSTOP) // alive, but answers nothing
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st := c.Status()[0]; st.Restarts == 1 && st.State == client.StateReady {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	st := c.Status()[0]
+	// A signal to PID 0 would stop this test's whole process group (go
+	// test and CI with it): stop only a server known to be running.
+	if st.State != client.StateReady || st.PID <= 0 {
+		t.Fatalf("the server did not start: %+v", st)
+	}
+	pid := st.PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil { // alive, but answers nothing
+		t.Fatal(err)
+	}
+	watch.wait(t, "mcp server restarted", 1)
+	st = c.Status()[0]
 	if st.Restarts != 1 || st.PID == pid || alive(pid) {
 		t.Fatalf("after SIGSTOP: %+v, old pid alive %v", st, alive(pid))
 	}

@@ -298,8 +298,11 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 	ran := append([]string{}, dev.ids...)
 	dev.mu.Unlock()
 	// The record catches up within a moment: it has the latest commands
-	// and steps and counts those it leaves out.
-	stored := st.until(t, info.ID, func(stored server.TaskInfo) bool { return stored.CommandsOmitted+len(stored.Commands) == pause })
+	// and steps and counts those it leaves out. A round's commands and its
+	// step are written apart, so wait for both.
+	stored := st.until(t, info.ID, func(stored server.TaskInfo) bool {
+		return stored.CommandsOmitted+len(stored.Commands) == pause && stored.StepsOmitted+len(stored.Steps) == pause
+	})
 	n := len(stored.Commands)
 	if n == 0 || n >= pause || stored.Commands[n-1].CallID != ran[pause-1] ||
 		stored.StepsOmitted+len(stored.Steps) != pause || len(stored.Steps) >= pause {
