@@ -13,6 +13,12 @@ import (
 // cgroupRoot is where the host's cgroup file systems are mounted.
 var cgroupRoot = "/sys/fs/cgroup"
 
+// cgroupPatterns match the cgroups of every sandbox (sweep).
+func cgroupPatterns() []string {
+	return []string{filepath.Join(cgroupRoot, "saucer", "saucer-"+dirPrefix+"*"),
+		filepath.Join(cgroupRoot, "*", "saucer-"+dirPrefix+"*")}
+}
+
 // cgroup is the sandbox's cgroup: one directory on a cgroup v2 host, one per
 // controller on a v1 host. Limits that cannot be set are named in notes;
 // the sandbox still starts (its namespaces are the boundary, the limits

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Network modes.
@@ -65,10 +68,54 @@ var Env = []string{
 }
 
 // caps is what root keeps inside: Docker's default set for containers,
-// without CAP_MKNOD (no device files) and CAP_NET_RAW. Mounting, module
-// loading, ptrace of others, raw I/O and the like are not in it.
+// without CAP_MKNOD (no device files), CAP_NET_RAW and CAP_SETFCAP (file
+// capabilities on a file in the working folder would be powers on the
+// host). Mounting, module loading, ptrace of others, raw I/O and the like
+// are not in it.
 var caps = []string{"chown", "dac_override", "fowner", "fsetid", "kill", "setgid", "setuid",
-	"setpcap", "setfcap", "net_bind_service", "sys_chroot", "audit_write"}
+	"setpcap", "net_bind_service", "sys_chroot", "audit_write"}
+
+// Open-file limits inside: a container's, not the host's. 1024 soft keeps
+// select(2) users and programs that close every descriptor up to the limit
+// working; 524288 hard lets those that want more raise it (systemd's
+// defaults for services, and Docker's since it stopped passing its own).
+// A host that does not give Saucer CAP_SYS_RESOURCE keeps its own hard
+// limit where it is lower (noFile).
+const (
+	NoFileSoft = 1024
+	NoFileHard = 524288
+)
+
+// noFile is the open-file limits the sandbox gets on this host.
+var noFile = sync.OnceValues(func() (soft, hard uint64) {
+	soft, hard = NoFileSoft, NoFileHard
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err == nil && cur.Max < hard && !hasCap(unix.CAP_SYS_RESOURCE) {
+		hard = cur.Max
+	}
+	return min(soft, hard), hard
+})
+
+// hasCap reports whether this process has a capability in effect.
+func hasCap(c int) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<c) != 0
+		}
+	}
+	return false
+}
+
+// maskedProc are files of /proc that show the host's kernel state and are
+// hidden inside, as Docker hides them: /proc/keys lists the keyrings of
+// the host's root, who root inside is.
+var maskedProc = []string{"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/sysrq-trigger", "/proc/kallsyms"}
 
 // Options describe a sandbox. The zero value is a sandbox over the host's
 // root with no network and default limits.
@@ -103,20 +150,37 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Sandbox is a running sandbox.
+// Sandbox is a running sandbox. If everything in it is killed (kill -9 -1
+// inside ends its first process, and with it the sandbox), the next use
+// starts a fresh one over the same working folder, and the next command
+// is told so on its stderr.
 type Sandbox struct {
-	opts   Options
-	pid    int    // host PID of the sandbox's first process
-	root   string // /proc/PID/root
-	dir    string // host folder holding the mount points
-	cgroup *cgroup
+	opts    Options
+	dir     string // host folder: mount points, the owner marker, the state file
+	cgroup  *cgroup
+	nsenter string // its absolute path
+	helper  string // the seccomp helper's path (enter.go)
+
+	mu       sync.Mutex
+	cur      *instance // the running sandbox; nil once Close began or a restart failed
+	notice   string    // for the next command: why its sandbox is a fresh one
+	err      error     // why there is no sandbox (a failed restart)
+	restarts int
+	closing  bool
+
+	closeOnce sync.Once
+	closeErr  error
+	watched   chan struct{} // closed when the watcher has returned
+}
+
+// instance is one run of the sandbox: its bwrap and first process.
+type instance struct {
+	pid    int // host PID of the first process
+	pidfd  int // a pidfd of it: readable once it has ended
 	cmd    *exec.Cmd
 	keep   *os.File // its stdin: closing it ends the sandbox
 	done   chan struct{}
 	stderr *bytes.Buffer
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // ErrUnsupported wraps every reason a host cannot make sandboxes.
@@ -140,6 +204,9 @@ func Check() error {
 	}
 	if !filesystemKnown("overlay") {
 		return fmt.Errorf("%w: the kernel has no overlay filesystem (modprobe overlay)", ErrUnsupported)
+	}
+	if _, err := filterArches(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -226,10 +293,13 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // startScript runs in a private mount namespace made by unshare: it joins
-// the cgroup, makes the writable layer and the overlay root, and becomes
-// bwrap. Paths come in the environment, so nothing needs quoting.
+// the cgroup, sets the open-file limits, makes the writable layer and the
+// overlay root, and becomes bwrap. Paths come in the environment, so
+// nothing needs quoting.
 const startScript = `set -e
 for f in $SBX_CGROUP; do echo $$ > "$f"; done
+ulimit -H -n $SBX_NOFILE_HARD
+ulimit -S -n $SBX_NOFILE_SOFT
 mount -t tmpfs -o "size=$SBX_DISK,mode=0755" saucer-layer "$SBX_DIR/layer"
 mkdir "$SBX_DIR/layer/upper" "$SBX_DIR/layer/work"
 mount -t overlay saucer-root -o "lowerdir=$SBX_LOWER,upperdir=$SBX_DIR/layer/upper,workdir=$SBX_DIR/layer/work" "$SBX_DIR/root"
@@ -245,23 +315,63 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "saucer-sandbox-")
+	helper, err := helperPath()
 	if err != nil {
 		return nil, err
 	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, err
+	}
+	sweepOnce.Do(sweep)
+	dir, err := os.MkdirTemp("", dirPrefix+ownerTag()+"-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{opts: opts, dir: dir, nsenter: nsenter, helper: helper, watched: make(chan struct{})}
+	if err := s.prepare(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.cgroup = newCgroup(filepath.Base(dir), opts)
+	inst, err := s.start(ctx)
+	if err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	s.cur = inst
+	go s.watch(inst)
+	return s, nil
+}
+
+// prepare makes the host folder's contents: the mount points.
+func (s *Sandbox) prepare() error {
 	for _, d := range []string{"layer", "root"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
+		if err := os.Mkdir(filepath.Join(s.dir, d), 0o700); err != nil {
+			return err
 		}
 	}
-	s := &Sandbox{opts: opts, dir: dir, done: make(chan struct{}), stderr: &bytes.Buffer{}}
-	s.cgroup = newCgroup(filepath.Base(dir), opts)
+	return nil
+}
 
-	bw := []string{"bwrap", "--bind", filepath.Join(dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
+// start runs one instance of the sandbox and waits until it is ready.
+func (s *Sandbox) start(ctx context.Context) (*instance, error) {
+	opts := s.opts
+	filter, err := seccompFilter()
+	if err != nil {
+		return nil, err
+	}
+	soft, hard := noFile()
+	inst := &instance{pidfd: -1, done: make(chan struct{}), stderr: &bytes.Buffer{}}
+	bw := []string{"bwrap", "--bind", filepath.Join(s.dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
 		// Kernel settings are the host's: root inside may read, not write
 		// them (core_pattern, for one, would run a host program).
 		"--ro-bind", "/proc/sys", "/proc/sys"}
+	for _, p := range maskedProc {
+		if _, err := os.Stat(p); err == nil { // the same kernel: the same files
+			bw = append(bw, "--ro-bind", "/dev/null", p)
+		}
+	}
 	for _, h := range opts.Hide {
 		if h == opts.WorkDir {
 			continue
@@ -271,6 +381,8 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		}
 	}
 	if opts.Work != "" {
+		// bwrap mounts every bind nosuid and nodev: a setuid file or a
+		// device file in the working folder is inert inside.
 		bw = append(bw, "--bind", opts.Work, opts.WorkDir)
 	} else {
 		bw = append(bw, "--dir", opts.WorkDir)
@@ -283,7 +395,7 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	for _, c := range caps {
 		bw = append(bw, "--cap-add", "CAP_"+strings.ToUpper(c))
 	}
-	bw = append(bw, "--chdir", opts.WorkDir, "--info-fd", "3",
+	bw = append(bw, "--chdir", opts.WorkDir, "--info-fd", "3", "--seccomp", "4",
 		// The first process says it runs (bwrap's info comes before the
 		// root is in place), then waits for its stdin to close: Close, or
 		// the death of this process.
@@ -291,48 +403,165 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 
 	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", startScript, "saucer-sandbox"}, bw...)
 	cmd := exec.Command("unshare", args...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SBX_DIR=" + dir, "SBX_LOWER=" + opts.Root,
-		"SBX_DISK=" + strconv.FormatInt(opts.Disk, 10), "SBX_CGROUP=" + strings.Join(s.cgroup.procs(), " ")}
-	cmd.Stderr, cmd.Dir = s.stderr, "/"
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SBX_DIR=" + s.dir, "SBX_LOWER=" + opts.Root,
+		"SBX_DISK=" + strconv.FormatInt(opts.Disk, 10), "SBX_CGROUP=" + strings.Join(s.cgroup.procs(), " "),
+		"SBX_NOFILE_SOFT=" + strconv.FormatUint(soft, 10), "SBX_NOFILE_HARD=" + strconv.FormatUint(hard, 10)}
+	cmd.Stderr, cmd.Dir = inst.stderr, "/"
 	// Its own process group: a Ctrl-C at the terminal is Saucer's to
 	// handle; the sandbox ends when Saucer closes it or dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	ends, err := pipes(3)
+	ends, err := pipes(4)
 	if err != nil {
-		s.cleanup()
 		return nil, err
 	}
-	// bwrap's info document, a pipe whose closing ends the sandbox, and
-	// the first process's "ready".
-	info, infoW, keepR, keepW, ready, readyW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
+	// bwrap's info document, a pipe whose closing ends the sandbox, the
+	// first process's "ready", and the seccomp filter for bwrap to load.
+	info, infoW, keepR, keepW, ready, readyW, filterR, filterW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6], ends[7]
 	defer ready.Close()
-	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW}
+	// The filter (a few KiB) fits in the pipe's buffer.
+	if _, err := filterW.Write(filter); err != nil {
+		closeAll(ends)
+		return nil, fmt.Errorf("sandbox: seccomp filter: %w", err)
+	}
+	filterW.Close()
+	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW, filterR}
 	if err := cmd.Start(); err != nil {
 		closeAll(ends)
-		s.cleanup()
 		return nil, fmt.Errorf("sandbox: start: %w", err)
 	}
 	infoW.Close()
 	keepR.Close()
 	readyW.Close()
-	s.cmd, s.keep = cmd, keepW
+	filterR.Close()
+	inst.cmd, inst.keep = cmd, keepW
 	go func() {
 		cmd.Wait()
-		close(s.done)
+		close(inst.done)
 	}()
 
 	pid, err := readInfo(ctx, info, ready, opts.StartTimeout)
 	info.Close()
+	if err == nil {
+		inst.pid = pid
+		inst.pidfd, err = unix.PidfdOpen(pid, 0)
+		if err != nil {
+			err = fmt.Errorf("pidfd_open: %w", err)
+		}
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(s.dir, "pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+	}
 	if err != nil {
-		s.Close()
-		msg := strings.TrimSpace(s.stderr.String())
+		inst.stop()
+		msg := strings.TrimSpace(inst.stderr.String())
 		if msg != "" {
 			return nil, fmt.Errorf("sandbox did not start: %v: %s", err, msg)
 		}
 		return nil, fmt.Errorf("sandbox did not start: %w", err)
 	}
-	s.pid, s.root = pid, fmt.Sprintf("/proc/%d/root", pid)
-	return s, nil
+	return inst, nil
+}
+
+// ended reports whether the instance's first process has ended (it may
+// not be reaped yet: its namespace is going).
+func (i *instance) ended() bool {
+	select {
+	case <-i.done:
+		return true
+	default:
+	}
+	fds := []unix.PollFd{{Fd: int32(i.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// stop ends the instance: closing its stdin ends the first process, and
+// with it the PID namespace; if that does not do it soon, the launcher is
+// killed.
+func (i *instance) stop() {
+	if i.keep != nil {
+		i.keep.Close()
+	}
+	if i.cmd != nil && i.cmd.Process != nil {
+		select {
+		case <-i.done:
+		case <-time.After(500 * time.Millisecond):
+			// bwrap's first process did not end at EOF (it was replaced, or
+			// is stopped): end the namespace by killing the launcher.
+			i.cmd.Process.Kill()
+			<-i.done
+		}
+	}
+	if i.pidfd >= 0 {
+		unix.Close(i.pidfd)
+		i.pidfd = -1
+	}
+}
+
+// why says why an instance ended by itself.
+func (i *instance) why() string {
+	st := i.cmd.ProcessState
+	code := -1
+	if st != nil {
+		code = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	if code == 128+int(syscall.SIGKILL) {
+		return "every process in it was killed (kill -9 -1 inside does that, and so does the kernel when the sandbox runs out of memory)"
+	}
+	msg := strings.TrimSpace(i.stderr.String())
+	if msg != "" {
+		return fmt.Sprintf("its first process ended (exit status %d: %s)", code, msg)
+	}
+	return fmt.Sprintf("its first process ended (exit status %d)", code)
+}
+
+// watch replaces an instance that ends by itself with a fresh one, so that
+// servers restarted over Argv find a sandbox to enter.
+func (s *Sandbox) watch(inst *instance) {
+	defer close(s.watched)
+	for inst != nil {
+		<-inst.done
+		next, _ := s.running(context.Background())
+		inst = next
+	}
+}
+
+// running is the running instance, after replacing one that ended.
+func (s *Sandbox) running(ctx context.Context) (*instance, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("sandbox: closed")
+	}
+	if s.cur == nil {
+		return nil, s.err
+	}
+	if !s.cur.ended() {
+		return s.cur, nil
+	}
+	old := s.cur
+	// It is ending: wait for bwrap to go, for the reason.
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	old.stop()
+	why := old.why()
+	slog.Warn("the sandbox ended; starting a fresh one", "reason", why, "workdir", s.opts.Work)
+	next, err := s.start(ctx)
+	if err != nil {
+		s.cur, s.err = nil, fmt.Errorf("sandbox: it ended (%s) and a fresh one did not start: %w", why, err)
+		return nil, s.err
+	}
+	s.cur, s.restarts = next, s.restarts+1
+	s.notice = fmt.Sprintf("saucer: the sandbox ended before this command: %s. This command runs in a fresh sandbox: "+
+		"the working folder %s is as it was, everything else (installed packages, users, files elsewhere, processes) is new.",
+		why, s.opts.WorkDir)
+	return next, nil
 }
 
 // pipes makes n pipes: their read and write ends, in turn. On an error
@@ -397,69 +626,102 @@ func readInfo(ctx context.Context, info, ready io.Reader, timeout time.Duration)
 }
 
 // Path is the host path of a path inside the sandbox. Reading through it
-// is reading the sandbox's files; it is valid while the sandbox runs.
+// is reading the sandbox's files; it is valid while the sandbox runs (a
+// sandbox that ended is replaced first).
 // Absolute symlinks inside lead to the host's files when followed from
 // here: open through an os.Root made on Path("/").
 func (s *Sandbox) Path(inside string) string {
-	return filepath.Join(s.root, filepath.Clean("/"+inside))
+	pid := 0
+	if inst, err := s.running(context.Background()); err == nil {
+		pid = inst.pid
+	}
+	return filepath.Join(fmt.Sprintf("/proc/%d/root", pid), filepath.Clean("/"+inside))
 }
 
 // WorkDir is the folder inside where commands start.
 func (s *Sandbox) WorkDir() string { return s.opts.WorkDir }
 
+// enterScript runs on the host before a command enters the sandbox: it
+// joins the cgroup (before anything inside can fork), sets the open-file
+// limits, says the notice if any, reads the PID of the sandbox's first
+// process (a fresh sandbox has a new one) and execs the seccomp helper.
+const enterScript = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift
+ulimit -H -n $1 && ulimit -S -n $2 || exit 125
+[ -z "$3" ] || printf '%s\n' "$3" >&2
+read -r pid < "$4" || exit 125
+helper=$5; nsenter=$6; shift 6
+exec "$helper" "$nsenter" --target "$pid" "$@"`
+
 // Argv is the host command line that runs argv inside the sandbox, in dir
 // (inside; empty means WorkDir), with exactly env as its environment (nil
-// means Env), as root with the sandbox's capabilities, in its cgroup.
+// means Env), as root with the sandbox's capabilities, in its cgroup,
+// under its seccomp filter. It stays valid when the sandbox is replaced.
 func (s *Sandbox) Argv(dir string, env []string, argv ...string) []string {
+	return s.argv("", dir, env, argv...)
+}
+
+func (s *Sandbox) argv(notice, dir string, env []string, argv ...string) []string {
 	if dir == "" {
 		dir = s.opts.WorkDir
 	}
 	if env == nil {
 		env = Env
 	}
-	var out []string
-	if procs := s.cgroup.procs(); len(procs) > 0 {
-		// Join the cgroup before anything inside can fork.
-		out = append(out, "/bin/sh", "-c", `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`, "saucer-sandbox")
-		out = append(out, procs...)
-		out = append(out, "--")
-	}
+	out := []string{"/bin/sh", "-c", enterScript, "saucer-sandbox"}
+	out = append(out, s.cgroup.procs()...)
+	soft, hard := noFile()
+	out = append(out, "--", strconv.FormatUint(hard, 10), strconv.FormatUint(soft, 10), notice, filepath.Join(s.dir, "pid"), s.helper, s.nsenter)
 	// --wd without a folder: the first process's (inside the new root);
 	// env -C then moves to dir, resolved inside.
-	out = append(out, "nsenter", "--target", strconv.Itoa(s.pid), "--mount", "--uts", "--ipc", "--pid", "--net", "--root", "--wd",
+	out = append(out, "--mount", "--uts", "--ipc", "--pid", "--net", "--root", "--wd",
 		"--", "/usr/bin/setpriv", "--bounding-set", "-all,+"+strings.Join(caps, ",+"), "--",
 		"/usr/bin/env", "-i", "-C", dir)
 	out = append(out, env...)
 	return append(out, argv...)
 }
 
-// Command is exec.CommandContext for Argv.
+// Command is exec.CommandContext for Argv. A sandbox that ended is
+// replaced first, and the command's stderr begins with a line that says
+// so; if no sandbox can be had, the command fails to start with the
+// reason.
 func (s *Sandbox) Command(ctx context.Context, dir string, env []string, argv ...string) *exec.Cmd {
-	a := s.Argv(dir, env, argv...)
+	_, err := s.running(ctx)
+	s.mu.Lock()
+	notice := s.notice
+	s.notice = ""
+	s.mu.Unlock()
+	a := s.argv(notice, dir, env, argv...)
 	cmd := exec.CommandContext(ctx, a[0], a[1:]...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if err != nil {
+		cmd.Err = err
+	}
 	return cmd
+}
+
+// Restarts counts the fresh sandboxes that replaced one that ended.
+func (s *Sandbox) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
 }
 
 // Limits says which limits apply, for doctor and logs.
 func (s *Sandbox) Limits() string { return s.cgroup.describe() }
 
-// Done is closed when the sandbox has ended.
-func (s *Sandbox) Done() <-chan struct{} { return s.done }
-
 // Close ends the sandbox: every process in it is killed, its writable layer
 // and mounts are gone; the work folder stays. Close is idempotent.
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
-		s.keep.Close()
-		select {
-		case <-s.done:
-		case <-time.After(500 * time.Millisecond):
-			// bwrap's first process did not end at EOF (it was replaced, or
-			// is stopped): end the namespace by killing the launcher.
-			s.cmd.Process.Kill()
-			<-s.done
+		s.mu.Lock()
+		s.closing = true
+		inst := s.cur
+		s.cur = nil
+		s.mu.Unlock()
+		if inst != nil {
+			inst.stop()
 		}
+		<-s.watched
 		s.closeErr = s.cleanup()
 	})
 	return s.closeErr
