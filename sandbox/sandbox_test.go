@@ -43,6 +43,7 @@ func run(t testing.TB, s *Sandbox, line string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := s.Command(ctx, "", nil, "/bin/sh", "-c", line)
+	cmd.WaitDelay = 5 * time.Second // a process left holding the output
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

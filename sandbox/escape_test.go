@@ -1,0 +1,324 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// probe is a python3 program run inside: it makes each named system call
+// with harmless arguments and prints "name errno" (0: it worked).
+const probe = `
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    print(name, ctypes.get_errno() if r < 0 else 0)
+    sys.stdout.flush()
+    return r
+n = dict(x86_64=dict(keyctl=250, add_key=248, request_key=249, unshare=272, bpf=321, perf_event_open=298,
+                     io_uring_setup=425, kexec_load=246, init_module=175, ptrace=101, clone3=435, openat2=437,
+                     fchmodat=268, mount=165),
+         aarch64=dict(keyctl=219, add_key=217, request_key=218, unshare=97, bpf=280, perf_event_open=241,
+                      io_uring_setup=425, kexec_load=104, init_module=105, ptrace=117, clone3=435, openat2=437,
+                      fchmodat=53, mount=40))[os.uname().machine]
+call("keyctl", n["keyctl"], 0, -4, 0)                 # KEYCTL_GET_KEYRING_ID of the user keyring
+call("add_key", n["add_key"], 0, 0, 0, 0, -4)
+call("request_key", n["request_key"], 0, 0, 0, 0)
+call("unshare", n["unshare"], 0x10000000)             # CLONE_NEWUSER
+call("bpf", n["bpf"], 0, 0, 0)
+call("perf_event_open", n["perf_event_open"], 0, 0, -1, -1, 0)
+call("io_uring_setup", n["io_uring_setup"], 1, 0)
+call("kexec_load", n["kexec_load"], 0, 0, 0, 0)
+call("init_module", n["init_module"], 0, 0, 0)
+child = subprocess.Popen(["sleep", "1000"])
+call("ptrace", n["ptrace"], 16, child.pid, 0, 0)      # PTRACE_ATTACH to a process of ours
+child.kill()
+call("clone3", n["clone3"], 0, 0)
+call("openat2", n["openat2"], -100, 0, 0, 0)
+`
+
+// TestNoEscapeAsRootInside tries, as root inside a sandbox, what would
+// reach the host's kernel or leave something on the host that gives
+// root: the kernel keyring, new user namespaces and mounts in them,
+// kernel interfaces, ptrace, a setuid file in the working folder.
+func TestNoEscapeAsRootInside(t *testing.T) {
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "probe.py"), []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A key in the host root's user keyring: root inside is the same user.
+	desc := fmt.Sprintf("saucer-test-%d", os.Getpid())
+	key, err := unix.AddKey("user", desc, []byte("host secret"), unix.KEY_SPEC_USER_KEYRING)
+	if err != nil {
+		t.Fatalf("add a host key: %v", err)
+	}
+	t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_INVALIDATE, key, 0, 0, 0) })
+
+	s := need(t, Options{Work: work})
+	if out, _ := run(t, s, "command -v python3"); out == "" {
+		t.Fatal("the sandbox's root has no python3: the probes need it")
+	}
+
+	t.Run("system calls are refused with EPERM", func(t *testing.T) {
+		out, code := run(t, s, "python3 probe.py")
+		if code != 0 {
+			t.Fatalf("probe: exit %d: %s", code, out)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if name, errno, ok := strings.Cut(line, " "); ok {
+				got[name] = errno
+			}
+		}
+		eperm, enosys := strconv.Itoa(int(syscall.EPERM)), strconv.Itoa(int(syscall.ENOSYS))
+		for name, want := range map[string]string{"keyctl": eperm, "add_key": eperm, "request_key": eperm, "unshare": eperm,
+			"bpf": eperm, "perf_event_open": eperm, "io_uring_setup": eperm, "kexec_load": eperm, "init_module": eperm,
+			"ptrace": eperm, "clone3": enosys, "openat2": enosys} {
+			if got[name] != want {
+				t.Errorf("%s: errno %q, want %s (the filter's answer)", name, got[name], want)
+			}
+		}
+	})
+
+	t.Run("the host's keys", func(t *testing.T) {
+		read := fmt.Sprintf(`python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(64)
+print(libc.syscall(%d, 11, %d, buf, 64), buf.value)'`, sysKeyctl(), key) // KEYCTL_READ
+		if out, _ := run(t, s, read+"; cat /proc/keys /proc/key-users"); strings.Contains(out, "host secret") || strings.Contains(out, desc) {
+			t.Errorf("a host key is readable inside:\n%s", out)
+		}
+		// A key added inside is not the host's to read.
+		run(t, s, fmt.Sprintf(`python3 -c '
+import ctypes
+libc = ctypes.CDLL(None)
+libc.syscall(%d, b"user", b"saucer-from-inside", b"planted", 7, -4)'`, sysAddKey()))
+		if id, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", "saucer-from-inside", 0); err == nil {
+			unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+			t.Error("a key added inside reached the host's keyring")
+		}
+	})
+
+	if runtime.GOARCH == "amd64" {
+		t.Run("the 32-bit ABI", func(t *testing.T) {
+			// keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING) through
+			// int 0x80, the i386 entry a 64-bit process may also use.
+			out, _ := run(t, s, `python3 -c '
+import ctypes, mmap
+code = bytes([0x53, 0xb8, 0x20, 0x01, 0, 0, 0x31, 0xdb, 0xb9, 0xfc, 0xff, 0xff, 0xff, 0x31, 0xd2,
+              0xcd, 0x80, 0x48, 0x63, 0xc0, 0x5b, 0xc3])
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(code)
+f = ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
+print(f())'`)
+			if out != "-1" { // -EPERM
+				t.Errorf("keyctl through int 0x80 returned %q, want -1 (EPERM)", out)
+			}
+		})
+	}
+
+	t.Run("user namespaces and mounts in them", func(t *testing.T) {
+		if out, code := run(t, s, "unshare -Urm sh -c 'mount -t tmpfs none /mnt && echo mounted'"); code == 0 || strings.Contains(out, "mounted") {
+			t.Errorf("a user namespace with a mount inside: exit %d: %s", code, out)
+		}
+	})
+
+	t.Run("ptrace", func(t *testing.T) {
+		out, _ := run(t, s, `sleep 1000 & python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.ptrace(16, int(sys.argv[1]), 0, 0), ctypes.get_errno())' $!; kill $!`)
+		if out != fmt.Sprintf("-1 %d", syscall.EPERM) {
+			t.Errorf("PTRACE_ATTACH to a process inside: %q", out)
+		}
+	})
+
+	t.Run("setuid files in the working folder", func(t *testing.T) {
+		run(t, s, `cp /bin/sh /root/suid-chmod; chmod 4755 /root/suid-chmod; chmod g+s /root/suid-chmod
+python3 -c '
+import os, stat
+os.close(os.open("/root/suid-open", os.O_CREAT | os.O_WRONLY, 0o6755))
+os.mknod("/root/suid-mknod", stat.S_IFREG | 0o4755)
+open("/root/caps", "w").close()
+try:
+    os.setxattr("/root/caps", "security.capability", bytes.fromhex("0100000200000000000000000000000000000000"))
+except OSError as e:
+    print(e)'`)
+		for _, name := range []string{"suid-chmod", "suid-open", "suid-mknod"} {
+			st, err := os.Stat(filepath.Join(work, name))
+			if err == nil && st.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+				t.Errorf("%s is %s on the host", name, st.Mode())
+			}
+		}
+		if v, err := unix.Getxattr(filepath.Join(work, "caps"), "security.capability", make([]byte, 64)); err == nil && v > 0 {
+			t.Error("a file capability was set on a file in the working folder")
+		}
+	})
+
+	t.Run("a setuid file the host left is inert inside", func(t *testing.T) {
+		id, err := exec.LookPath("id")
+		if err != nil {
+			t.Skip(err)
+		}
+		b, err := os.ReadFile(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "suid-id"), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(work, "suid-id"), 0o4755)
+		if out, _ := run(t, s, "setpriv --reuid 65534 --regid 65534 --clear-groups /root/suid-id -u"); out != "65534" {
+			t.Errorf("a setuid-root file ran as %q, want 65534 (nosuid)", out)
+		}
+	})
+}
+
+func sysAddKey() int {
+	if runtime.GOARCH == "arm64" {
+		return 217
+	}
+	return 248
+}
+
+func sysKeyctl() int {
+	if runtime.GOARCH == "arm64" {
+		return 219
+	}
+	return 250
+}
+
+// The open-file limit is a container's, not the host's.
+func TestOpenFileLimit(t *testing.T) {
+	s := need(t, Options{})
+	soft, hard := noFile()
+	out, _ := run(t, s, "ulimit -Sn; ulimit -Hn")
+	if want := fmt.Sprintf("%d\n%d", soft, hard); out != want || soft != NoFileSoft {
+		t.Errorf("ulimit inside: %q, want %q", out, want)
+	}
+	var host syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &host)
+	t.Logf("host: %d/%d, inside: %s", host.Cur, host.Max, strings.ReplaceAll(out, "\n", "/"))
+}
+
+// kill -9 -1 inside kills the sandbox's first process, which ends the
+// sandbox; the next command runs in a fresh one and says so.
+func TestKillEverythingInside(t *testing.T) {
+	work := t.TempDir()
+	s := need(t, Options{Work: work})
+	run(t, s, "echo kept > /root/kept; echo gone > /etc/gone")
+	old := s.Path("/")
+	out, _ := run(t, s, "kill -9 -1; sleep 5; echo survived")
+	if strings.Contains(out, "survived") {
+		t.Fatalf("the command outlived kill -9 -1: %q", out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := s.Command(ctx, "", nil, "/bin/sh", "-c", "cat /root/kept; cat /etc/gone 2>/dev/null || echo fresh")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the command after kill -9 -1: %v: %s", err, stderr.String())
+	}
+	if stdout.String() != "kept\nfresh\n" {
+		t.Errorf("after the restart: %q (the work folder stays, the rest is new)", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "the sandbox ended before this command") || !strings.Contains(stderr.String(), "kill -9 -1") {
+		t.Errorf("the command was not told why its sandbox is new: %q", stderr.String())
+	}
+	if s.Restarts() != 1 || s.Path("/") == old {
+		t.Errorf("%d restarts, root %s (was %s)", s.Restarts(), s.Path("/"), old)
+	}
+	// The notice is said once.
+	if out, _ := run(t, s, "echo again"); out != "again" {
+		t.Errorf("the next command: %q", out)
+	}
+}
+
+// What a Saucer killed with SIGKILL leaves (its sandbox's host folder and
+// cgroup) is removed by the next one; a live owner's is not.
+func TestLeftoversOfAKilledOwnerAreSwept(t *testing.T) {
+	if os.Getenv("SAUCER_SANDBOX_HOLD") != "" {
+		// The child: start a sandbox, say where it is, wait to be killed.
+		s, err := Start(context.Background(), Options{})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(s.dir, s.cur.pid, strings.Join(s.cgroup.dirs, " "))
+		time.Sleep(time.Hour)
+	}
+	need(t, Options{}) // this host can make sandboxes; and this process's sweep is done
+	child := exec.Command(os.Args[0], "-test.run=^TestLeftoversOfAKilledOwnerAreSwept$")
+	child.Env = append(os.Environ(), "SAUCER_SANDBOX_HOLD=1")
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.HasPrefix(line, "error") {
+		child.Process.Kill()
+		t.Fatalf("the child did not start a sandbox: %q %v", line, err)
+	}
+	f := strings.Fields(line)
+	dir, firstPID, groups := f[0], f[1], f[2:]
+	pid, _ := strconv.Atoi(firstPID)
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	if child.Process.Pid <= 0 {
+		t.Fatal("no child PID")
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	// The sandbox ends with its owner: wait for its first process to go.
+	if n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 20000); err != nil || n != 1 {
+		t.Fatalf("the sandbox outlived its owner: %d %v", n, err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("nothing was left to sweep (%v): the test proves nothing", err)
+	}
+	// A live owner's leftovers-to-be: ours, by name.
+	mine, err := os.MkdirTemp("", dirPrefix+ownerTag()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(mine)
+
+	sweep() // what the next Start of a process does first
+
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead owner's folder %s is still there (%v)", dir, err)
+	}
+	for _, g := range groups {
+		if _, err := os.Stat(g); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the dead owner's cgroup %s is still there (%v)", g, err)
+		}
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("a live owner's folder was swept: %v", err)
+	}
+}
