@@ -212,3 +212,28 @@ func TestSandboxPersistentShell(t *testing.T) {
 		t.Error("useradd in the sandbox made /home/jack on the host")
 	}
 }
+
+// kill -9 -1 inside ends the sandbox (its first process dies with the
+// rest); the device gives a fresh one, says so on the next command's
+// stderr, and its tools work on: the shell and the files tool alike.
+func TestSandboxKillEverything(t *testing.T) {
+	dev, work := sandboxDevice(t, nil)
+	sh(t, dev, "echo kept > /root/kept.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dev.Execute(ctx, command.Command{Namespace: "shell", ToolName: "execute_command", ToolType: command.Action,
+		Parameters: map[string]any{"command": "kill -9 -1"}})
+	out := sh(t, dev, "cat /root/kept.txt; hostname")
+	if out.ExitCode != 0 || out.Stdout != "kept\nsandbox" {
+		t.Fatalf("the command after kill -9 -1: %+v", out)
+	}
+	if !strings.Contains(out.Stderr, "the sandbox ended before this command") {
+		t.Errorf("the model was not told its sandbox is new: stderr %q", out.Stderr)
+	}
+	if res := file(dev, "write_file", map[string]any{"path": "after.txt", "content": "after\n"}); !res.OK() {
+		t.Errorf("the files tool after the restart: %s", res.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "after.txt")); err != nil || string(b) != "after\n" {
+		t.Errorf("the files tool wrote %q %v", b, err)
+	}
+}
