@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,10 +56,6 @@ const (
 	DefaultHostname = "sandbox"
 	DefaultWorkDir  = "/root"
 )
-
-// DefaultHide are host directories that are empty inside the sandbox: homes,
-// temporary and runtime folders, where a host's secrets and sockets live.
-var DefaultHide = []string{"/home", "/tmp", "/var/tmp", "/run", "/mnt", "/media"}
 
 // Env is the environment commands get when the caller names none of these
 // variables: the host's environment never reaches the sandbox.
@@ -121,8 +118,9 @@ var maskedProc = []string{"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc
 // root with no network and default limits.
 type Options struct {
 	// Root is the read-only lower layer of the root filesystem: "/" (the
-	// host's, the default) or a root filesystem directory (debootstrap's,
-	// an unpacked image). It must hold /bin/sh, env and setpriv.
+	// host's) or a root filesystem directory (mmdebstrap's, an unpacked
+	// image). It must hold /bin/sh, env and setpriv. Empty (or "auto")
+	// means DefaultImageRoot where it holds one, else the host's.
 	Root string
 	// Work is a host directory bound at WorkDir inside, read-write: the
 	// only place where what the sandbox writes outlives it. Empty means a
@@ -132,9 +130,13 @@ type Options struct {
 	WorkDir string
 	// Network is NetworkNone (default) or NetworkHost.
 	Network string
-	// Hide lists directories of Root that are empty inside; nil means
-	// DefaultHide. Each is a tmpfs of at most Disk bytes.
+	// Hide lists folders of Root that are empty inside, and files that are
+	// absent, even within shown folders; nil means DefaultHide.
 	Hide []string
+	// Show lists more host folders the sandbox sees, at the same paths:
+	// over the host's root, besides SystemFolders (copy-on-write, as the
+	// rest); over an image root, bound read-only.
+	Show []string
 	// Memory (bytes), PIDs (processes) and CPUs (cores, fractions allowed)
 	// limit the whole sandbox through a cgroup where the host allows it;
 	// zero means the default (no CPU limit), negative means none.
@@ -225,8 +227,8 @@ func filesystemKnown(name string) bool {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Root == "" {
-		o.Root = "/"
+	if o.Root == "" || o.Root == "auto" {
+		o.Root = autoRoot()
 	}
 	if o.WorkDir == "" {
 		o.WorkDir = DefaultWorkDir
@@ -265,10 +267,8 @@ func (o Options) withDefaults() (Options, error) {
 	if strings.ContainsAny(o.Root, ",:\\") {
 		return o, fmt.Errorf("sandbox root %q: a path with ',', ':' or '\\' cannot be an overlay layer; move or link it", o.Root)
 	}
-	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/usr/bin/setpriv"} {
-		if _, err := os.Stat(filepath.Join(o.Root, p)); err != nil {
-			return o, fmt.Errorf("sandbox root %s has no %s: a root filesystem for the sandbox needs a shell, coreutils and util-linux", o.Root, p)
-		}
+	if p := rootMissing(o.Root); p != "" {
+		return o, fmt.Errorf("sandbox root %s has no %s: a root filesystem for the sandbox needs a shell, coreutils and util-linux (docs/sandbox.md builds one)", o.Root, p)
 	}
 	if !filepath.IsAbs(o.WorkDir) {
 		return o, fmt.Errorf("sandbox workdir %q must be an absolute path inside the sandbox", o.WorkDir)
@@ -289,6 +289,16 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.Hide[i] = filepath.Clean(h)
 	}
+	o.Show = slices.Clone(o.Show)
+	for i, p := range o.Show {
+		if !filepath.IsAbs(p) {
+			return o, fmt.Errorf("sandbox show %q: must be an absolute path", p)
+		}
+		o.Show[i] = filepath.Clean(p)
+		if _, err := os.Stat(o.Show[i]); err != nil {
+			return o, fmt.Errorf("sandbox show %s: %w", p, err)
+		}
+	}
 	return o, nil
 }
 
@@ -302,7 +312,8 @@ ulimit -H -n $SBX_NOFILE_HARD
 ulimit -S -n $SBX_NOFILE_SOFT
 mount -t tmpfs -o "size=$SBX_DISK,mode=0755" saucer-layer "$SBX_DIR/layer"
 mkdir "$SBX_DIR/layer/upper" "$SBX_DIR/layer/work"
-mount -t overlay saucer-root -o "lowerdir=$SBX_LOWER,upperdir=$SBX_DIR/layer/upper,workdir=$SBX_DIR/layer/work" "$SBX_DIR/root"
+cp -a "$SBX_DIR/view" "$SBX_DIR/layer/view"
+mount -t overlay saucer-root -o "lowerdir=$SBX_DIR/layer/view:$SBX_LOWER,upperdir=$SBX_DIR/layer/upper,workdir=$SBX_DIR/layer/work" "$SBX_DIR/root"
 exec "$@"
 `
 
@@ -344,12 +355,21 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	return s, nil
 }
 
-// prepare makes the host folder's contents: the mount points.
+// prepare makes the host folder's contents: the mount points and the
+// view layer.
 func (s *Sandbox) prepare() error {
 	for _, d := range []string{"layer", "root"} {
 		if err := os.Mkdir(filepath.Join(s.dir, d), 0o700); err != nil {
 			return err
 		}
+	}
+	// What masked files of /proc show: nothing (a device file would not
+	// open on bwrap's nodev mounts).
+	if err := os.WriteFile(filepath.Join(s.dir, "empty"), nil, 0o444); err != nil {
+		return err
+	}
+	if err := buildView(filepath.Join(s.dir, "view"), s.opts); err != nil {
+		return fmt.Errorf("sandbox: the view of the host: %w", err)
 	}
 	return nil
 }
@@ -369,15 +389,12 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 		"--ro-bind", "/proc/sys", "/proc/sys"}
 	for _, p := range maskedProc {
 		if _, err := os.Stat(p); err == nil { // the same kernel: the same files
-			bw = append(bw, "--ro-bind", "/dev/null", p)
+			bw = append(bw, "--ro-bind", filepath.Join(s.dir, "empty"), p)
 		}
 	}
-	for _, h := range opts.Hide {
-		if h == opts.WorkDir {
-			continue
-		}
-		if st, err := os.Stat(filepath.Join(opts.Root, h)); err == nil && st.IsDir() {
-			bw = append(bw, "--size", strconv.FormatInt(opts.Disk, 10), "--tmpfs", h)
+	if opts.Root != "/" {
+		for _, p := range opts.Show {
+			bw = append(bw, "--ro-bind", p, p)
 		}
 	}
 	if opts.Work != "" {
