@@ -487,9 +487,13 @@ func (i *instance) ended() bool {
 		return true
 	default:
 	}
-	fds := []unix.PollFd{{Fd: int32(i.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(i.pidfd), Events: unix.POLLIN}}, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
 }
 
 // stop ends the instance: closing its stdin ends the first process, and
