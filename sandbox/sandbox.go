@@ -177,8 +177,8 @@ type Sandbox struct {
 
 // instance is one run of the sandbox: its bwrap and first process.
 type instance struct {
-	pid    int // host PID of the first process
-	pidfd  int // a pidfd of it: readable once it has ended
+	pid    int   // host PID of bwrap's init, PID 1 inside
+	pidfds []int // pidfds of it and of the first process, its child: readable once ended
 	cmd    *exec.Cmd
 	keep   *os.File // its stdin: closing it ends the sandbox
 	done   chan struct{}
@@ -382,7 +382,7 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	soft, hard := noFile()
-	inst := &instance{pidfd: -1, done: make(chan struct{}), stderr: &bytes.Buffer{}}
+	inst := &instance{done: make(chan struct{}), stderr: &bytes.Buffer{}}
 	bw := []string{"bwrap", "--bind", filepath.Join(s.dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
 		// Kernel settings are the host's: root inside may read, not write
 		// them (core_pattern, for one, would run a host program).
@@ -460,9 +460,16 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	info.Close()
 	if err == nil {
 		inst.pid = pid
-		inst.pidfd, err = unix.PidfdOpen(pid, 0)
-		if err != nil {
-			err = fmt.Errorf("pidfd_open: %w", err)
+		err = inst.track(pid)
+	}
+	if err == nil {
+		// The first process, whose death (kill -9 -1 inside) ends the
+		// sandbox: it is gone before bwrap's init and before the rest.
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if child, _ := strconv.Atoi(f[0]); child > 0 {
+				err = inst.track(child)
+			}
 		}
 	}
 	if err == nil {
@@ -479,16 +486,30 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
-// ended reports whether the instance's first process has ended (it may
-// not be reaped yet: its namespace is going).
+// track keeps a pidfd of a process of the instance.
+func (i *instance) track(pid int) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	i.pidfds = append(i.pidfds, fd)
+	return nil
+}
+
+// ended reports whether the instance has ended or is ending: its first
+// process or bwrap's init has exited (the rest are being killed).
 func (i *instance) ended() bool {
 	select {
 	case <-i.done:
 		return true
 	default:
 	}
+	fds := make([]unix.PollFd, len(i.pidfds))
+	for k, fd := range i.pidfds {
+		fds[k] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	}
 	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(i.pidfd), Events: unix.POLLIN}}, 0)
+		n, err := unix.Poll(fds, 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -513,10 +534,10 @@ func (i *instance) stop() {
 			<-i.done
 		}
 	}
-	if i.pidfd >= 0 {
-		unix.Close(i.pidfd)
-		i.pidfd = -1
+	for _, fd := range i.pidfds {
+		unix.Close(fd)
 	}
+	i.pidfds = nil
 }
 
 // why says why an instance ended by itself.
