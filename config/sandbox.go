@@ -18,15 +18,21 @@ const (
 // Sandbox configures the sandboxed device (device: sandbox).
 type Sandbox struct {
 	// Root is the read-only lower layer of the sandbox's root filesystem:
-	// "/" (the host's) or a root filesystem directory.
+	// "/" (the host's), a root filesystem directory (an image root built
+	// from Debian packages, docs/sandbox.md), or auto: the image root at
+	// /var/lib/saucer/rootfs where there is one, else the host's.
 	Root string `yaml:"root"`
 	// WorkDir is where the session's working directory appears inside,
 	// and where commands start.
 	WorkDir string `yaml:"workdir"`
 	// Network is none (its own loopback only) or host.
 	Network string `yaml:"network"`
-	// Hide lists directories that are empty inside (homes, /tmp, /run).
+	// Hide lists folders that are empty inside and files that are absent
+	// (homes, /tmp, /run, credentials in /etc), even in shown folders.
 	Hide []string `yaml:"hide"`
+	// Show lists host folders the sandbox sees besides its root's system
+	// folders and the working directory (over an image root: read-only).
+	Show []string `yaml:"show"`
 	// Memory and Disk are sizes ("2GiB", "512MiB"); Disk bounds what is
 	// written outside the working directory. PIDs and CPUs limit
 	// processes and cores; 0 means the default, -1 none.
@@ -94,6 +100,11 @@ func (c *Config) validateDevice() []string {
 	for _, h := range c.Sandbox.Hide {
 		if !strings.HasPrefix(h, "/") {
 			errs = append(errs, fmt.Sprintf("sandbox.hide: %q must be an absolute path", h))
+		}
+	}
+	for _, p := range c.Sandbox.Show {
+		if !strings.HasPrefix(p, "/") {
+			errs = append(errs, fmt.Sprintf("sandbox.show: %q must be an absolute host path", p))
 		}
 	}
 	return errs

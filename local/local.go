@@ -94,7 +94,7 @@ func StartSandbox(ctx context.Context, cfg *config.Config, workdir string) (*san
 		return nil, err
 	}
 	sb, err := sandbox.Start(ctx, sandbox.Options{Root: sc.Root, Work: work, WorkDir: sc.WorkDir, Network: sc.Network,
-		Hide: sc.Hide, Memory: int64(sc.Memory), Disk: int64(sc.Disk), PIDs: sc.PIDs, CPUs: sc.CPUs})
+		Hide: sc.Hide, Show: sc.Show, Memory: int64(sc.Memory), Disk: int64(sc.Disk), PIDs: sc.PIDs, CPUs: sc.CPUs})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrUnsupported) {
 			return nil, fmt.Errorf("device: sandbox: %w\n(the plain device, device: local, runs tools on this machine)", err)

@@ -162,7 +162,7 @@ func TestSandboxedStdioServer(t *testing.T) {
 		}
 		c.MCP.Servers["inner"] = config.MCPServer{Kind: "stdio", Command: exe, Args: []string{"mcp", "shell", "-C", "${workdir}"}, Sandbox: true}
 		c.MCP.Use = append(c.MCP.Use, "inner")
-		c.Sandbox.Hide = []string{"/home"} // the binary is under /tmp
+		c.Sandbox.Show = []string{filepath.Dir(exe)} // the binary is under /tmp, hidden otherwise
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

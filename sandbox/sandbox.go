@@ -179,6 +179,7 @@ type Sandbox struct {
 type instance struct {
 	pid    int   // host PID of bwrap's init, PID 1 inside
 	pidfds []int // pidfds of it and of the first process, its child: readable once ended
+	first  int   // host PID of the first process
 	cmd    *exec.Cmd
 	keep   *os.File // its stdin: closing it ends the sandbox
 	done   chan struct{}
@@ -468,6 +469,7 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			if child, _ := strconv.Atoi(f[0]); child > 0 {
+				inst.first = child
 				err = inst.track(child)
 			}
 		}
@@ -497,12 +499,17 @@ func (i *instance) track(pid int) error {
 }
 
 // ended reports whether the instance has ended or is ending: its first
-// process or bwrap's init has exited (the rest are being killed).
+// process or bwrap's init has exited (the rest are being killed), or the
+// first process has a SIGKILL on its way (kill -9 -1 returns before its
+// victims are gone).
 func (i *instance) ended() bool {
 	select {
 	case <-i.done:
 		return true
 	default:
+	}
+	if i.first > 0 && killPending(i.first) {
+		return true
 	}
 	fds := make([]unix.PollFd, len(i.pidfds))
 	for k, fd := range i.pidfds {
@@ -515,6 +522,24 @@ func (i *instance) ended() bool {
 		}
 		return err == nil && n > 0
 	}
+}
+
+// killPending reports whether SIGKILL is pending for a process.
+func killPending(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, field := range []string{"SigPnd:", "ShdPnd:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(syscall.SIGKILL-1)) != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // stop ends the instance: closing its stdin ends the first process, and
