@@ -48,12 +48,7 @@ func newMCPCmd(g *globalFlags) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if addr == "" {
-				// stdout carries the protocol: nothing else may be written there.
-				err := server.NewStdioServer(srv).Listen(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
-				if err != nil && !errors.Is(err, context.Canceled) {
-					return err
-				}
-				return nil
+				return serveStdio(ctx, srv, cmd)
 			}
 			return serveHTTP(ctx, srv, addr, cmd)
 		},
@@ -61,6 +56,37 @@ func newMCPCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&workdir, "workdir", "C", ".", "working directory for the shell and the files root")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:8931) instead of stdio")
 	return cmd
+}
+
+// stopGrace is how long a stopped server gives the calls in flight to end.
+const stopGrace = 2 * time.Second
+
+// serveStdio serves over stdin and stdout until stdin ends or ctx is
+// cancelled (SIGTERM, Ctrl-C). mcp-go's Listen waits for every call in
+// flight, and a call can be stuck in the kernel where no context reaches
+// it (opening a FIFO, writing a reply to a client that stopped reading):
+// once stopped, the server waits stopGrace for them, then leaves them.
+func serveStdio(ctx context.Context, srv *server.MCPServer, cmd *cobra.Command) error {
+	done := make(chan error, 1)
+	go func() {
+		// stdout carries the protocol: nothing else may be written there.
+		done <- server.NewStdioServer(srv).Listen(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(stopGrace):
+			fmt.Fprintf(cmd.ErrOrStderr(), "saucer mcp: stopped with a call still running after %s; leaving it\n", stopGrace)
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cobra.Command) error {
@@ -80,7 +106,7 @@ func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cob
 	case <-ctx.Done():
 		// Listening streams never end on their own: give requests a moment,
 		// then close what is left.
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		shutdown, cancel := context.WithTimeout(context.Background(), stopGrace)
 		defer cancel()
 		if err := hs.Shutdown(shutdown); err != nil {
 			hs.Close()

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,5 +105,66 @@ func TestDoctor(t *testing.T) {
 	os.WriteFile(cfgFile, []byte("mcp:\n  use: [nothing]\n"), 0o644)
 	if out, code = saucer(t, "doctor", "-c", cfgFile, "--skip-provider"); code != 1 || !strings.Contains(out, `mcp.use: no server "nothing"`) {
 		t.Errorf("bad config: exit %d\n%s", code, out)
+	}
+}
+
+// `saucer mcp files` ends on SIGTERM even while a call is stuck where no
+// context reaches it: here, writing a 1 MB reply to a client that has
+// stopped reading (mcp-go's Listen waits for such a call forever).
+func TestMCPStopsOnSIGTERMMidCall(t *testing.T) {
+	bin := saucerBinary(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat("a", 1<<20-1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(bin, "mcp", "files", "-C", dir)
+	stdin, _ := srv.StdinPipe()
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := srv.Process.Pid
+	if pid <= 0 {
+		t.Fatalf("no process id: %d", pid)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = srv.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			syscall.Kill(pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	out := bufio.NewReader(stdout)
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"big.txt"}}}`+"\n")
+	// The reply has begun: the call is in flight, and its write blocks
+	// once the pipe is full, since nothing reads any more.
+	if start, err := out.Peek(len(`{"jsonrpc"`)); err != nil || string(start) != `{"jsonrpc"` {
+		t.Fatalf("reply to read_file: %q %v", start, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("exit after SIGTERM: %v", waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("saucer mcp files still runs 30s after SIGTERM")
 	}
 }

@@ -158,7 +158,7 @@ func (f *fileTools) readFile(ctx context.Context, in ReadInput) (ReadOutput, err
 			return fmt.Errorf("%s is a directory; use list_dir", t.abs())
 		}
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file (%s): only regular files are read", t.abs(), st.Mode().Type())
+			return notRegular(t, st.Mode())
 		}
 		data, err := io.ReadAll(io.LimitReader(io.NewSectionReader(file, in.Offset, max(st.Size()-in.Offset, 0)), int64(limit)))
 		if err != nil {
@@ -174,6 +174,24 @@ func (f *fileTools) readFile(ctx context.Context, in ReadInput) (ReadOutput, err
 	}
 	out.Path = t.abs()
 	return out, nil
+}
+
+// notRegular refuses a file that is not a regular one (a FIFO, a device,
+// a socket): reading or writing it could block or act on the device.
+func notRegular(t target, mode fs.FileMode) error {
+	if mode.IsDir() {
+		return fmt.Errorf("%s is a directory", t.abs())
+	}
+	kind := mode.Type().String()
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case mode&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return fmt.Errorf("%s is not a regular file (%s): only regular files are read or written", t.abs(), kind)
 }
 
 // encodeContent returns data as text when it is text, else as base64. When
@@ -220,13 +238,30 @@ func (f *fileTools) writeFile(ctx context.Context, in WriteInput) (WriteOutput, 
 		} else if _, err := root.Stat(parent); errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("directory %s does not exist; pass create_dirs: true to create it", filepath.Join(t.dir, parent))
 		}
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		// Only regular files are written. The check comes before the open
+		// (opening a device can do something by itself) and again on what
+		// was opened, in case the name changed in between. O_NONBLOCK: a
+		// FIFO must not hold the call until some reader opens it.
+		if st, err := root.Stat(t.rel); err == nil && !st.Mode().IsRegular() {
+			return notRegular(t, st.Mode())
+		}
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC | syscall.O_NONBLOCK
 		if in.Append {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND | syscall.O_NONBLOCK
 		}
 		file, err := root.OpenFile(t.rel, flags, 0o644)
+		if errors.Is(err, syscall.ENXIO) {
+			return notRegular(t, fs.ModeNamedPipe) // a FIFO nobody reads
+		}
 		if err != nil {
 			return err
+		}
+		if st, err := file.Stat(); err != nil || !st.Mode().IsRegular() {
+			file.Close()
+			if err != nil {
+				return err
+			}
+			return notRegular(t, st.Mode())
 		}
 		n, err = file.WriteString(in.Content)
 		if cerr := file.Close(); err == nil {
@@ -388,7 +423,7 @@ func (f *fileTools) searchFiles(ctx context.Context, in SearchInput) (SearchOutp
 			if in.Contains == "" {
 				return add(Match{Path: abs})
 			}
-			return searchLines(fsys, p, in.Contains, func(line int, text string) error {
+			return searchLines(root, p, in.Contains, func(line int, text string) error {
 				return add(Match{Path: abs, Line: line, Text: text})
 			})
 		})
@@ -405,8 +440,10 @@ func (f *fileTools) searchFiles(ctx context.Context, in SearchInput) (SearchOutp
 
 // searchLines reports each line of the file p that contains needle. Files
 // that cannot be read, are large, or look binary are passed over.
-func searchLines(fsys fs.FS, p, needle string, report func(line int, text string) error) error {
-	file, err := fsys.Open(p)
+func searchLines(root *os.Root, p, needle string, report func(line int, text string) error) error {
+	// O_NONBLOCK: a FIFO among the files must not hold the search until
+	// some writer opens it; it is passed over below as not regular.
+	file, err := root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

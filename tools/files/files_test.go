@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -407,5 +408,85 @@ func TestReadRefusesFIFO(t *testing.T) {
 	var out ReadOutput
 	if msg := f.call(t, "read_file", map[string]any{"path": "a.txt"}, &out); msg != "" || !strings.Contains(out.Content, "alpha") {
 		t.Errorf("after the FIFO: %q %+v", msg, out)
+	}
+}
+
+// callNotBlockedBy calls a tool that must answer without waiting on the
+// FIFO pipe. If no answer comes within d, the test fails, and the FIFO is
+// opened at both ends so that the blocked call ends and the test does not
+// hang (the in-process client does not give up on its own).
+func (f *fixture) callNotBlockedBy(t *testing.T, pipe string, d time.Duration, tool string, args map[string]any) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		res, err := f.c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+		var text string
+		if err != nil {
+			text = "protocol error: " + err.Error()
+		} else if res.IsError {
+			for _, ct := range res.Content {
+				if tc, ok := mcp.AsTextContent(ct); ok {
+					text += tc.Text
+				}
+			}
+		}
+		done <- text
+	}()
+	select {
+	case text := <-done:
+		return text
+	case <-time.After(d):
+	}
+	rescue, err := os.OpenFile(pipe, os.O_RDWR|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		defer rescue.Close()
+	}
+	select {
+	case <-done:
+		t.Fatalf("%s %v waited on the FIFO until the test opened it (more than %s)", tool, args, d)
+	case <-time.After(d):
+		t.Fatalf("%s %v is still blocked", tool, args)
+	}
+	return ""
+}
+
+// write_file on a FIFO is refused at once, whether or not something reads
+// it, named directly or through a symlink, and nothing reaches a reader;
+// search_files passes a FIFO over instead of waiting for a writer.
+func TestWriteAndSearchRefuseFIFO(t *testing.T) {
+	f := newFixture(t, 0)
+	pipe := filepath.Join(f.root, "pipe.txt")
+	must(t, syscall.Mkfifo(pipe, 0o644))
+	must(t, os.Symlink("pipe.txt", filepath.Join(f.root, "pipe-link.txt")))
+	for _, args := range []map[string]any{
+		{"path": "pipe.txt", "content": "x"},
+		{"path": "pipe.txt", "content": "x", "append": true},
+		{"path": "pipe-link.txt", "content": "x"},
+	} {
+		if msg := f.callNotBlockedBy(t, pipe, 10*time.Second, "write_file", args); !strings.Contains(msg, "is not a regular file (a FIFO)") {
+			t.Errorf("write_file %v with no reader: %q", args, msg)
+		}
+	}
+
+	// With a reader waiting, the open would succeed: what was opened is
+	// checked, and the reader gets nothing.
+	reader, err := os.OpenFile(pipe, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	must(t, err)
+	defer reader.Close()
+	if msg := f.callNotBlockedBy(t, pipe, 10*time.Second, "write_file", map[string]any{"path": "pipe.txt", "content": "leak"}); !strings.Contains(msg, "is not a regular file (a FIFO)") {
+		t.Errorf("write_file with a reader: %q", msg)
+	}
+	buf := make([]byte, 8)
+	if n, _ := reader.Read(buf); n != 0 {
+		t.Errorf("the FIFO's reader got %q", buf[:n])
+	}
+
+	var out SearchOutput
+	reader.Close()
+	if msg := f.callNotBlockedBy(t, pipe, 10*time.Second, "search_files", map[string]any{"pattern": "*.txt", "contains": "alpha"}); msg != "" {
+		t.Fatal(msg)
+	}
+	if msg := f.call(t, "search_files", map[string]any{"pattern": "*.txt", "contains": "alpha"}, &out); msg != "" || len(out.Matches) != 1 || out.Matches[0].Line != 1 {
+		t.Errorf("search beside a FIFO: %q %+v", msg, out)
 	}
 }
