@@ -77,6 +77,9 @@ type ShellPolicy struct {
 	// ScrubEnv removes inherited environment variables whose names match
 	// these globs (e.g. *_API_KEY) before a command runs.
 	ScrubEnv []string `yaml:"scrub_env"`
+	// ScrubURLPasswords removes inherited variables whose value is a URL
+	// with a password, whatever their name.
+	ScrubURLPasswords bool `yaml:"scrub_url_passwords"`
 }
 
 // IsDesktop reports whether the server of that name is a desktop server:

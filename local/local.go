@@ -287,7 +287,8 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 		}
 		p := cfg.MCP.Policy.Shell
 		o := shell.Options{Dir: workdir, Timeout: sh.Timeout.D(), MaxOutput: sh.MaxOutput, Persistent: sh.Persistent,
-			Policy: shell.Policy{Allow: p.Allow, Deny: p.Deny, ConfineCwd: p.ConfineCwd, ScrubEnv: p.ScrubEnv}}
+			Policy: shell.Policy{Allow: p.Allow, Deny: p.Deny, ConfineCwd: p.ConfineCwd, ScrubEnv: p.ScrubEnv,
+				ScrubURLPasswords: p.ScrubURLPasswords}}
 		if sb != nil {
 			o.Dir, o.Jail = sb.WorkDir(), sb
 		}

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +27,10 @@ type Policy struct {
 	// one of these globs (say *_API_KEY) before a command runs. A call's
 	// own env is kept: the model asked for it.
 	ScrubEnv []string
+	// ScrubURLPasswords removes inherited variables whose value is a URL
+	// with a password (postgres://user:PASSWORD@host/db), whatever their
+	// name.
+	ScrubURLPasswords bool
 }
 
 // compiled is a Policy ready to check commands; nil allows everything.
@@ -37,21 +42,23 @@ type compiled struct {
 func compilePolicy(p Policy) (*compiled, error) {
 	c := &compiled{Policy: p}
 	var err error
-	if c.allow, err = globs(p.Allow); err != nil {
+	if c.allow, err = globs(p.Allow, ""); err != nil {
 		return nil, err
 	}
-	if c.deny, err = globs(p.Deny); err != nil {
+	if c.deny, err = globs(p.Deny, ""); err != nil {
 		return nil, err
 	}
-	if c.scrub, err = globs(p.ScrubEnv); err != nil {
+	// Names are scrubbed whatever their case: my_token is as secret as
+	// MY_TOKEN.
+	if c.scrub, err = globs(p.ScrubEnv, "(?i)"); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // globs turns shell-style globs (* and ?) into anchored regular
-// expressions.
-func globs(pats []string) ([]*regexp.Regexp, error) {
+// expressions, with flags (such as "(?i)") before each.
+func globs(pats []string, flags string) ([]*regexp.Regexp, error) {
 	out := make([]*regexp.Regexp, 0, len(pats))
 	for _, p := range pats {
 		if strings.TrimSpace(p) == "" {
@@ -60,7 +67,7 @@ func globs(pats []string) ([]*regexp.Regexp, error) {
 		re := regexp.QuoteMeta(strings.TrimSpace(p))
 		re = strings.ReplaceAll(re, `\*`, `.*`)
 		re = strings.ReplaceAll(re, `\?`, `.`)
-		out = append(out, regexp.MustCompile(`^`+re+`$`))
+		out = append(out, regexp.MustCompile(flags+`^`+re+`$`))
 	}
 	return out, nil
 }
@@ -241,15 +248,33 @@ func (c *compiled) checkCwdInside(base, dir string) string {
 // environ is the inherited environment less the scrubbed variables.
 func (c *compiled) environ() []string {
 	env := os.Environ()
-	if c == nil || len(c.scrub) == 0 {
+	if c == nil || len(c.scrub) == 0 && !c.ScrubURLPasswords {
 		return env
 	}
 	out := env[:0:0]
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := matchAny(name, c.scrub); !ok {
-			out = append(out, kv)
+		name, value, _ := strings.Cut(kv, "=")
+		if _, ok := matchAny(name, c.scrub); ok {
+			continue
 		}
+		if c.ScrubURLPasswords && hasURLPassword(value) {
+			continue
+		}
+		out = append(out, kv)
 	}
 	return out
+}
+
+// hasURLPassword reports whether s is a URL whose user info holds a
+// password (scheme://user:PASSWORD@host, or scheme://:PASSWORD@host).
+func hasURLPassword(s string) bool {
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return false
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
 }
