@@ -11,11 +11,18 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 // printer writes a live line per step.
 type printer struct {
 	w io.Writer
+	// red hides secrets. Text is redacted before it is shortened: a cut
+	// through a secret would leave a start that no pattern recognises.
+	red *trajectory.Redactor
+	// held is the end of the streamed text that could still be the start
+	// of a secret: it is written once the next chunk shows where it ends.
+	held string
 	// decided is the state each agent's current decision asked for.
 	decided map[string]fsm.State
 	// last is the agent whose line was printed last: when another agent's
@@ -26,6 +33,12 @@ type printer struct {
 	streaming string
 	// cost prices usage, when a price table is known.
 	cost func(llm.Usage) (float64, bool)
+}
+
+// newPrinter prints to w with red's secrets hidden, in what it shortens
+// and in everything it writes.
+func newPrinter(w io.Writer, red *trajectory.Redactor) *printer {
+	return &printer{w: redacting{w, red}, red: red}
 }
 
 // costOf says what usage cost, "cost unknown" without a price.
@@ -41,6 +54,8 @@ func (p *printer) costOf(u llm.Usage) string {
 
 // chunk shows a model's reply text as it arrives (saucer run on a
 // terminal). What the step does is decided from the complete reply.
+// Secrets arrive cut into many chunks, so a word is written only once it
+// is complete, and redacted whole (a "Bearer" waits for its token).
 func (p *printer) chunk(agentName string, c llm.Chunk) {
 	if c.Text == "" {
 		return
@@ -50,15 +65,36 @@ func (p *printer) chunk(agentName string, c llm.Chunk) {
 		fmt.Fprintf(p.w, "  %s … ", agentName)
 		p.streaming = agentName
 	}
-	io.WriteString(p.w, strings.ReplaceAll(c.Text, "\n", " "))
+	text := p.held + strings.ReplaceAll(c.Text, "\n", " ")
+	cut := heldFrom(text)
+	p.held = text[cut:]
+	if cut > 0 {
+		io.WriteString(p.w, p.red.String(text[:cut]))
+	}
+}
+
+// heldFrom is where the part of streamed text that may be an unfinished
+// secret begins: its last word, with the word before when that is
+// "Bearer".
+func heldFrom(text string) int {
+	cut := strings.LastIndexAny(text, " \t") + 1
+	if before := strings.TrimRight(text[:cut], " \t"); strings.HasSuffix(strings.ToLower(before), "bearer") {
+		cut = strings.LastIndexAny(before, " \t") + 1
+	}
+	return cut
 }
 
 // endStream ends a streamed line before anything else is printed.
 func (p *printer) endStream() {
 	if p.streaming != "" {
-		io.WriteString(p.w, "\n")
-		p.streaming = ""
+		io.WriteString(p.w, p.red.String(p.held)+"\n")
+		p.streaming, p.held = "", ""
 	}
+}
+
+// short is s redacted, on one line, cut to max bytes.
+func (p *printer) short(s string, max int) string {
+	return oneLine(p.red.String(s), max)
 }
 
 func (p *printer) event(e agent.Event) {
@@ -83,7 +119,7 @@ func (p *printer) event(e agent.Event) {
 	case agent.EventAgentEnd:
 		p.last = e.Agent
 		if e.Note != nil {
-			fmt.Fprintf(p.w, "← %s %s: %s\n", e.Agent, e.Note.Status, oneLine(e.Note.Result, 160))
+			fmt.Fprintf(p.w, "← %s %s: %s\n", e.Agent, e.Note.Status, p.short(e.Note.Result, 160))
 		}
 	}
 }
@@ -98,7 +134,7 @@ func (p *printer) decision(e agent.Event) {
 	p.last = e.Agent
 	line := fmt.Sprintf("[%s step %d] %s", e.Agent, e.Step, e.To)
 	if t := e.Decision.Thought; t != "" {
-		line += "  " + oneLine(t, 120)
+		line += "  " + p.short(t, 120)
 	}
 	fmt.Fprintln(p.w, line)
 }
@@ -117,9 +153,9 @@ func (p *printer) step(e agent.Event) {
 	for i, c := range e.Commands {
 		res := "not run"
 		if i < len(e.Results) {
-			res = resultLine(e.Results[i])
+			res = p.resultLine(e.Results[i])
 		}
-		fmt.Fprintf(&b, "    %s → %s\n", oneLine(c.String(), 120), res)
+		fmt.Fprintf(&b, "    %s → %s\n", p.short(c.String(), 120), res)
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, "    error: %v\n", e.Err)
@@ -153,12 +189,12 @@ func retryLine(e agent.Event) string {
 	return fmt.Sprintf("    %s, %s (%v)\n", llm.WaitReason(e.Err), backoff.Say(e.Duration), e.Err)
 }
 
-func resultLine(r command.Result) string {
+func (p *printer) resultLine(r command.Result) string {
 	switch r.Status {
 	case command.Success:
-		return "ok " + oneLine(string(r.Result), 100)
+		return "ok " + p.short(string(r.Result), 100)
 	default:
-		return string(r.Status) + ": " + oneLine(r.Error, 140)
+		return string(r.Status) + ": " + p.short(r.Error, 140)
 	}
 }
 

@@ -71,7 +71,7 @@ func runReplay(cmd *cobra.Command, g *globalFlags, f *replayFlags, dir string) e
 		opts.Config = cfg
 	}
 	out := cmd.OutOrStdout()
-	p := &printer{w: out}
+	p := newPrinter(out, red)
 	if !f.quiet {
 		opts.Observer = p.event
 	}

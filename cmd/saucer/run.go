@@ -95,7 +95,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	// What the console shows (tool output, thoughts, answers) is redacted
 	// like the recording.
 	out := redacting{cmd.OutOrStdout(), red}
-	p := &printer{w: out}
+	p := newPrinter(cmd.OutOrStdout(), red)
 	prices := pricesFor(cfg)
 	p.cost = func(u llm.Usage) (float64, bool) { return prices.Cost(cfg.Model, u) }
 	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out),
