@@ -27,8 +27,11 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	dir := t.TempDir()
 	runs := t.TempDir()
 	cfgFile := filepath.Join(dir, "c.yaml")
+	// The shell's commands see the credentials here (the default scrubs
+	// them), so that what they print must be redacted.
 	os.WriteFile(cfgFile, []byte(`
 mcp:
+  policy: {shell: {scrub_env: [], scrub_url_passwords: false}}
   servers:
     search: {kind: http, url: "http://127.0.0.1:9/mcp", headers: {Authorization: "`+header+`"}}
     notes: {kind: stdio, command: notes-server, env: {NOTES_TOKEN: "`+mcpTok+`", MODE: "fast", DB: "`+dbURL+`"}}
@@ -46,7 +49,7 @@ replies:
 	if code != 0 || !strings.Contains(cfgOut, "MODE: fast") || !strings.Contains(cfgOut, "postgres://saucer:[redacted]@127.0.0.1:5432/app") {
 		t.Errorf("saucer config: exit %d\n%s", code, cfgOut)
 	}
-	runOut, code := saucer(t, "run", "--model", "scripted:"+script, "-C", dir, "--runs", runs, "print it")
+	runOut, code := saucer(t, "run", "-c", cfgFile, "--model", "scripted:"+script, "-C", dir, "--runs", runs, "print it")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, runOut)
 	}
