@@ -15,6 +15,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/tools/shell"
 )
 
 func init() { commands = append(commands, newDoctorCmd) }
@@ -78,6 +79,10 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			} else {
 				report(true, "sandbox", "available ("+sb.Limits()+")", "")
 				sb.Close()
+			}
+			if cfg.Tools.Shell.Enabled && cfg.Device != config.DeviceSandbox {
+				// How a command's timeout reaches what it started, on this machine.
+				fmt.Fprintf(out, "info shell: %s\n", shell.TimeoutKill())
 			}
 			servers, err := local.Servers(cfg, workdir, app)
 			if err != nil {

@@ -87,7 +87,8 @@ func TestMCPRefusesUnknownServer(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	dir := t.TempDir()
 	out, code := saucer(t, "doctor", "--skip-provider", "-C", dir)
-	if code != 0 || !strings.Contains(out, "ok    server shell (builtin)") || !strings.Contains(out, "checked 2 MCP servers") {
+	if code != 0 || !strings.Contains(out, "ok    server shell (builtin)") || !strings.Contains(out, "checked 2 MCP servers") ||
+		!strings.Contains(out, "info shell: a timeout kills the command's") {
 		t.Errorf("healthy: exit %d\n%s", code, out)
 	}
 	cfgFile := filepath.Join(dir, "c.yaml")

@@ -38,6 +38,7 @@ type session struct {
 	dir, shellDir string
 	seq           int
 	cmd           *exec.Cmd
+	group         *cmdGroup // the shell's cgroup, where there is one
 	stdin         io.WriteCloser
 	out, err      *stream
 	reads         []*os.File // the read ends of stdout and stderr
@@ -125,20 +126,32 @@ func (p *session) start() error {
 	var nonce [12]byte
 	rand.Read(nonce[:])
 	p.marker = "__saucer_done_" + hex.EncodeToString(nonce[:])
-	var cmd *exec.Cmd
-	if p.opts.Jail != nil {
-		// Lives until killed: not bound to any one call's context.
-		cmd = p.opts.Jail.Command(context.Background(), p.opts.Dir, p.env, p.opts.Shell)
-	} else {
-		cmd = exec.Command(p.opts.Shell)
-		cmd.Dir = p.opts.Dir
-		cmd.Env = p.env
+	// Its own process group and, on the host where the machine allows
+	// it, its own cgroup: a timeout or Close kills the shell with
+	// everything it started (background jobs, a user's shell after su,
+	// children that left the group).
+	var group *cmdGroup
+	if p.opts.Jail == nil {
+		group = newCmdGroup(newTag())
 	}
-	// Its own process group: a timeout or Close kills the shell with
-	// everything it started (background jobs, a user's shell after su).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	build := func(group *cmdGroup) *exec.Cmd {
+		var cmd *exec.Cmd
+		if p.opts.Jail != nil {
+			// Lives until killed: not bound to any one call's context.
+			cmd = p.opts.Jail.Command(context.Background(), p.opts.Dir, p.env, p.opts.Shell)
+		} else {
+			cmd = exec.Command(p.opts.Shell)
+			cmd.Dir = p.opts.Dir
+			cmd.Env = p.env
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		group.enter(cmd.SysProcAttr)
+		return cmd
+	}
+	cmd := build(group)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		group.close()
 		return err
 	}
 	// Pipes of our own, not StdoutPipe: Wait closes those when the shell
@@ -156,14 +169,26 @@ func (p *session) start() error {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
+	if err != nil && group != nil {
+		// A kernel that cannot start a process in a cgroup (clone3).
+		stdin.Close()
+		group.close()
+		group = nil
+		cmd = build(nil)
+		cmd.Stdout, cmd.Stderr = outW, errW
+		if stdin, err = cmd.StdinPipe(); err == nil {
+			err = cmd.Start()
+		}
+	}
 	outW.Close() // the shell has its own copies
 	errW.Close()
 	if err != nil {
 		stdout.Close()
 		stderr.Close()
+		group.close()
 		return fmt.Errorf("could not start %s: %v", p.opts.Shell, err)
 	}
-	p.cmd, p.stdin = cmd, stdin
+	p.cmd, p.stdin, p.group = cmd, stdin, group
 	p.out, p.err, p.reads = newStream(stdout), newStream(stderr), []*os.File{stdout, stderr}
 	p.exited = make(chan struct{})
 	go func() {
@@ -173,19 +198,27 @@ func (p *session) start() error {
 	return nil
 }
 
-// kill ends the shell and everything in its process group.
+// killAll kills the shell and everything it started: its cgroup where it
+// has one, and its process group.
+func (p *session) killAll() {
+	p.group.kill()
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// kill ends the shell and everything it started.
 func (p *session) kill() {
 	if p.cmd == nil {
 		return
 	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.killAll()
 	p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
 	}
 	p.closeReads()
-	p.cmd = nil
+	p.group.close()
+	p.cmd, p.group = nil, nil
 }
 
 // closeReads closes the read ends, so that their readers stop even when a
@@ -251,7 +284,7 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 			return ExecuteOutput{}, err
 		}
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	ctx, cancel := withTimeout(ctx, timeout, errTimedOut)
 	defer cancel()
 	marker := []byte("\n" + p.marker + " ")
 	var out ExecuteOutput
@@ -281,9 +314,11 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		if (gotOut || eofOut || graceOver) && (gotErr || eofErr || graceOver) {
 			// The shell exited within the command (exit, or killed): its
 			// jobs end with it, as a terminal's do when it closes.
-			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			p.killAll()
 			<-p.exited
 			p.closeReads()
+			p.group.close()
+			p.group = nil
 			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
 			out.ExitCode = p.cmd.ProcessState.ExitCode()
 			out.Stderr += "\n[the shell exited; the next command starts a new one]"
@@ -294,7 +329,7 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		case <-waitOut:
 		case <-waitErr:
 		case <-exited:
-			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			p.killAll()
 			exited, grace = nil, time.After(2*time.Second)
 		case <-grace:
 			graceOver = true

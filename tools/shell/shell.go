@@ -333,40 +333,64 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		}
 	}
 
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	ctx, cancel := withTimeout(ctx, timeout, errTimedOut)
 	defer cancel()
 	argv := []string{r.opts.Shell, "-c", in.Command}
 	if len(in.Args) > 0 {
 		argv = append(append(argv, "--"), in.Args...) // $0 is "--", as AgentBench runs its checks
 	}
-	var cmd *exec.Cmd
 	tag := newTag()
-	tagEnv := tagVar + "=" + tag
-	if r.opts.Jail != nil {
-		// The jail resolves dir inside; a missing one fails the command
-		// with the jail's message (exit 125).
-		env := append(append(append(slices.Clone(jailEnv), r.opts.Env...), in.Env...), tagEnv)
-		cmd = r.opts.Jail.Command(ctx, dir, env, argv...)
-	} else {
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = dir
-		cmd.Env = append(append(append(r.policy.environ(), r.opts.Env...), in.Env...), tagEnv)
-	}
-	// Own process group, so that a timeout kills what the shell started
-	// too; the tag finds what left the group (setsid, daemons).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		killTagged(tag)
-		return err
-	}
-	// A background child that keeps our pipes open must not hold the call
-	// forever once the shell itself has exited.
-	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := newCapped(r.opts.MaxOutput), newCapped(r.opts.MaxOutput)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-
-	err := cmd.Run()
+	build := func(group *cmdGroup) *exec.Cmd {
+		var cmd *exec.Cmd
+		tagEnv := tagVar + "=" + tag
+		if r.opts.Jail != nil {
+			// The jail resolves dir inside; a missing one fails the command
+			// with the jail's message (exit 125).
+			env := append(append(append(slices.Clone(jailEnv), r.opts.Env...), in.Env...), tagEnv)
+			cmd = r.opts.Jail.Command(ctx, dir, env, argv...)
+		} else {
+			cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Dir = dir
+			cmd.Env = append(append(append(r.policy.environ(), r.opts.Env...), in.Env...), tagEnv)
+		}
+		// Own process group, so that a timeout kills what the shell started
+		// too; the tag finds what left the group (setsid, daemons), the
+		// cgroup, where there is one, what left both.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		group.enter(cmd.SysProcAttr)
+		cmd.Cancel = func() error {
+			group.kill()
+			err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killTagged(tag)
+			return err
+		}
+		// A background child that keeps our pipes open must not hold the call
+		// forever once the shell itself has exited.
+		cmd.WaitDelay = 2 * time.Second
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		return cmd
+	}
+	// A jail puts its commands in its own cgroup; on the host, each
+	// command gets one where the machine allows it.
+	var group *cmdGroup
+	if r.opts.Jail == nil {
+		group = newCmdGroup(tag)
+	}
+	cmd := build(group)
+	err := cmd.Start()
+	if err != nil && group != nil {
+		// A kernel that cannot start a process in a cgroup (clone3):
+		// without one, as where there is no cgroup v2.
+		group.close()
+		group = nil
+		cmd = build(nil)
+		err = cmd.Start()
+	}
+	defer group.close()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	out := ExecuteOutput{
 		Stdout:    stdout.String(),
 		Stderr:    stderr.String(),

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,25 +103,22 @@ func inc(s string) string {
 	return strconv.Itoa(n + 1)
 }
 
-// ended waits a little for a killed process to end.
-func ended(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if gone(pid) {
-			return true
-		}
+// bgJob starts a background job in the persistent shell and holds it.
+func bgJob(t *testing.T, c *mcpclient.Client) *process {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $!"}).Stdout))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
+	return hold(t, pid) // fails if it is not running
 }
 
 func TestPersistentShellJobsExitAndTimeout(t *testing.T) {
 	c, stop := connectPersistent(t, Options{Dir: t.TempDir()})
 	// A background job outlives its call.
-	pid, _ := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $!"}).Stdout))
-	if pid == 0 || gone(pid) {
-		t.Fatalf("background job %d is not running", pid)
-	}
+	job := bgJob(t, c)
 	mustRun(t, c, map[string]any{"command": "true"})
-	if gone(pid) {
+	if job.endsWithin(0) {
 		t.Fatal("the background job died with the next call")
 	}
 	// exit ends the shell with its jobs; the next call gets a new one.
@@ -134,17 +130,23 @@ func TestPersistentShellJobsExitAndTimeout(t *testing.T) {
 	if got := mustRun(t, c, map[string]any{"command": "echo \"[$GONE]\""}).Stdout; got != "[]\n" {
 		t.Errorf("after exit: %q", got)
 	}
-	if !ended(pid) {
+	if !job.endsWithin(waitLimit) {
 		t.Error("the shell's exit left its background job running")
 	}
 	// A timeout kills the shell and its jobs; the next call works.
-	pid2, _ := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $!"}).Stdout))
+	job2 := bgJob(t, c)
+	sig := newSignals(t)
+	clk := newFakeClock()
 	// Without the kill, the command would end normally, not as an error.
-	_, text, isErr := run(t, c, map[string]any{"command": "echo started; sleep 30", "timeout": 0.5})
-	if !isErr || !strings.Contains(text, "timed out after 0.5s") || !strings.Contains(text, "started") {
-		t.Fatalf("timeout: %s", text)
+	done := callAsync(withClock(context.Background(), clk), c, map[string]any{
+		"command": "echo started; echo ready > " + shellQuote(sig.path) + "; sleep 300", "timeout": 5})
+	sig.next(t)
+	clk.waitArmed(t)
+	clk.advance(5 * time.Second)
+	if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") || !strings.Contains(res.text, "started") {
+		t.Fatalf("timeout: %s", res.text)
 	}
-	if !ended(pid2) {
+	if !job2.endsWithin(waitLimit) {
 		t.Error("a timeout left the shell's background job running")
 	}
 	if got := mustRun(t, c, map[string]any{"command": "echo again"}).Stdout; got != "again\n" {
@@ -152,17 +154,20 @@ func TestPersistentShellJobsExitAndTimeout(t *testing.T) {
 	}
 	// A shell killed from outside between calls is replaced.
 	shellPID, _ := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "echo $$"}).Stdout))
-	syscall.Kill(shellPID, syscall.SIGKILL)
-	ended(shellPID)
+	sh := hold(t, shellPID)
+	sh.kill(t)
+	if !sh.endsWithin(waitLimit) {
+		t.Fatal("the shell did not die")
+	}
 	if got := mustRun(t, c, map[string]any{"command": "echo replaced"}).Stdout; got != "replaced\n" {
 		t.Errorf("after the shell was killed: %q", got)
 	}
 	// stop ends the shell and its jobs, and later calls fail clearly.
-	pid3, _ := strconv.Atoi(strings.TrimSpace(mustRun(t, c, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $!"}).Stdout))
+	job3 := bgJob(t, c)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if !ended(pid3) {
+	if !job3.endsWithin(waitLimit) {
 		t.Error("stop left the shell's background job running")
 	}
 	if _, text, isErr := run(t, c, map[string]any{"command": "true"}); !isErr || !strings.Contains(text, "closed") {
