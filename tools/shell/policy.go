@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -72,100 +73,192 @@ func globs(pats []string, flags string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-var separators = regexp.MustCompile(`\|\||&&|[;&|\n]`)
-
-// parts splits a command line at its control operators, and adds the
-// commands hidden inside it, so that a pattern sees them too: the code of
-// sh/bash -c, what env, xargs, nice, timeout, sudo and find -exec run, and
-// what process and command substitution run (<(...), >(...), $(...)).
-// Quotes are not parsed, so a quoted ';' splits too: that errs on the side
-// of checking more parts.
-func parts(line string) []string {
-	var out []string
-	seen := map[string]bool{}
-	var add func(s string, depth int)
-	add = func(s string, depth int) {
-		for _, p := range separators.Split(s, -1) {
-			p = strings.TrimSpace(p)
-			if p == "" || seen[p] {
-				continue
-			}
-			seen[p] = true
-			out = append(out, p)
-			if depth < 4 {
-				for _, inner := range hidden(p) {
-					add(inner, depth+1)
-				}
-			}
-		}
-	}
-	add(line, 0)
-	return out
-}
-
-var (
-	// shellC is sh -c CODE and the like; the code may be quoted.
-	shellC = regexp.MustCompile(`(?:^|\s|/)(?:ba|da|z|k)?sh(?:\s+-[a-zA-Z]+)*\s+-c\s+(.+)$`)
-	// runsRest is a command that runs the rest of its line as a command.
-	runsRest = regexp.MustCompile(`^(?:\S*/)?(?:env|xargs|nice|nohup|timeout|sudo|doas|stdbuf|setsid|exec|command|time)(?:\s+(?:-\S+|[A-Za-z_][A-Za-z0-9_]*=\S*|\d+[smhd]?))*\s+(.+)$`)
-	// findExec is what find runs for each file.
-	findExec = regexp.MustCompile(`\s-(?:exec|execdir|ok|okdir)\s+(.+?)(?:\s+\\?;|\s+\+|$)`)
-	// substitution is <(...), >(...) or $(...), innermost first.
-	substitution = regexp.MustCompile(`[<>$]\(([^()]*)\)`)
-)
-
-// hidden returns the commands a part runs besides itself.
-func hidden(p string) []string {
-	var out []string
-	if m := shellC.FindStringSubmatch(p); m != nil {
-		out = append(out, unquote(m[1]))
-	}
-	if m := runsRest.FindStringSubmatch(p); m != nil {
-		out = append(out, m[1])
-		if strings.Contains(p, "xargs") {
-			out = append(out, m[1]+" ARGS") // xargs adds its input as arguments
-		}
-	}
-	for _, m := range findExec.FindAllStringSubmatch(p, -1) {
-		out = append(out, m[1])
-	}
-	for _, m := range substitution.FindAllStringSubmatch(p, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
-func unquote(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-// inlineCode finds an interpreter given code on its command line (python
-// -c, perl -e, ruby -e, node -e, php -r): code no shell pattern can check.
-var inlineCode = regexp.MustCompile(`(?:^|\s|/)(?:python[0-9.]*|perl|ruby|node|php|lua|awk|gawk|osascript)\s+(?:-\S+\s+)*-(?:c|e|r|E)\b`)
-
-// unsafeEnv are variables that make a shell or the loader run code of the
-// caller's choosing; a call may not set them.
-var unsafeEnv = regexp.MustCompile(`^(?:BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|PS4|IFS)$`)
-
 // checkEnv returns why a call's own environment variables are refused, or
 // "": never one that runs code (BASH_ENV, LD_PRELOAD, exported functions,
-// ...), and not PATH when patterns decide what may run (a PATH of the
-// caller's would run its own "ls").
+// ...), and, when patterns decide what may run, not PATH (a PATH of the
+// caller's would run its own "ls") nor a value that carries shell code
+// (${X@P} or arithmetic would run it).
 func (c *compiled) checkEnv(env []string) string {
+	patterns := c != nil && (len(c.allow) > 0 || len(c.deny) > 0)
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		if unsafeEnv.MatchString(name) {
 			return fmt.Sprintf("env may not set %s: it makes the shell run code the command line does not show", name)
 		}
-		if name == "PATH" && c != nil && (len(c.allow) > 0 || len(c.deny) > 0) {
-			return "env may not set PATH while allow or deny patterns decide what runs"
+		if patterns {
+			if name == "PATH" {
+				return "env may not set PATH while allow or deny patterns decide what runs (another PATH runs another \"ls\")"
+			}
+			if why := envRefusal(name, value); why != "" {
+				return "env " + name + ": " + why
+			}
 		}
 	}
 	return ""
+}
+
+// unsafeEnv are variables that make a shell or the loader run code of the
+// caller's choosing.
+var unsafeEnv = regexp.MustCompile(`^(?:BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|PS4|IFS)$`)
+
+// envRefusal says why a variable may not be set while patterns decide
+// what runs, or "".
+func envRefusal(name, value string) string {
+	switch {
+	case unsafeEnv.MatchString(name):
+		return "it makes the shell or the loader run code the command line does not show"
+	case name == "PATH":
+		return "PATH may not be set while allow or deny patterns decide what runs (another PATH runs another \"ls\")"
+	case codeInValue.MatchString(value):
+		return "the value holds shell code ($(...), backquotes, <(...)), which ${X@P}, arithmetic or eval would run; pass data without it"
+	}
+	return ""
+}
+
+// checkCommand returns why the policy refuses line, or "".
+func (c *compiled) checkCommand(line string) string {
+	if c == nil || len(c.allow) == 0 && len(c.deny) == 0 {
+		return ""
+	}
+	if _, ok := matchAny(strings.TrimSpace(line), c.deny); ok {
+		return fmt.Sprintf("the command matches a denied pattern (%s)", strings.Join(c.Deny, ", "))
+	}
+	var f found
+	if why := c.collect(line, 0, &f); why != "" {
+		return why
+	}
+	for _, k := range f.calls {
+		for _, text := range []string{k.src, k.call.text()} {
+			if _, ok := matchAny(strings.TrimSpace(text), c.deny); ok {
+				return fmt.Sprintf("%q matches a denied pattern (%s)", text, strings.Join(c.Deny, ", "))
+			}
+		}
+	}
+	if len(c.allow) == 0 {
+		return ""
+	}
+	if len(f.refusals) > 0 {
+		return f.refusals[0]
+	}
+	for _, k := range f.calls {
+		if why := c.checkAllowed(k); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// found is every call of a line, nested ones included, with what each does.
+type found struct {
+	calls    []inspected
+	refusals []string
+}
+
+type inspected struct {
+	call
+	inspection
+}
+
+// collect parses line and adds its calls to f, and those hidden in them.
+func (c *compiled) collect(line string, depth int, f *found) string {
+	if depth > 8 {
+		return "commands nested too deep to check"
+	}
+	file, err := parseLine(line)
+	if err != nil {
+		return fmt.Sprintf("the command line does not parse as shell (%v); fix its quoting", err)
+	}
+	s := &scanner{line: line, allow: len(c.allow) > 0}
+	s.scan(file)
+	if s.refusal != "" {
+		f.refusals = append(f.refusals, s.refusal)
+	}
+	for _, k := range s.calls {
+		if why := c.add(k, depth, f); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func (c *compiled) add(k call, depth int, f *found) string {
+	if depth > 8 {
+		return "commands nested too deep to check"
+	}
+	in := inspect(k)
+	f.calls = append(f.calls, inspected{k, in})
+	for _, n := range in.nested {
+		if why := c.add(n, depth+1, f); why != "" {
+			return why
+		}
+	}
+	for _, code := range in.code {
+		if why := c.collect(code, depth+1, f); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// checkAllowed returns why an allow list refuses one call, or "".
+func (c *compiled) checkAllowed(k inspected) string {
+	for _, a := range k.assigns {
+		if why := envRefusal(a.name, a.value); why != "" {
+			return fmt.Sprintf("%q sets %s: %s", k.src, a.name, why)
+		}
+	}
+	if k.refusal != "" {
+		return k.refusal
+	}
+	if len(k.words) == 0 {
+		return "" // assignments only
+	}
+	if !k.words[0].static {
+		return fmt.Sprintf("%q: the command's name must be written out when only some commands are allowed", k.src)
+	}
+	text := k.call.text()
+	var matched []string
+	for i, re := range c.allow {
+		if re.MatchString(text) {
+			matched = append(matched, strings.TrimSpace(c.Allow[i]))
+		}
+	}
+	if len(matched) == 0 {
+		return fmt.Sprintf("%q is not among the allowed commands (%s)", text, strings.Join(c.Allow, ", "))
+	}
+	for _, d := range k.dangers {
+		if !named(d, matched) {
+			how := "an allow pattern without a wildcard (the exact command line)"
+			if len(d.triggers) > 0 {
+				how = fmt.Sprintf("a pattern that names %s as a word of its own, such as %q, or one without a wildcard", d.triggers[0], commandName(k.call)+" "+d.triggers[0]+" *")
+			}
+			return fmt.Sprintf("%q: %s; %s is not allowed by %s: allow it explicitly with %s", text, d.what, d.triggers0(), strings.Join(matched, ", "), how)
+		}
+	}
+	return ""
+}
+
+func (d danger) triggers0() string {
+	if len(d.triggers) == 0 {
+		return "this form"
+	}
+	return d.triggers[0]
+}
+
+// named reports whether one of the matching patterns allows the danger
+// explicitly: it has no wildcard, or one of its words is a trigger.
+func named(d danger, patterns []string) bool {
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, "*?") {
+			return true
+		}
+		for _, f := range strings.Fields(p) {
+			if slices.Contains(d.triggers, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func matchAny(s string, res []*regexp.Regexp) (string, bool) {
@@ -175,37 +268,6 @@ func matchAny(s string, res []*regexp.Regexp) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// checkCommand returns why the policy refuses line, or "".
-func (c *compiled) checkCommand(line string) string {
-	if c == nil {
-		return ""
-	}
-	all := append([]string{strings.TrimSpace(line)}, parts(line)...)
-	for i, p := range all {
-		if _, ok := matchAny(p, c.deny); ok {
-			if i == 0 {
-				return fmt.Sprintf("the command matches a denied pattern (%s)", strings.Join(c.Deny, ", "))
-			}
-			return fmt.Sprintf("%q matches a denied pattern (%s)", p, strings.Join(c.Deny, ", "))
-		}
-	}
-	if len(c.allow) == 0 {
-		return ""
-	}
-	if strings.Contains(line, "$(") || strings.Contains(line, "`") || strings.Contains(line, "<(") || strings.Contains(line, ">(") {
-		return "command or process substitution ($(...), backquotes, <(...), >(...)) is not allowed when only some commands are"
-	}
-	if m := inlineCode.FindString(line); m != "" {
-		return fmt.Sprintf("inline code (%s) cannot be checked against the allowed commands; run a script file instead", strings.TrimSpace(m))
-	}
-	for _, p := range parts(line) {
-		if _, ok := matchAny(p, c.allow); !ok {
-			return fmt.Sprintf("%q is not among the allowed commands (%s)", p, strings.Join(c.Allow, ", "))
-		}
-	}
-	return ""
 }
 
 // checkCwd returns why dir may not be used, or "". With confine_cwd, dir

@@ -67,9 +67,17 @@ func TestPolicyPatterns(t *testing.T) {
 	if _, err := NewChecked(Options{Policy: Policy{Deny: []string{" "}}}); err == nil {
 		t.Error("an empty pattern was accepted")
 	}
-	got := parts("a; b && c || d | e & f\ng")
-	if strings.Join(got, ",") != "a,b,c,d,e,f,g" {
-		t.Errorf("parts: %q", got)
+	pol, _ := compilePolicy(Policy{Deny: []string{"x"}})
+	var f found
+	if why := pol.collect("a; b && c || d | e & f\ng; { h; }; (i); if j; then k; fi", 0, &f); why != "" {
+		t.Fatal(why)
+	}
+	var got []string
+	for _, k := range f.calls {
+		got = append(got, k.call.text())
+	}
+	if strings.Join(got, ",") != "a,b,c,d,e,f,g,h,i,j,k" {
+		t.Errorf("calls: %q", got)
 	}
 }
 
@@ -100,7 +108,7 @@ func TestPolicyEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allow, err := compilePolicy(Policy{Allow: []string{"echo *", "ls*", "bash -c *", "find *", "python3 *", "env *"}})
+	allow, err := compilePolicy(Policy{Allow: []string{"echo *", "ls*", "bash -c *", "find *", "python3 *", "perl *", "env *"}})
 	if err != nil {
 		t.Fatal(err)
 	}
