@@ -80,34 +80,41 @@ func parseLine(line string) (*syntax.File, error) {
 // wordOf reads a word: static when it has no expansion of any kind
 // (parameters, substitutions, arithmetic, globs, braces).
 func wordOf(w *syntax.Word) word {
-	src := printWord(w)
+	dynamic := func() word { return word{text: printWord(w)} }
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
 			if strings.ContainsAny(p.Value, "*?[") {
-				return word{text: src}
+				return dynamic()
 			}
 		case *syntax.SglQuoted:
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
 				if _, ok := q.(*syntax.Lit); !ok {
-					return word{text: src}
+					return dynamic()
 				}
 			}
 		default:
-			return word{text: src}
+			return dynamic()
 		}
+	}
+	if lit := w.Lit(); lit != "" && !strings.ContainsAny(lit, "\\{~") {
+		return word{text: lit, static: true} // the common case: a plain word
 	}
 	braces := &syntax.Word{Parts: slices.Clone(w.Parts)}
 	if syntax.SplitBraces(braces) {
-		return word{text: src}
+		return dynamic()
 	}
-	v, err := expand.Literal(nil, w)
+	v, err := expand.Literal(literalConfig, w)
 	if err != nil {
-		return word{text: src}
+		return dynamic()
 	}
 	return word{text: v, static: true}
 }
+
+// literalConfig expands nothing from the environment: words that need it
+// are not static.
+var literalConfig = &expand.Config{Env: expand.ListEnviron()}
 
 func printWord(w *syntax.Word) string {
 	var b strings.Builder
@@ -238,7 +245,7 @@ func (s *scanner) decl(d *syntax.DeclClause) {
 		switch {
 		case a.Naked && a.Name == nil && a.Value != nil:
 			w := wordOf(a.Value)
-			if s.allow && w.static && regexp.MustCompile(`^[-+][a-zA-Z]*[in]`).MatchString(w.text) {
+			if s.allow && w.static && declFlags.MatchString(w.text) {
 				s.refuse("%s %s: integer variables (-i) evaluate every value assigned as arithmetic, and name references (-n) can name a subscript: not allowed when only some commands are", d.Variant.Value, w.text)
 			}
 			if s.allow && codeInValue.MatchString(w.text) {
@@ -255,6 +262,9 @@ func (s *scanner) decl(d *syntax.DeclClause) {
 	}
 	s.calls = append(s.calls, k)
 }
+
+// declFlags are declare's -i and -n, alone or among others.
+var declFlags = regexp.MustCompile(`^[-+][a-zA-Z]*[in]`)
 
 // param refuses the parameter expansions that run a value as code:
 // ${X@P} (prompt expansion runs $(...) in X), ${!X} (X may name a

@@ -78,20 +78,29 @@ var (
 	osascript = interpreter{short: shorts("e", optCode)}
 )
 
+var (
+	pythonName = regexp.MustCompile(`^(?:python|pypy)[0-9.]*$`)
+	perlName   = regexp.MustCompile(`^perl[0-9.]*$`)
+	rubyName   = regexp.MustCompile(`^ruby[0-9.]*$`)
+	phpName    = regexp.MustCompile(`^php[0-9.]*$`)
+	luaName    = regexp.MustCompile(`^(?:lua[0-9.]*|luajit)$`)
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+)
+
 // interpreterOf names the interpreters by their commands' base names.
 func interpreterOf(name string) (interpreter, bool) {
 	switch {
-	case regexp.MustCompile(`^(?:python|pypy)[0-9.]*$`).MatchString(name):
+	case pythonName.MatchString(name):
 		return python, true
-	case regexp.MustCompile(`^perl[0-9.]*$`).MatchString(name):
+	case perlName.MatchString(name):
 		return perl, true
-	case regexp.MustCompile(`^ruby[0-9.]*$`).MatchString(name):
+	case rubyName.MatchString(name):
 		return ruby, true
 	case name == "node" || name == "nodejs":
 		return node, true
-	case regexp.MustCompile(`^php[0-9.]*$`).MatchString(name):
+	case phpName.MatchString(name):
 		return php, true
-	case regexp.MustCompile(`^(?:lua[0-9.]*|luajit)$`).MatchString(name):
+	case luaName.MatchString(name):
 		return lua, true
 	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
 		return awk, true
@@ -159,6 +168,15 @@ func inspect(c call) inspection {
 		in.shell(c, name)
 	case name == "eval":
 		in.eval(c)
+	case name == "trap" && len(args) > 0:
+		// trap CODE SIGNAL... runs CODE later.
+		if !args[0].static {
+			in.dynamic(name, args[0])
+		} else if args[0].text != "-" && !strings.HasPrefix(args[0].text, "-") {
+			in.code = append(in.code, args[0].text)
+		}
+	case (name == "source" || name == ".") && len(args) > 0:
+		in.script(name, args[0]) // a script file, unless it is standard input
 	case name == "find":
 		in.find(c)
 	case name == "sort":
@@ -464,7 +482,7 @@ func (in *inspection) wrapper(c call, name string, w wrapper) {
 			i++
 			break
 		}
-		if w.assigns && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(t) {
+		if w.assigns && envName.MatchString(t) {
 			k, v, _ := strings.Cut(t, "=")
 			in.nestedAssign(name, k, v)
 			continue
