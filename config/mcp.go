@@ -67,9 +67,11 @@ type Policy struct {
 
 // ShellPolicy guards Saucer's shell tool.
 type ShellPolicy struct {
-	// Allow, when not empty, lets only commands whose every part (split at
-	// ;, &&, ||, | and newlines) matches one of these globs run. Deny
-	// refuses a command any of whose parts matches one.
+	// Allow, when not empty, lets only commands whose every call (each
+	// simple command, hidden ones included) matches one of these globs
+	// run; an interpreter's inline, stdin or module code and file writes
+	// need a pattern that names them (see shell.Policy). Deny refuses a
+	// command any of whose calls matches one.
 	Allow []string `yaml:"allow"`
 	Deny  []string `yaml:"deny"`
 	// ConfineCwd refuses a cwd outside the working directory.

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/local"
 )
 
 // readmeBlocks returns the README's fenced blocks of one language.
@@ -163,5 +170,58 @@ func TestRunBudgetExit(t *testing.T) {
 		"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder")
 	if code != 4 || !strings.Contains(out, "stopped: the budget of 3 model calls is spent (used 3 model calls") {
 		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// The README's shell policy example does what its comments say.
+func TestReadmeShellPolicyExample(t *testing.T) {
+	var example string
+	for _, b := range readmeBlocks(t, "yaml") {
+		if strings.Contains(b, `"python3 -c *"`) {
+			example = b
+		}
+	}
+	if example == "" {
+		t.Fatal("the README has no shell policy example")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "saucer.yaml")
+	os.WriteFile(file, []byte(example), 0o644)
+	cfg, err := config.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, stop, err := local.Builtin(cfg, dir, "shell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c, err := mcpclient.NewInProcessClient(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "test"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for command, refused := range map[string]bool{
+		"python3 script.py":         false,
+		"python3 -c 'print(1)'":     false,
+		"python3 -Ic 'print(1)'":    true,
+		"python3 -m http.server":    true,
+		"echo 'print(1)' | python3": true,
+		"echo hi > notes.txt":       false,
+		"cat notes.txt > copy.txt":  true,
+	} {
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "execute_command", Arguments: map[string]any{"command": command}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := mcp.AsTextContent(res.Content[0])
+		if got := res.IsError && strings.HasPrefix(text.Text, "policy: "); got != refused {
+			t.Errorf("%s: refused %v, the README says %v (%s)", command, got, refused, text.Text)
+		}
 	}
 }

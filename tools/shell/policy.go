@@ -11,16 +11,36 @@ import (
 )
 
 // Policy guards what the shell tool runs. It is a guard rail against a
-// model's mistakes, not a sandbox: a determined command can hide what it
-// does from any pattern.
+// model's mistakes, not a sandbox: a script file, or a program allowed by
+// name, can still do anything.
+//
+// Command lines are parsed as bash parses them. Patterns are globs (*
+// matches any text, spaces and slashes included) matched against each
+// simple command (a call), wherever it stands: in a pipeline or list, a
+// loop, a function, a substitution, behind env/xargs/timeout/sudo/nice,
+// in find -exec, in sh -c or eval code. A call is matched with its
+// quotes removed and its redirections after it ("echo hi > out.txt").
 type Policy struct {
-	// Allow, when not empty, lets a command run only if every part of it
-	// (split at ;, &, &&, ||, | and newlines) matches one of these globs,
-	// and it has no command substitution ($(...) or backquotes). A glob's
-	// * matches any text, spaces and slashes included.
+	// Allow, when not empty, lets a command run only if every call in it
+	// matches one of these globs, the name of each is written out, and it
+	// has no command or process substitution. Some forms of an allowed
+	// command stay refused unless a matching pattern names them, as a
+	// word of its own, or has no wildcard at all (an exact command line):
+	//   - an interpreter's program inline (python3 -c, -Ic, -X utf8 -c;
+	//     perl -e, node --eval, ...), on standard input (-, /dev/stdin, a
+	//     here-string or a pipe) or as a module (-m, -M, --require):
+	//     "python3 -c *" allows python3 -c, not python3 -Ic;
+	//   - writing files: output redirections ("echo * > *"), tee ("tee *"),
+	//     find -delete, -fprint, -fprint0, -fprintf, -fls ("find * -delete"),
+	//     sort -o ("sort -o *"), sed -i ("sed -i *");
+	//   - a word whose value is known only when it runs, given to a command
+	//     whose options matter (python3 $FLAG).
+	// And never, whatever the patterns: ${X@P}, ${!X}, arithmetic on
+	// variables, declare -i/-n, and variable names or values (a call's env,
+	// X=... cmd) holding $(...) or backquotes, which these would run.
 	Allow []string
-	// Deny refuses a command if any part of it, or the whole line, matches
-	// one of these globs.
+	// Deny refuses a command if any call in it, as written or with its
+	// quotes removed, or the whole line, matches one of these globs.
 	Deny []string
 	// ConfineCwd refuses a cwd outside Options.Dir (symlinks resolved).
 	ConfineCwd bool
