@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,16 +19,32 @@ import (
 	"github.com/saucerhq/saucer/command"
 )
 
+// binDir holds the CLI built for the tests; TestMain removes it.
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+)
+
 // saucerBinary builds the CLI once per test run, for tests that need it as
-// a real process.
+// a real process (ten of them: a build each made the package's tests
+// minutes slower).
 func saucerBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "saucer")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		if binDir, binError = os.MkdirTemp("", "saucer-bin-"); binError != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "saucer")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binError = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binError != nil {
+		t.Fatal(binError)
 	}
-	return bin
+	return binPath
 }
 
 func TestMCPServesOwnToolsOverStdioAndHTTP(t *testing.T) {

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("SAUCER_RUNS", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

@@ -134,8 +134,8 @@ func nodeSource(line string, n syntax.Node) string {
 // substitution, which ${X@P}, arithmetic or eval would run.
 var codeInValue = regexp.MustCompile("\\$\\(|`|<\\(|>\\(")
 
-// scan walks a parsed line: it reports each call, and under an allow list
-// the constructs no pattern can judge (why is not empty).
+// scanner walks a parsed line: it collects the calls, and under an allow
+// list the first construct that no pattern can judge (refusal).
 type scanner struct {
 	line    string
 	allow   bool // an allow list is in force
@@ -228,10 +228,6 @@ func assignOf(a *syntax.Assign) assign {
 	if a.Value != nil {
 		w := wordOf(a.Value)
 		out.value, out.static = w.text, out.static && w.static
-	} else if a.Array != nil {
-		out.static = false
-	} else {
-		out.static = out.static && true
 	}
 	return out
 }

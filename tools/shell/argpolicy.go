@@ -404,7 +404,7 @@ func (in *inspection) find(c call) {
 // options finds, in a command's options, the one that does what (given
 // as optCode in short and long).
 func (in *inspection) options(c call, name string, short map[byte]optKind, long map[string]optKind, what string) {
-	for i, w := range c.words[1:] {
+	for _, w := range c.words[1:] {
 		if !w.static {
 			in.dynamic(name, w)
 			return
@@ -432,7 +432,6 @@ func (in *inspection) options(c call, name string, short map[byte]optKind, long 
 				j = len(a)
 			}
 		}
-		_ = i
 	}
 }
 
