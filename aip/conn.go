@@ -240,6 +240,11 @@ func (c *Conn) Send(ctx context.Context, f Frame) error {
 		return fmt.Errorf("aip: send: %w", context.Cause(c.ctx))
 	}
 	defer func() { <-c.writing }()
+	return c.write(f)
+}
+
+// write encodes f and writes it; the caller holds the writer slot.
+func (c *Conn) write(f Frame) error {
 	b, err := f.Append(c.buf[:0])
 	if err != nil {
 		return err
@@ -261,6 +266,26 @@ func (c *Conn) Send(ctx context.Context, f Frame) error {
 		return fmt.Errorf("aip: send: %w", err)
 	}
 	return nil
+}
+
+// Hold takes the connection's writer for the frame the returned function
+// sends: every other Send waits until it has been written (or has
+// failed), so it is the first frame on the wire after Hold. A server
+// holds a new connection before it makes it known, and sends its
+// registration acknowledgement through first. Call Hold before anything
+// else can send on the connection; call first exactly once. Its write is
+// bounded by WriteTimeout, like any other.
+func (c *Conn) Hold() (first func(f Frame) error) {
+	c.writing <- struct{}{} // free: nothing else sends yet
+	var once sync.Once
+	return func(f Frame) error {
+		err := errors.New("aip: a held frame was sent twice")
+		once.Do(func() {
+			defer func() { <-c.writing }()
+			err = c.write(f)
+		})
+		return err
+	}
 }
 
 // SendRaw writes b, which must be one encoded frame, as a text frame. It

@@ -7,7 +7,7 @@
 // missing, null and unknown fields accepted on input; enum values
 // lower-case and case-sensitive. Saucer's own additions travel as extra
 // JSON fields (Lifecycle on command frames, Progress on heartbeats,
-// Namespaces in registration metadata) that UFO peers ignore.
+// namespaces and Resends in registration metadata) that UFO peers ignore.
 package aip
 
 import (
@@ -143,6 +143,44 @@ type Lifecycle struct {
 // Expired reports whether a command of this frame may no longer start.
 func (l *Lifecycle) Expired(now time.Time) bool {
 	return l != nil && !l.ExpiresAt.IsZero() && now.After(l.ExpiresAt)
+}
+
+// MetaResends is the registration metadata key of Resends.
+const MetaResends = "resends"
+
+// Resends (Saucer extension, registration metadata "resends") says what a
+// client does with a command frame it gets again, with a response_id it
+// has seen: it answers from its memory instead of running the frame
+// again. A client that does not say so (UFO's) is taken to run it again,
+// so a server does not send it a frame that may have reached it before.
+type Resends struct {
+	// Instance names this run of the client: frames it was sent by this
+	// run are answered from its memory.
+	Instance string `json:"instance"`
+	// Journal says frames sent to earlier runs are answered too, from a
+	// journal that outlives them (a run killed in the middle of a command
+	// reports it interrupted instead of running it again).
+	Journal bool `json:"journal"`
+}
+
+// ResendsOf reads Resends from registration metadata; nil when the client
+// says nothing (or something unreadable) about resent frames.
+func ResendsOf(meta map[string]any) *Resends {
+	switch v := meta[MetaResends].(type) {
+	case Resends:
+		return &v
+	case *Resends:
+		return v
+	case map[string]any:
+		r := &Resends{}
+		r.Instance, _ = v["instance"].(string)
+		r.Journal, _ = v["journal"].(bool)
+		if r.Instance == "" && !r.Journal {
+			return nil
+		}
+		return r
+	}
+	return nil
 }
 
 // Progress is a Saucer device's report that a command is running (JSON

@@ -4,26 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/clock"
 )
 
 // Link carries a WebSocket dispatcher's frames to one device, whichever
 // connection the device has at the moment.
 type Link interface {
 	// Send writes one frame to the device's current connection. It fails
-	// at once when the device is not connected.
+	// at once with ErrNotConnected when the device is not connected; any
+	// other error may come after part of the frame was written.
 	Send(ctx context.Context, m *aip.ServerMessage) error
 }
 
+// ErrNotConnected is what a Link's Send returns (wrapped or not) when the
+// device has no connection: nothing was written.
+var ErrNotConnected = errors.New("the device is not connected")
+
 // Defaults of WebSocketOptions.
 const (
-	// DefaultAwayTimeout is how long a round waits for a device that
-	// dropped its connection to come back.
+	// DefaultAwayTimeout is how long a device that dropped its connection
+	// has to come back.
 	DefaultAwayTimeout = time.Minute
 	// DefaultCancelGrace is how long a cancelled round waits for the
 	// device to report what it ran.
@@ -31,27 +36,35 @@ const (
 )
 
 // WebSocketOptions configure a WebSocket dispatcher. Zero values mean the
-// defaults.
+// defaults. Time is read from the clock the calls' contexts carry
+// (package internal/clock; the real one unless a test put another there).
 type WebSocketOptions struct {
 	// CommandTimeout bounds each command; a round of n commands has n times
 	// this to come back (DefaultTimeout when zero).
 	CommandTimeout time.Duration
-	// AwayTimeout bounds the wait for a disconnected device.
+	// AwayTimeout is how long a disconnected device has to come back,
+	// counted from Disconnected: then the rounds waiting for it fail, and
+	// so do rounds started later, until it is Connected again.
 	AwayTimeout time.Duration
 	// CancelGrace bounds the wait for results after cancellation.
 	CancelGrace time.Duration
 	// NewID makes response ids and call ids; nil means UUIDv4.
 	NewID func() string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// OnGone, when set, is called once the device has been away for
+	// AwayTimeout, before the rounds waiting for it fail: its owner ends
+	// what it was doing there.
+	OnGone func()
 }
 
 // State is a command's place in its lifecycle.
 type State string
 
 // The lifecycle: pending (queued, sent or not), running (the device said it
-// started), then one of completed, failed, cancelled or expired (its time
-// to start passed while it waited for its device).
+// started), then one of completed, failed, cancelled, expired (its time to
+// start passed while it waited for its device) or unknown (the device
+// disconnected while the command may have been running, and cannot say how
+// it ended: a device that runs a command frame it gets again is not sent
+// it again).
 const (
 	StatePending   State = "pending"
 	StateRunning   State = "running"
@@ -59,12 +72,21 @@ const (
 	StateFailed    State = "failed"
 	StateCancelled State = "cancelled"
 	StateExpired   State = "expired"
+	StateUnknown   State = "unknown"
 )
 
 // Terminal reports whether the state is final.
 func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateFailed || s == StateCancelled || s == StateExpired
+	switch s {
+	case StateCompleted, StateFailed, StateCancelled, StateExpired, StateUnknown:
+		return true
+	}
+	return false
 }
+
+// UnknownOutcome is what a command whose state is unknown tells the
+// model.
+const UnknownOutcome = "the device disconnected while this command may have been running; its outcome is unknown — observe the device before retrying"
 
 // CommandState is one command's lifecycle record.
 type CommandState struct {
@@ -114,11 +136,14 @@ var (
 // call_id per command, answered by one command_results frame whose
 // prev_response_id is that response_id.
 //
-// It survives reconnections. The owner reports them (Disconnected,
-// Connected); a round keeps waiting while its device is away, for at most
-// AwayTimeout, and its frame is sent again when the device is back (a
-// device that already ran it answers again from its cache instead of
-// running it twice). Results that arrive twice are dropped.
+// It survives reconnections. The owner reports them (Connected,
+// Disconnected); rounds wait while their device is away, and when it is
+// back their frames are sent again, to a device that answers a frame it
+// has seen from its memory (Saucer's client). To one that would run it
+// again (UFO's), a frame that may have reached it is not sent again: its
+// commands end unknown, and the agents are told to look before they
+// retry. A device away for longer than AwayTimeout fails the rounds
+// waiting for it. Results that arrive twice are dropped.
 //
 // It is safe for concurrent use; one WebSocket serves every session of a
 // device.
@@ -128,35 +153,48 @@ type WebSocket struct {
 
 	mu        sync.Mutex
 	connected bool
-	rounds    map[string]*round // waiting, by response_id
-	order     []*round          // waiting, oldest first, for re-sending
-	finished  map[string]bool   // recently answered response ids
-	finOrder  []string
+	// dedupes says the device's connection answers a command frame it
+	// has seen from its memory instead of running it again.
+	dedupes bool
+	// away runs while the device is away; gone is set when it ran out.
+	away     clock.Timer
+	gone     bool
+	rounds   map[string]*round // waiting, by response_id
+	order    []*round          // waiting, oldest first, for re-sending
+	finished map[string]bool   // recently answered response ids
+	finOrder []string
 }
 
 // round is one command frame waiting for its results.
 type round struct {
 	frame   *aip.ServerMessage
 	info    Round
+	clock   clock.Clock
 	states  []CommandState
 	results *aip.ClientMessage // set once, under mu
 	done    chan struct{}      // closed when results are set
-	fail    chan string        // timers report why the round gives up
-	away    *time.Timer
-	ended   bool // the round has been settled; no more progress
+	fail    chan ending        // why the round gives up without them
+	// sent says the frame may have reached the device (it was written,
+	// or sent before a restart of the server). Guarded by mu.
+	sent  bool
+	ended bool // the round has been settled; no more progress
+}
+
+// ending is how a round ends without results.
+type ending struct {
+	state State
+	why   string
 }
 
 var _ Dispatcher = (*WebSocket)(nil)
-
-// expiredPrefix starts the reason of a round whose commands expired.
-const expiredPrefix = "the commands expired"
 
 // remembered bounds the set of answered response ids kept to recognise
 // duplicates.
 const remembered = 4096
 
 // NewWebSocket returns a dispatcher that sends rounds through link. The
-// device counts as connected from the start; call Disconnected if not.
+// device counts as not connected (and not away: no clock runs) until the
+// first Connected; rounds wait for it.
 func NewWebSocket(link Link, opts WebSocketOptions) *WebSocket {
 	if opts.CommandTimeout <= 0 {
 		opts.CommandTimeout = DefaultTimeout
@@ -170,10 +208,7 @@ func NewWebSocket(link Link, opts WebSocketOptions) *WebSocket {
 	if opts.NewID == nil {
 		opts.NewID = NewUUID
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	return &WebSocket{link: link, opts: opts, connected: true, rounds: map[string]*round{}, finished: map[string]bool{}}
+	return &WebSocket{link: link, opts: opts, rounds: map[string]*round{}, finished: map[string]bool{}}
 }
 
 // Session returns a Dispatcher whose rounds carry r's session values.
@@ -200,7 +235,8 @@ func (w *WebSocket) Execute(ctx context.Context, cmds []command.Command) []comma
 //     leaves call ids out);
 //   - when the round's deadline passes (CommandTimeout per command), or
 //     the device stays away past AwayTimeout, or the commands expire
-//     before they could be sent: failure Results that say so;
+//     before they could be sent, or the device came back unable to say
+//     what became of a frame it may have run: failure Results that say so;
 //   - when ctx is cancelled: the device's results if they come within
 //     CancelGrace (the device stops between commands), else cancelled
 //     failures.
@@ -208,7 +244,7 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 	if len(cmds) == 0 {
 		return []command.Result{}
 	}
-	now := w.opts.Now()
+	now := clock.From(ctx).Now()
 	deadline := w.opts.CommandTimeout * time.Duration(len(cmds))
 	ttl := info.TTL
 	if ttl <= 0 {
@@ -235,26 +271,30 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 			return out
 		}
 	}
-	return w.wait(ctx, info, frame, deadline)
+	return w.wait(ctx, info, frame, deadline, false)
 }
 
 // Rejoin waits again for the results of a round sent before, perhaps by
 // an earlier process of the server: frame is the recorded command frame,
-// re-sent as it was (same response_id and call_ids). A device that already
-// ran it answers from its cache or its journal instead of running it
-// again. The results follow Execute's rules.
+// re-sent as it was (same response_id and call_ids) to a device that
+// answers it from its cache or its journal if it ran it. To a device that
+// would run it again it is not sent: its commands end unknown. The
+// results follow Execute's rules.
 func (w *WebSocket) Rejoin(ctx context.Context, info Round, frame *aip.ServerMessage) []command.Result {
 	if len(frame.Actions) == 0 {
 		return []command.Result{}
 	}
-	return w.wait(ctx, info, frame, w.opts.CommandTimeout*time.Duration(len(frame.Actions)))
+	return w.wait(ctx, info, frame, w.opts.CommandTimeout*time.Duration(len(frame.Actions)), true)
 }
 
-// wait registers a round for frame, sends it and waits for its results.
-func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessage, deadline time.Duration) []command.Result {
-	now := w.opts.Now()
+// wait registers a round for frame, sends it (sent: it may have reached
+// the device before) and waits for its results.
+func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessage, deadline time.Duration, sent bool) []command.Result {
+	clk := clock.From(ctx)
+	now := clk.Now()
 	actions := frame.Actions
-	r := &round{info: info, frame: frame, done: make(chan struct{}), fail: make(chan string, 1), states: make([]CommandState, len(actions))}
+	r := &round{info: info, frame: frame, clock: clk, done: make(chan struct{}), fail: make(chan ending, 1),
+		states: make([]CommandState, len(actions)), sent: sent}
 	created, expires := now, now.Add(deadline)
 	if lc := frame.Lifecycle; lc != nil {
 		created, expires = lc.CreatedAt, lc.ExpiresAt
@@ -268,73 +308,106 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 	w.mu.Lock()
 	w.rounds[r.frame.ResponseID] = r
 	w.order = append(w.order, r)
-	connected := w.connected
-	if !connected {
-		w.startAway(r)
+	var end *ending
+	send := false
+	switch {
+	case w.gone:
+		e := w.goneEnding(r)
+		end = &e
+	case !w.connected:
+		// Connected sends it, or the away clock fails it.
+	case r.sent && !w.dedupes:
+		end = &ending{StateUnknown, UnknownOutcome}
+	default:
+		send, r.sent = true, true
 	}
 	w.mu.Unlock()
 	defer w.forget(r)
-
-	if connected {
-		if err := w.link.Send(ctx, r.frame); err != nil {
-			// The connection broke under us: wait for the device to come
-			// back, as if it had been away from the start.
-			w.mu.Lock()
-			if r.results == nil && r.away == nil {
-				w.startAway(r)
-			}
-			w.mu.Unlock()
-		}
+	if end != nil {
+		return w.giveUp(r, actions, end.state, end.why)
+	}
+	if send {
+		w.send(ctx, r, sent)
 	}
 
-	timer := time.NewTimer(deadline)
+	timer := clk.NewTimer(deadline)
 	defer timer.Stop()
 	select {
 	case <-r.done:
 		return w.finish(r, actions, "")
-	case why := <-r.fail:
-		state := StateFailed
-		if strings.HasPrefix(why, expiredPrefix) {
-			state = StateExpired
-		}
-		return w.giveUp(r, actions, state, why)
-	case <-timer.C:
+	case e := <-r.fail:
+		return w.giveUp(r, actions, e.state, e.why)
+	case <-timer.C():
 		return w.giveUp(r, actions, StateFailed, fmt.Sprintf("no result from the device within the round's deadline (%s for %d command(s))", deadline, len(actions)))
 	case <-ctx.Done():
 	}
 	cause := context.Cause(ctx)
-	grace := time.NewTimer(w.opts.CancelGrace)
+	grace := clk.NewTimer(w.opts.CancelGrace)
 	defer grace.Stop()
 	select {
 	case <-r.done:
 		return w.finish(r, actions, fmt.Sprintf("cancelled: %v", cause))
-	case <-grace.C:
-	case <-r.fail:
+	case e := <-r.fail:
+		return w.giveUp(r, actions, e.state, e.why)
+	case <-grace.C():
 	}
 	return w.giveUp(r, actions, StateCancelled, fmt.Sprintf("cancelled (%v); the device did not report whether it ran", cause))
 }
 
-// startAway starts the clock of a round whose device is away. Called with
-// mu held.
-func (w *WebSocket) startAway(r *round) {
-	if r.away != nil {
+// send writes a round's frame, which has been marked sent. A frame the
+// link did not write at all (the device is not connected) is marked
+// unsent again, unless it had been sent before (wasSent).
+func (w *WebSocket) send(ctx context.Context, r *round, wasSent bool) {
+	if err := w.link.Send(ctx, r.frame); errors.Is(err, ErrNotConnected) && !wasSent {
+		w.mu.Lock()
+		r.sent = false
+		w.mu.Unlock()
+	}
+}
+
+// goneEnding is how a round waiting for a device that stayed away too
+// long ends. Called with mu held.
+func (w *WebSocket) goneEnding(r *round) ending {
+	if r.sent {
+		return ending{StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command may have been running; its outcome is unknown — observe the device before retrying", w.opts.AwayTimeout)}
+	}
+	return ending{StateFailed, fmt.Sprintf("the device was disconnected for longer than %s; the command was not sent", w.opts.AwayTimeout)}
+}
+
+// goneAway runs when the away clock runs out: the owner hears of it
+// first, then the waiting rounds fail.
+func (w *WebSocket) goneAway() {
+	w.mu.Lock()
+	if w.connected || w.gone {
+		w.mu.Unlock()
 		return
 	}
-	r.away = time.AfterFunc(w.opts.AwayTimeout, func() {
+	w.gone, w.away = true, nil
+	var waiting []*round
+	for _, r := range w.order {
+		if r.results == nil {
+			waiting = append(waiting, r)
+		}
+	}
+	w.mu.Unlock()
+	if w.opts.OnGone != nil {
+		w.opts.OnGone()
+	}
+	for _, r := range waiting {
+		w.mu.Lock()
+		e := w.goneEnding(r)
+		w.mu.Unlock()
 		select {
-		case r.fail <- fmt.Sprintf("the device was disconnected for longer than %s and did not return the results", w.opts.AwayTimeout):
+		case r.fail <- e:
 		default:
 		}
-	})
+	}
 }
 
 // forget removes a round from the waiting set.
 func (w *WebSocket) forget(r *round) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r.away != nil {
-		r.away.Stop()
-	}
 	id := r.frame.ResponseID
 	if w.rounds[id] == r {
 		delete(w.rounds, id)
@@ -393,7 +466,7 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 		}
 		return command.Result{}, false
 	}
-	now := w.opts.Now()
+	now := r.clock.Now()
 	out := make([]command.Result, len(actions))
 	for i, c := range actions {
 		res, ok := find(c.CallID)
@@ -432,12 +505,13 @@ func (w *WebSocket) giveUp(r *round, actions []command.Command, state State, why
 	defer w.notifyAll(r)
 	defer w.mu.Unlock()
 	r.ended = true
+	now := r.clock.Now()
 	out := make([]command.Result, len(actions))
 	for i, c := range actions {
 		out[i] = command.Failed(c.CallID, fmt.Sprintf("%s: %s", c.ToolName, why))
 		out[i].Namespace = c.Namespace
 		st := &r.states[i]
-		st.State, st.Error, st.UpdatedAt = state, why, w.opts.Now()
+		st.State, st.Error, st.UpdatedAt = state, why, now
 	}
 	return out
 }
@@ -492,7 +566,7 @@ func (w *WebSocket) Progress(p *aip.Progress) {
 	for i := range r.states {
 		st := &r.states[i]
 		if st.CallID == p.CallID && !st.State.Terminal() {
-			st.State, st.ElapsedMS, st.UpdatedAt = StateRunning, p.ElapsedMS, w.opts.Now()
+			st.State, st.ElapsedMS, st.UpdatedAt = StateRunning, p.ElapsedMS, r.clock.Now()
 			cp := *st
 			w.mu.Unlock()
 			if r.info.OnState != nil {
@@ -504,53 +578,71 @@ func (w *WebSocket) Progress(p *aip.Progress) {
 	w.mu.Unlock()
 }
 
-// Disconnected says the device's connection is gone: waiting rounds start
-// their AwayTimeout clocks.
-func (w *WebSocket) Disconnected() {
+// Disconnected says the device's connection is gone: its away clock
+// starts (from the clock ctx carries), unless it is already running.
+func (w *WebSocket) Disconnected(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.connected = false
-	for _, r := range w.order {
-		if r.results == nil {
-			w.startAway(r)
-		}
+	if w.away == nil && !w.gone {
+		w.away = clock.From(ctx).AfterFunc(w.opts.AwayTimeout, w.goneAway)
 	}
 }
 
-// Connected says the device is (back) on a new connection: the frames of
-// rounds still waiting are sent again, oldest first. A frame whose commands
-// have expired is not sent; its round fails.
-func (w *WebSocket) Connected(ctx context.Context) {
+// Connected says the device is (back) on a new connection; dedupes says
+// that connection answers a command frame it has seen from its memory
+// instead of running it again. The frames of rounds still waiting are
+// sent again, oldest first, except a frame whose commands have expired
+// (its round fails) and, when the device does not dedupe, a frame that
+// may have reached it before (its commands end unknown).
+func (w *WebSocket) Connected(ctx context.Context, dedupes bool) {
+	type resend struct {
+		r       *round
+		wasSent bool
+	}
+	type settle struct {
+		r *round
+		e ending
+	}
+	var sends []resend
+	var ends []settle
 	w.mu.Lock()
-	w.connected = true
-	var resend []*round
+	w.connected, w.dedupes, w.gone = true, dedupes, false
+	if w.away != nil {
+		w.away.Stop()
+		w.away = nil
+	}
 	for _, r := range w.order {
-		if r.results != nil {
-			continue
+		switch {
+		case r.results != nil:
+		case r.sent && !dedupes:
+			ends = append(ends, settle{r, ending{StateUnknown, UnknownOutcome}})
+		case r.frame.Lifecycle.Expired(r.clock.Now()):
+			ends = append(ends, settle{r, ending{StateExpired, fmt.Sprintf("the commands expired at %s while the device was away",
+				r.frame.Lifecycle.ExpiresAt.Format(time.RFC3339))}})
+		default:
+			sends = append(sends, resend{r, r.sent})
+			r.sent = true
 		}
-		if r.away != nil {
-			r.away.Stop()
-			r.away = nil
-		}
-		resend = append(resend, r)
 	}
 	w.mu.Unlock()
-	for _, r := range resend {
-		if r.frame.Lifecycle.Expired(w.opts.Now()) {
-			select {
-			case r.fail <- fmt.Sprintf("%s at %s while the device was away", expiredPrefix, r.frame.Lifecycle.ExpiresAt.Format(time.RFC3339)):
-			default:
-			}
-			continue
-		}
-		if err := w.link.Send(ctx, r.frame); err != nil {
-			w.mu.Lock()
-			if r.results == nil {
-				w.startAway(r)
-			}
-			w.mu.Unlock()
+	for _, s := range ends {
+		select {
+		case s.r.fail <- s.e:
+		default:
 		}
 	}
+	for _, s := range sends {
+		w.send(ctx, s.r, s.wasSent)
+	}
+}
+
+// Gone reports a device that has been away for longer than AwayTimeout
+// (and has not come back).
+func (w *WebSocket) Gone() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gone
 }
 
 // Waiting is the number of rounds waiting for results.

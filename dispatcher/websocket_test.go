@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/clock"
 )
 
 // memLink is a device link in memory: frames go to a channel; up says
@@ -70,6 +71,31 @@ func goExecute(ctx context.Context, d dispatcher.Dispatcher, c []command.Command
 	return ch
 }
 
+// connected is a dispatcher over link whose device is connected, and
+// answers re-sent frames from its memory (as Saucer's client does).
+func connected(link dispatcher.Link, opts dispatcher.WebSocketOptions) *dispatcher.WebSocket {
+	w := dispatcher.NewWebSocket(link, opts)
+	w.Connected(context.Background(), true)
+	return w
+}
+
+// fakeClock is a context carrying a fake clock, and the clock.
+func fakeClock() (context.Context, *clock.Fake) {
+	c := clock.NewFake(time.Date(2026, 11, 22, 2, 23, 36, 0, time.UTC))
+	return clock.With(context.Background(), c), c
+}
+
+// armed waits until n timers of c are armed: the code under test waits
+// on its clock.
+func armed(t *testing.T, c *clock.Fake, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.WaitTimers(ctx, n); err != nil {
+		t.Fatalf("%d timer(s) never armed: %v", n, err)
+	}
+}
+
 func wait(t *testing.T, ch chan []command.Result) []command.Result {
 	t.Helper()
 	select {
@@ -86,7 +112,7 @@ func wait(t *testing.T, ch chan []command.Result) []command.Result {
 // back matched by call_id; the lifecycle goes pending → completed.
 func TestWebSocketCorrelation(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{})
+	w := connected(link, dispatcher.WebSocketOptions{})
 	var mu sync.Mutex
 	var states []dispatcher.CommandState
 	d := w.Session(dispatcher.Round{SessionID: "s1", TaskName: "t", QueuedBy: "api-key:ab", TTL: time.Minute,
@@ -139,7 +165,7 @@ func TestWebSocketCorrelation(t *testing.T) {
 // position; failure and skipped map to failed and cancelled.
 func TestWebSocketMissingAndPositional(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{})
+	w := connected(link, dispatcher.WebSocketOptions{})
 	var final []dispatcher.CommandState
 	var mu sync.Mutex
 	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) {
@@ -171,17 +197,23 @@ func TestWebSocketMissingAndPositional(t *testing.T) {
 }
 
 // TestWebSocketDeadline: a device that never answers fails the round at
-// its deadline, never hangs.
+// its deadline (CommandTimeout per command), never hangs.
 func TestWebSocketDeadline(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{CommandTimeout: 30 * time.Millisecond})
-	start := time.Now()
-	res := w.Execute(context.Background(), cmds("a", "b"))
-	if el := time.Since(start); el < 50*time.Millisecond || el > 30*time.Second {
-		t.Errorf("took %v; the deadline is 60ms for 2 commands", el)
+	w := connected(link, dispatcher.WebSocketOptions{CommandTimeout: 30 * time.Second})
+	ctx, clk := fakeClock()
+	ch := goExecute(ctx, w, cmds("a", "b"))
+	link.next(t)
+	armed(t, clk, 1)
+	clk.Advance(59 * time.Second)
+	select {
+	case res := <-ch:
+		t.Fatalf("the round gave up before its deadline of 60s for 2 commands: %+v", res)
+	default:
 	}
-	for _, r := range res {
-		if r.Status != command.Failure || !strings.Contains(r.Error, "deadline") {
+	clk.Advance(time.Second)
+	for _, r := range wait(t, ch) {
+		if r.Status != command.Failure || !strings.Contains(r.Error, "deadline (1m0s for 2 command(s))") {
 			t.Errorf("result %+v", r)
 		}
 	}
@@ -191,18 +223,18 @@ func TestWebSocketDeadline(t *testing.T) {
 }
 
 // TestWebSocketReconnect: while the device is away the round waits; when
-// it is back the frame goes out again (same response_id), the device's
-// results are taken once, duplicates dropped.
+// it is back the frame goes out again (same response_id) to a device that
+// answers a frame it has seen from its memory; the device's results are
+// taken once, duplicates dropped.
 func TestWebSocketReconnect(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Second})
+	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Second})
 	ch := goExecute(context.Background(), w, cmds("a"))
 	first := link.next(t)
 	link.setUp(false)
-	w.Disconnected()
-	time.Sleep(20 * time.Millisecond)
+	w.Disconnected(context.Background())
 	link.setUp(true)
-	w.Connected(context.Background())
+	w.Connected(context.Background(), true)
 	again := link.next(t)
 	if again.ResponseID != first.ResponseID || again.Actions[0].CallID != first.Actions[0].CallID {
 		t.Fatalf("re-sent frame differs: %v vs %v", again, first)
@@ -218,16 +250,124 @@ func TestWebSocketReconnect(t *testing.T) {
 	}
 }
 
-// TestWebSocketAway: a device that stays away past AwayTimeout fails the
-// round with a clear reason; a round started while away waits too.
+// TestWebSocketNoResendToARunAgainDevice: a device that would run a
+// command frame it gets again (UFO's client) is not sent one that may have
+// reached it: its commands end unknown, and the agents are told to look
+// before they retry. A round it has not been sent goes out when it is
+// back; a round sent before the server restarted (Rejoin) is not sent.
+func TestWebSocketNoResendToARunAgainDevice(t *testing.T) {
+	link := newLink()
+	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: time.Minute})
+	ctx, clk := fakeClock()
+	var mu sync.Mutex
+	last := map[string]dispatcher.State{}
+	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
+	sent := goExecute(ctx, d, cmds("ran-maybe"))
+	link.next(t)
+	link.setUp(false)
+	w.Disconnected(ctx)
+	unsent := goExecute(ctx, d, cmds("not-yet"))
+	armed(t, clk, 3) // both rounds' deadlines and the away clock: both wait
+	link.setUp(true)
+	w.Connected(ctx, false)
+	res := wait(t, sent)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, dispatcher.UnknownOutcome) {
+		t.Errorf("a frame that may have run: %+v", res[0])
+	}
+	m := link.next(t)
+	if m.Actions[0].ToolName != "not-yet" {
+		t.Fatalf("sent again after the reconnection: %v", m)
+	}
+	w.Deliver(answer(m))
+	if res := wait(t, unsent); !res[0].OK() {
+		t.Errorf("the round that had not gone out: %+v", res[0])
+	}
+	select {
+	case m := <-link.frames:
+		t.Errorf("a frame that may have run was sent again: %v", m)
+	default:
+	}
+	mu.Lock()
+	if last["ran-maybe"] != dispatcher.StateUnknown || last["not-yet"] != dispatcher.StateCompleted {
+		t.Errorf("states %v", last)
+	}
+	mu.Unlock()
+
+	rec := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, ResponseID: "before-restart",
+		Actions: []command.Command{{ToolName: "journaled", CallID: "c1"}}}
+	res = w.Rejoin(context.Background(), dispatcher.Round{}, rec)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "its outcome is unknown") {
+		t.Errorf("a round sent before the restart: %+v", res[0])
+	}
+	select {
+	case m := <-link.frames:
+		t.Errorf("a round sent before the restart was sent again: %v", m)
+	default:
+	}
+	w.Connected(context.Background(), true)
+	go w.Rejoin(context.Background(), dispatcher.Round{}, rec)
+	if m := link.next(t); m.ResponseID != "before-restart" {
+		t.Errorf("to a device that answers from memory, the recorded frame goes again: %v", m)
+	}
+}
+
+// TestWebSocketAway: a device away for AwayTimeout, counted from
+// Disconnected, fails the rounds waiting for it, after telling OnGone; a
+// round that went out ends unknown, one that never did failed. A round
+// started while it is away gets no more time of its own; one started
+// after fails at once. Coming back resets it.
 func TestWebSocketAway(t *testing.T) {
 	link := newLink()
+	gone := make(chan struct{})
+	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Second, OnGone: func() { close(gone) }})
+	ctx, clk := fakeClock()
+	var mu sync.Mutex
+	last := map[string]dispatcher.State{}
+	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
+	out := goExecute(ctx, d, cmds("out"))
+	link.next(t)
 	link.setUp(false)
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Millisecond})
-	w.Disconnected()
-	res := w.Execute(context.Background(), cmds("a"))
-	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "disconnected for longer than 40ms") {
-		t.Errorf("result %+v", res[0])
+	w.Disconnected(ctx)
+	armed(t, clk, 2) // the round's deadline and the away clock
+	clk.Advance(30 * time.Second)
+	later := goExecute(ctx, d, cmds("later"))
+	armed(t, clk, 3)
+	clk.Advance(10 * time.Second)
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnGone was not called")
+	}
+	res := wait(t, out)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "disconnected for longer than 40s") ||
+		!strings.Contains(res[0].Error, "its outcome is unknown") {
+		t.Errorf("the round that went out: %+v", res[0])
+	}
+	res = wait(t, later)
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "disconnected for longer than 40s; the command was not sent") {
+		t.Errorf("the round started while away: %+v", res[0])
+	}
+	if !w.Gone() {
+		t.Error("not gone")
+	}
+	res = w.Execute(ctx, cmds("after"))
+	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "the command was not sent") {
+		t.Errorf("a round started after: %+v", res[0])
+	}
+	mu.Lock()
+	if last["out"] != dispatcher.StateUnknown || last["later"] != dispatcher.StateFailed {
+		t.Errorf("states %v", last)
+	}
+	mu.Unlock()
+	link.setUp(true)
+	w.Connected(ctx, true)
+	if w.Gone() {
+		t.Error("still gone after coming back")
+	}
+	ch := goExecute(ctx, w, cmds("back"))
+	w.Deliver(answer(link.next(t)))
+	if res := wait(t, ch); !res[0].OK() {
+		t.Errorf("after coming back: %+v", res[0])
 	}
 }
 
@@ -235,12 +375,13 @@ func TestWebSocketAway(t *testing.T) {
 // not sent when it comes back.
 func TestWebSocketExpired(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Second})
-	ch := goExecute(context.Background(), w.Session(dispatcher.Round{TTL: 20 * time.Millisecond}), cmds("a"))
+	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 5 * time.Minute})
+	ctx, clk := fakeClock()
+	ch := goExecute(ctx, w.Session(dispatcher.Round{TTL: 20 * time.Second}), cmds("a"))
 	link.next(t)
-	w.Disconnected()
-	time.Sleep(40 * time.Millisecond)
-	w.Connected(context.Background())
+	w.Disconnected(ctx)
+	clk.Advance(21 * time.Second)
+	w.Connected(ctx, true)
 	res := wait(t, ch)
 	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "expired") {
 		t.Errorf("result %+v", res[0])
@@ -256,16 +397,18 @@ func TestWebSocketExpired(t *testing.T) {
 // device's report; without one the commands end cancelled.
 func TestWebSocketCancel(t *testing.T) {
 	link := newLink()
-	w := dispatcher.NewWebSocket(link, dispatcher.WebSocketOptions{CancelGrace: 30 * time.Millisecond})
+	w := connected(link, dispatcher.WebSocketOptions{CommandTimeout: time.Minute, CancelGrace: 30 * time.Second})
 	var mu sync.Mutex
 	last := map[string]dispatcher.State{}
 	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.CallID] = cs.State; mu.Unlock() }})
 
-	ctx, cancel := context.WithCancelCause(context.Background())
+	base, clk := fakeClock()
+	ctx, cancel := context.WithCancelCause(base)
 	ch := goExecute(ctx, d, cmds("a", "b"))
 	m := link.next(t)
+	armed(t, clk, 1) // the round's deadline
 	cancel(errors.New("user said stop"))
-	time.Sleep(5 * time.Millisecond)
+	armed(t, clk, 2) // ... and the grace: the round has seen the cancellation
 	// The device finished a, skipped b, and says so within the grace.
 	w.Deliver(&aip.ClientMessage{PrevResponseID: m.ResponseID, ActionResults: []command.Result{
 		command.Succeeded(m.Actions[0].CallID, "ok"), command.SkippedResult(m.Actions[1].CallID, "cancelled before it ran")}})
@@ -279,10 +422,14 @@ func TestWebSocketCancel(t *testing.T) {
 	}
 	mu.Unlock()
 
-	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	base, clk = fakeClock()
+	ctx2, cancel2 := context.WithCancelCause(base)
 	ch = goExecute(ctx2, d, cmds("c"))
 	link.next(t)
+	armed(t, clk, 1)
 	cancel2(errors.New("user said stop"))
+	armed(t, clk, 2)
+	clk.Advance(30 * time.Second)
 	res = wait(t, ch)
 	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "user said stop") {
 		t.Errorf("unreported cancel %+v", res[0])

@@ -430,10 +430,7 @@ func (s *Server) release(id, to string) error {
 	}
 	waiting := d.resumes
 	d.resumes = nil
-	delete(s.devices, id)
-	if d.expire != nil {
-		d.expire.Stop()
-	}
+	delete(s.devices, id) // its away clock, when it runs out, finds it gone
 	s.mu.Unlock()
 	for _, t := range moving {
 		t.handedOff.Store(true)
@@ -605,14 +602,14 @@ func (s *Server) adoptStranded() {
 		}
 		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, formerServer(rec.Server), s.opts.AwayTimeout)
 		s.mu.Lock()
-		d := s.deviceLocked(rec.ClientID, time.Now())
+		d := s.deviceLocked(rec.ClientID, time.Now()) // away: its away clock runs
 		now := s.adoptLocked(t, d)
-		if !now && d.expire == nil {
-			d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
-		}
 		s.mu.Unlock()
-		if now {
+		switch {
+		case now:
 			s.start(t) // it registered meanwhile
+		case d.disp.Gone():
+			s.abandon(d) // its away clock ran out before
 		}
 	}
 }

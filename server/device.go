@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -26,10 +27,14 @@ type device struct {
 	info       command.DeviceInfo
 	platform   string
 	namespaces map[string]string
-	conn       *aip.Conn // nil while away
-	// acked is the connection that has had its ack: frames queued while
-	// the device was away may go to it (see Server.queue).
-	acked       *aip.Conn
+	// conn is its connection (nil while away). It is set with its
+	// writer held for the registration ack (aip.Conn.Hold): whatever
+	// writes to the device finds it here, and waits for the ack.
+	conn *aip.Conn
+	// instance names the client's run, as its registration says (Saucer's
+	// client): the same instance still remembers the command frames it
+	// was sent.
+	instance    string
 	connectedAt time.Time
 	awaySince   time.Time
 	tasks       int
@@ -40,11 +45,7 @@ type device struct {
 	resumes []*task
 	disp    *dispatcher.WebSocket
 	srv     *Server
-	expire  *time.Timer // removes a device that stayed away
 }
-
-// errNotConnected is the link's error while the device is away.
-var errNotConnected = errors.New("the device is not connected")
 
 // Send writes to the device's current connection (the dispatcher's Link).
 func (d *device) Send(ctx context.Context, m *aip.ServerMessage) error {
@@ -52,7 +53,7 @@ func (d *device) Send(ctx context.Context, m *aip.ServerMessage) error {
 	conn := d.conn
 	d.srv.mu.Unlock()
 	if conn == nil {
-		return errNotConnected
+		return dispatcher.ErrNotConnected
 	}
 	return conn.Send(ctx, m)
 }
@@ -158,12 +159,19 @@ func (s *Server) register(conn *aip.Conn) *device {
 		return refuse(err.Error())
 	}
 	info, platform, namespaces := deviceInfo(m.Metadata)
+	resends := aip.ResendsOf(m.Metadata)
 	var released []string
+	var instance string // the run of the client another server saw last
 	if s.peers != nil && m.ClientType == aip.ClientDevice {
 		// The newest server a device registers at holds it: the one
 		// before lets go (or refuses, if it is still connected there).
 		if released, err = s.letGo(m.ClientID); err != nil {
 			return refuse(err.Error())
+		}
+		if resends != nil && !resends.Journal {
+			if rec, ok := s.storedDevice(m.ClientID); ok {
+				instance = rec.Instance
+			}
 		}
 	}
 
@@ -189,11 +197,18 @@ func (s *Server) register(conn *aip.Conn) *device {
 	returning := d != nil
 	if !returning {
 		d = s.newDevice(m.ClientID, m.ClientType)
+		d.instance = instance
 		s.devices[m.ClientID] = d
 	}
-	if d.expire != nil {
-		d.expire.Stop()
-		d.expire = nil
+	// The connection is known from here on, with its writer held: the
+	// ack is the first frame on it, whoever sends to the device next.
+	ack := conn.Hold()
+	// A frame it was sent before is answered from its memory if it keeps
+	// a journal, or if it is the same run of the client as before.
+	dedupes := resends != nil && (resends.Journal || (resends.Instance != "" && resends.Instance == d.instance))
+	d.instance = ""
+	if resends != nil {
+		d.instance = resends.Instance
 	}
 	d.conn, d.connectedAt, d.targetID = conn, time.Now(), m.TargetID
 	if !isZero(info) || d.platform == "" {
@@ -207,19 +222,18 @@ func (s *Server) register(conn *aip.Conn) *device {
 	s.mu.Unlock()
 	s.putDevice(d)
 
-	if err := conn.Send(s.ctx, s.ack("")); err != nil {
+	if err := ack(s.ack("")); err != nil {
 		s.mu.Lock()
 		d.resumes = append(resumes, d.resumes...)
 		s.mu.Unlock()
 		return d // the read loop sees the broken connection and unregisters
 	}
-	s.mu.Lock()
-	d.acked = conn
-	s.mu.Unlock()
 	s.sendQueued(d, conn)
+	// Rounds that waited for it go out, or end unknown when it would run
+	// a frame it may have run before.
+	d.disp.Connected(s.ctx, dedupes)
 	if returning {
 		s.logf("%s %s is back", d.clientType, d.id)
-		d.disp.Connected(s.ctx) // re-send what it has not answered
 	} else {
 		s.logf("%s %s registered (%s)", d.clientType, d.id, platform)
 	}
@@ -293,8 +307,14 @@ func (s *Server) disconnect(d *device, conn *aip.Conn) {
 
 func (s *Server) disconnectLocked(d *device, conn *aip.Conn) {
 	d.conn, d.awaySince = nil, time.Now()
-	d.disp.Disconnected()
-	if d.tasks == 0 && d.disp.Waiting() == 0 {
+	d.disp.Disconnected(s.ctx)
+	switch {
+	case s.closing:
+		// The server stops: the device stays in the store, away, for the
+		// next server on it (with the run of its client, see register).
+		s.logf("%s %s disconnected as the server stops", d.clientType, d.id)
+		return
+	case d.tasks == 0 && d.disp.Waiting() == 0:
 		delete(s.devices, d.id)
 		s.logf("%s %s disconnected (%v)", d.clientType, d.id, context.Cause(conn.Context()))
 		go s.forgetDevice(d)
@@ -302,14 +322,59 @@ func (s *Server) disconnectLocked(d *device, conn *aip.Conn) {
 	}
 	s.logf("%s %s disconnected with work in flight (%v); waiting %s for it to come back", d.clientType, d.id,
 		context.Cause(conn.Context()), s.opts.AwayTimeout)
-	d.expire = time.AfterFunc(s.opts.AwayTimeout+time.Second, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if d.conn == nil && s.devices[d.id] == d && d.tasks == 0 {
-			delete(s.devices, d.id)
-			go s.forgetDevice(d)
+}
+
+// abandon gives up on a device that has been away for AwayTimeout (its
+// dispatcher's away clock ran out): its running tasks end failed with the
+// reason, and so do restored tasks that waited for it; it leaves the
+// registry once they have ended.
+func (s *Server) abandon(d *device) {
+	s.mu.Lock()
+	// A server that is stopping leaves its tasks to the next one (and its
+	// store may be closed).
+	if d.conn != nil || s.devices[d.id] != d || s.closing || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	waiting := d.resumes
+	d.resumes = nil
+	var running []*task
+	for _, t := range s.tasks {
+		if t.target == d && !t.ended() && !slices.Contains(waiting, t) {
+			running = append(running, t)
 		}
-	})
+	}
+	s.mu.Unlock()
+	gone := fmt.Errorf("device %s did not come back within %s", d.id, s.opts.AwayTimeout)
+	for _, t := range running {
+		s.endTask(t, StatusFailed, gone)
+	}
+	what := "the server restarted during this task"
+	if s.peers != nil {
+		what = "the server running this task went away"
+	}
+	for _, t := range waiting {
+		t.mu.Lock()
+		t.endStatus, t.endCause = StatusFailed, fmt.Errorf("%s and %w", what, gone)
+		t.mu.Unlock()
+		s.endUnstarted(t)
+	}
+	s.forgetIfGone(d)
+}
+
+// forgetIfGone removes a device whose away clock ran out from the
+// registry and the store once it runs no task.
+func (s *Server) forgetIfGone(d *device) {
+	s.mu.Lock()
+	gone := d.conn == nil && s.devices[d.id] == d && d.tasks == 0 && d.disp.Gone()
+	if gone {
+		delete(s.devices, d.id)
+	}
+	s.mu.Unlock()
+	if gone {
+		s.logf("%s %s did not come back within %s; forgotten", d.clientType, d.id, s.opts.AwayTimeout)
+		s.deleteDevice(d.id)
+	}
 }
 
 // forgetDevice removes a device that left from the store, unless it has

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ type fixture struct {
 	srv   *server.Server
 	http  *httptest.Server
 	wsURL string
+	logs  *logWatch
 }
 
 func newFixture(t testing.TB, opts server.Options) *fixture {
@@ -47,7 +49,8 @@ func newFixture(t testing.TB, opts server.Options) *fixture {
 			return nil, fmt.Errorf("this test runs no agents")
 		}
 	}
-	opts.Logf = t.Logf
+	logs := &logWatch{t: t, wake: make(chan struct{})}
+	opts.Logf = logs.logf
 	s, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +64,57 @@ func newFixture(t testing.TB, opts server.Options) *fixture {
 		}
 		hs.Close()
 	})
-	return &fixture{srv: s, http: hs, wsURL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"}
+	return &fixture{srv: s, http: hs, wsURL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", logs: logs}
+}
+
+// logWatch passes a server's log to the test's and lets the test wait for
+// a line: what the server logs is how it tells of its own events (a
+// device that left, a task that ended).
+type logWatch struct {
+	t     testing.TB
+	mu    sync.Mutex
+	lines []string
+	wake  chan struct{} // closed and replaced at each line
+}
+
+func (w *logWatch) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	w.t.Log(line)
+	w.mu.Lock()
+	w.lines = append(w.lines, line)
+	close(w.wake)
+	w.wake = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// waitFor waits until n lines of the log (since the server started)
+// contain all of parts, and returns the last of them.
+func (w *logWatch) waitFor(t testing.TB, n int, parts ...string) string {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		found, last, wake := 0, "", w.wake
+		for _, l := range w.lines {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(l, p)
+			}
+			if all {
+				found, last = found+1, l
+			}
+		}
+		w.mu.Unlock()
+		if found >= n {
+			return last
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			t.Fatalf("the server never logged %q (%d time(s))", parts, n)
+		}
+	}
 }
 
 // api calls the HTTP API with the token and decodes the JSON answer.

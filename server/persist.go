@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
@@ -176,6 +175,10 @@ type deviceRecord struct {
 	Platform   string             `json:"platform"`
 	Info       command.DeviceInfo `json:"device_info"`
 	Namespaces map[string]string  `json:"namespaces,omitempty"`
+	// Instance is the run of the client last registered (see
+	// aip.Resends): the next server re-sends it the frames it may have
+	// got if it comes back as the same run.
+	Instance string `json:"instance,omitempty"`
 	// Server and Connected are the store's columns: who holds its
 	// connection, if anyone.
 	Server    string `json:"-"`
@@ -185,7 +188,8 @@ type deviceRecord struct {
 // putDevice records a registered client. Called without s.mu.
 func (s *Server) putDevice(d *device) {
 	s.mu.Lock()
-	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces}
+	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces,
+		Instance: d.instance}
 	connected := d.conn != nil
 	s.mu.Unlock()
 	data, _ := json.Marshal(rec)
@@ -232,8 +236,8 @@ func (s *Server) queue(id string, m *aip.ServerMessage) {
 	s.mu.Lock()
 	d := s.devices[id]
 	var conn *aip.Conn
-	if d != nil && d.acked == d.conn {
-		conn = d.conn
+	if d != nil {
+		conn = d.conn // set once it has had its ack
 	}
 	s.mu.Unlock()
 	if conn != nil {
@@ -283,7 +287,8 @@ func (s *Server) sendQueued(d *device, conn *aip.Conn) {
 func (s *Server) newDevice(id string, typ aip.ClientType) *device {
 	d := &device{id: id, clientType: typ, srv: s}
 	d.disp = dispatcher.NewWebSocket(d, dispatcher.WebSocketOptions{CommandTimeout: s.opts.CommandTimeout,
-		AwayTimeout: s.opts.AwayTimeout, CancelGrace: s.opts.CancelGrace, NewID: s.opts.NewID})
+		AwayTimeout: s.opts.AwayTimeout, CancelGrace: s.opts.CancelGrace, NewID: s.opts.NewID,
+		OnGone: func() { s.abandon(d) }})
 	return d
 }
 
@@ -318,7 +323,8 @@ func (s *Server) restore() error {
 		}
 		d := s.newDevice(dr.ID, dr.Type)
 		d.targetID, d.platform, d.info, d.namespaces, d.awaySince = dr.TargetID, dr.Platform, dr.Info, dr.Namespaces, rec.UpdatedAt
-		d.disp.Disconnected()
+		d.instance = dr.Instance
+		d.disp.Disconnected(s.ctx) // its away clock: AwayTimeout to come back
 		s.devices[d.id] = d
 	}
 	tasks, err := s.store.Tasks(ctx, "", 0)
@@ -355,7 +361,6 @@ func (s *Server) restore() error {
 		if len(d.resumes) > 0 {
 			s.logf("%d task(s) of %s wait for it to come back (for %s)", len(d.resumes), d.id, s.opts.AwayTimeout)
 		}
-		d.expire = time.AfterFunc(s.opts.AwayTimeout, func() { s.abandon(d) })
 	}
 	return nil
 }
@@ -368,7 +373,7 @@ func (s *Server) deviceLocked(id string, since time.Time) *device {
 	if d == nil {
 		d = s.newDevice(id, aip.ClientDevice)
 		d.awaySince = since
-		d.disp.Disconnected()
+		d.disp.Disconnected(s.ctx)
 		s.devices[d.id] = d
 	}
 	return d
@@ -428,39 +433,4 @@ func (s *Server) restoredTask(rec store.Task) *task {
 		t.pending = append(t.pending, &it)
 	}
 	return t
-}
-
-// abandon gives up on a restored device that did not come back: its tasks
-// end failed with the reason, and it leaves the registry.
-func (s *Server) abandon(d *device) {
-	s.mu.Lock()
-	// A server that has stopped leaves its waiting tasks to the next one
-	// (and its store may be closed).
-	if d.conn != nil || s.devices[d.id] != d || s.ctx.Err() != nil {
-		s.mu.Unlock()
-		return
-	}
-	waiting := d.resumes
-	d.resumes = nil
-	s.mu.Unlock()
-	for _, t := range waiting {
-		t.mu.Lock()
-		t.endStatus = StatusFailed
-		what := "the server restarted during this task"
-		if s.peers != nil {
-			what = "the server running this task went away"
-		}
-		t.endCause = fmt.Errorf("%s and device %s did not come back within %s", what, d.id, s.opts.AwayTimeout)
-		t.mu.Unlock()
-		s.endUnstarted(t)
-	}
-	s.mu.Lock()
-	gone := d.conn == nil && s.devices[d.id] == d && d.tasks == 0
-	if gone {
-		delete(s.devices, d.id)
-	}
-	s.mu.Unlock()
-	if gone {
-		s.deleteDevice(d.id)
-	}
 }

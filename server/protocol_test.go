@@ -221,14 +221,17 @@ func TestLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"register","status":"ok","client_id":"mute"}`))
-	// Never read again: pings go unanswered.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(f.srv.Clients()) == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"register","status":"ok","client_type":"device","client_id":"mute"}`))
+	// Registered: the ack is read ...
+	if _, b, err := ws.Read(ctx); err != nil || !strings.Contains(string(b), `"status":"ok"`) {
+		t.Fatalf("registration: %s %v", b, err)
 	}
-	t.Errorf("a silent device is still registered: %+v", f.srv.Clients())
+	if cs := f.srv.Clients(); len(cs) != 1 || cs[0].ClientID != "mute" || cs[0].Status != "connected" {
+		t.Fatalf("after its ack the device is not connected: %+v", cs)
+	}
+	// ... and nothing more: pings go unanswered, and the server drops it.
+	f.logs.waitFor(t, 1, "device mute disconnected", "no frame or pong for")
+	if cs := f.srv.Clients(); len(cs) != 0 {
+		t.Errorf("a silent device is still registered: %+v", cs)
+	}
 }

@@ -271,16 +271,14 @@ func (s *Server) Shutdown(ctx context.Context, reason string) error {
 // releaseWaiting ends, as the server stops (suspended: left running in
 // the store; shut down: failed), the restored tasks still waiting for
 // their device. They never started, so no goroutine of theirs would end
-// them, and the stop would wait for AwayTimeout.
+// them, and the stop would wait for AwayTimeout (whose end abandons
+// nothing once the server is closing).
 func (s *Server) releaseWaiting() {
 	s.mu.Lock()
 	var waiting []*task
 	for _, d := range s.devices {
 		waiting = append(waiting, d.resumes...)
 		d.resumes = nil
-		if d.expire != nil {
-			d.expire.Stop()
-		}
 	}
 	s.mu.Unlock()
 	for _, t := range waiting {

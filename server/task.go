@@ -425,6 +425,7 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 		cancel()
 	}
 	s.logf("task %s %s %s", info.ID, info.Status, info.Error)
+	s.forgetIfGone(t.target)
 	if !sendEnd {
 		return
 	}

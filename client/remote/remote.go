@@ -141,6 +141,10 @@ type Client struct {
 	accepts []chan string
 	ends    map[string]chan TaskEnd
 	journal *journal // nil: none
+	// instance names this run of the client in its registrations: a
+	// server re-sends to the same run the frames it may have got, which it
+	// answers from its memory (with a journal, any later run does too).
+	instance string
 }
 
 // recentRounds bounds the cache of answered rounds.
@@ -184,7 +188,7 @@ func New(dev Device, opts Options) (*Client, error) {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
 	c := &Client{dev: dev, opts: opts, urls: urls, up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
-		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}}
+		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}, instance: dispatcher.NewUUID()}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
 		if err != nil {
@@ -294,6 +298,7 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 	if ns, ok := c.dev.(namespacer); ok {
 		meta["namespaces"] = ns.Namespaces()
 	}
+	meta[aip.MetaResends] = aip.Resends{Instance: c.instance, Journal: c.journal != nil}
 	reg := &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientType: aip.ClientDevice,
 		ClientID: c.opts.ClientID, Timestamp: aip.Timestamp(time.Now()), Metadata: meta}
 	if err := conn.Send(ctx, reg); err != nil {
