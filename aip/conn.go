@@ -134,7 +134,9 @@ type DialOptions struct {
 
 // Dial opens an AIP connection to a server's WebSocket URL (ws:// or
 // wss://). On a refused handshake the HTTP response is returned with the
-// error, so that the caller can tell a 401 from a network failure.
+// error, so that the caller can tell a 401 from a network failure. The
+// error never carries the URL's token (see RedactURL), wherever in it the
+// URL appears.
 func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Response, error) {
 	c := newConn(opts.ConnOptions)
 	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
@@ -144,7 +146,7 @@ func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Respo
 	})
 	if err != nil {
 		c.cancel(err)
-		return nil, resp, fmt.Errorf("aip: dial %s: %w", url, err)
+		return nil, resp, redactError(fmt.Errorf("aip: dial %s: %w", url, err), url)
 	}
 	return c.start(ws), resp, nil
 }

@@ -65,9 +65,14 @@ const SkippedAfterFailure = "Skipped due to previous failure (early_exit=True)."
 type Options struct {
 	// URL is the server's WebSocket endpoint, ws://HOST:PORT/ws or wss://;
 	// several, separated by commas, are tried in turn (a server and its
-	// standby): a connection that fails or drops moves to the next.
+	// standby): a connection that fails or drops moves to the next. A
+	// URL may carry the key itself (?token=KEY, as UFO's clients are
+	// given it); it is never shown with it.
 	URL string
-	// Token is the server's API key, sent as ?token= and X-API-Key.
+	// Token is the server's API key. It goes in the X-API-Key header; a
+	// server that refuses the handshake without it in the URL (UFO's
+	// reads it from ?token= only) is asked again at once with it there
+	// too, and from then on always so. Neither form is ever logged.
 	Token string
 	// ClientID names this device on the server; it must be unique there.
 	ClientID string
@@ -118,6 +123,9 @@ type Client struct {
 	// on to the next (failover to a standby server).
 	urls []string
 	cur  atomic.Int32
+	// inQuery marks the servers (by index in urls) that take the token
+	// only in the URL: they refused it in the header.
+	inQuery []atomic.Bool
 
 	mu     sync.Mutex
 	conn   *aip.Conn // nil while disconnected
@@ -163,12 +171,10 @@ func New(dev Device, opts Options) (*Client, error) {
 		one = strings.TrimSpace(one)
 		u, err := url.Parse(one)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws (several: separated by commas)", one)
+			return nil, fmt.Errorf("remote: server URL %q must look like ws://HOST:PORT/ws or wss://HOST:PORT/ws (several: separated by commas)", aip.RedactURL(one))
 		}
 		urls = append(urls, u.String())
 	}
-	// The key goes in the X-API-Key header only: a URL with it in its query
-	// would show it in every log line that names the server.
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultHeartbeat
 	}
@@ -187,7 +193,7 @@ func New(dev Device, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil && opts.TLS != nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
-	c := &Client{dev: dev, opts: opts, urls: urls, up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
+	c := &Client{dev: dev, opts: opts, urls: urls, inQuery: make([]atomic.Bool, len(urls)), up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
 		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}, instance: dispatcher.NewUUID()}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
@@ -244,7 +250,7 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			wait := c.backoff(attempt)
-			c.opts.Logf("connect to %s failed (%v); %s", c.url(), err, backoff.Say(wait))
+			c.opts.Logf("connect to %s failed (%v); %s", c.shown(), err, backoff.Say(wait))
 			c.cur.Store((c.cur.Load() + 1) % int32(len(c.urls)))
 			select {
 			case <-ctx.Done():
@@ -269,6 +275,9 @@ func (c *Client) Run(ctx context.Context) error {
 // url is the server the client connects to now.
 func (c *Client) url() string { return c.urls[c.cur.Load()] }
 
+// shown is url as logs and errors may show it: without a token.
+func (c *Client) shown() string { return aip.RedactURL(c.url()) }
+
 // backoff is the wait before attempt n+1: Saucer's one retry policy
 // (package backoff, as for model calls), from MinBackoff doubling up to
 // MaxBackoff, with jitter so that devices cut off together do not come
@@ -279,17 +288,10 @@ func (c *Client) backoff(n int) time.Duration {
 
 // connect dials and registers.
 func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
-	h := http.Header{}
-	if c.opts.Token != "" {
-		h.Set("X-API-Key", c.opts.Token)
-	}
 	dctx, cancel := context.WithTimeout(ctx, c.opts.RegisterTimeout)
 	defer cancel()
-	conn, resp, err := aip.Dial(dctx, c.url(), aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient})
+	conn, err := c.dial(dctx)
 	if err != nil {
-		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-			return nil, fmt.Errorf("%w (HTTP %d): check the token (--token)", ErrRefused, resp.StatusCode)
-		}
 		return nil, err
 	}
 	info := c.dev.Device()
@@ -321,8 +323,63 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 		conn.CloseNow()
 		return nil, fmt.Errorf("registration refused: %s", m.Error)
 	}
-	c.opts.Logf("registered as %s with %s", c.opts.ClientID, c.url())
+	c.opts.Logf("registered as %s with %s", c.opts.ClientID, c.shown())
 	return conn, nil
+}
+
+// dial opens the WebSocket to the current server, with the token in the
+// X-API-Key header, and also in ?token= for a server that takes it only
+// there: one that refuses the header alone is asked again at once that
+// way, and remembered.
+func (c *Client) dial(ctx context.Context) (*aip.Conn, error) {
+	h := http.Header{}
+	if c.opts.Token != "" {
+		h.Set("X-API-Key", c.opts.Token)
+	}
+	i := c.cur.Load()
+	target := c.url()
+	opts := aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient}
+	if c.inQuery[i].Load() {
+		target = withToken(target, c.opts.Token)
+	}
+	conn, resp, err := aip.Dial(ctx, target, opts)
+	if refused(resp) && c.opts.Token != "" && !c.inQuery[i].Load() && !hasToken(target) {
+		if conn, resp, err = aip.Dial(ctx, withToken(target, c.opts.Token), opts); err == nil {
+			c.opts.Logf("%s takes the token only in the URL (as UFO's server does): sending it there too", c.shown())
+			c.inQuery[i].Store(true)
+		}
+	}
+	switch {
+	case !refused(resp):
+		return conn, err
+	case c.opts.Token == "" && !hasToken(target):
+		return nil, fmt.Errorf("%w (HTTP %d): it wants an API key: give --token (or set SAUCER_TOKEN)", ErrRefused, resp.StatusCode)
+	default:
+		return nil, fmt.Errorf("%w (HTTP %d): check the token (--token, SAUCER_TOKEN, or ?token= in the server's URL)", ErrRefused, resp.StatusCode)
+	}
+}
+
+// refused reports a handshake refused for its key.
+func refused(resp *http.Response) bool {
+	return resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden)
+}
+
+// hasToken reports a URL that carries a token of its own.
+func hasToken(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has(aip.TokenParam)
+}
+
+// withToken is rawURL with the token in its query.
+func withToken(rawURL, token string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	q := u.Query()
+	q.Set(aip.TokenParam, token)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // serve runs one registered connection until it ends.
@@ -623,7 +680,7 @@ func (c *Client) StartTask(ctx context.Context, request, taskName string) (*Task
 	select {
 	case <-c.Connected():
 	case <-ctx.Done():
-		return nil, fmt.Errorf("not connected to %s: %w", c.opts.URL, context.Cause(ctx))
+		return nil, fmt.Errorf("not connected to %s: %w", aip.RedactURL(c.opts.URL), context.Cause(ctx))
 	}
 	accepted := make(chan string, 1)
 	c.mu.Lock()

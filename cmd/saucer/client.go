@@ -36,8 +36,8 @@ func newClientCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, g, f) },
 	}
-	cmd.Flags().StringVar(&f.server, "server", "", "server WebSocket URL (default from config: ws://127.0.0.1:5000/ws)")
-	cmd.Flags().StringVar(&f.token, "token", "", "the server's API key (default: $SAUCER_TOKEN)")
+	cmd.Flags().StringVar(&f.server, "server", "", "server WebSocket URL (default from config: ws://127.0.0.1:5000/ws); several, comma-separated, are tried in turn")
+	cmd.Flags().StringVar(&f.token, "token", "", "the server's API key (default: $SAUCER_TOKEN): sent as the X-API-Key header, and also as ?token= to a server that takes it only there (UFO's)")
 	cmd.Flags().StringVar(&f.id, "id", "", "this device's id on the server (default: the host name)")
 	cmd.Flags().StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA to trust for wss:// (default: the system's)")
 	cmd.Flags().StringVar(&f.request, "request", "", "ask the server to run this task on this device, then exit")
@@ -186,7 +186,7 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		}
 		return exitError{130}
 	case <-time.After(f.connectWait):
-		return fmt.Errorf("client: could not reach the server at %s within %s (--connect-wait); is saucer serve running there?", r.Server, f.connectWait)
+		return fmt.Errorf("client: could not reach the server at %s within %s (--connect-wait); is saucer serve running there?", aip.RedactURL(r.Server), f.connectWait)
 	}
 	res := make(chan ended, 1)
 	go func() { e, err := rc.StartTask(runCtx, f.request, f.taskName); res <- ended{e, err} }()
@@ -196,7 +196,7 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	case e = <-res:
 	case away := <-lost:
 		return fmt.Errorf("client: lost the server at %s for %s (--connect-wait) while the task ran; it may go on there when the server is back: "+
-			"GET /api/tasks shows how it ends", r.Server, away.Round(time.Second))
+			"GET /api/tasks shows how it ends", aip.RedactURL(r.Server), away.Round(time.Second))
 	case err := <-runErr:
 		runErr <- err // for the deferred wait
 		if err != nil {
