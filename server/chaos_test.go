@@ -20,9 +20,12 @@ import (
 
 // cutter hands out connections and can cut the newest one.
 type cutter struct {
-	mu   sync.Mutex
-	conn net.Conn
+	mu     sync.Mutex
+	conn   net.Conn
+	dialed chan struct{} // told of each new connection
 }
+
+func newCutter() *cutter { return &cutter{dialed: make(chan struct{}, 1)} }
 
 func (c *cutter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -30,22 +33,32 @@ func (c *cutter) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		c.mu.Lock()
 		c.conn = conn
 		c.mu.Unlock()
+		select {
+		case c.dialed <- struct{}{}:
+		default: // one is pending
+		}
 	}
 	return conn, err
 }
 
-// dialed waits until a connection (a new one, after a cut) exists.
-func (c *cutter) dialed(t *testing.T) {
+// waitDialed waits until a connection (a new one, after a cut) exists.
+func (c *cutter) waitDialed(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
 		c.mu.Lock()
 		ok := c.conn != nil
 		c.mu.Unlock()
 		if ok {
 			return
 		}
+		select {
+		case <-c.dialed:
+		case <-deadline.C:
+			t.Fatal("the device did not reconnect")
+		}
 	}
-	t.Fatal("the device did not reconnect")
 }
 
 func (c *cutter) cut() bool {
@@ -110,7 +123,7 @@ func TestChaos(t *testing.T) {
 	}
 	f := newFixture(t, server.Options{NewSession: session, AwayTimeout: 20 * time.Second})
 	dev := &countingDevice{runs: map[string]int{}}
-	cut := &cutter{}
+	cut := newCutter()
 	c := connect(t, f.wsURL, "dev", dev, func(o *remote.Options) {
 		o.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: cut.dial}}
 		o.Logf = func(string, ...any) {} // 20 reconnections are expected
@@ -119,7 +132,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("dispatch %d", code)
 	}
 	for i := 0; i < cuts; i++ {
-		cut.dialed(t)
+		cut.waitDialed(t)
 		select {
 		case <-c.Connected():
 		case <-time.After(10 * time.Second):

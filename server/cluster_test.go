@@ -158,7 +158,7 @@ func TestClusterUnderLoad(t *testing.T) {
 	}
 
 	var stopped atomic.Bool
-	var done atomic.Int32
+	done := make(chan struct{}, devices*perDevice)
 	errs := make(chan error, devices*perDevice)
 	var wg sync.WaitGroup
 	for i := range devices {
@@ -170,12 +170,12 @@ func TestClusterUnderLoad(t *testing.T) {
 				if stopped.Load() {
 					via = beta
 				}
-				id, err := dispatchUntilTaken(beta, via, fmt.Sprintf("dev%d", i))
+				id, err := dispatchUntilTaken(t, beta, via, fmt.Sprintf("dev%d", i))
 				if err != nil {
 					errs <- err
 					return
 				}
-				info, err := waitThrough(beta, id)
+				info, err := waitThrough(t, beta, id)
 				if err != nil {
 					errs <- err
 					return
@@ -183,12 +183,16 @@ func TestClusterUnderLoad(t *testing.T) {
 				if info.Status != server.StatusCompleted {
 					errs <- fmt.Errorf("task %s on dev%d: %s %s", id, i, info.Status, info.Error)
 				}
-				done.Add(1)
+				done <- struct{}{}
 			}
 		}()
 	}
-	for done.Load() < devices*perDevice/3 {
-		time.Sleep(5 * time.Millisecond)
+	for range devices * perDevice / 3 {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("a third of the tasks did not end within a minute")
+		}
 	}
 	stopped.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -214,10 +218,13 @@ func TestClusterUnderLoad(t *testing.T) {
 
 // dispatchUntilTaken dispatches through via (or beta once via is
 // stopped) until a server takes the task: the device may be moving or
-// busy for a moment.
-func dispatchUntilTaken(beta, via *fixture, dev string) (string, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+// busy for a moment. It asks again each time a server has logged
+// something (a device registered, a task ended).
+func dispatchUntilTaken(t *testing.T, beta, via *fixture, dev string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logs := testLogs(t)
+	for mark, ok := logs.mark(), true; ok; mark, ok = logs.next(ctx, mark) {
 		code, body, err := rawAPI(via, "POST", "/api/dispatch", map[string]string{"client_id": dev, "request": "append six lines"})
 		if err == nil && code == 200 {
 			var d server.DispatchResponse
@@ -227,21 +234,23 @@ func dispatchUntilTaken(beta, via *fixture, dev string) (string, error) {
 		if err != nil || code == http.StatusServiceUnavailable {
 			via = beta
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return "", fmt.Errorf("no server took a task for %s within 30s", dev)
 }
 
-// waitThrough polls a task through beta until it ends.
-func waitThrough(beta *fixture, id string) (server.TaskInfo, error) {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+// waitThrough waits, through beta, for a task to end: a long poll, asked
+// again each time a server has logged something when the one that ran
+// the task is gone (its record says running until another takes it).
+func waitThrough(t *testing.T, beta *fixture, id string) (server.TaskInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logs := testLogs(t)
+	for mark, ok := logs.mark(), true; ok; mark, ok = logs.next(ctx, mark) {
 		var info server.TaskInfo
-		code, body, err := rawAPI(beta, "GET", "/api/tasks/"+id, nil)
+		code, body, err := rawAPI(beta, "GET", "/api/tasks/"+id+"?wait=20s", nil)
 		if err == nil && code == 200 && json.Unmarshal(body, &info) == nil && info.Status != server.StatusRunning {
 			return info, nil
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return server.TaskInfo{}, fmt.Errorf("task %s still running after 60s", id)
 }
@@ -275,14 +284,7 @@ func BenchmarkForwardedCall(b *testing.B) {
 	}
 	json.Unmarshal(body, &d)
 	path := "/api/tasks/" + d.TaskID + "/pending"
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if code, body, _ := rawAPI(alpha, "GET", path, nil); code == 200 && strings.Contains(string(body), `"open"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the task never asked its question")
-		}
-	}
+	alpha.logs.waitFor(b, 1, "task "+d.TaskID+": ", " 1 from ", " is waiting")
 	call := func(f *fixture) time.Duration {
 		start := time.Now()
 		if code, _, err := rawAPI(f, "GET", path, nil); code != 200 || err != nil {
@@ -314,12 +316,10 @@ func TestStrandedTaskEnds(t *testing.T) {
 	alpha.srv.Suspend(ctx) // its device keeps trying alpha, which refuses it
 	cancel()
 	am.Close()
+	beta.logs.waitFor(t, 1, "task "+d.TaskID+" failed ")
 	var info server.TaskInfo
-	for deadline := time.Now().Add(20 * time.Second); info.Status != server.StatusFailed; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stranded task is %q after 20s", info.Status)
-		}
-		beta.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &info)
+	if beta.api(t, "GET", "/api/tasks/"+d.TaskID, nil, &info); info.Status != server.StatusFailed {
+		t.Fatalf("the stranded task is %q", info.Status)
 	}
 	if !strings.Contains(info.Error, "the server running this task went away and device box did not come back within 500ms") {
 		t.Errorf("error %q", info.Error)

@@ -32,17 +32,10 @@ func TestTaskEndReachesADeviceThatWasAway(t *testing.T) {
 	for m := readServer(t, c); m.Type != aip.TypeCommand; m = readServer(t, c) {
 	}
 	c.CloseNow() // away, with a round in flight
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var clients struct{ Clients []server.ClientInfo }
-		f.api(t, "GET", "/api/clients", nil, &clients)
-		if len(clients.Clients) == 1 && clients.Clients[0].Status == "away" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the device never showed as away: %+v", clients)
-		}
-		time.Sleep(10 * time.Millisecond)
+	f.logs.waitFor(t, 1, "device dev disconnected with work in flight")
+	var clients struct{ Clients []server.ClientInfo }
+	if f.api(t, "GET", "/api/clients", nil, &clients); len(clients.Clients) != 1 || clients.Clients[0].Status != "away" {
+		t.Fatalf("the device does not show as away: %+v", clients)
 	}
 	var info server.TaskInfo
 	if code := f.api(t, "DELETE", "/api/tasks/"+d.TaskID, nil, &info); code != 200 || info.Status != server.StatusCancelled {

@@ -49,7 +49,7 @@ func newFixture(t testing.TB, opts server.Options) *fixture {
 			return nil, fmt.Errorf("this test runs no agents")
 		}
 	}
-	logs := &logWatch{t: t, wake: make(chan struct{})}
+	logs := testLogs(t)
 	opts.Logf = logs.logf
 	s, err := server.New(opts)
 	if err != nil {
@@ -67,14 +67,51 @@ func newFixture(t testing.TB, opts server.Options) *fixture {
 	return &fixture{srv: s, http: hs, wsURL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", logs: logs}
 }
 
-// logWatch passes a server's log to the test's and lets the test wait for
-// a line: what the server logs is how it tells of its own events (a
-// device that left, a task that ended).
+// logWatch passes the servers' log to the test's and lets the test wait
+// for a line: what a server logs is how it tells of its own events (a
+// device that left, a question asked, a task that ended). The servers of
+// one test share one.
 type logWatch struct {
 	t     testing.TB
 	mu    sync.Mutex
 	lines []string
 	wake  chan struct{} // closed and replaced at each line
+}
+
+var logWatches sync.Map // testing.TB → *logWatch
+
+// testLogs is the log of t's servers.
+func testLogs(t testing.TB) *logWatch {
+	w, loaded := logWatches.LoadOrStore(t, &logWatch{t: t, wake: make(chan struct{})})
+	if !loaded {
+		t.Cleanup(func() { logWatches.Delete(t) })
+	}
+	return w.(*logWatch)
+}
+
+// next waits for the next line the servers log after mark (a count of
+// lines, from mark), and returns the new count; false when ctx ends.
+func (w *logWatch) next(ctx context.Context, mark int) (int, bool) {
+	for {
+		w.mu.Lock()
+		n, wake := len(w.lines), w.wake
+		w.mu.Unlock()
+		if n > mark {
+			return n, true
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return n, false
+		}
+	}
+}
+
+// mark is the number of lines logged so far.
+func (w *logWatch) mark() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.lines)
 }
 
 func (w *logWatch) logf(format string, args ...any) {

@@ -120,7 +120,7 @@ func dispatch(t *testing.T, f *fixture, client, request string) (server.Dispatch
 func TestCancelReachesDevice(t *testing.T) {
 	f := newFixture(t, server.Options{NewSession: rounds([]string{"block", "count", "count"}, []string{"never"})})
 	dev := newFakeDevice()
-	connect(t, f.wsURL, "dev", dev, nil)
+	ended := hearEnds(t, f, "dev", dev)
 	d, code := dispatch(t, f, "dev", "block then count")
 	if code != 200 {
 		t.Fatalf("dispatch %d", code)
@@ -129,7 +129,7 @@ func TestCancelReachesDevice(t *testing.T) {
 	var info server.TaskInfo
 	done := make(chan int, 1)
 	go func() { done <- f.api(t, "DELETE", "/api/tasks/"+d.TaskID, nil, &info) }()
-	time.Sleep(50 * time.Millisecond) // let the task_end reach the device
+	waitEnd(t, ended) // the task_end reached the device
 	close(dev.release)
 	select {
 	case code = <-done:
@@ -165,10 +165,10 @@ func TestShutdownFailsRunningTasks(t *testing.T) {
 	hs := newHTTP(t, s)
 	f.http, f.wsURL = hs, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws"
 	dev := newFakeDevice()
-	connect(t, f.wsURL, "dev", dev, nil)
+	ended := hearEnds(t, f, "dev", dev)
 	d, _ := dispatch(t, f, "dev", "x")
 	dev.waitStarted(t, "block")
-	go func() { time.Sleep(50 * time.Millisecond); close(dev.release) }()
+	go func() { <-ended; close(dev.release) }() // once the device knows
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx, "maintenance window"); err != nil {
@@ -271,26 +271,48 @@ func TestDeviceStartsTask(t *testing.T) {
 }
 
 // TestProgressShowsRunning: while a command runs, the device's heartbeats
-// report it and the task shows it running, then completed.
+// report it and the task shows it running, then completed (the test reads
+// the task's record each time the server writes it).
 func TestProgressShowsRunning(t *testing.T) {
-	f := newFixture(t, server.Options{NewSession: rounds([]string{"block"})})
+	st := watchRecords(sqliteStore(t))
+	f := newFixture(t, server.Options{NewSession: rounds([]string{"block"}), Store: st})
 	dev := newFakeDevice()
 	connect(t, f.wsURL, "dev", dev, func(o *remote.Options) { o.HeartbeatInterval = 10 * time.Millisecond })
+	st.watch()
 	d, _ := dispatch(t, f, "dev", "x")
 	dev.waitStarted(t, "block")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		info, _ := f.srv.Task(d.TaskID)
-		if len(info.Commands) == 1 && info.Commands[0].State == dispatcher.StateRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never showed as running: %+v", info.Commands)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	st.until(t, d.TaskID, func(info server.TaskInfo) bool {
+		return len(info.Commands) == 1 && info.Commands[0].State == dispatcher.StateRunning
+	})
 	close(dev.release)
 	if info := f.waitTask(t, d.TaskID); info.Commands[0].State != dispatcher.StateCompleted {
 		t.Errorf("after release: %+v", info.Commands[0])
+	}
+}
+
+// hearEnds connects dev as id and tells, on the channel it returns, of
+// each task_end the device client hears.
+func hearEnds(t *testing.T, f *fixture, id string, dev remote.Device) <-chan string {
+	ended := make(chan string, 10)
+	connect(t, f.wsURL, id, dev, func(o *remote.Options) {
+		o.Logf = func(format string, args ...any) {
+			line := fmt.Sprintf(format, args...)
+			t.Log(id + ": " + line)
+			if strings.HasPrefix(line, "task ended") {
+				ended <- line
+			}
+		}
+	})
+	return ended
+}
+
+func waitEnd(t *testing.T, ended <-chan string) string {
+	t.Helper()
+	select {
+	case line := <-ended:
+		return line
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device never heard of the task's end")
+		return ""
 	}
 }

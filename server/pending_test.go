@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,18 +39,18 @@ func pendingSetup(t *testing.T, script string, ask time.Duration) (*fixture, str
 	return f, dir
 }
 
-// waitPending polls until the task has n questions or approvals.
+// waitPending waits until the server running the task (this one, or
+// another of the test's) says its n-th question or approval waits, and
+// returns the task's list as this server shows it.
 func (f *fixture) waitPending(t *testing.T, task string, n int) []server.PendingInfo {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var list []server.PendingInfo
-		f.api(t, "GET", "/api/tasks/"+task+"/pending", nil, &list)
-		if len(list) >= n && list[n-1].Status == "open" {
-			return list
-		}
+	f.logs.waitFor(t, 1, "task "+task+": ", fmt.Sprintf(" %d from ", n), " is waiting")
+	var list []server.PendingInfo
+	f.api(t, "GET", "/api/tasks/"+task+"/pending", nil, &list)
+	if len(list) < n || list[n-1].Status != "open" {
+		t.Fatalf("task %s: item %d is said to wait, but the list is %+v", task, n, list)
 	}
-	t.Fatalf("task %s: no open item %d", task, n)
-	return nil
+	return list
 }
 
 // TestQuestionsAndApprovalsThroughTheAPI: a remote task's agents ask a

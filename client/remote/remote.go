@@ -486,13 +486,14 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 			RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now()),
 			Metadata: map[string]any{"platform": c.dev.Device().Platform}})
 	case aip.TypeTaskEnd:
-		c.opts.Logf("task ended (session %s): %s %s", m.SessionID, m.Status, m.Error)
 		c.mu.Lock()
 		if cancel := c.running[m.SessionID]; cancel != nil && m.Status == aip.StatusFailed {
 			cancel(fmt.Errorf("the server ended the task: %s", m.Error))
 		}
 		ch := c.ends[m.SessionID] // set when a StartTask's task was accepted
 		c.mu.Unlock()
+		// Told once it is acted on: the rest of its round will not run.
+		c.opts.Logf("task ended (session %s): %s %s", m.SessionID, m.Status, m.Error)
 		if ch != nil {
 			select {
 			case ch <- TaskEnd{SessionID: m.SessionID, Status: m.Status, Result: m.Result, Error: m.Error}:
