@@ -56,49 +56,22 @@ type WebSocketOptions struct {
 	OnGone func()
 }
 
-// State is a command's place in its lifecycle.
-type State string
-
-// The lifecycle: pending (queued, sent or not), running (the device said it
-// started), then one of completed, failed, cancelled, expired (its time to
-// start passed while it waited for its device) or unknown (the device
-// disconnected while the command may have been running, and cannot say how
-// it ended: a device that runs a command frame it gets again is not sent
-// it again).
-const (
-	StatePending   State = "pending"
-	StateRunning   State = "running"
-	StateCompleted State = "completed"
-	StateFailed    State = "failed"
-	StateCancelled State = "cancelled"
-	StateExpired   State = "expired"
-	StateUnknown   State = "unknown"
-)
-
-// Terminal reports whether the state is final.
-func (s State) Terminal() bool {
-	switch s {
-	case StateCompleted, StateFailed, StateCancelled, StateExpired, StateUnknown:
-		return true
-	}
-	return false
-}
-
 // UnknownOutcome is what a command whose state is unknown tells the
 // model.
 const UnknownOutcome = "the device disconnected while this command may have been running; its outcome is unknown — observe the device before retrying"
 
-// CommandState is one command's lifecycle record.
+// CommandState is one command's lifecycle record (its states are
+// command.State's).
 type CommandState struct {
-	CallID     string    `json:"call_id"`
-	ToolName   string    `json:"tool_name"`
-	Namespace  string    `json:"namespace,omitempty"`
-	ResponseID string    `json:"response_id"`
-	State      State     `json:"state"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	QueuedBy   string    `json:"queued_by,omitempty"`
+	CallID     string        `json:"call_id"`
+	ToolName   string        `json:"tool_name"`
+	Namespace  string        `json:"namespace,omitempty"`
+	ResponseID string        `json:"response_id"`
+	State      command.State `json:"state"`
+	CreatedAt  time.Time     `json:"created_at"`
+	ExpiresAt  time.Time     `json:"expires_at"`
+	UpdatedAt  time.Time     `json:"updated_at"`
+	QueuedBy   string        `json:"queued_by,omitempty"`
 	// ElapsedMS is how long it had run at the last progress report.
 	ElapsedMS int64  `json:"elapsed_ms,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -182,7 +155,7 @@ type round struct {
 
 // ending is how a round ends without results.
 type ending struct {
-	state State
+	state command.State
 	why   string
 }
 
@@ -301,7 +274,7 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 	}
 	for i, c := range actions {
 		r.states[i] = CommandState{CallID: c.CallID, ToolName: c.ToolName, Namespace: c.Namespace, ResponseID: frame.ResponseID,
-			State: StatePending, CreatedAt: created, ExpiresAt: expires, UpdatedAt: now, QueuedBy: info.QueuedBy}
+			State: command.StatePending, CreatedAt: created, ExpiresAt: expires, UpdatedAt: now, QueuedBy: info.QueuedBy}
 		w.notify(r, i)
 	}
 
@@ -317,7 +290,7 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 	case !w.connected:
 		// Connected sends it, or the away clock fails it.
 	case r.sent && !w.dedupes:
-		end = &ending{StateUnknown, UnknownOutcome}
+		end = &ending{command.StateUnknown, UnknownOutcome}
 	default:
 		send, r.sent = true, true
 	}
@@ -338,7 +311,7 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 	case e := <-r.fail:
 		return w.giveUp(r, actions, e.state, e.why)
 	case <-timer.C():
-		return w.giveUp(r, actions, StateFailed, fmt.Sprintf("no result from the device within the round's deadline (%s for %d command(s))", deadline, len(actions)))
+		return w.giveUp(r, actions, command.StateFailed, fmt.Sprintf("no result from the device within the round's deadline (%s for %d command(s))", deadline, len(actions)))
 	case <-ctx.Done():
 	}
 	cause := context.Cause(ctx)
@@ -351,7 +324,7 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 		return w.giveUp(r, actions, e.state, e.why)
 	case <-grace.C():
 	}
-	return w.giveUp(r, actions, StateCancelled, fmt.Sprintf("cancelled (%v); the device did not report whether it ran", cause))
+	return w.giveUp(r, actions, command.StateCancelled, fmt.Sprintf("cancelled (%v); the device did not report whether it ran", cause))
 }
 
 // send writes a round's frame, which has been marked sent. A frame the
@@ -369,9 +342,9 @@ func (w *WebSocket) send(ctx context.Context, r *round, wasSent bool) {
 // long ends. Called with mu held.
 func (w *WebSocket) goneEnding(r *round) ending {
 	if r.sent {
-		return ending{StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command may have been running; its outcome is unknown — observe the device before retrying", w.opts.AwayTimeout)}
+		return ending{command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command may have been running; its outcome is unknown — observe the device before retrying", w.opts.AwayTimeout)}
 	}
-	return ending{StateFailed, fmt.Sprintf("the device was disconnected for longer than %s; the command was not sent", w.opts.AwayTimeout)}
+	return ending{command.StateFailed, fmt.Sprintf("the device was disconnected for longer than %s; the command was not sent", w.opts.AwayTimeout)}
 }
 
 // goneAway runs when the away clock runs out: the owner hears of it
@@ -484,14 +457,14 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 		st := &r.states[i]
 		switch res.Status {
 		case command.Failure:
-			st.State, st.Error = StateFailed, res.Error
+			st.State, st.Error = command.StateFailed, res.Error
 		case command.Skipped:
-			st.State, st.Error = StateCancelled, res.Error
+			st.State, st.Error = command.StateCancelled, res.Error
 			if cancelNote != "" && st.Error == "" {
 				st.Error = cancelNote
 			}
 		default:
-			st.State = StateCompleted
+			st.State = command.StateCompleted
 		}
 		st.UpdatedAt = now
 	}
@@ -500,7 +473,7 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 
 // giveUp ends a round without (all) results: commands that have no result
 // get a failure that says why.
-func (w *WebSocket) giveUp(r *round, actions []command.Command, state State, why string) []command.Result {
+func (w *WebSocket) giveUp(r *round, actions []command.Command, state command.State, why string) []command.Result {
 	w.mu.Lock()
 	defer w.notifyAll(r)
 	defer w.mu.Unlock()
@@ -566,7 +539,7 @@ func (w *WebSocket) Progress(p *aip.Progress) {
 	for i := range r.states {
 		st := &r.states[i]
 		if st.CallID == p.CallID && !st.State.Terminal() {
-			st.State, st.ElapsedMS, st.UpdatedAt = StateRunning, p.ElapsedMS, r.clock.Now()
+			st.State, st.ElapsedMS, st.UpdatedAt = command.StateRunning, p.ElapsedMS, r.clock.Now()
 			cp := *st
 			w.mu.Unlock()
 			if r.info.OnState != nil {
@@ -616,9 +589,9 @@ func (w *WebSocket) Connected(ctx context.Context, dedupes bool) {
 		switch {
 		case r.results != nil:
 		case r.sent && !dedupes:
-			ends = append(ends, settle{r, ending{StateUnknown, UnknownOutcome}})
+			ends = append(ends, settle{r, ending{command.StateUnknown, UnknownOutcome}})
 		case r.frame.Lifecycle.Expired(r.clock.Now()):
-			ends = append(ends, settle{r, ending{StateExpired, fmt.Sprintf("the commands expired at %s while the device was away",
+			ends = append(ends, settle{r, ending{command.StateExpired, fmt.Sprintf("the commands expired at %s while the device was away",
 				r.frame.Lifecycle.ExpiresAt.Format(time.RFC3339))}})
 		default:
 			sends = append(sends, resend{r, r.sent})

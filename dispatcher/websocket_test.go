@@ -151,11 +151,11 @@ func TestWebSocketCorrelation(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	seen := map[dispatcher.State]int{}
+	seen := map[command.State]int{}
 	for _, s := range states {
 		seen[s.State]++
 	}
-	if seen[dispatcher.StatePending] != 3 || seen[dispatcher.StateRunning] != 1 || seen[dispatcher.StateCompleted] != 3 {
+	if seen[command.StatePending] != 3 || seen[command.StateRunning] != 1 || seen[command.StateCompleted] != 3 {
 		t.Errorf("lifecycle states %v", seen)
 	}
 }
@@ -188,7 +188,7 @@ func TestWebSocketMissingAndPositional(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []dispatcher.State{dispatcher.StateFailed, dispatcher.StateCancelled, dispatcher.StateFailed}
+	want := []command.State{command.StateFailed, command.StateCancelled, command.StateFailed}
 	for i, cs := range final {
 		if cs.State != want[i] {
 			t.Errorf("command %d ended %s, want %s", i, cs.State, want[i])
@@ -260,7 +260,7 @@ func TestWebSocketNoResendToARunAgainDevice(t *testing.T) {
 	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: time.Minute})
 	ctx, clk := fakeClock()
 	var mu sync.Mutex
-	last := map[string]dispatcher.State{}
+	last := map[string]command.State{}
 	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
 	sent := goExecute(ctx, d, cmds("ran-maybe"))
 	link.next(t)
@@ -288,7 +288,7 @@ func TestWebSocketNoResendToARunAgainDevice(t *testing.T) {
 	default:
 	}
 	mu.Lock()
-	if last["ran-maybe"] != dispatcher.StateUnknown || last["not-yet"] != dispatcher.StateCompleted {
+	if last["ran-maybe"] != command.StateUnknown || last["not-yet"] != command.StateCompleted {
 		t.Errorf("states %v", last)
 	}
 	mu.Unlock()
@@ -322,7 +322,7 @@ func TestWebSocketAway(t *testing.T) {
 	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Second, OnGone: func() { close(gone) }})
 	ctx, clk := fakeClock()
 	var mu sync.Mutex
-	last := map[string]dispatcher.State{}
+	last := map[string]command.State{}
 	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
 	out := goExecute(ctx, d, cmds("out"))
 	link.next(t)
@@ -355,7 +355,7 @@ func TestWebSocketAway(t *testing.T) {
 		t.Errorf("a round started after: %+v", res[0])
 	}
 	mu.Lock()
-	if last["out"] != dispatcher.StateUnknown || last["later"] != dispatcher.StateFailed {
+	if last["out"] != command.StateUnknown || last["later"] != command.StateFailed {
 		t.Errorf("states %v", last)
 	}
 	mu.Unlock()
@@ -399,7 +399,7 @@ func TestWebSocketCancel(t *testing.T) {
 	link := newLink()
 	w := connected(link, dispatcher.WebSocketOptions{CommandTimeout: time.Minute, CancelGrace: 30 * time.Second})
 	var mu sync.Mutex
-	last := map[string]dispatcher.State{}
+	last := map[string]command.State{}
 	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.CallID] = cs.State; mu.Unlock() }})
 
 	base, clk := fakeClock()
@@ -417,7 +417,7 @@ func TestWebSocketCancel(t *testing.T) {
 		t.Errorf("results %+v", res)
 	}
 	mu.Lock()
-	if last[m.Actions[0].CallID] != dispatcher.StateCompleted || last[m.Actions[1].CallID] != dispatcher.StateCancelled {
+	if last[m.Actions[0].CallID] != command.StateCompleted || last[m.Actions[1].CallID] != command.StateCancelled {
 		t.Errorf("states %v", last)
 	}
 	mu.Unlock()

@@ -178,14 +178,14 @@ func TestTaskRecordKeepsUpWithItsRounds(t *testing.T) {
 					states = r.States
 				}
 			}
-			if len(states) != 1 || states[0].CallID != first.Actions[0].CallID || states[0].State != dispatcher.StateCompleted ||
+			if len(states) != 1 || states[0].CallID != first.Actions[0].CallID || states[0].State != command.StateCompleted ||
 				states[0].ResponseID != first.ResponseID || states[0].UpdatedAt.IsZero() {
 				t.Fatalf("at the second round the journal has the first round's states %+v; want its command completed", states)
 			}
 			// No round follows while the device works: the first step and
 			// both commands still reach the record.
 			st.until(t, d.TaskID, func(info server.TaskInfo) bool {
-				return len(info.Steps) == 1 && len(info.Commands) == 2 && info.Commands[0].State == dispatcher.StateCompleted
+				return len(info.Steps) == 1 && len(info.Commands) == 2 && info.Commands[0].State == command.StateCompleted
 			})
 			answer(second)
 			answer(round())
@@ -323,7 +323,7 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 			len(ran), len(end.Commands), len(end.Steps), end.CommandsOmitted, steps)
 	}
 	for i, c := range end.Commands {
-		if c.CallID != ran[i] || c.State != dispatcher.StateCompleted {
+		if c.CallID != ran[i] || c.State != command.StateCompleted {
 			t.Fatalf("command %d: %s %s; the device ran %s there", i, c.CallID, c.State, ran[i])
 		}
 	}
@@ -346,7 +346,7 @@ func TestResumedTaskShowsItsCommands(t *testing.T) {
 	connect(t, f.wsURL, "dev0", &callLog{}, nil)
 	end, err := f.srv.Wait(ctx, "task-0000")
 	if err != nil || end.Status != server.StatusCompleted || len(end.Commands) != benchSteps ||
-		end.Commands[0].CallID != "task-0000-c1" || end.Commands[0].State != dispatcher.StateCompleted {
+		end.Commands[0].CallID != "task-0000-c1" || end.Commands[0].State != command.StateCompleted {
 		t.Fatalf("the resumed task: %s %s %v, commands %+v", end.Status, end.Error, err, end.Commands)
 	}
 }

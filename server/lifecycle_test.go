@@ -12,7 +12,6 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/server"
 )
@@ -142,11 +141,11 @@ func TestCancelReachesDevice(t *testing.T) {
 	if got := strings.Join(dev.names(), ","); got != "block" {
 		t.Errorf("the device ran %s; only block had started", got)
 	}
-	states := map[string]dispatcher.State{}
+	states := map[string]command.State{}
 	for _, c := range info.Commands {
 		states[c.ToolName] = c.State
 	}
-	if states["block"] != dispatcher.StateCompleted || states["count"] != dispatcher.StateCancelled || states["never"] != "" {
+	if states["block"] != command.StateCompleted || states["count"] != command.StateCancelled || states["never"] != "" {
 		t.Errorf("lifecycle %v", states)
 	}
 	if code := f.api(t, "DELETE", "/api/tasks/"+d.TaskID, nil, &map[string]any{}); code != http.StatusConflict {
@@ -282,10 +281,10 @@ func TestProgressShowsRunning(t *testing.T) {
 	d, _ := dispatch(t, f, "dev", "x")
 	dev.waitStarted(t, "block")
 	st.until(t, d.TaskID, func(info server.TaskInfo) bool {
-		return len(info.Commands) == 1 && info.Commands[0].State == dispatcher.StateRunning
+		return len(info.Commands) == 1 && info.Commands[0].State == command.StateRunning
 	})
 	close(dev.release)
-	if info := f.waitTask(t, d.TaskID); info.Commands[0].State != dispatcher.StateCompleted {
+	if info := f.waitTask(t, d.TaskID); info.Commands[0].State != command.StateCompleted {
 		t.Errorf("after release: %+v", info.Commands[0])
 	}
 }

@@ -149,8 +149,8 @@ func checkUnknown(t *testing.T, u *ufoClient, info server.TaskInfo, first *aip.S
 	if info.Status != server.StatusCompleted || !strings.Contains(info.Result, dispatcher.UnknownOutcome) {
 		t.Errorf("task %s, the agent was told %q; want it told %q", info.Status, info.Result, dispatcher.UnknownOutcome)
 	}
-	if len(info.Commands) != 2 || info.Commands[0].ToolName != "count" || info.Commands[0].State != dispatcher.StateUnknown ||
-		info.Commands[1].State != dispatcher.StateCompleted {
+	if len(info.Commands) != 2 || info.Commands[0].ToolName != "count" || info.Commands[0].State != command.StateUnknown ||
+		info.Commands[1].State != command.StateCompleted {
 		t.Fatalf("commands %+v; want count unknown, look completed", info.Commands)
 	}
 	if !strings.Contains(info.Commands[0].Error, "its outcome is unknown") {
@@ -262,7 +262,7 @@ func TestSaucerClientRoundAnsweredAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Status != server.StatusCompleted || info.Result != "" || len(info.Commands) != 2 ||
-		info.Commands[0].State != dispatcher.StateCompleted {
+		info.Commands[0].State != command.StateCompleted {
 		t.Errorf("task %s %q, commands %+v; want the count completed, its result given to the agent", info.Status, info.Result, info.Commands)
 	}
 	close(dev.runs)
@@ -305,7 +305,7 @@ func TestDeviceThatNeverComesBack(t *testing.T) {
 	if info.Status != server.StatusFailed || info.Error != "device gone did not come back within 300ms" {
 		t.Errorf("task %s %q; want failed: device gone did not come back within 300ms", info.Status, info.Error)
 	}
-	if len(info.Commands) != 1 || info.Commands[0].State != dispatcher.StateUnknown {
+	if len(info.Commands) != 1 || info.Commands[0].State != command.StateUnknown {
 		t.Errorf("commands %+v; want the one sent, unknown, and no other round", info.Commands)
 	}
 	f.logs.waitFor(t, 1, "device gone did not come back within 300ms; forgotten")

@@ -327,7 +327,7 @@ func seed(b testing.TB, st store.Store, tasks, devices int, older bool) {
 		if !older {
 			now := time.Now().UTC()
 			results, _ = json.Marshal(map[string]any{"results": res, "states": []dispatcher.CommandState{{CallID: cmd.CallID,
-				ToolName: cmd.ToolName, ResponseID: id + "-r1", State: dispatcher.StateCompleted, CreatedAt: now, ExpiresAt: now.Add(time.Minute),
+				ToolName: cmd.ToolName, ResponseID: id + "-r1", State: command.StateCompleted, CreatedAt: now, ExpiresAt: now.Add(time.Minute),
 				UpdatedAt: now, QueuedBy: "bench"}}})
 		}
 		type k struct { // as the server keys a round: its commands without call ids

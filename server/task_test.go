@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/server"
 )
 
@@ -74,7 +74,7 @@ func TestFullTaskOverAIP(t *testing.T) {
 	tools := map[string]bool{}
 	for _, c := range info.Commands {
 		tools[c.ToolName] = true
-		if c.State != dispatcher.StateCompleted {
+		if c.State != command.StateCompleted {
 			t.Errorf("command %s (%s) ended %s: %s", c.ToolName, c.CallID, c.State, c.Error)
 		}
 		if c.CallID == "" || c.ResponseID == "" || c.CreatedAt.IsZero() || !c.ExpiresAt.After(c.CreatedAt) ||

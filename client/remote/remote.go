@@ -456,7 +456,7 @@ func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
 		hb := &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: c.opts.ClientID,
 			Timestamp: aip.Timestamp(time.Now())}
 		if r := c.current.Load(); r != nil {
-			hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(dispatcher.StateRunning),
+			hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(command.StateRunning),
 				Index: r.index, ElapsedMS: time.Since(r.start).Milliseconds()}
 		}
 		conn.Send(ctx, hb)
