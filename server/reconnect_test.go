@@ -209,6 +209,17 @@ func TestUFOClientRoundNotRunTwiceAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUnknown(t, u, info, first, ran)
+	rec, err := st.Task(context.Background(), d.TaskID) // Wait returns once the end is stored
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored server.TaskInfo
+	if err := json.Unmarshal(rec.Data, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Commands) != 2 || stored.Commands[0].State != command.StateUnknown {
+		t.Errorf("the task's record in the store: %+v", stored.Commands)
+	}
 }
 
 // dropDevice is a device whose first command blocks until the test has
