@@ -198,7 +198,10 @@ func TestUFOClientRoundNotRunTwiceAfterARestart(t *testing.T) {
 	}
 	first := u.nextCommand()
 	u.run(first)
-	if err := a.srv.Suspend(context.Background()); err != nil {
+	suspended := make(chan error, 1)
+	go func() { suspended <- a.srv.Suspend(context.Background()) }()
+	expectClosed(t, u.conn) // it reads on, as UFO's client does, and sees the server go
+	if err := <-suspended; err != nil {
 		t.Fatal(err)
 	}
 	b := newFixture(t, server.Options{NewSession: countThenLook, Store: st})
