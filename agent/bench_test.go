@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/dispatcher"
@@ -35,10 +32,10 @@ func benchSession(b *testing.B, mode strategy.Mode, script scripted.Script) *age
 // benchSessionObserved is benchSession with an observer of its own.
 func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Script, observe func(agent.Event)) *agent.Session {
 	b.Helper()
-	srv := server.NewMCPServer("bench", "1.0")
-	tools.Add(srv, "noop", "Does nothing.", mcp.ToolAnnotation{}, func(context.Context, noopIn) (noopOut, error) {
+	srv := &tools.Server{Name: "bench"}
+	srv.Add(tools.New("noop", "Does nothing.", tools.Annotations{}, func(context.Context, noopIn) (noopOut, error) {
 		return noopOut{OK: true}, nil
-	})
+	}))
 	dev, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: srv}}, client.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/dispatcher"
@@ -21,11 +18,11 @@ import (
 // Every model call and every dispatch (discovery and parallel observations
 // included) reaches the observer, one event at a time.
 func TestObserverSeesModelCallsAndDispatches(t *testing.T) {
-	srv := server.NewMCPServer("obs", "1.0")
-	tools.Add(srv, "look", "Looks.", mcp.ToolAnnotation{}, func(ctx context.Context, in noopIn) (noopOut, error) {
+	srv := &tools.Server{Name: "obs"}
+	srv.Add(tools.New("look", "Looks.", tools.Annotations{}, func(ctx context.Context, in noopIn) (noopOut, error) {
 		time.Sleep(5 * time.Millisecond) // long enough for parallel observations to overlap
 		return noopOut{OK: true}, nil
-	})
+	}))
 	dev, err := client.New(context.Background(), []client.Server{{Namespace: "obs", MCP: srv}}, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func BenchmarkEcho(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			srv := peer("good")
 			if kind == "inprocess" {
-				srv = client.Server{Namespace: "peer", MCP: goodServer()}
+				srv = client.Foreign(client.Server{Namespace: "peer"}, goodServer())
 			}
 			c, err := client.New(context.Background(), []client.Server{srv}, client.Options{Logger: quiet, RequireAll: true})
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/tools"
 )
 
 // Names of the introspection commands of the declared command interface,
@@ -27,8 +28,9 @@ const (
 )
 
 // EventProgress is the event a running tool streams: an MCP progress
-// notification, delivered to the callback set with WithProgress.
-const EventProgress = "progress"
+// notification, delivered to the callback set with WithProgress. A tool's
+// other declared streams travel as progress events too.
+const EventProgress = tools.StreamProgress
 
 // Interface is the device's declared command interface, the answer to
 // describe.
@@ -114,7 +116,7 @@ func (c *Client) Describe(namespace string) Interface {
 	for _, t := range c.Tools(namespace, "") {
 		in.Commands[t.Namespace+"."+t.Name] = CommandSpec{
 			Description: t.Description, Namespace: t.Namespace, ToolType: t.ToolType, Risk: RiskOf(t),
-			Args: t.InputSchema, Returns: t.OutputSchema, Streams: []string{EventProgress},
+			Args: t.InputSchema, Returns: t.OutputSchema, Streams: streamsOf(t),
 		}
 	}
 	if namespace != "" {

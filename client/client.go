@@ -4,7 +4,8 @@
 // failures, into a command.Result.
 //
 // Each MCP server is one namespace (an "app" for the host agent). A server
-// runs in the same process (Server.MCP), as a child process over stdio
+// runs in the same process (Server.MCP, Go tools made with package tools),
+// as a child process over stdio
 // (Server.Command) or behind a streamable HTTP endpoint (Server.URL).
 // External servers are supervised: initialised under a timeout, pinged,
 // restarted with backoff when they die, refreshed when their tool list
@@ -22,16 +23,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/tools"
 )
 
 // ProtocolVersion is the MCP revision the client asks for. It is pinned to
 // a released revision because mcp-go otherwise opens with a probe for a
 // draft one.
-const ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // "2025-11-25"
+const ProtocolVersion = "2025-11-25"
 
 // Defaults for the zero Options and Server fields.
 const (
@@ -68,8 +69,12 @@ type Server struct {
 	// makes it data_collection, anything else action.
 	ToolType command.ToolType
 
-	// MCP is an in-process server.
-	MCP *server.MCPServer
+	// MCP is an in-process server: Go tools made with tools.New.
+	MCP *tools.Server
+	// foreign is an mcp-go server served in-process as it is: the
+	// package's tests use it to play third-party servers without a
+	// process.
+	foreign *server.MCPServer
 
 	// Command starts a stdio server: Command with Args, in Dir (default:
 	// the process's directory), with Env (KEY=VALUE) added to the
@@ -109,7 +114,7 @@ type Server struct {
 // Kind says where a server runs: "builtin", "stdio" or "http".
 func (s Server) Kind() string {
 	switch {
-	case s.MCP != nil:
+	case s.MCP != nil || s.foreign != nil:
 		return KindBuiltin
 	case s.Command != "":
 		return KindStdio
@@ -255,7 +260,7 @@ func New(ctx context.Context, servers []Server, opts Options) (*Client, error) {
 // check refuses server definitions that cannot work.
 func (c *Client) check(s Server) error {
 	n := 0
-	for _, set := range []bool{s.MCP != nil, s.Command != "", s.URL != ""} {
+	for _, set := range []bool{s.MCP != nil || s.foreign != nil, s.Command != "", s.URL != ""} {
 		if set {
 			n++
 		}

@@ -82,7 +82,7 @@ func newFixture(t *testing.T, opts client.Options) *fixture {
 	c, err := client.New(context.Background(), []client.Server{
 		{Namespace: "shell", Description: "runs commands", MCP: shell.New(shell.Options{Dir: dir})},
 		{Namespace: "files", Description: "reads and writes files", MCP: fs},
-		{Namespace: "custom", Description: "misbehaves", MCP: customServer()},
+		client.Foreign(client.Server{Namespace: "custom", Description: "misbehaves"}, customServer()),
 	}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestToolTypeOverride(t *testing.T) {
 }
 
 func TestNewRefusesBadServers(t *testing.T) {
-	mk := func() *server.MCPServer { return shell.New(shell.Options{}) }
+	mk := func() *tools.Server { return shell.New(shell.Options{}) }
 	tests := []struct {
 		name    string
 		servers []client.Server
@@ -350,9 +350,9 @@ func TestExecuteOutcomes(t *testing.T) {
 }
 
 func TestAmbiguousTool(t *testing.T) {
-	mk := func(name string) *server.MCPServer {
-		s := server.NewMCPServer(name, "1")
-		tools.Add(s, "status", "reports "+name, mcp.ToolAnnotation{}, func(ctx context.Context, in struct{}) (string, error) { return name, nil })
+	mk := func(name string) *tools.Server {
+		s := &tools.Server{Name: name}
+		s.Add(tools.New("status", "reports "+name, tools.Annotations{}, func(ctx context.Context, in struct{}) (string, error) { return name, nil }))
 		return s
 	}
 	c, err := client.New(context.Background(), []client.Server{{Namespace: "git", MCP: mk("git")}, {Namespace: "svn", MCP: mk("svn")}}, client.Options{})

@@ -13,7 +13,10 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/saucerhq/saucer/backoff"
+	"github.com/saucerhq/saucer/internal/mcpserve"
+	"github.com/saucerhq/saucer/tools"
 )
 
 // State is where a server is in its life.
@@ -174,7 +177,11 @@ func (cn *conn) open(ctx context.Context) (*live, map[string]*tool, error) {
 	var err error
 	switch cn.kind {
 	case KindBuiltin:
-		l.mc, err = mcpclient.NewInProcessClientWithOptions(cn.srv.MCP, mcpclient.WithProtocolVersion(ProtocolVersion))
+		srv := cn.srv.foreign
+		if srv == nil {
+			srv = mcpserve.New(cn.srv.MCP)
+		}
+		l.mc, err = mcpclient.NewInProcessClientWithOptions(srv, mcpclient.WithProtocolVersion(ProtocolVersion))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -463,7 +470,13 @@ func (cn *conn) callTool(ctx context.Context, name string, args any, onProgress 
 		return nil, err
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}}
-	if onProgress != nil {
+	if onProgress != nil && cn.srv.MCP != nil {
+		// Saucer's own server in-process: its reports come straight to us,
+		// in order, before the result.
+		ctx = mcpserve.WithProgress(ctx, func(p tools.Progress) {
+			onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
+	} else if onProgress != nil {
 		token := cn.srv.Namespace + "-" + strconv.FormatInt(cn.tokens.Add(1), 10)
 		req.Params.Meta = &mcp.Meta{ProgressToken: token}
 		cn.progressMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -204,9 +205,23 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) comman
 	}
 	var onProgress func(Progress)
 	if fn := progressFrom(ctx); fn != nil {
+		// Reports end when the call returns, even for a tool that goes on
+		// after its timeout: the caller hears nothing of a call it has had
+		// the result of.
+		var mu sync.Mutex
+		ended := false
+		defer func() {
+			mu.Lock()
+			ended = true
+			mu.Unlock()
+		}()
 		onProgress = func(p Progress) {
-			p.CallID, p.Namespace, p.Tool = cmd.CallID, cn.srv.Namespace, cmd.ToolName
-			fn(p)
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended {
+				p.CallID, p.Namespace, p.Tool = cmd.CallID, cn.srv.Namespace, cmd.ToolName
+				fn(p)
+			}
 		}
 	}
 	type reply struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/tools/shell"
 )
 
@@ -37,7 +38,7 @@ func runPeer(mode string) int {
 		}
 		return 0
 	case "shell": // Saucer's own shell tool, over stdio
-		if err := server.ServeStdio(shell.New(shell.Options{})); err != nil {
+		if err := mcpserve.Stdio(context.Background(), shell.New(shell.Options{}), os.Stdin, os.Stdout); err != nil {
 			return 1
 		}
 		return 0

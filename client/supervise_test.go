@@ -203,7 +203,7 @@ func TestProgressReachesTheDispatchersCaller(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			srv := peer("good")
 			if kind == "builtin" {
-				srv = client.Server{Namespace: "peer", MCP: goodServer()}
+				srv = client.Foreign(client.Server{Namespace: "peer"}, goodServer())
 			}
 			c := newClient(t, []client.Server{srv}, fastOpts())
 			var mu sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,35 +13,24 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/tools"
 )
 
-// Risk is how much harm a tool can do: the policy's unit.
-type Risk string
+// Risk is how much harm a tool can do: the policy's unit. It is the tools
+// package's class, so that a Go tool declares the class the policy reads.
+type Risk = tools.Risk
 
 // Risk classes, from least to most worrying.
 const (
-	// RiskRead only reads the device.
-	RiskRead Risk = "read"
-	// RiskWrite changes the device in ways that can be undone or repeated.
-	RiskWrite Risk = "write"
-	// RiskDestructive may delete or overwrite what cannot be recovered.
-	RiskDestructive Risk = "destructive"
-	// RiskExternal reaches outside the device (the network, other people).
-	RiskExternal Risk = "external"
+	RiskRead        = tools.RiskRead
+	RiskWrite       = tools.RiskWrite
+	RiskDestructive = tools.RiskDestructive
+	RiskExternal    = tools.RiskExternal
 )
 
 // MetaRisk is the ToolInfo.Meta key that carries a tool's risk class. Meta
 // travels unchanged over AIP, so UFO peers see it as an extra field.
-const MetaRisk = "saucer/risk"
-
-// Valid reports whether r is one of the four classes.
-func (r Risk) Valid() bool {
-	switch r {
-	case RiskRead, RiskWrite, RiskDestructive, RiskExternal:
-		return true
-	}
-	return false
-}
+const MetaRisk = tools.MetaRisk
 
 func riskList() string { return "read, write, destructive, external" }
 
@@ -66,6 +56,30 @@ func riskFromAnnotations(a mcp.ToolAnnotation) Risk {
 		return RiskExternal
 	}
 	return RiskWrite
+}
+
+// declaredRisk is the class a tool declares in its _meta (Saucer's own
+// tools do), which says what MCP's hints cannot (a write tool that reaches
+// the network), or "" if none.
+func declaredRisk(meta map[string]any) Risk {
+	r, _ := meta[MetaRisk].(string)
+	if Risk(r).Valid() {
+		return Risk(r)
+	}
+	return ""
+}
+
+// streamsOf lists what a tool streams: progress, as any MCP tool may, and
+// the streams it declares in its _meta.
+func streamsOf(info command.ToolInfo) []string {
+	streams := []string{EventProgress}
+	declared, _ := info.Meta[tools.MetaStreams].([]any)
+	for _, s := range declared {
+		if s, ok := s.(string); ok && s != "" && !slices.Contains(streams, s) {
+			streams = append(streams, s)
+		}
+	}
+	return streams
 }
 
 // tool is one cached tool: what the agents see, and what the client needs
@@ -125,7 +139,10 @@ func buildTools(s Server, list []mcp.Tool, log *slog.Logger) (map[string]*tool, 
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
 		}
-		risk := riskFromAnnotations(t.Annotations)
+		risk := declaredRisk(info.Meta)
+		if risk == "" {
+			risk = riskFromAnnotations(t.Annotations)
+		}
 		for _, pat := range mapKeys(s.Risks) {
 			if ok, _ := path.Match(pat, t.Name); ok {
 				risk = s.Risks[pat]

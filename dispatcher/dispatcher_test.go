@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
@@ -273,10 +270,10 @@ func TestNewTimeUUID(t *testing.T) {
 }
 
 func BenchmarkLocalExecute(b *testing.B) {
-	s := server.NewMCPServer("bench", "1")
-	tools.Add(s, "noop", "does nothing", mcp.ToolAnnotation{}, func(ctx context.Context, in struct{}) (any, error) {
+	s := &tools.Server{Name: "bench"}
+	s.Add(tools.New("noop", "does nothing", tools.Annotations{}, func(ctx context.Context, in struct{}) (any, error) {
 		return map[string]bool{"ok": true}, nil
-	})
+	}))
 	c, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: s}}, client.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -14,12 +14,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/sandbox"
+	"github.com/saucerhq/saucer/tools"
 	"github.com/saucerhq/saucer/tools/desktop"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
@@ -43,8 +42,8 @@ type DeviceOptions struct {
 	// App picks a server set from mcp.apps; empty means mcp.use.
 	App string
 	// Extra servers are served beside the configured ones: a program's
-	// own in-process MCP servers, for instance Go functions made tools
-	// with tools.Add.
+	// own in-process servers (Go functions made tools with tools.New, in
+	// client.Server.MCP) or its own stdio and http servers.
 	Extra []client.Server
 }
 
@@ -254,7 +253,7 @@ func applyCommon(s *client.Server, def config.MCPServer) {
 // config (tools: and mcp.policy.shell), for `saucer mcp NAME`. It fails if
 // the server is unknown or disabled. stop ends what the server holds (a
 // persistent shell and its jobs); call it when done serving.
-func Builtin(cfg *config.Config, workdir, name string) (srv *server.MCPServer, stop func() error, err error) {
+func Builtin(cfg *config.Config, workdir, name string) (srv *tools.Server, stop func() error, err error) {
 	workdir, err = filepath.Abs(workdir)
 	if err != nil {
 		return nil, nil, err

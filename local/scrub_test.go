@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/local"
 )
 
@@ -47,7 +48,7 @@ func TestDefaultShellScrubsCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	c, err := mcpclient.NewInProcessClient(srv)
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,13 @@
-// Package tools holds what Saucer's own MCP servers share: JSON Schemas
-// derived from Go types and a helper that registers a typed tool on an
-// mcp-go server. The servers themselves live in the sub-packages
-// (tools/shell, tools/files).
+// Package tools is how Saucer defines tools. A Tool is metadata plus a
+// typed Go handler whose JSON Schemas come from its Go types (New); a
+// Server is a set of tools offered as one MCP server, one namespace of the
+// device. Saucer's own servers live in the sub-packages (tools/shell,
+// tools/files, tools/desktop).
+//
+// Nothing here names the MCP library underneath: the device client serves
+// a Server to itself in-process, and `saucer mcp NAME` serves one over
+// stdio or HTTP, so that the library can be swapped without touching a
+// tool.
 package tools
 
 import (
@@ -20,7 +26,7 @@ import (
 //
 // Required rule: a field is required unless its json tag says omitempty or
 // omitzero. Write `json:"limit,omitempty"` for an optional argument and
-// `json:"path"` for a required one; the decoder in Add enforces the same
+// `json:"path"` for a required one; the decoder in New enforces the same
 // list. Enums come from `jsonschema:"enum=a,enum=b"`.
 //
 // T is normally a struct; Schema panics if reflection produces something

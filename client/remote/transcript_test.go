@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/tools"
 )
 
 const transcripts = "../../testdata/aip/transcripts"
@@ -53,16 +52,23 @@ func readLines(t *testing.T, name string) []line {
 // echo tool (returns its arguments) and a fail tool (fails with "why").
 func peerEcho(t *testing.T) *client.Client {
 	t.Helper()
-	s := server.NewMCPServer("peer_echo", "1.0.0")
-	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("echo parameters"), mcp.WithString("text")),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			b, _ := json.Marshal(req.GetArguments())
-			return mcp.NewToolResultText(string(b)), nil
-		})
-	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("fail on purpose"), mcp.WithString("why")),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultError(req.GetString("why", "failed")), nil
-		})
+	type echoArgs struct {
+		Text string `json:"text,omitempty"`
+	}
+	type failArgs struct {
+		Why string `json:"why,omitempty"`
+	}
+	s := &tools.Server{Name: "peer_echo"}
+	s.Add(
+		tools.New("echo", "echo parameters", tools.Annotations{}, func(ctx context.Context, in echoArgs) (echoArgs, error) {
+			return in, nil
+		}),
+		tools.New("fail", "fail on purpose", tools.Annotations{}, func(ctx context.Context, in failArgs) (any, error) {
+			if in.Why == "" {
+				in.Why = "failed"
+			}
+			return nil, errors.New(in.Why)
+		}))
 	c, err := client.New(context.Background(), []client.Server{{Namespace: "peer_echo", MCP: s}}, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/tools"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -66,11 +67,11 @@ const stopGrace = 2 * time.Second
 // flight, and a call can be stuck in the kernel where no context reaches
 // it (opening a FIFO, writing a reply to a client that stopped reading):
 // once stopped, the server waits stopGrace for them, then leaves them.
-func serveStdio(ctx context.Context, srv *server.MCPServer, cmd *cobra.Command) error {
+func serveStdio(ctx context.Context, srv *tools.Server, cmd *cobra.Command) error {
 	done := make(chan error, 1)
 	go func() {
 		// stdout carries the protocol: nothing else may be written there.
-		done <- server.NewStdioServer(srv).Listen(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+		done <- mcpserve.Stdio(ctx, srv, cmd.InOrStdin(), cmd.OutOrStdout())
 	}()
 	var err error
 	select {
@@ -89,13 +90,13 @@ func serveStdio(ctx context.Context, srv *server.MCPServer, cmd *cobra.Command) 
 	return nil
 }
 
-func serveHTTP(ctx context.Context, srv *server.MCPServer, addr string, cmd *cobra.Command) error {
+func serveHTTP(ctx context.Context, srv *tools.Server, addr string, cmd *cobra.Command) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", sameOrigin(server.NewStreamableHTTPServer(srv)))
+	mux.Handle("/mcp", sameOrigin(mcpserve.HTTP(srv)))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errs := make(chan error, 1)
 	go func() { errs <- hs.Serve(ln) }()

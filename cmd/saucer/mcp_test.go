@@ -64,6 +64,16 @@ func TestMCPServesOwnToolsOverStdioAndHTTP(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &out); err != nil || out.Stdout != "over stdio\n" {
 		t.Errorf("execute_command over stdio: %+v", r)
 	}
+	// The tool's declaration (title, class, output schema) crosses the
+	// process boundary.
+	if ts := c.Tools("shell", ""); len(ts) != 1 || ts[0].Title != "Run a shell command" || client.RiskOf(ts[0]) != client.RiskDestructive ||
+		!strings.Contains(string(ts[0].OutputSchema), `"exit_code"`) {
+		t.Errorf("shell tools over stdio: %+v", ts)
+	}
+	if r := c.Execute(context.Background(), command.Command{Namespace: "shell", ToolName: "execute_command",
+		Parameters: map[string]any{"cmd": "true"}}); r.OK() || !strings.Contains(r.Error, `"cmd"`) {
+		t.Errorf("bad arguments over stdio: %+v", r)
+	}
 	if err := c.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
@@ -90,8 +100,18 @@ func TestMCPServesOwnToolsOverStdioAndHTTP(t *testing.T) {
 	if !r.OK() || !strings.Contains(string(r.Result), "over stdio") {
 		t.Errorf("read_file over http: %+v", r)
 	}
-	if n := len(c.Tools("files", "")); n != 4 {
-		t.Errorf("%d files tools over http", n)
+	ts := c.Tools("files", "")
+	if len(ts) != 4 {
+		t.Fatalf("%d files tools over http", len(ts))
+	}
+	for _, info := range ts {
+		want := client.RiskRead
+		if info.Name == "write_file" {
+			want = client.RiskWrite
+		}
+		if client.RiskOf(info) != want || info.Title == "" {
+			t.Errorf("%s over http: risk %q, title %q", info.Name, client.RiskOf(info), info.Title)
+		}
 	}
 }
 

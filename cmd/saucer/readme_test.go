@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/local"
 )
 
@@ -196,7 +197,7 @@ func TestReadmeShellPolicyExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	c, err := mcpclient.NewInProcessClient(srv)
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Command go-tool makes a Go function a tool the agents can call: an
-// in-process MCP server, "text", with one typed tool, word_count, whose
-// JSON Schema comes from its input type. The device serves it beside the
-// configured shell and files servers; the host agent sees it as an app.
+// Command go-tool makes a Go function a tool the agents can call: a
+// server, "text", with one typed tool, word_count, whose JSON Schema comes
+// from its input type and whose risk class (read) the device policy reads.
+// The device serves it in-process beside the configured shell and files
+// servers; the host agent sees it as an app.
 //
 //	go run ./examples/go-tool
 package main
@@ -12,9 +13,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/config"
@@ -56,8 +54,8 @@ func run() error {
 	}
 	defer os.RemoveAll(workdir)
 
-	text := server.NewMCPServer("text", "1.0.0")
-	tools.Add(text, "word_count", "Count the words of a text.", mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}, wordCount)
+	text := &tools.Server{Name: "text"}
+	text.Add(tools.New("word_count", "Count the words of a text.", tools.Annotations{Risk: tools.RiskRead}, wordCount))
 
 	cfg := config.Default()
 	dev, err := local.NewDevice(ctx, cfg, workdir, local.DeviceOptions{

@@ -2,11 +2,7 @@ package desktop
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/tools"
 )
@@ -66,24 +62,20 @@ type launchArgs struct {
 }
 
 // NewServer builds the desktop MCP server (name "desktop") over d.
-func NewServer(d *Desktop) *server.MCPServer {
-	s := server.NewMCPServer("desktop", "1.0.0", server.WithInstructions(
-		"Sees and drives the applications on this X11 desktop. observe lists a window's controls, each with a numeric id, "+
-			"and attaches a screenshot with the ids drawn on the controls; act on a control by its id. Ids stay the same while "+
-			"the control exists; an id whose control is gone is refused: observe again. Every action returns what changed."))
-	read := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true), DestructiveHint: mcp.ToBoolPtr(false),
-		IdempotentHint: mcp.ToBoolPtr(true), OpenWorldHint: mcp.ToBoolPtr(false)}
-	write := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(false),
-		IdempotentHint: mcp.ToBoolPtr(false), OpenWorldHint: mcp.ToBoolPtr(false)}
-	destructive := mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(true),
-		IdempotentHint: mcp.ToBoolPtr(false), OpenWorldHint: mcp.ToBoolPtr(false)}
-	titled := func(a mcp.ToolAnnotation, title string) mcp.ToolAnnotation { a.Title = title; return a }
+func NewServer(d *Desktop) *tools.Server {
+	s := &tools.Server{Name: "desktop", Instructions: "Sees and drives the applications on this X11 desktop. observe lists a window's controls, each with a numeric id, " +
+		"and attaches a screenshot with the ids drawn on the controls; act on a control by its id. Ids stay the same while " +
+		"the control exists; an id whose control is gone is refused: observe again. Every action returns what changed."}
+	read := tools.Annotations{Risk: tools.RiskRead, Idempotent: true}
+	write := tools.Annotations{Risk: tools.RiskWrite}
+	destructive := tools.Annotations{Risk: tools.RiskDestructive}
+	titled := func(a tools.Annotations, title string) tools.Annotations { a.Title = title; return a }
 
-	tools.Add(s, ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
+	s.Add(tools.New(ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
 		titled(read, "List windows"), func(ctx context.Context, _ struct{}) ([]Window, error) {
 			return d.Windows(ctx)
-		})
-	tools.Add(s, ToolObserve, "Read a window's controls (role, name, states, actions, text or value, position) as one line each, "+
+		}))
+	s.Add(tools.New(ToolObserve, "Read a window's controls (role, name, states, actions, text or value, position) as one line each, "+
 		"with the id to act on in [brackets], and attach a screenshot with each control's box and id drawn on it.",
 		titled(read, "Observe a window"), func(ctx context.Context, a observeArgs) (tools.Content, error) {
 			shot := a.Screenshot == nil || *a.Screenshot
@@ -91,69 +83,69 @@ func NewServer(d *Desktop) *server.MCPServer {
 			if err != nil {
 				return nil, err
 			}
-			out := tools.Content{mcp.NewTextContent(obs.Text())}
+			out := tools.Content{tools.Text(obs.Text())}
 			if shot {
-				out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(obs.PNG), "image/png"))
+				out = append(out, tools.Image(obs.PNG, "image/png"))
 			}
 			return out, nil
-		})
-	tools.Add(s, "screenshot", "Capture a window as it looks now (no marks).",
+		}))
+	s.Add(tools.New("screenshot", "Capture a window as it looks now (no marks).",
 		titled(read, "Screenshot a window"), func(ctx context.Context, a windowArgs) (tools.Content, error) {
 			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: true})
 			if err != nil {
 				return nil, err
 			}
-			return tools.Content{mcp.NewImageContent(base64.StdEncoding.EncodeToString(obs.PNG), "image/png")}, nil
-		})
+			return tools.Content{tools.Image(obs.PNG, "image/png")}, nil
+		}))
 	effect := func(e *Effect, err error) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(e)
 	}
-	tools.Add(s, "click", "Click a control: its own action (press, activate) for a single left click where it has one, else the mouse at its centre. Returns what changed.",
+	s.Add(tools.New("click", "Click a control: its own action (press, activate) for a single left click where it has one, else the mouse at its centre. Returns what changed.",
 		titled(write, "Click a control"), func(ctx context.Context, a clickArgs) (json.RawMessage, error) {
 			n := 1
 			if a.Double {
 				n = 2
 			}
 			return effect(d.Click(ctx, a.ID, a.Button, n))
-		})
-	tools.Add(s, "type_text", "Type text with the keyboard into a control (focused first) or where the focus is. Refused in a terminal: use type_in_terminal. Returns what changed.",
+		}))
+	s.Add(tools.New("type_text", "Type text with the keyboard into a control (focused first) or where the focus is. Refused in a terminal: use type_in_terminal. Returns what changed.",
 		titled(write, "Type text"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
 			return effect(d.Type(ctx, a.ID, a.Window, a.Text, false))
-		})
-	tools.Add(s, "type_in_terminal", "Type text into a terminal window, where it may run commands. Returns what changed.",
+		}))
+	s.Add(tools.New("type_in_terminal", "Type text into a terminal window, where it may run commands. Returns what changed.",
 		titled(destructive, "Type into a terminal"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
 			return effect(d.Type(ctx, a.ID, a.Window, a.Text, true))
-		})
-	tools.Add(s, "press_keys", "Press key chords in order (ctrl+s, Return, alt+F4, ...), into a control (focused first) or where the focus is. Refused in a terminal. Returns what changed.",
+		}))
+	s.Add(tools.New("press_keys", "Press key chords in order (ctrl+s, Return, alt+F4, ...), into a control (focused first) or where the focus is. Refused in a terminal. Returns what changed.",
 		titled(write, "Press keys"), func(ctx context.Context, a keysArgs) (json.RawMessage, error) {
 			return effect(d.Keys(ctx, a.ID, a.Window, a.Keys, false))
-		})
-	tools.Add(s, "set_value", "Replace the text of an editable field, or set the number of a slider or spin button. Returns what changed.",
+		}))
+	s.Add(tools.New("set_value", "Replace the text of an editable field, or set the number of a slider or spin button. Returns what changed.",
 		titled(write, "Set a value"), func(ctx context.Context, a setValueArgs) (json.RawMessage, error) {
 			return effect(d.SetValue(ctx, a.ID, a.Value))
-		})
-	tools.Add(s, "select", "Select an item (list item, tab, table cell, menu item). Returns what changed.",
+		}))
+	s.Add(tools.New("select", "Select an item (list item, tab, table cell, menu item). Returns what changed.",
 		titled(write, "Select an item"), func(ctx context.Context, a idArgs) (json.RawMessage, error) {
 			return effect(d.Select(ctx, a.ID))
-		})
-	tools.Add(s, "scroll", "Turn the mouse wheel over a control or a window. Returns what changed.",
+		}))
+	s.Add(tools.New("scroll", "Turn the mouse wheel over a control or a window. Returns what changed.",
 		titled(write, "Scroll"), func(ctx context.Context, a scrollArgs) (json.RawMessage, error) {
 			return effect(d.Scroll(ctx, a.ID, a.Window, a.Direction, a.Amount))
-		})
-	tools.Add(s, "focus_window", "Raise a window and give it the keyboard focus.",
+		}))
+	s.Add(tools.New("focus_window", "Raise a window and give it the keyboard focus.",
 		titled(write, "Focus a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
 			return effect(d.FocusWindow(ctx, a.Window))
-		})
-	tools.Add(s, "close_window", "Ask a window's application to close it, as its close button does; unsaved work may be lost, or the application may ask (see new_windows).",
+		}))
+	s.Add(tools.New("close_window", "Ask a window's application to close it, as its close button does; unsaved work may be lost, or the application may ask (see new_windows).",
 		titled(destructive, "Close a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
 			return effect(d.CloseWindow(ctx, a.Window))
-		})
-	tools.Add(s, "launch_app", "Start an application by command or desktop file and wait for its first window; returns the new windows. A named desktop app starts its own application when neither is given.",
+		}))
+	s.Add(tools.New("launch_app", "Start an application by command or desktop file and wait for its first window; returns the new windows. A named desktop app starts its own application when neither is given.",
 		titled(destructive, "Launch an application"), func(ctx context.Context, a launchArgs) (json.RawMessage, error) {
 			return effect(d.Launch(ctx, a.Command, a.DesktopFile))
-		})
+		}))
 	return s
 }

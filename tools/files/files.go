@@ -23,9 +23,6 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/saucerhq/saucer/tools"
 )
 
@@ -65,7 +62,7 @@ type Jail interface {
 
 // New builds the files MCP server (name "files"). It fails if a root does
 // not exist or is not a directory.
-func New(opts Options) (*server.MCPServer, error) {
+func New(opts Options) (*tools.Server, error) {
 	r, err := newRoots(opts.Roots, opts.Jail)
 	if err != nil {
 		return nil, err
@@ -75,40 +72,29 @@ func New(opts Options) (*server.MCPServer, error) {
 	}
 	f := &fileTools{roots: r, maxRead: opts.MaxRead}
 	where := fmt.Sprintf("Allowed directories: %s. Relative paths are taken from %s.", strings.Join(r.dirs, ", "), r.dirs[0])
-	s := server.NewMCPServer("files", "1.0.0", server.WithInstructions("Reads, writes, lists and searches files. "+where))
+	s := &tools.Server{Name: "files", Instructions: "Reads, writes, lists and searches files. " + where}
 
-	readOnly := mcp.ToolAnnotation{
-		ReadOnlyHint:    mcp.ToBoolPtr(true),
-		DestructiveHint: mcp.ToBoolPtr(false),
-		IdempotentHint:  mcp.ToBoolPtr(true),
-		OpenWorldHint:   mcp.ToBoolPtr(false),
-	}
+	readOnly := tools.Annotations{Risk: tools.RiskRead, Idempotent: true}
 	read, list, search := readOnly, readOnly, readOnly
 	read.Title, list.Title, search.Title = "Read a file", "List a directory", "Search files"
-	tools.Add(s, "read_file",
+	s.Add(tools.New("read_file",
 		fmt.Sprintf("Read a file. Returns at most %d bytes from offset; truncated says whether more follows. "+
 			"Text is returned as is, other content as base64 (encoding tells which). %s", f.maxRead, where),
-		read, f.readFile)
-	tools.Add(s, "write_file",
+		read, f.readFile))
+	s.Add(tools.New("write_file",
 		"Write text to a file, replacing it (or appending to it with append: true). "+
 			"Missing parent directories are created only with create_dirs: true. "+where,
-		mcp.ToolAnnotation{
-			Title:           "Write a file",
-			ReadOnlyHint:    mcp.ToBoolPtr(false),
-			DestructiveHint: mcp.ToBoolPtr(false),
-			IdempotentHint:  mcp.ToBoolPtr(false),
-			OpenWorldHint:   mcp.ToBoolPtr(false),
-		},
-		f.writeFile)
-	tools.Add(s, "list_dir",
+		tools.Annotations{Title: "Write a file", Risk: tools.RiskWrite},
+		f.writeFile))
+	s.Add(tools.New("list_dir",
 		fmt.Sprintf("List a directory, sorted by name; recursive lists the whole tree (symlinked directories are not followed). "+
 			"At most max_entries entries (default %d). %s", DefaultMaxEntries, where),
-		list, f.listDir)
-	tools.Add(s, "search_files",
+		list, f.listDir))
+	s.Add(tools.New("search_files",
 		fmt.Sprintf("Find files under a directory whose name matches a glob pattern (\"*.go\"; a pattern with a slash is matched "+
 			"against the path relative to that directory), optionally only those containing a substring, reported line by line. "+
 			".git directories are skipped. At most max_results matches (default %d). %s", DefaultMaxResults, where),
-		search, f.searchFiles)
+		search, f.searchFiles))
 	return s, nil
 }
 

@@ -14,6 +14,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/saucerhq/saucer/internal/mcpserve"
 )
 
 type fixture struct {
@@ -51,7 +53,7 @@ func newFixture(t *testing.T, maxRead int) *fixture {
 
 	s, err := New(Options{Roots: []string{f.root, f.other}, MaxRead: maxRead})
 	must(t, err)
-	c, err := mcpclient.NewInProcessClient(s)
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(s))
 	must(t, err)
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()

@@ -11,6 +11,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/saucerhq/saucer/internal/mcpserve"
 )
 
 // connectPersistent starts a persistent shell server and a client to it;
@@ -23,7 +25,7 @@ func connectPersistent(t *testing.T, opts Options) (*mcpclient.Client, func() er
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop() })
-	c, err := mcpclient.NewInProcessClient(srv)
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

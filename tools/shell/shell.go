@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/tools"
 )
@@ -124,7 +122,7 @@ func (o Options) withDefaults() Options {
 
 // New builds the shell MCP server (name "shell"). It panics on a policy
 // pattern that is empty; use NewChecked to get an error instead.
-func New(opts Options) *server.MCPServer {
+func New(opts Options) *tools.Server {
 	s, err := NewChecked(opts)
 	if err != nil {
 		panic(err)
@@ -134,7 +132,7 @@ func New(opts Options) *server.MCPServer {
 
 // NewChecked builds the shell MCP server, or says what is wrong with the
 // policy. A persistent server needs Start.
-func NewChecked(opts Options) (*server.MCPServer, error) {
+func NewChecked(opts Options) (*tools.Server, error) {
 	if opts.Persistent {
 		return nil, errors.New("shell: a persistent shell needs shell.Start, whose stop ends it")
 	}
@@ -145,7 +143,7 @@ func NewChecked(opts Options) (*server.MCPServer, error) {
 // Start builds the shell MCP server, or says what is wrong with the
 // options. stop ends a persistent server's shell with its background jobs
 // (it does nothing for the others); call it when the server is done.
-func Start(opts Options) (srv *server.MCPServer, stop func() error, err error) {
+func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	pol, err := compilePolicy(opts.Policy)
 	if err != nil {
 		return nil, nil, err
@@ -174,19 +172,13 @@ func Start(opts Options) (srv *server.MCPServer, stop func() error, err error) {
 	if opts.Persistent {
 		jobs = "Do not read standard input. Background jobs (cmd &) keep running in the shell; a timeout kills the shell with them and the next call starts a new shell."
 	}
-	s := server.NewMCPServer("shell", "1.0.0", server.WithInstructions(instructions))
-	tools.Add(s, "execute_command",
+	s := &tools.Server{Name: "shell", Instructions: instructions}
+	s.Add(tools.New("execute_command",
 		what+fmt.Sprintf("A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
 			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. ",
 			r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput)+jobs,
-		mcp.ToolAnnotation{
-			Title:           "Run a shell command",
-			ReadOnlyHint:    mcp.ToBoolPtr(false),
-			DestructiveHint: mcp.ToBoolPtr(true),
-			IdempotentHint:  mcp.ToBoolPtr(false),
-			OpenWorldHint:   mcp.ToBoolPtr(true),
-		},
-		r.execute)
+		tools.Annotations{Title: "Run a shell command", Risk: tools.RiskDestructive, OpenWorld: true},
+		r.execute))
 	return s, stop, nil
 }
 

@@ -11,12 +11,14 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/saucerhq/saucer/internal/mcpserve"
 )
 
 // connect starts a real shell server and an in-process MCP client to it.
 func connect(t *testing.T, opts Options) *mcpclient.Client {
 	t.Helper()
-	c, err := mcpclient.NewInProcessClient(New(opts))
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(New(opts)))
 	if err != nil {
 		t.Fatal(err)
 	}
