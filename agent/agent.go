@@ -220,11 +220,13 @@ func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Proces
 // its (possibly long) execution.
 func (s *Session) announceDecision(next strategy.Handler) strategy.Handler {
 	return func(ctx context.Context, pc *strategy.Context) error {
-		had := pc.Decision != nil
+		had := pc.Decision() != nil
 		err := next(ctx, pc)
-		if !had && pc.Decision != nil && pc.Phase == strategy.LLMInteraction {
-			s.emit(Event{Kind: EventDecision, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
-				Round: pc.Round, Step: pc.Step, To: pc.Decision.Status, Decision: pc.Decision, Usage: pc.Usage, Attempts: pc.Attempts})
+		if d := pc.Decision(); !had && d != nil && pc.Phase() == strategy.LLMInteraction {
+			e := about(EventDecision, pc)
+			e.Phase = "" // a decision is reported for the step, not the phase
+			e.To, e.Decision, e.Usage, e.Attempts = d.Status, d, pc.Usage(), pc.Attempts()
+			s.emit(e)
 		}
 		return err
 	}
@@ -251,30 +253,36 @@ func (s *Session) emit(e Event) {
 	}
 }
 
-func (s *Session) newContext(a strategy.Agent, request string, maxSteps int) *strategy.Context {
-	pc := &strategy.Context{
-		Agent: a, Request: request, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
-		Prompts: s.opts.Prompts, Memory: &memory.Memory{}, Board: s.board, Confirmer: s.opts.Confirmer,
-		Limits: s.opts.Limits, MaxSteps: maxSteps,
-	}
-	if a.Role == fsm.Host {
-		// What was known up front stands in for what discovery cannot
-		// ask (UFO's client has no get_device_info); app agents learn the
-		// device as before, so their prompts do not depend on how it
-		// connected.
-		pc.Device = s.opts.Device
-	}
+// setup is what every agent's context is made with; the agent adds who it
+// is and what it works on.
+func (s *Session) setup(a strategy.Agent, maxSteps int) strategy.Setup {
+	return strategy.Setup{Agent: a, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
+		Prompts: s.opts.Prompts, Board: s.board, Confirmer: s.opts.Confirmer, Limits: s.opts.Limits, MaxSteps: maxSteps}
+}
+
+// newContext makes an agent's processing context, with the session's
+// observers around its model and dispatcher.
+func (s *Session) newContext(set strategy.Setup) *strategy.Context {
 	if s.opts.OnChunk != nil {
-		name := a.Name
-		pc.OnChunk = func(c llm.Chunk) { s.opts.OnChunk(name, c) }
+		name := set.Agent.Name
+		set.OnChunk = func(c llm.Chunk) { s.opts.OnChunk(name, c) }
 	}
-	if s.opts.Observer != nil {
-		pc.OnRetry = func(err error, wait time.Duration) {
-			s.emit(Event{Kind: EventRetry, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Round: pc.Round, Step: pc.Step,
-				Err: err, Duration: wait})
-		}
-		pc.Model = observedModel{s: s, pc: pc, next: pc.Model}
-		pc.Dispatcher = observedDispatcher{s: s, pc: pc, next: pc.Dispatcher}
+	if s.opts.Observer == nil {
+		return strategy.NewContext(set)
 	}
+	// The observers name the agent and its step: they read the context,
+	// which exists once it is made from what they are part of.
+	model := &observedModel{s: s, next: set.Model}
+	disp := &observedDispatcher{s: s, next: set.Dispatcher}
+	var pc *strategy.Context
+	set.Model, set.Dispatcher = model, disp
+	set.OnRetry = func(err error, wait time.Duration) {
+		e := about(EventRetry, pc)
+		e.Phase, e.Subtask = "", ""
+		e.Err, e.Duration = err, wait
+		s.emit(e)
+	}
+	pc = strategy.NewContext(set)
+	model.pc, disp.pc = pc, pc
 	return pc
 }

@@ -27,21 +27,34 @@ type AppAgent struct {
 // core is what both agents share: a processing context, a pipeline, a
 // state machine and the loop that drives them.
 type core struct {
-	s       *Session
+	s *Session
+	// setup makes pc, at the agent's first step.
+	setup   strategy.Setup
 	pc      *strategy.Context
 	proc    *strategy.Processor
 	machine *fsm.Machine
 	limit   int
 }
 
-func (s *Session) newHost(request string) *HostAgent {
-	a := strategy.Agent{Name: "host", Role: fsm.Host}
-	h := &HostAgent{core{s: s, pc: s.newContext(a, request, s.opts.MaxRounds), proc: s.hostProc, machine: fsm.New(fsm.Host), limit: s.opts.MaxRounds}}
-	for name, d := range s.opts.AppDescriptions {
-		h.pc.Apps = append(h.pc.Apps, prompts.App{Name: name, Description: d})
+// context is the agent's processing context, made at its first use.
+func (c *core) context() *strategy.Context {
+	if c.pc == nil {
+		c.pc = c.s.newContext(c.setup)
 	}
-	h.pc.RunSubtask = s.runSubtask
-	return h
+	return c.pc
+}
+
+func (s *Session) newHost(request string) *HostAgent {
+	set := s.setup(strategy.Agent{Name: "host", Role: fsm.Host}, s.opts.MaxRounds)
+	set.Request, set.RunSubtask = request, s.runSubtask
+	// What was known up front stands in for what discovery cannot ask
+	// (UFO's client has no get_device_info); app agents learn the device
+	// as before, so their prompts do not depend on how it connected.
+	set.Device = s.opts.Device
+	for name, d := range s.opts.AppDescriptions {
+		set.Apps = append(set.Apps, prompts.App{Name: name, Description: d})
+	}
+	return &HostAgent{core{s: s, setup: set, proc: s.hostProc, machine: fsm.New(fsm.Host), limit: s.opts.MaxRounds}}
 }
 
 // runSubtask is how the host's ASSIGN reaches an app agent; the outcome goes
@@ -57,12 +70,13 @@ func (s *Session) runSubtask(ctx context.Context, app, subtask string) memory.No
 func (s *Session) NewApp(app, subtask string) *AppAgent {
 	s.apps++
 	name := fmt.Sprintf("app:%s#%d", app, s.apps)
+	set := s.setup(strategy.Agent{Name: name, Role: fsm.App, App: app}, s.opts.MaxSteps)
+	set.Subtask = subtask
 	a := &AppAgent{subtask: subtask}
-	a.core = core{s: s, pc: s.newContext(strategy.Agent{Name: name, Role: fsm.App, App: app}, "", s.opts.MaxSteps), machine: fsm.New(fsm.App), limit: s.opts.MaxSteps, proc: s.appProc}
+	a.core = core{s: s, setup: set, machine: fsm.New(fsm.App), limit: s.opts.MaxSteps, proc: s.appProc}
 	if p, ok := s.appProcs[app]; ok {
 		a.proc = p
 	}
-	a.pc.Subtask = subtask
 	return a
 }
 
@@ -70,7 +84,7 @@ func (s *Session) NewApp(app, subtask string) *AppAgent {
 // Run is the usual way to drive an agent; Step is for benchmarks, debuggers
 // and evaluators that look at one step at a time.
 func (a *AppAgent) Step(ctx context.Context) (fsm.State, error) {
-	err := a.step(ctx, a.pc.Memory.Len()+1)
+	err := a.step(ctx, a.context().Memory().Len()+1)
 	return a.machine.Current(), err
 }
 
@@ -81,21 +95,26 @@ func (s *Session) requestOf(ctx context.Context) string {
 	return r
 }
 
-// Run works the subtask; request is the user's whole request, for context.
+// Run works the subtask; request is the user's whole request, for context
+// (an agent that has already stepped keeps the request it had).
 func (a *AppAgent) Run(ctx context.Context, request string) memory.Note {
-	a.pc.Request = request
-	a.s.emit(Event{Kind: EventAgentStart, Agent: a.pc.Agent.Name, Role: fsm.App, App: a.pc.Agent.App, Subtask: a.subtask})
+	if a.pc == nil {
+		a.setup.Request = request
+	}
+	who := a.context().Agent()
+	a.s.emit(Event{Kind: EventAgentStart, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask})
 	end := a.loop(ctx)
-	note := memory.Note{Subtask: a.subtask, App: a.pc.Agent.App, Status: string(end.status), Result: end.answer}
-	a.s.emit(Event{Kind: EventAgentEnd, Agent: a.pc.Agent.Name, Role: fsm.App, App: a.pc.Agent.App, Subtask: a.subtask, Note: &note, Err: end.err})
+	note := memory.Note{Subtask: a.subtask, App: who.App, Status: string(end.status), Result: end.answer}
+	a.s.emit(Event{Kind: EventAgentEnd, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask, Note: &note, Err: end.err})
 	return note
 }
 
 func (h *HostAgent) run(ctx context.Context) *Outcome {
-	ctx = context.WithValue(ctx, requestKey{}, h.pc.Request)
+	pc := h.context()
+	ctx = context.WithValue(ctx, requestKey{}, pc.Request())
 	h.s.emit(Event{Kind: EventAgentStart, Agent: "host", Role: fsm.Host})
 	end := h.loop(ctx)
-	out := &Outcome{Status: end.status, Answer: end.answer, Cancelled: end.cancelled, Rounds: h.pc.Memory.Len(), Err: end.err}
+	out := &Outcome{Status: end.status, Answer: end.answer, Cancelled: end.cancelled, Rounds: pc.Memory().Len(), Err: end.err}
 	h.s.emit(Event{Kind: EventAgentEnd, Agent: "host", Role: fsm.Host, Err: end.err})
 	return out
 }
@@ -111,14 +130,14 @@ type ending struct {
 // budget runs out, or ctx is cancelled (checked between steps; a step's
 // commands are never cut off in the middle).
 func (c *core) loop(ctx context.Context) ending {
-	pc := c.pc
+	pc := c.context()
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return c.stop(fsm.Fail, ending{cancelled: true, answer: fmt.Sprintf("cancelled after %d steps: %v", step-1, context.Cause(ctx))})
 		}
 		if step > c.limit {
 			what := "steps"
-			if pc.Agent.Role == fsm.Host {
+			if pc.Agent().Role == fsm.Host {
 				what = "rounds"
 			}
 			return c.stop(fsm.Fail, ending{answer: fmt.Sprintf("stopped: reached the limit of %d %s without finishing", c.limit, what)})
@@ -129,9 +148,9 @@ func (c *core) loop(ctx context.Context) ending {
 			}
 			return c.stop(fsm.Error, ending{answer: err.Error(), err: err})
 		}
-		switch pc.Status {
+		switch st := pc.Status(); st {
 		case fsm.Finish, fsm.Fail:
-			return ending{status: pc.Status, answer: c.answer()}
+			return ending{status: st, answer: c.answer()}
 		case fsm.Pending:
 			if e, stop := c.askUser(ctx); stop {
 				return e
@@ -143,27 +162,29 @@ func (c *core) loop(ctx context.Context) ending {
 // step runs step number n through the pipeline and moves the state machine
 // to where the step left the agent.
 func (c *core) step(ctx context.Context, n int) error {
-	pc := c.pc
+	pc := c.context()
 	round := n
-	if pc.Agent.Role == fsm.App {
+	if pc.Agent().Role == fsm.App {
 		round = 0
 	}
 	pc.BeginStep(round, n)
 	start := time.Now()
 	err := c.proc.Run(ctx, pc)
 	c.s.steps++
-	c.s.usage = c.s.usage.Add(pc.Usage)
-	c.s.emit(Event{Kind: EventStep, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
-		Round: pc.Round, Step: n, To: pc.Status, Decision: pc.Decision, Commands: pc.Commands, Results: pc.Results,
-		Messages: pc.Messages, Response: pc.Response, Usage: pc.Usage, Attempts: pc.Attempts, Duration: time.Since(start),
-		Timings: pc.Timings, Errors: pc.Errors, Observations: pc.Observations, Err: err})
+	c.s.usage = c.s.usage.Add(pc.Usage())
+	e := about(EventStep, pc)
+	e.Phase = "" // the step as a whole
+	e.To, e.Decision, e.Commands, e.Results = pc.Status(), pc.Decision(), pc.Commands(), pc.Results()
+	e.Messages, e.Response, e.Usage, e.Attempts, e.Duration = pc.Messages(), pc.Response(), pc.Usage(), pc.Attempts(), time.Since(start)
+	e.Timings, e.Errors, e.Observations, e.Err = pc.Timings(), pc.Errors(), pc.Observations(), err
+	c.s.emit(e)
 	if err != nil {
 		return err
 	}
-	if pc.Status == "" {
+	if pc.Status() == "" {
 		return errors.New("the step ended without a status: the pipeline needs an LLM_INTERACTION strategy that decides one")
 	}
-	for _, st := range append(pc.Visited, pc.Status) {
+	for _, st := range append(pc.Visited(), pc.Status()) {
 		if err := c.goTo(st); err != nil {
 			return err
 		}
@@ -172,7 +193,7 @@ func (c *core) step(ctx context.Context, n int) error {
 }
 
 func (c *core) answer() string {
-	if d := c.pc.Decision; d != nil {
+	if d := c.pc.Decision(); d != nil {
 		return d.Result
 	}
 	return ""
@@ -185,7 +206,8 @@ func (c *core) goTo(st fsm.State) error {
 	if err := c.machine.Go(context.Background(), st); err != nil {
 		return err
 	}
-	c.s.emit(Event{Kind: EventTransition, Agent: c.pc.Agent.Name, Role: c.pc.Agent.Role, App: c.pc.Agent.App, Step: c.pc.Step, From: from, To: st})
+	who := c.pc.Agent()
+	c.s.emit(Event{Kind: EventTransition, Agent: who.Name, Role: who.Role, App: who.App, Step: c.pc.Step(), From: from, To: st})
 	return nil
 }
 
@@ -205,7 +227,7 @@ func (c *core) stop(st fsm.State, e ending) ending {
 // answer to the agent's memory, or the agent fails when no one can answer.
 func (c *core) askUser(ctx context.Context) (ending, bool) {
 	q := ""
-	if d := c.pc.Decision; d != nil {
+	if d := c.pc.Decision(); d != nil {
 		q = d.Comment
 		if q == "" {
 			q = d.Result
@@ -214,11 +236,11 @@ func (c *core) askUser(ctx context.Context) (ending, bool) {
 	if c.s.opts.Asker == nil {
 		return c.stop(fsm.Fail, ending{answer: "the agent needs the user's input, but no one can answer here: " + q}), true
 	}
-	ans, err := c.s.opts.Asker.Ask(ctx, c.pc.Agent.Name, q)
+	ans, err := c.s.opts.Asker.Ask(ctx, c.pc.Agent().Name, q)
 	if err != nil {
 		return c.stop(fsm.Fail, ending{answer: fmt.Sprintf("asking the user failed: %v (question: %s)", err, q)}), true
 	}
-	c.pc.Memory.AddNote("The user answered: " + ans)
+	c.pc.Memory().AddNote("The user answered: " + ans)
 	if err := c.goTo(fsm.Continue); err != nil {
 		return c.stop(fsm.Error, ending{answer: err.Error(), err: err}), true
 	}

@@ -11,32 +11,40 @@ import (
 )
 
 // observedModel reports every call of one agent's model to the observer.
-// It reads the agent's processing context for who is asking and in which
-// step; the strategies call the model from the agent's own goroutine.
+// It reads the agent's processing context (set once the context is made)
+// for who is asking and in which step; the strategies call the model from
+// the agent's own goroutine.
 type observedModel struct {
 	s    *Session
 	pc   *strategy.Context
 	next llm.Model
 }
 
-func (m observedModel) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+// about is an event about the agent whose context pc is, in its current
+// step and phase.
+func about(kind EventKind, pc *strategy.Context) Event {
+	a := pc.Agent()
+	return Event{Kind: kind, Agent: a.Name, Role: a.Role, App: a.App, Subtask: pc.Subtask(),
+		Round: pc.Round(), Step: pc.Step(), Phase: pc.Phase()}
+}
+
+func (m *observedModel) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	start := time.Now()
 	resp, err := m.next.Complete(ctx, req)
 	m.report(req, resp, err, time.Since(start))
 	return resp, err
 }
 
-func (m observedModel) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
+func (m *observedModel) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
 	start := time.Now()
 	resp, err := m.next.Stream(ctx, req, onChunk)
 	m.report(req, resp, err, time.Since(start))
 	return resp, err
 }
 
-func (m observedModel) report(req *llm.Request, resp *llm.Response, err error, d time.Duration) {
-	pc := m.pc
-	e := Event{Kind: EventModelCall, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
-		Round: pc.Round, Step: pc.Step, Phase: pc.Phase, Request: req, Response: resp, Duration: d, Err: err}
+func (m *observedModel) report(req *llm.Request, resp *llm.Response, err error, d time.Duration) {
+	e := about(EventModelCall, m.pc)
+	e.Request, e.Response, e.Duration, e.Err = req, resp, d, err
 	if resp != nil {
 		e.Usage = resp.Usage
 	}
@@ -52,11 +60,11 @@ type observedDispatcher struct {
 	next dispatcher.Dispatcher
 }
 
-func (d observedDispatcher) Execute(ctx context.Context, cmds []command.Command) []command.Result {
+func (d *observedDispatcher) Execute(ctx context.Context, cmds []command.Command) []command.Result {
 	start := time.Now()
 	results := d.next.Execute(ctx, cmds)
-	pc := d.pc
-	d.s.emit(Event{Kind: EventDispatch, Agent: pc.Agent.Name, Role: pc.Agent.Role, App: pc.Agent.App, Subtask: pc.Subtask,
-		Round: pc.Round, Step: pc.Step, Phase: pc.Phase, Commands: cmds, Results: results, Duration: time.Since(start)})
+	e := about(EventDispatch, d.pc)
+	e.Commands, e.Results, e.Duration = cmds, results, time.Since(start)
+	d.s.emit(e)
 	return results
 }

@@ -367,7 +367,7 @@ func (audit) Name() string          { return "audit" }
 func (audit) Phase() strategy.Phase { return strategy.MemoryUpdate }
 func (a audit) Execute(_ context.Context, pc *strategy.Context) error {
 	n := a.seen.Add(1)
-	pc.Board.Set("audited", string(rune('0'+n)))
+	pc.Board().Set("audited", string(rune('0'+n)))
 	return nil
 }
 

@@ -42,7 +42,7 @@ func clockSetup(t *testing.T) (*config.Config, *strategy.Registry) {
 	reg := strategy.NewRegistry()
 	if err := reg.Register("clock", func(map[string]any) (strategy.Strategy, error) {
 		return strategy.Func("clock", strategy.DataCollection, func(ctx context.Context, pc *strategy.Context) error {
-			pc.Observations = append(pc.Observations, prompts.Observation{Name: "clock", Content: "clock says tick"})
+			pc.Observe(prompts.Observation{Name: "clock", Content: "clock says tick"})
 			return nil
 		}), nil
 	}); err != nil {

@@ -97,15 +97,15 @@ func riskOf(t *command.ToolInfo) string {
 
 // approvalNeeded names the first rule that covers one of pc's commands.
 func approvalNeeded(pc *Context) (string, bool) {
-	rules := pc.Limits.Approve
-	if pc.Limits.ConfirmDestructive {
+	rules := pc.limits.Approve
+	if pc.limits.ConfirmDestructive {
 		rules = append(rules[:len(rules):len(rules)], ApprovalRule{Risk: "destructive"})
 	}
-	for _, c := range pc.Commands {
+	for _, c := range pc.commands {
 		var info *command.ToolInfo
-		for i := range pc.Tools {
-			if pc.Tools[i].Name == c.ToolName && pc.Tools[i].Namespace == c.Namespace {
-				info = &pc.Tools[i]
+		for i := range pc.tools {
+			if pc.tools[i].Name == c.ToolName && pc.tools[i].Namespace == c.Namespace {
+				info = &pc.tools[i]
 			}
 		}
 		for _, r := range rules {

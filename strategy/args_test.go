@@ -31,7 +31,7 @@ func TestOneArgumentParser(t *testing.T) {
 		{`"\"{\\\"path\\\":1}\""`, nil}, // encoded three times
 	} {
 		evalArgs, evalErr := prompts.ParseArguments(tt.raw)
-		pc := &Context{Agent: Agent{Role: fsm.App, App: "files"}}
+		pc := NewContext(Setup{Agent: Agent{Role: fsm.App, App: "files"}})
 		d, err := decideTools(pc, llm.Message{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: tt.raw}}})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.raw, err)

@@ -30,16 +30,16 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 	if err != nil {
 		return err
 	}
-	req := &llm.Request{Messages: msgs, JSON: pc.Mode == ModeJSON}
-	if pc.Mode == ModeTools {
+	req := &llm.Request{Messages: msgs, JSON: pc.mode == ModeJSON}
+	if pc.mode == ModeTools {
 		// The tools stay the same while the discovered list does.
-		if pc.native == nil || len(pc.Tools) != pc.nativeOf {
-			pc.native, pc.nativeOf = NativeTools(pc), len(pc.Tools)
+		if pc.native == nil || len(pc.tools) != pc.nativeOf {
+			pc.native, pc.nativeOf = NativeTools(pc), len(pc.tools)
 		}
 		req.Tools = pc.native
 	}
 	for attempt := 0; ; attempt++ {
-		pc.Messages = req.Messages
+		pc.messages = req.Messages
 		resp, err := complete(ctx, pc, req)
 		var reason string
 		switch {
@@ -50,31 +50,31 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 		case llm.Unfinished(resp) != "":
 			// Never act on a reply that did not end: it may hold half a
 			// command. The model is told why and asked again.
-			pc.Response = resp
+			pc.response = resp
 			reason = llm.Unfinished(resp)
 			resp = nil
 		default:
-			pc.Response = resp
+			pc.response = resp
 			dec, perr := decide(pc, resp.Message)
 			if perr == nil {
-				pc.Decision = dec
-				pc.Status = dec.Status
+				pc.decision = dec
+				pc.status = dec.Status
 				return nil
 			}
 			reason = perr.Error()
 		}
-		if attempt >= pc.Limits.MaxRetries {
+		if attempt >= pc.limits.MaxRetries {
 			raw := ""
-			if pc.Response != nil {
-				raw = pc.Response.Message.Content
+			if pc.response != nil {
+				raw = pc.response.Message.Content
 			}
-			pc.Decision = &Decision{Status: fsm.Fail, Thought: raw,
+			pc.decision = &Decision{Status: fsm.Fail, Thought: raw,
 				Result: fmt.Sprintf("the model's reply could not be used after %d attempts: %s Its last reply was: %q", attempt+1, reason, cut(raw, 2000))}
-			pc.Status = fsm.Fail
+			pc.status = fsm.Fail
 			return nil
 		}
 		next := append([]llm.Message(nil), req.Messages...)
-		if resp != nil && pc.Mode == ModeJSON {
+		if resp != nil && pc.mode == ModeJSON {
 			next = append(next, llm.Assistant(resp.Message.Content))
 		}
 		// A cut reply (resp nil here) is not repeated back to the model.
@@ -84,10 +84,10 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 }
 
 func reaskHint(pc *Context) string {
-	if pc.Mode == ModeJSON {
+	if pc.mode == ModeJSON {
 		return "Reply again with exactly one JSON object in the required format."
 	}
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		return "Call " + prompts.AssignTool + ", " + prompts.FinishTool + " or " + prompts.FailTool + "."
 	}
 	return "Call one of your tools, or " + prompts.FinishTool + " or " + prompts.FailTool + "."
@@ -95,33 +95,33 @@ func reaskHint(pc *Context) string {
 
 // complete asks the model, retrying provider errors that may pass.
 func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response, error) {
-	wait := pc.Limits.RetryBackoff
+	wait := pc.limits.RetryBackoff
 	if wait <= 0 {
 		wait = time.Second
 	}
 	for try := 0; ; try++ {
 		var resp *llm.Response
 		var err error
-		if pc.OnChunk != nil {
-			resp, err = pc.Model.Stream(ctx, req, pc.OnChunk)
+		if pc.onChunk != nil {
+			resp, err = pc.model.Stream(ctx, req, pc.onChunk)
 		} else {
-			resp, err = pc.Model.Complete(ctx, req)
+			resp, err = pc.model.Complete(ctx, req)
 		}
-		pc.Attempts++
+		pc.attempts++
 		if err == nil {
-			pc.Usage = pc.Usage.Add(resp.Usage)
+			pc.usage = pc.usage.Add(resp.Usage)
 			if resp.Message.Content == "" && len(resp.Message.ToolCalls) == 0 && llm.Unfinished(resp) == "" {
 				return resp, llm.ErrEmptyReply
 			}
 			return resp, nil
 		}
-		policy := llm.RetryPolicy{Base: wait, Max: pc.Limits.MaxRetries, MaxRetryAfter: pc.Limits.MaxRetryAfter}
+		policy := llm.RetryPolicy{Base: wait, Max: pc.limits.MaxRetries, MaxRetryAfter: pc.limits.MaxRetryAfter}
 		d, stop := policy.Wait(try, err)
 		if stop != nil {
 			return nil, fmt.Errorf("asking the model: %w", stop)
 		}
-		if pc.OnRetry != nil {
-			pc.OnRetry(err, d)
+		if pc.onRetry != nil {
+			pc.onRetry(err, d)
 		}
 		t := time.NewTimer(d)
 		select {
@@ -151,7 +151,7 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol := pc.Limits.Context.WithDefaults()
+	pol := pc.limits.Context.WithDefaults()
 	for recent := pol.Recent; ; recent /= 2 {
 		msgs := history(pc, pol, recent)
 		if pol.MaxBytes <= 0 || recent <= 1 || historyBytes(msgs) <= pol.MaxBytes {
@@ -166,7 +166,7 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 // sends them with recent steps in full: older ones condensed, the oldest
 // folded into one summary turn.
 func history(pc *Context, pol memory.Policy, recent int) []llm.Message {
-	steps := pc.Memory.Steps()
+	steps := pc.memory.Steps()
 	folded, condensed := pol.Split(len(steps), recent)
 	msgs := append(make([]llm.Message, 0, len(pc.intro)+3*(len(steps)-folded)+2), pc.intro...)
 	if folded > 0 {
@@ -247,18 +247,18 @@ func replayable(m llm.Message) llm.Message {
 
 // promptData is what the agent's templates are rendered with now.
 func promptData(pc *Context) any {
-	notes := promptNotes(pc.Board)
-	if pc.Agent.Role == fsm.Host {
-		return prompts.HostData{Request: pc.Request, Device: pc.Device, Apps: pc.Apps, Notes: notes, Mode: string(pc.Mode),
-			Round: pc.Round, MaxRounds: pc.MaxSteps}
+	notes := promptNotes(pc.board)
+	if pc.agent.Role == fsm.Host {
+		return prompts.HostData{Request: pc.request, Device: pc.device, Apps: pc.apps, Notes: notes, Mode: string(pc.mode),
+			Round: pc.round, MaxRounds: pc.maxSteps}
 	}
-	return prompts.AppData{Request: pc.Request, Subtask: pc.Subtask, App: pc.Agent.App, Tools: pc.Tools, Device: pc.Device,
-		Observations: pc.Observations, Notes: notes, Mode: string(pc.Mode), Step: pc.Step, MaxSteps: pc.MaxSteps}
+	return prompts.AppData{Request: pc.request, Subtask: pc.subtask, App: pc.agent.App, Tools: pc.tools, Device: pc.device,
+		Observations: pc.observations, Notes: notes, Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
 }
 
 // prefix names the agent's templates: "host" or "app".
 func prefix(pc *Context) string {
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		return "host"
 	}
 	return "app"
@@ -268,11 +268,11 @@ func prefix(pc *Context) string {
 // user turn.
 func renderIntro(pc *Context) ([]llm.Message, error) {
 	data := promptData(pc)
-	sys, err := pc.Prompts.Render(prefix(pc)+"_system", data)
+	sys, err := pc.prompts.Render(prefix(pc)+"_system", data)
 	if err != nil {
 		return nil, err
 	}
-	user, err := pc.Prompts.Render(prefix(pc)+"_user", data)
+	user, err := pc.prompts.Render(prefix(pc)+"_user", data)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func renderIntro(pc *Context) ([]llm.Message, error) {
 
 // renderStatus renders the live end of the request.
 func renderStatus(pc *Context) (string, error) {
-	return pc.Prompts.Render(prefix(pc)+"_status", promptData(pc))
+	return pc.prompts.Render(prefix(pc)+"_status", promptData(pc))
 }
 
 func promptNotes(b *memory.Blackboard) []prompts.Note {
@@ -304,7 +304,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 		if line > 0 {
 			return memory.Line(ResultText(r, 0), line)
 		}
-		return ResultText(r, pc.Limits.MaxResultChars)
+		return ResultText(r, pc.limits.MaxResultChars)
 	}
 	if len(st.Reply.ToolCalls) > 0 {
 		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
@@ -386,13 +386,13 @@ func compactJSON(v any) string {
 // tools, or an app's tools plus finish and fail.
 func NativeTools(pc *Context) []llm.Tool {
 	var out []llm.Tool
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		for _, c := range prompts.HostControlTools() {
 			out = append(out, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
 		}
 		return out
 	}
-	for _, t := range pc.Tools {
+	for _, t := range pc.tools {
 		params := prompts.CanonicalJSON(t.InputSchema)
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)

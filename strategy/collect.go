@@ -23,18 +23,18 @@ func (discoverStrategy) Name() string { return Discover }
 func (discoverStrategy) Phase() Phase { return DataCollection }
 
 func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
-	if pc.Tools != nil {
+	if pc.tools != nil {
 		return nil
 	}
 	params := map[string]any{}
-	if pc.Agent.Role == fsm.App {
-		params["namespace"] = pc.Agent.App
+	if pc.agent.Role == fsm.App {
+		params["namespace"] = pc.agent.App
 	}
 	cmds := []command.Command{{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: params}}
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		cmds = append(cmds, command.Command{ToolName: command.GetDeviceInfo, ToolType: command.DataCollection})
 	}
-	results := pc.Dispatcher.Execute(ctx, cmds)
+	results := pc.dispatcher.Execute(ctx, cmds)
 	if len(results) != len(cmds) {
 		return fmt.Errorf("discover: the dispatcher returned %d results for %d commands", len(results), len(cmds))
 	}
@@ -51,20 +51,16 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 			return err
 		}
 	}
-	if tools == nil {
-		tools = []command.ToolInfo{}
-	}
-	pc.Tools = tools
-	if pc.Agent.Role == fsm.App && len(tools) == 0 {
-		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.Agent.App)
-	}
-	if pc.Agent.Role == fsm.Host {
-		if results[1].OK() {
-			if err := json.Unmarshal(results[1].Result, &pc.Device); err != nil {
-				return fmt.Errorf("discover: device info: %w", err)
-			}
+	var device command.DeviceInfo
+	if pc.agent.Role == fsm.Host && results[1].OK() {
+		device = pc.device // the answer adds to what was known up front
+		if err := json.Unmarshal(results[1].Result, &device); err != nil {
+			return fmt.Errorf("discover: device info: %w", err)
 		}
-		pc.Apps = groupApps(tools, pc.Apps)
+	}
+	pc.Learn(device, tools)
+	if pc.agent.Role == fsm.App && len(tools) == 0 {
+		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.agent.App)
 	}
 	return nil
 }
@@ -75,7 +71,7 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 func listTools(ctx context.Context, pc *Context, why string) ([]command.ToolInfo, error) {
 	tools := []command.ToolInfo{}
 	for _, tt := range []command.ToolType{command.Action, command.DataCollection} {
-		r := pc.Dispatcher.Execute(ctx, []command.Command{{ToolName: command.ListTools, ToolType: command.DataCollection,
+		r := pc.dispatcher.Execute(ctx, []command.Command{{ToolName: command.ListTools, ToolType: command.DataCollection,
 			Parameters: map[string]any{"tool_type": string(tt)}}})
 		if len(r) != 1 || !r[0].OK() {
 			if tt == command.Action {
@@ -92,7 +88,7 @@ func listTools(ctx context.Context, pc *Context, why string) ([]command.ToolInfo
 			return nil, fmt.Errorf("discover: the device's list_tools answer is not a list of tool infos: %w", err)
 		}
 		for _, t := range some {
-			if pc.Agent.Role == fsm.App && t.Namespace != pc.Agent.App {
+			if pc.agent.Role == fsm.App && t.Namespace != pc.agent.App {
 				continue
 			}
 			tools = append(tools, t)
@@ -170,19 +166,19 @@ func (s observeStrategy) Execute(ctx context.Context, pc *Context) error {
 	var wg sync.WaitGroup
 	for i, c := range s.cmds {
 		if c.Namespace == "" {
-			c.Namespace = pc.Agent.App
+			c.Namespace = pc.agent.App
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// One command per call: observations are independent, so one
 			// failing must not skip the others.
-			r := pc.Dispatcher.Execute(ctx, []command.Command{c})
-			obs[i] = prompts.Observation{Name: c.String(), Content: ResultText(r[0], pc.Limits.MaxResultChars)}
+			r := pc.dispatcher.Execute(ctx, []command.Command{c})
+			obs[i] = prompts.Observation{Name: c.String(), Content: ResultText(r[0], pc.limits.MaxResultChars)}
 		}()
 	}
 	wg.Wait()
-	pc.Observations = append(pc.Observations, obs...)
+	pc.Observe(obs...)
 	return nil
 }
 

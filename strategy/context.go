@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/saucerhq/saucer/command"
@@ -67,20 +68,78 @@ type Decision struct {
 	Actions     []Action  `json:"actions,omitempty"`
 }
 
-// Context is the typed processing context of one agent. The agent fills the
-// session part once; the step part is reset before each step.
+// Context is the processing context of one agent: what the agent works on
+// and with (fixed when it is made, see Setup), what it has learnt of the
+// device (once), and what the current step has done so far. Strategies
+// read it and act on it through its methods, which say what a strategy
+// may do; only the agent begins a step.
 type Context struct {
-	// Session: set by the agent, the same for every step.
-	Agent      Agent
-	Request    string // the user's request
-	Subtask    string // an app agent's subtask
-	Mode       Mode
+	// The agent's: fixed by NewContext.
+	agent      Agent
+	request    string
+	subtask    string
+	mode       Mode
+	model      llm.Model
+	dispatcher dispatcher.Dispatcher
+	prompts    *prompts.Set
+	memory     *memory.Memory
+	board      *memory.Blackboard
+	confirmer  Confirmer
+	runSubtask func(ctx context.Context, app, subtask string) memory.Note
+	onChunk    func(llm.Chunk)
+	onRetry    func(err error, wait time.Duration)
+	limits     Limits
+	maxSteps   int
+
+	// Device knowledge, learnt once and kept across steps.
+	device command.DeviceInfo
+	tools  []command.ToolInfo
+	apps   []prompts.App
+
+	// The step: cleared by BeginStep.
+	round, step  int
+	observations []prompts.Observation
+	images       []llm.Image
+	messages     []llm.Message
+	response     *llm.Response
+	decision     *Decision
+	attempts     int
+	usage        llm.Usage
+	commands     []command.Command
+	results      []command.Result
+	status       fsm.State
+	visited      []fsm.State
+	notes        []string
+	errs         []error
+	timings      map[Phase]time.Duration
+	running      string
+	phase        Phase
+
+	values map[any]any
+	intro  []llm.Message
+	turns  map[stepKey][]llm.Message
+	// native are the tools offered in tools mode, for nativeOf tools.
+	native   []llm.Tool
+	nativeOf int
+}
+
+// Setup is what a processing context is made with: who the agent is, what
+// it works on and what it works with. Package agent fills it; so can a
+// test of a strategy. The zero value of a field means none.
+type Setup struct {
+	Agent   Agent
+	Request string // the user's request
+	Subtask string // an app agent's subtask
+	Mode    Mode
+	// Model and Dispatcher are what the agent asks and acts through.
 	Model      llm.Model
 	Dispatcher dispatcher.Dispatcher
 	Prompts    *prompts.Set
-	Memory     *memory.Memory
-	Board      *memory.Blackboard
-	Confirmer  Confirmer
+	// Memory is the agent's history; nil means a new, empty one.
+	Memory *memory.Memory
+	// Board is shared by the session's agents.
+	Board     *memory.Blackboard
+	Confirmer Confirmer
 	// RunSubtask runs an app agent for a host agent's assignment.
 	RunSubtask func(ctx context.Context, app, subtask string) memory.Note
 	// OnChunk, when set, streams the model's reply as it arrives.
@@ -90,44 +149,25 @@ type Context struct {
 	Limits  Limits
 	// MaxSteps is the agent's step budget (rounds, for the host agent).
 	MaxSteps int
-
-	// Device knowledge, collected once and kept across steps.
+	// Device is what is known of the device before discovery.
 	Device command.DeviceInfo
-	Tools  []command.ToolInfo
-	Apps   []prompts.App
+	// Apps are the apps known before discovery, with the descriptions the
+	// agent was configured with; discovery keeps the descriptions.
+	Apps []prompts.App
+}
 
-	// Step: reset by BeginStep.
-	Round, Step  int
-	Observations []prompts.Observation
-	// Images go with this step's request (on its status turn): the
-	// screenshots of data collection.
-	Images   []llm.Image
-	Messages []llm.Message // the last request sent to the model
-	Response *llm.Response // the last reply
-	Decision *Decision
-	Attempts int       // model calls this step, re-asks included
-	Usage    llm.Usage // tokens this step, re-asks included
-	Commands []command.Command
-	Results  []command.Result
-	// Status is where the step leaves the agent.
-	Status fsm.State
-	// Visited are states the step passed through before Status (CONFIRM
-	// before a confirmed action runs, for example), in order.
-	Visited []fsm.State
-	// Notes are extra user turns to remember after this step.
-	Notes   []string
-	Errors  []error
-	Timings map[Phase]time.Duration
-	// Running and Phase name the strategy being run (for middleware).
-	Running string
-	Phase   Phase
-
-	values map[any]any
-	intro  []llm.Message
-	turns  map[stepKey][]llm.Message
-	// native are the tools offered in tools mode, for nativeOf tools.
-	native   []llm.Tool
-	nativeOf int
+// NewContext makes the processing context of one agent.
+func NewContext(s Setup) *Context {
+	pc := &Context{
+		agent: s.Agent, request: s.Request, subtask: s.Subtask, mode: s.Mode,
+		model: s.Model, dispatcher: s.Dispatcher, prompts: s.Prompts, memory: s.Memory, board: s.Board,
+		confirmer: s.Confirmer, runSubtask: s.RunSubtask, onChunk: s.OnChunk, onRetry: s.OnRetry,
+		limits: s.Limits, maxSteps: s.MaxSteps, device: s.Device, apps: slices.Clone(s.Apps),
+	}
+	if pc.memory == nil {
+		pc.memory = &memory.Memory{}
+	}
+	return pc
 }
 
 // Limits bound an agent's work.
@@ -153,31 +193,33 @@ type Limits struct {
 	Context memory.Policy
 }
 
-// BeginStep clears the per-step fields.
+// BeginStep starts step number step (in round round, for a host agent):
+// it clears what the last step did. The agent calls it; a strategy never
+// needs to.
 func (pc *Context) BeginStep(round, step int) {
-	pc.Round, pc.Step = round, step
-	pc.Observations = nil
-	pc.Images = nil
-	pc.Messages = nil
-	pc.Response = nil
-	pc.Decision = nil
-	pc.Attempts = 0
-	pc.Usage = llm.Usage{}
-	pc.Commands = nil
-	pc.Results = nil
-	pc.Status = ""
-	pc.Visited = nil
-	pc.Notes = nil
-	pc.Errors = nil
-	pc.Timings = nil
+	pc.round, pc.step = round, step
+	pc.observations = nil
+	pc.images = nil
+	pc.messages = nil
+	pc.response = nil
+	pc.decision = nil
+	pc.attempts = 0
+	pc.usage = llm.Usage{}
+	pc.commands = nil
+	pc.results = nil
+	pc.status = ""
+	pc.visited = nil
+	pc.notes = nil
+	pc.errs = nil
+	pc.timings = nil
 	pc.values = nil
 }
 
 func (pc *Context) addTiming(p Phase, d time.Duration) {
-	if pc.Timings == nil {
-		pc.Timings = map[Phase]time.Duration{}
+	if pc.timings == nil {
+		pc.timings = map[Phase]time.Duration{}
 	}
-	pc.Timings[p] += d
+	pc.timings[p] += d
 }
 
 // Key is a typed slot in a processing context, for data that custom

@@ -13,7 +13,7 @@ import (
 // decide turns the model's reply into a Decision. An error means the reply
 // cannot be used; its text is sent back to the model.
 func decide(pc *Context, msg llm.Message) (*Decision, error) {
-	if pc.Mode == ModeJSON {
+	if pc.mode == ModeJSON {
 		return decideJSON(pc, msg.Content)
 	}
 	return decideTools(pc, msg)
@@ -21,7 +21,7 @@ func decide(pc *Context, msg llm.Message) (*Decision, error) {
 
 func decideJSON(pc *Context, content string) (*Decision, error) {
 	allowed := prompts.AppStatuses()
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		allowed = prompts.HostStatuses()
 	}
 	r, err := prompts.ParseReply(content, allowed)
@@ -36,7 +36,7 @@ func decideJSON(pc *Context, content string) (*Decision, error) {
 	for _, a := range r.Actions {
 		d.Actions = append(d.Actions, checkRole(pc, Action{Function: a.Function, Arguments: a.Arguments}))
 	}
-	if pc.Agent.Role == fsm.Host && st == fsm.Assign && len(d.Actions) == 0 {
+	if pc.agent.Role == fsm.Host && st == fsm.Assign && len(d.Actions) == 0 {
 		return nil, fmt.Errorf("status ASSIGN needs at least one %s action naming the app and the subtask", prompts.AssignTool)
 	}
 	return d, nil
@@ -56,7 +56,7 @@ func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
 				d.Comment = strings.TrimSpace(call.Arguments)
 			}
 		case prompts.ApprovalTool:
-			if pc.Agent.Role == fsm.Host {
+			if pc.agent.Role == fsm.Host {
 				d.Actions = append(d.Actions, checkRole(pc, Action{Function: call.Name, Arguments: args, CallID: call.ID, Invalid: invalid}))
 				continue
 			}
@@ -91,7 +91,7 @@ func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
 		return nil, fmt.Errorf("%s goes in the same reply as the actions it asks approval for", prompts.ApprovalTool)
 	case approval:
 		d.Status = fsm.Confirm
-	case len(d.Actions) > 0 && pc.Agent.Role == fsm.Host:
+	case len(d.Actions) > 0 && pc.agent.Role == fsm.Host:
 		d.Status = fsm.Assign
 	case len(d.Actions) > 0:
 		d.Status = fsm.Continue
@@ -110,11 +110,11 @@ func checkRole(pc *Context, a Action) Action {
 		return a
 	}
 	isAssign := a.Function == prompts.AssignTool
-	if pc.Agent.Role == fsm.Host && !isAssign {
+	if pc.agent.Role == fsm.Host && !isAssign {
 		a.Invalid = fmt.Sprintf("the host agent cannot run %q itself; use %s to give the work to an app", a.Function, prompts.AssignTool)
 	}
-	if pc.Agent.Role == fsm.App && isAssign {
-		a.Invalid = fmt.Sprintf("an app agent cannot call %s; do the subtask with the %s tools", prompts.AssignTool, pc.Agent.App)
+	if pc.agent.Role == fsm.App && isAssign {
+		a.Invalid = fmt.Sprintf("an app agent cannot call %s; do the subtask with the %s tools", prompts.AssignTool, pc.agent.App)
 	}
 	return a
 }

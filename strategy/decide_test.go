@@ -11,8 +11,8 @@ import (
 )
 
 func TestDecideTools(t *testing.T) {
-	app := &Context{Agent: Agent{Role: fsm.App, App: "files"}, Mode: ModeTools}
-	host := &Context{Agent: Agent{Role: fsm.Host}, Mode: ModeTools}
+	app := NewContext(Setup{Agent: Agent{Role: fsm.App, App: "files"}, Mode: ModeTools})
+	host := NewContext(Setup{Agent: Agent{Role: fsm.Host}, Mode: ModeTools})
 	call := func(name, args string) llm.ToolCall {
 		return llm.ToolCall{ID: "c_" + name, Name: name, Arguments: args}
 	}

@@ -54,14 +54,14 @@ const desktopGuide = "The window's controls, one per line: [id] role \"name\" te
 func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	ns := s.namespace
 	if ns == "" {
-		ns = pc.Agent.App
+		ns = pc.agent.App
 	}
 	args := map[string]any{}
 	if s.window != "" {
 		args["window"] = s.window
 	}
 	c := command.Command{ToolName: "observe", Namespace: ns, Parameters: args, ToolType: command.DataCollection}
-	rs := pc.Dispatcher.Execute(ctx, []command.Command{c})
+	rs := pc.dispatcher.Execute(ctx, []command.Command{c})
 	if len(rs) != 1 {
 		return fmt.Errorf("desktop_observe: the dispatcher returned %d results for 1 command", len(rs))
 	}
@@ -70,7 +70,7 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	if !r.OK() {
 		// No window yet is normal at the start: the model may launch one.
 		obs.Content = "No observation: " + r.Error
-		pc.Observations = append(pc.Observations, obs)
+		pc.Observe(obs)
 		return nil
 	}
 	var entries []struct{ Type, Text string }
@@ -82,10 +82,10 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 			}
 		}
 	} else {
-		text.WriteString(ResultText(r, pc.Limits.MaxResultChars))
+		text.WriteString(ResultText(r, pc.limits.MaxResultChars))
 	}
-	obs.Content = desktopGuide + truncate(text.String(), pc.Limits.MaxResultChars)
-	pc.Observations = append(pc.Observations, obs)
-	pc.Images = append(pc.Images, ResultImages(r)...)
+	obs.Content = desktopGuide + truncate(text.String(), pc.limits.MaxResultChars)
+	pc.Observe(obs)
+	pc.Attach(ResultImages(r)...)
 	return nil
 }

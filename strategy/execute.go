@@ -27,7 +27,7 @@ func (executeStrategy) Name() string { return Execute }
 func (executeStrategy) Phase() Phase { return ActionExecution }
 
 func (executeStrategy) Execute(ctx context.Context, pc *Context) error {
-	d := pc.Decision
+	d := pc.decision
 	if d == nil || len(d.Actions) == 0 {
 		return nil
 	}
@@ -37,38 +37,38 @@ func (executeStrategy) Execute(ctx context.Context, pc *Context) error {
 		// FAIL, PENDING, SCREENSHOT: nothing runs this step.
 		return nil
 	}
-	if pc.Agent.Role == fsm.Host {
+	if pc.agent.Role == fsm.Host {
 		runAssignments(ctx, pc)
 		return nil
 	}
-	pc.Commands = make([]command.Command, len(d.Actions))
+	pc.commands = make([]command.Command, len(d.Actions))
 	for i, a := range d.Actions {
-		pc.Commands[i] = command.Command{ToolName: a.Function, Parameters: a.Arguments, ToolType: toolType(pc, a.Function), Namespace: pc.Agent.App}
+		pc.commands[i] = command.Command{ToolName: a.Function, Parameters: a.Arguments, ToolType: toolType(pc, a.Function), Namespace: pc.agent.App}
 	}
 	if reason, ask := needsConfirmation(pc); ask {
-		pc.Visited = append(pc.Visited, fsm.Confirm)
-		ok, err := confirm(ctx, pc, reason)
+		pc.visited = append(pc.visited, fsm.Confirm)
+		ok, err := confirm(ctx, pc, pc.commands, reason)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			pc.Results = make([]command.Result, len(pc.Commands))
-			for i := range pc.Commands {
-				pc.Results[i] = command.Failed("", declined+"; choose a safer way or FAIL")
+			pc.results = make([]command.Result, len(pc.commands))
+			for i := range pc.commands {
+				pc.results[i] = command.Failed("", declined+"; choose a safer way or FAIL")
 			}
-			pc.Status = fsm.Continue
+			pc.status = fsm.Continue
 			return nil
 		}
-		pc.Notes = append(pc.Notes, "The user approved the commands of the previous step before they ran.")
-		if pc.Status == fsm.Confirm {
-			pc.Status = fsm.Continue
+		pc.notes = append(pc.notes, "The user approved the commands of the previous step before they ran.")
+		if pc.status == fsm.Confirm {
+			pc.status = fsm.Continue
 		}
 	}
-	pc.Results = runInOrder(ctx, pc, pc.Commands, d.Actions)
-	if pc.Status == fsm.Finish && !allOK(pc.Results) {
+	pc.results = runInOrder(ctx, pc, pc.commands, d.Actions)
+	if pc.status == fsm.Finish && !allOK(pc.results) {
 		// The model finished in the same breath as acting, but the action
 		// failed: let it see the failure instead of ending on it.
-		pc.Status = fsm.Continue
+		pc.status = fsm.Continue
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 			end++
 		}
 		if end > start {
-			batch := pc.Dispatcher.Execute(ctx, cmds[start:end])
+			batch := pc.dispatcher.Execute(ctx, cmds[start:end])
 			for i := range batch {
 				cmds[start+i].CallID = batch[i].CallID
 			}
@@ -118,8 +118,8 @@ func allOK(rs []command.Result) bool {
 }
 
 func toolType(pc *Context, name string) command.ToolType {
-	for _, t := range pc.Tools {
-		if t.Name == name && t.Namespace == pc.Agent.App {
+	for _, t := range pc.tools {
+		if t.Name == name && t.Namespace == pc.agent.App {
 			return t.ToolType
 		}
 	}
@@ -127,23 +127,23 @@ func toolType(pc *Context, name string) command.ToolType {
 }
 
 func needsConfirmation(pc *Context) (string, bool) {
-	if pc.Decision.Status == fsm.Confirm {
-		reason := pc.Decision.Comment
+	if pc.decision.Status == fsm.Confirm {
+		reason := pc.decision.Comment
 		if reason == "" {
-			reason = pc.Decision.Thought
+			reason = pc.decision.Thought
 		}
 		return reason, true
 	}
 	return approvalNeeded(pc)
 }
 
-func confirm(ctx context.Context, pc *Context, reason string) (bool, error) {
-	if pc.Confirmer == nil {
+func confirm(ctx context.Context, pc *Context, cmds []command.Command, reason string) (bool, error) {
+	if pc.confirmer == nil {
 		return false, nil
 	}
 	// A copy: the confirmer may keep it (to show it later) while the
 	// commands run and get their call ids.
-	ok, err := pc.Confirmer.Confirm(ctx, pc.Agent.Name, slices.Clone(pc.Commands), reason)
+	ok, err := pc.confirmer.Confirm(ctx, pc.agent.Name, slices.Clone(cmds), reason)
 	if err != nil {
 		return false, fmt.Errorf("asking for confirmation: %w", err)
 	}
@@ -154,40 +154,40 @@ func confirm(ctx context.Context, pc *Context, reason string) (bool, error) {
 // stopping at the first subtask that does not finish (later subtasks usually
 // build on it).
 func runAssignments(ctx context.Context, pc *Context) {
-	d := pc.Decision
-	pc.Commands = make([]command.Command, len(d.Actions))
-	pc.Results = make([]command.Result, len(d.Actions))
+	d := pc.decision
+	pc.commands = make([]command.Command, len(d.Actions))
+	pc.results = make([]command.Result, len(d.Actions))
 	failed := false
 	for i, a := range d.Actions {
 		app, subtask := argString(a.Arguments, "app"), argString(a.Arguments, "subtask")
-		pc.Commands[i] = command.Command{ToolName: prompts.AssignTool, Parameters: a.Arguments, ToolType: command.Action, CallID: a.CallID}
+		pc.commands[i] = command.Command{ToolName: prompts.AssignTool, Parameters: a.Arguments, ToolType: command.Action, CallID: a.CallID}
 		switch {
 		case failed:
-			pc.Results[i] = command.SkippedResult(a.CallID, "skipped: an earlier subtask did not finish")
+			pc.results[i] = command.SkippedResult(a.CallID, "skipped: an earlier subtask did not finish")
 			continue
 		case a.Invalid != "":
-			pc.Results[i] = command.Failed(a.CallID, a.Invalid)
+			pc.results[i] = command.Failed(a.CallID, a.Invalid)
 		case ctx.Err() != nil:
-			pc.Results[i] = command.SkippedResult(a.CallID, "cancelled before it ran: "+context.Cause(ctx).Error())
+			pc.results[i] = command.SkippedResult(a.CallID, "cancelled before it ran: "+context.Cause(ctx).Error())
 		case subtask == "" || !hasApp(pc, app):
-			pc.Results[i] = command.Failed(a.CallID, fmt.Sprintf("%s needs an app (one of %s) and a subtask; got app %q, subtask %q", prompts.AssignTool, appNames(pc), app, subtask))
-		case pc.RunSubtask == nil:
+			pc.results[i] = command.Failed(a.CallID, fmt.Sprintf("%s needs an app (one of %s) and a subtask; got app %q, subtask %q", prompts.AssignTool, appNames(pc), app, subtask))
+		case pc.runSubtask == nil:
 			return
 		default:
-			note := pc.RunSubtask(ctx, app, subtask)
+			note := pc.runSubtask(ctx, app, subtask)
 			r := command.Succeeded(a.CallID, note)
 			if note.Status != string(fsm.Finish) {
 				r.Status, r.Error = command.Failure, fmt.Sprintf("subtask ended %s: %s", note.Status, note.Result)
 			}
 			r.Namespace = app
-			pc.Results[i] = r
+			pc.results[i] = r
 		}
-		failed = pc.Results[i].Status != command.Success
+		failed = pc.results[i].Status != command.Success
 	}
 }
 
 func hasApp(pc *Context, name string) bool {
-	for _, a := range pc.Apps {
+	for _, a := range pc.apps {
 		if a.Name == name {
 			return true
 		}
@@ -197,7 +197,7 @@ func hasApp(pc *Context, name string) bool {
 
 func appNames(pc *Context) string {
 	s := ""
-	for i, a := range pc.Apps {
+	for i, a := range pc.apps {
 		if i > 0 {
 			s += ", "
 		}
@@ -213,17 +213,17 @@ func (rememberStrategy) Name() string { return Remember }
 func (rememberStrategy) Phase() Phase { return MemoryUpdate }
 
 func (rememberStrategy) Execute(_ context.Context, pc *Context) error {
-	st := memory.Step{Agent: pc.Agent.Name, Round: pc.Round, Step: pc.Step, Status: string(pc.Status),
-		Commands: pc.Commands, Results: pc.Results, Notes: pc.Notes, Usage: pc.Usage}
-	if pc.Response != nil {
-		st.Reply = pc.Response.Message
+	st := memory.Step{Agent: pc.agent.Name, Round: pc.round, Step: pc.step, Status: string(pc.status),
+		Commands: pc.commands, Results: pc.results, Notes: pc.notes, Usage: pc.usage}
+	if pc.response != nil {
+		st.Reply = pc.response.Message
 	}
-	if pc.Decision != nil {
-		st.Thought = pc.Decision.Thought
-		for _, a := range pc.Decision.Actions {
+	if pc.decision != nil {
+		st.Thought = pc.decision.Thought
+		for _, a := range pc.decision.Actions {
 			st.CallIDs = append(st.CallIDs, a.CallID)
 		}
 	}
-	pc.Memory.Add(st)
+	pc.memory.Add(st)
 	return nil
 }

@@ -79,12 +79,12 @@ func stripImages(raw json.RawMessage) json.RawMessage {
 // step's result images, then this step's data collection's.
 func stepImages(pc *Context) []llm.Image {
 	var out []llm.Image
-	if pc.Memory != nil {
-		if steps := pc.Memory.Steps(); len(steps) > 0 {
+	if pc.memory != nil {
+		if steps := pc.memory.Steps(); len(steps) > 0 {
 			for _, r := range steps[len(steps)-1].Results {
 				out = append(out, ResultImages(r)...)
 			}
 		}
 	}
-	return append(out, pc.Images...)
+	return append(out, pc.images...)
 }

@@ -57,14 +57,14 @@ func (f funcStrategy) Name() string                                   { return f
 func (f funcStrategy) Phase() Phase                                   { return f.phase }
 func (f funcStrategy) Execute(ctx context.Context, pc *Context) error { return f.fn(ctx, pc) }
 
-// Handler runs the strategy currently named in pc.Running.
+// Handler runs the strategy currently named by pc.Running().
 type Handler func(ctx context.Context, pc *Context) error
 
 // Middleware wraps every strategy run: func(next) next.
 type Middleware func(next Handler) Handler
 
 // Entry is a strategy in a processor. FailFast stops the step when the
-// strategy fails; otherwise the error is kept in pc.Errors and the step goes
+// strategy fails; otherwise the error is kept in pc.Errors() and the step goes
 // on with the next strategy.
 type Entry struct {
 	Strategy Strategy
@@ -130,8 +130,8 @@ func (p *Processor) Run(ctx context.Context, pc *Context) error {
 					return context.Cause(ctx)
 				}
 			}
-			pc.Running = e.Strategy.Name()
-			pc.Phase = ph
+			pc.running = e.Strategy.Name()
+			pc.phase = ph
 			h := Handler(e.Strategy.Execute)
 			for i := len(p.middleware) - 1; i >= 0; i-- {
 				h = p.middleware[i](h)
@@ -142,14 +142,14 @@ func (p *Processor) Run(ctx context.Context, pc *Context) error {
 			if err != nil {
 				serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}
 				if e.FailFast {
-					pc.Running = ""
+					pc.running = ""
 					return serr
 				}
-				pc.Errors = append(pc.Errors, serr)
+				pc.errs = append(pc.errs, serr)
 			}
 		}
 	}
-	pc.Running = ""
+	pc.running = ""
 	return nil
 }
 

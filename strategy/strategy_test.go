@@ -35,8 +35,8 @@ func TestProcessorRunsPhasesInOrder(t *testing.T) {
 	if got := strings.Join(log, ","); got != "collect1,collect2,llm,exec,mem" {
 		t.Errorf("order %s", got)
 	}
-	if len(pc.Timings) != 4 {
-		t.Errorf("timings for %d phases", len(pc.Timings))
+	if len(pc.Timings()) != 4 {
+		t.Errorf("timings for %d phases", len(pc.Timings()))
 	}
 }
 
@@ -57,8 +57,8 @@ func TestFailFast(t *testing.T) {
 	if strings.Join(log, ",") != "soft,hard" {
 		t.Errorf("ran %v", log)
 	}
-	if len(pc.Errors) != 1 || !strings.Contains(pc.Errors[0].Error(), `"soft"`) {
-		t.Errorf("kept errors %v", pc.Errors)
+	if errs := pc.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), `"soft"`) {
+		t.Errorf("kept errors %v", pc.Errors())
 	}
 }
 
@@ -67,9 +67,9 @@ func TestMiddlewareWrapsEveryStrategy(t *testing.T) {
 	mw := func(tag string) strategy.Middleware {
 		return func(next strategy.Handler) strategy.Handler {
 			return func(ctx context.Context, pc *strategy.Context) error {
-				log = append(log, tag+">"+pc.Running)
+				log = append(log, tag+">"+pc.Running())
 				err := next(ctx, pc)
-				log = append(log, tag+"<"+pc.Running)
+				log = append(log, tag+"<"+pc.Running())
 				return err
 			}
 		}

@@ -47,7 +47,7 @@ func run() error {
 	err = reg.Register("clock", func(map[string]any) (strategy.Strategy, error) {
 		return strategy.Func("clock", strategy.DataCollection, func(ctx context.Context, pc *strategy.Context) error {
 			now := time.Now().UTC().Format("2006-01-02 15:04 UTC")
-			pc.Observations = append(pc.Observations, prompts.Observation{Name: "clock", Content: "The device's clock reads " + now})
+			pc.Observe(prompts.Observation{Name: "clock", Content: "The device's clock reads " + now})
 			return nil
 		}), nil
 	})

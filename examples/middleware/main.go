@@ -51,7 +51,7 @@ func (t *timer) middleware(next strategy.Handler) strategy.Handler {
 		start := time.Now()
 		err := next(ctx, pc)
 		t.spent += time.Since(start)
-		t.runs[pc.Agent.Name+" "+pc.Running]++
+		t.runs[pc.Agent().Name+" "+pc.Running()]++
 		return err
 	}
 }
@@ -61,8 +61,8 @@ func (t *timer) middleware(next strategy.Handler) strategy.Handler {
 // the error, naming the strategy, ends the app agent's subtask.
 func noDeletes(next strategy.Handler) strategy.Handler {
 	return func(ctx context.Context, pc *strategy.Context) error {
-		if pc.Running == strategy.Execute && pc.Agent.App == "shell" && pc.Decision != nil {
-			for _, a := range pc.Decision.Actions {
+		if d := pc.Decision(); pc.Running() == strategy.Execute && pc.Agent().App == "shell" && d != nil {
+			for _, a := range d.Actions {
 				if cmd, _ := a.Arguments["command"].(string); strings.HasPrefix(cmd, "rm ") {
 					return errors.New("vetoed: this program's shell may not delete files")
 				}
