@@ -220,6 +220,9 @@ func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Proces
 // its (possibly long) execution.
 func (s *Session) announceDecision(next strategy.Handler) strategy.Handler {
 	return func(ctx context.Context, pc *strategy.Context) error {
+		if s.opts.Observer == nil {
+			return next(ctx, pc)
+		}
 		had := pc.Decision() != nil
 		err := next(ctx, pc)
 		if d := pc.Decision(); !had && d != nil && pc.Phase() == strategy.LLMInteraction {

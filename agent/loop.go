@@ -172,12 +172,14 @@ func (c *core) step(ctx context.Context, n int) error {
 	err := c.proc.Run(ctx, pc)
 	c.s.steps++
 	c.s.usage = c.s.usage.Add(pc.Usage())
-	e := about(EventStep, pc)
-	e.Phase = "" // the step as a whole
-	e.To, e.Decision, e.Commands, e.Results = pc.Status(), pc.Decision(), pc.Commands(), pc.Results()
-	e.Messages, e.Response, e.Usage, e.Attempts, e.Duration = pc.Messages(), pc.Response(), pc.Usage(), pc.Attempts(), time.Since(start)
-	e.Timings, e.Errors, e.Observations, e.Err = pc.Timings(), pc.Errors(), pc.Observations(), err
-	c.s.emit(e)
+	if c.s.opts.Observer != nil { // the event copies what the step did
+		e := about(EventStep, pc)
+		e.Phase = "" // the step as a whole
+		e.To, e.Decision, e.Commands, e.Results = pc.Status(), pc.Decision(), pc.Commands(), pc.Results()
+		e.Messages, e.Response, e.Usage, e.Attempts, e.Duration = pc.Messages(), pc.Response(), pc.Usage(), pc.Attempts(), time.Since(start)
+		e.Timings, e.Errors, e.Observations, e.Err = pc.Timings(), pc.Errors(), pc.Observations(), err
+		c.s.emit(e)
+	}
 	if err != nil {
 		return err
 	}

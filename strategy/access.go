@@ -17,8 +17,8 @@ import (
 )
 
 // What a strategy may read and do, by what it concerns. Slices and maps
-// that the methods return are the caller's: changing them changes nothing
-// in the context.
+// that the methods return are the caller's (Messages aside): changing them
+// changes nothing in the context.
 
 // The agent and its work.
 
@@ -137,8 +137,10 @@ func (pc *Context) Learn(device command.DeviceInfo, tools []command.ToolInfo) {
 // Observations are what data collection found this step.
 func (pc *Context) Observations() []prompts.Observation { return slices.Clone(pc.observations) }
 
-// Messages are the last request sent to the model.
-func (pc *Context) Messages() []llm.Message { return slices.Clone(pc.messages) }
+// Messages are the last request sent to the model, as it was sent: the
+// slice is the request's (the context never changes it), not a copy,
+// since it holds the whole conversation.
+func (pc *Context) Messages() []llm.Message { return pc.messages }
 
 // Response is the model's last reply, or nil.
 func (pc *Context) Response() *llm.Response {
