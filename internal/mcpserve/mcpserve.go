@@ -31,7 +31,7 @@ func New(s *tools.Server) *server.MCPServer {
 	}
 	ms := server.NewMCPServer(s.Name, version, opts...)
 	for _, t := range s.Tools() {
-		ms.AddTool(Tool(t), handler(t))
+		ms.AddTool(mcpTool(t), handler(t))
 	}
 	return ms
 }
@@ -47,10 +47,10 @@ func HTTP(s *tools.Server) http.Handler {
 	return server.NewStreamableHTTPServer(New(s))
 }
 
-// Tool describes t as an MCP tool: its schemas as they are, its
+// mcpTool describes t as an MCP tool: its schemas as they are, its
 // annotations as MCP's hints, and what the hints cannot say (the exact
 // risk class, the streams) in _meta.
-func Tool(t *tools.Tool) mcp.Tool {
+func mcpTool(t *tools.Tool) mcp.Tool {
 	a := t.Annotations
 	mt := mcp.Tool{
 		Name:            t.Name,
