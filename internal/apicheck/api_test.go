@@ -35,18 +35,24 @@ func exportData(t *testing.T) (pkgs []string, files map[string]string) {
 	files = map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		path, rest, _ := strings.Cut(sc.Text(), "\t")
-		file, mod, _ := strings.Cut(rest, "\t")
+		fields := strings.Split(sc.Text(), "\t")
+		path, file, mod, sources := fields[0], fields[1], fields[2], fields[3]
 		files[path] = file
 		if mod == module {
 			pkgs = append(pkgs, path)
+			// The test reads the sources through go list: statting them
+			// here lets go test's cache see a change to any of them.
+			for _, src := range strings.Fields(sources) {
+				os.Stat(src)
+			}
 		}
 	}
 	return pkgs, files
 }
 
 var listExports = sync.OnceValues(func() ([]byte, error) {
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}\t{{.Module}}", module+"/...").Output()
+	out, err := exec.Command("go", "list", "-export", "-deps", "-f",
+		`{{.ImportPath}}	{{.Export}}	{{.Module}}	{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}`, module+"/...").Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return nil, fmt.Errorf("go list: %v\n%s", err, ee.Stderr)
 	}
