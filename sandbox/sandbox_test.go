@@ -180,7 +180,10 @@ func TestDiskAndProcessLimits(t *testing.T) {
 		}
 		// The sandbox is usable again once they are gone.
 		for _, p := range pids {
-			n, _ := strconv.Atoi(p)
+			n, err := strconv.Atoi(p)
+			if err != nil || n <= 0 { // a signal to 0 would kill this test's process group
+				t.Fatalf("sleeper pid %q", p)
+			}
 			syscall.Kill(n, syscall.SIGKILL)
 		}
 		for _, p := range pids { // reaped: their pids count no more

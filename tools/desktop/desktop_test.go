@@ -236,6 +236,9 @@ func TestStaleControlAndClosedWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ed.PID <= 0 { // a signal to 0 would kill this test's process group
+		t.Fatalf("mousepad's window has no pid: %+v", ed)
+	}
 	if err := syscall.Kill(ed.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
