@@ -11,6 +11,11 @@ const (
 	// FinishIncomplete marks a streamed reply whose stream ended before
 	// the provider said it was done: cut off in transit.
 	FinishIncomplete = "incomplete"
+	// FinishToolCallCut marks a reply whose provider SDK refused a tool
+	// call because its arguments were not complete JSON (langchaingo's
+	// Anthropic stream does, losing the rest of the reply): cut off,
+	// whatever the provider said about the end.
+	FinishToolCallCut = "tool_call_cut"
 )
 
 // Unfinished says why a reply must not be acted on, or "" when it ended
@@ -31,6 +36,9 @@ func Unfinished(r *Response) string {
 			" Reply again without that content, or fail the task if it cannot be done without it."
 	case FinishIncomplete:
 		return "The connection ended before your last reply was complete, so none of it was run. Reply again."
+	case FinishToolCallCut:
+		return "Your last reply was cut off inside a tool call's arguments (they end before their strings and brackets close), so none of it was run." +
+			" Reply again, with shorter arguments if they were long."
 	}
 	return ""
 }

@@ -5,17 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/kaptinlin/jsonrepair"
 )
 
-// RepairJSON returns s unchanged if it is valid JSON, and otherwise tries to
-// repair it: trailing commas, single quotes, unquoted keys, Python literals,
-// comments, markdown fences around it, and truncation (unclosed strings and
-// brackets). The result is valid JSON or an error.
+// ErrIncomplete marks JSON that ends before its strings, comments or
+// brackets close. Such text was cut off (a token limit, a server that
+// reports the cut as a normal stop, a lost stream), and closing it would
+// be a guess that can change what it says: `{"command": "rm -rf keep` may
+// have been going to say `rm -rf keep/tmp`. It is never completed; the
+// reply is refused and the model asked again.
+var ErrIncomplete = errors.New("the JSON is not complete: it ends before its strings and brackets close, as text that was cut off does")
+
+// RepairJSON returns s unchanged if it is valid JSON, and otherwise repairs
+// the faults whose meaning is not in doubt (see normalize): a markdown
+// fence around it, comments, trailing commas, Python's True, False and
+// None, single-quoted strings, unquoted keys, raw control characters inside
+// strings. Text that was cut off is an error matching ErrIncomplete; any
+// other fault is an error that says where it is. It takes time linear in
+// the length of s.
 func RepairJSON(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -24,28 +32,63 @@ func RepairJSON(s string) (string, error) {
 	if json.Valid([]byte(s)) {
 		return s, nil
 	}
-	// Our own string-aware pass first: jsonrepair's file-path heuristics
-	// double the backslashes of correctly escaped Windows paths
-	// ("C:\\Users" becomes "C:\\\\Users") whenever it has to repair anything.
-	if light := lightRepair(s); json.Valid([]byte(light)) {
-		return light, nil
+	s = unfence(s)
+	if json.Valid([]byte(s)) {
+		return s, nil
 	}
-	out, err := jsonrepair.Repair(s)
+	out, err := normalize(s)
 	if err != nil {
-		return "", fmt.Errorf("cannot repair JSON: %w", err)
+		return "", err
 	}
-	if !json.Valid([]byte(out)) {
-		return "", errors.New("cannot repair JSON: the repaired text is still not valid")
+	if err := validJSON(out); err != nil {
+		return "", err
 	}
 	return out, nil
 }
 
+// validJSON says where data stops being JSON.
+func validJSON(s string) error {
+	var v any
+	err := json.Unmarshal([]byte(s), &v)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		at := int(se.Offset)
+		from := max(at-20, 0)
+		to := min(at+20, len(s))
+		return fmt.Errorf("not valid JSON near %q: %v", s[from:to], se)
+	}
+	return fmt.Errorf("not valid JSON: %w", err)
+}
+
+// unfence removes a markdown code fence around the text: a first line of
+// three backticks (and a language name), and a closing line of three
+// backticks if there is one.
+func unfence(s string) string {
+	if !strings.HasPrefix(s, "```") {
+		return s
+	}
+	nl := strings.IndexByte(s, '\n')
+	if nl < 0 {
+		return s
+	}
+	if lang := strings.TrimSpace(s[3:nl]); strings.ContainsAny(lang, "{[\"'") {
+		return s // not a language name: the fence line holds the JSON
+	}
+	body := strings.TrimSpace(s[nl+1:])
+	return strings.TrimSpace(strings.TrimSuffix(body, "```"))
+}
+
 // ParseArguments reads tool-call arguments as a model wrote them: empty
-// text and null mean no arguments, malformed JSON is repaired, and an object
-// encoded twice (a JSON string holding the object) is unwrapped. Anything
-// but an object is an error. It is the one reader of tool-call arguments:
-// the agents and the step-level evaluator both use it, so that an
-// evaluation scores only calls an agent would make.
+// text and null mean no arguments, the faults RepairJSON repairs are
+// repaired, and an object encoded twice (a JSON string holding the object)
+// is unwrapped. Arguments that were cut off are an error matching
+// ErrIncomplete, never completed; anything but an object is an error. It
+// is the one reader of tool-call arguments: the agents and the step-level
+// evaluator both use it, so that an evaluation scores only calls an agent
+// would make.
 func ParseArguments(s string) (map[string]any, error) {
 	for range 2 { // at most one level of double encoding
 		if strings.TrimSpace(s) == "" {
@@ -74,156 +117,267 @@ func ParseArguments(s string) (map[string]any, error) {
 	return nil, errors.New("arguments must be a JSON object, not a string")
 }
 
-// lightRepair fixes the faults it can fix without guessing, tracking
-// strings so that their content is never touched: raw control characters
-// inside strings, comments, trailing commas, the Python literals True,
-// False and None, and truncation (an unclosed string, a dangling comma or
-// colon, unclosed brackets). Other faults are left for jsonrepair.
-func lightRepair(s string) string {
-	out := make([]byte, 0, len(s)+8)
-	var open []byte // the closers still owed, innermost last
-	inString, escaped := false, false
+// normalize rewrites s into JSON in one pass, tracking strings so that
+// their content is never changed, and brackets so that it knows where keys
+// stand. It repairs only what has one meaning:
+//   - a raw newline, tab or other control character inside a string is
+//     escaped (it can only be the character it is);
+//   - a string in single quotes is read as Python reads one (it ends at the
+//     first unescaped ', \' is a quote) and written in double quotes;
+//   - a key that is a bare identifier followed by a colon is quoted;
+//   - comments (// to the end of the line, /* ... */) outside strings go;
+//   - a comma before a closing bracket goes;
+//   - True, False and None outside strings become true, false and null.
+//
+// Text that ends inside a string or comment, or before its brackets close,
+// is an error matching ErrIncomplete. Anything else is copied as it is,
+// for the JSON decoder to accept or refuse.
+func normalize(s string) (string, error) {
+	out := make([]byte, 0, len(s)+16)
+	var open []byte  // the brackets still open, innermost last
+	keyNext := false // the next token of the innermost object is a key
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			case c == '\n':
-				out = append(out, '\\', 'n')
-				continue
-			case c == '\r':
-				out = append(out, '\\', 'r')
-				continue
-			case c == '\t':
-				out = append(out, '\\', 't')
-				continue
-			}
-			out = append(out, c)
-			continue
-		}
 		switch {
-		case c == '"':
-			inString = true
-			out = append(out, c)
-		case c == '/' && strings.HasPrefix(s[i:], "//"):
-			if end := strings.IndexByte(s[i:], '\n'); end >= 0 {
+		case c == '"' || c == '\'':
+			var ok bool
+			var end int
+			out, end, ok = copyString(out, s, i)
+			if !ok {
+				return "", fmt.Errorf("%w (it ends inside the string that starts %q)", ErrIncomplete, clip(s[i:], 40))
+			}
+			i = end
+			keyNext = false
+		case c == '/' && i+1 < len(s) && s[i+1] == '/':
+			end := strings.IndexByte(s[i:], '\n')
+			if end < 0 {
+				i = len(s)
+			} else {
 				i += end - 1
-			} else {
-				i = len(s)
 			}
-		case c == '/' && strings.HasPrefix(s[i:], "/*"):
-			if end := strings.Index(s[i+2:], "*/"); end >= 0 {
-				i += end + 3
-			} else {
-				i = len(s)
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return "", fmt.Errorf("%w (it ends inside a /* comment)", ErrIncomplete)
 			}
-		case c == '{':
-			open = append(open, '}')
-			out = append(out, c)
-		case c == '[':
-			open = append(open, ']')
+			i += end + 3
+		case c == '{' || c == '[':
+			open = append(open, c)
+			keyNext = c == '{'
 			out = append(out, c)
 		case c == '}' || c == ']':
 			out = dropTrailingComma(out)
-			if len(open) > 0 {
-				open = open[:len(open)-1]
+			if len(open) == 0 || open[len(open)-1] != c-2 { // '{'+2 == '}', '['+2 == ']'
+				return "", fmt.Errorf("not valid JSON: the %q near %q closes no open bracket of its kind", c, clip(s[max(i-20, 0):], 40))
 			}
+			open = open[:len(open)-1]
+			keyNext = false
 			out = append(out, c)
-		case isWordByte(c) && (i == 0 || !isWordByte(s[i-1])):
-			end := i
+		case c == ',':
+			keyNext = len(open) > 0 && open[len(open)-1] == '{'
+			out = append(out, c)
+		case c == ':':
+			keyNext = false
+			out = append(out, c)
+		case isIdentStart(c) && (i == 0 || !isWordByte(s[i-1])):
+			end := i + 1
 			for end < len(s) && isWordByte(s[end]) {
 				end++
 			}
 			word := s[i:end]
-			switch word {
-			case "True":
-				word = "true"
-			case "False":
-				word = "false"
-			case "None":
-				word = "null"
+			if keyNext && nextNonSpace(s, end) == ':' {
+				out = append(append(append(out, '"'), word...), '"')
+			} else {
+				switch word {
+				case "True":
+					word = "true"
+				case "False":
+					word = "false"
+				case "None":
+					word = "null"
+				}
+				out = append(out, word...)
 			}
-			out = append(out, word...)
 			i = end - 1
+			keyNext = false
 		default:
 			out = append(out, c)
 		}
 	}
-	if inString {
-		if escaped {
-			out = out[:len(out)-1]
-		}
-		out = append(out, '"')
+	if len(open) > 0 {
+		return "", fmt.Errorf("%w (%d bracket(s) never closed)", ErrIncomplete, len(open))
 	}
-	out = bytes.TrimRight(out, " \t\r\n")
-	out = dropTrailingComma(out)
-	if len(out) > 0 && out[len(out)-1] == ':' {
-		out = append(out, "null"...)
-	}
-	for i := len(open) - 1; i >= 0; i-- {
-		out = append(dropTrailingComma(out), open[i])
-	}
-	return string(out)
+	return string(out), nil
 }
 
+// copyString appends the string that starts at s[start] (a double or a
+// single quote) to out as a JSON string, and returns the index of its
+// closing quote; ok is false when the text ends first.
+func copyString(out []byte, s string, start int) (_ []byte, end int, ok bool) {
+	quote := s[start]
+	out = append(out, '"')
+	for i := start + 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == quote:
+			return append(out, '"'), i, true
+		case c == '\\':
+			if i+1 >= len(s) {
+				return out, 0, false
+			}
+			i++
+			if quote == '\'' && s[i] == '\'' {
+				out = append(out, '\'') // \' needs no escape in double quotes
+			} else {
+				out = append(out, '\\', s[i])
+			}
+		case c == '"': // only inside single quotes
+			out = append(out, '\\', '"')
+		case c < 0x20:
+			out = appendControl(out, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, 0, false
+}
+
+func appendControl(out []byte, c byte) []byte {
+	switch c {
+	case '\n':
+		return append(out, '\\', 'n')
+	case '\r':
+		return append(out, '\\', 'r')
+	case '\t':
+		return append(out, '\\', 't')
+	}
+	return fmt.Appendf(out, `\u%04x`, c)
+}
+
+// dropTrailingComma removes a comma at the end of what was written, before
+// any white space after it. The white space it looks through is written
+// once and followed by the bracket being closed, so each byte is looked at
+// once in all.
 func dropTrailingComma(b []byte) []byte {
 	t := bytes.TrimRight(b, " \t\r\n")
 	if len(t) > 0 && t[len(t)-1] == ',' {
-		return t[:len(t)-1]
+		return append(t[:len(t)-1], b[len(t):]...)
 	}
 	return b
 }
 
-func isWordByte(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+func isIdentStart(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-var (
-	thinkBlock = regexp.MustCompile(`(?is)<think(?:ing)?>.*?</think(?:ing)?>`)
-	thinkClose = regexp.MustCompile(`(?i)</think(?:ing)?>`)
-	thinkOpen  = regexp.MustCompile(`(?i)^\s*<think(?:ing)?>`)
-)
+func isWordByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
-// stripThinking removes reasoning blocks. Besides whole <think>…</think>
-// blocks it handles a closing tag without its opening one (some servers
-// drop the opening tag) and an opening tag never closed (the model ran out
+// nextNonSpace is the first byte from s[i] on that is not white space, or 0.
+func nextNonSpace(s string, i int) byte {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return s[i]
+		}
+	}
+	return 0
+}
+
+// clip shortens s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// stripThinking removes reasoning blocks (<think>…</think>, or <thinking>,
+// in any case). Besides whole blocks it handles a closing tag without its
+// opening one (some servers drop the opening tag: what comes before it is
+// reasoning) and an opening tag never closed at the start (the model ran out
 // of tokens while thinking, or forgot to close it): the tag is removed and
 // the search for the JSON object goes on in what follows. unclosed reports
-// that last case.
+// that last case. One pass over s.
 func stripThinking(s string) (rest string, unclosed bool) {
-	s = thinkBlock.ReplaceAllString(s, "")
-	if locs := thinkClose.FindAllStringIndex(s, -1); len(locs) > 0 {
-		s = s[locs[len(locs)-1][1]:]
+	var out strings.Builder
+	kept, inBlock := 0, false // s[kept:] is not yet written or dropped
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		end, closing := thinkTag(s, i)
+		switch {
+		case end < 0:
+			continue
+		case !closing && !inBlock:
+			out.WriteString(s[kept:i])
+			inBlock, kept = true, i
+		case closing && inBlock:
+			inBlock, kept = false, end
+		case closing:
+			// A closing tag without its opening: all before it was reasoning.
+			out.Reset()
+			kept = end
+		}
+		i = end - 1
 	}
-	if loc := thinkOpen.FindStringIndex(s); loc != nil {
-		return s[loc[1]:], true
+	out.WriteString(s[kept:])
+	rest = out.String()
+	trimmed := strings.TrimLeft(rest, " \t\r\n")
+	if end, closing := thinkTag(trimmed, 0); end > 0 && !closing {
+		return trimmed[end:], true
 	}
-	return s, false
+	return rest, false
+}
+
+// thinkTag reads a <think>, <thinking>, </think> or </thinking> tag (any
+// case) at s[i], returning the index after it, or -1 if there is none.
+func thinkTag(s string, i int) (end int, closing bool) {
+	j := i + 1
+	if j < len(s) && s[j] == '/' {
+		closing = true
+		j++
+	}
+	for _, name := range []string{"think>", "thinking>"} {
+		if len(s)-j >= len(name) && strings.EqualFold(s[j:j+len(name)], name) {
+			return j + len(name), closing
+		}
+	}
+	return -1, false
 }
 
 // span is a stretch of text that starts with '{': complete when its
-// brackets balance, else it runs to the end of the text (truncated).
+// brackets balance, else it runs to the end of the text (cut off).
 type span struct {
 	start, end int
 	complete   bool
 }
 
-// scan finds the outermost {...} spans from position from on. Quotes are
-// tracked only inside a span, because prose around the JSON is full of
-// apostrophes; only double quotes count, for the same reason.
-func scan(text string, from int) []span {
+// scanner finds the outermost {...} spans of a reply in one pass. Quotes
+// are tracked only inside a span, because prose around the JSON is full of
+// apostrophes; only double quotes count, for the same reason. steps counts
+// the bytes looked at, so that a test can hold the work to a multiple of
+// the length without a clock.
+type scanner struct {
+	steps int
+}
+
+// scan returns the outermost spans. In prose, a '{' opens a span only
+// where an object can start (a quote, a closing brace or a key and a colon
+// follow it), so that a stray brace in prose ("use the { key") neither
+// hides the JSON after it nor reads as a cut-off object. The look-ahead
+// stops at the first byte that is neither space nor a key's, so each byte
+// is looked at a bounded number of times.
+func (sc *scanner) scan(text string) []span {
 	var spans []span
 	depth, start := 0, 0
 	inString, escaped := false, false
-	for i := from; i < len(text); i++ {
+	for i := 0; i < len(text); i++ {
+		sc.steps++
 		c := text[i]
 		if depth == 0 {
-			if c == '{' {
+			if c == '{' && sc.opensObject(text, i+1) {
 				depth, start = 1, i
 			}
 			continue
@@ -257,90 +411,80 @@ func scan(text string, from int) []span {
 	return spans
 }
 
-// maxRescans bounds the search inside an unbalanced span.
-const maxRescans = 32
+// opensObject reports whether the text from i on can follow the '{' of an
+// object: a key in quotes, the closing brace, a bare key and a colon.
+func (sc *scanner) opensObject(text string, i int) bool {
+	for ; i < len(text); i++ {
+		sc.steps++
+		switch c := text[i]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		case c == '"' || c == '\'' || c == '}':
+			return true
+		case isIdentStart(c):
+			for i < len(text) && isWordByte(text[i]) {
+				sc.steps++
+				i++
+			}
+			return nextNonSpace(text, i) == ':'
+		default:
+			return false
+		}
+	}
+	return true // a '{' at the very end: an object cut off at its start
+}
 
 var errNoObject = errors.New("Your reply contains no JSON object.")
 
-// findObject picks the reply object out of text. Preference: a complete
-// outermost object with a status (the last one, since models that draft
-// write the final version last); then a truncated outermost object with a
-// status; then an object with a status found inside an unbalanced stretch
-// (a stray '{' in prose before the JSON hides it from the first scan); then
-// the largest object without a status, so the error can say what is
-// missing.
-func findObject(text string) (obj map[string]any, truncated bool, err error) {
-	top := scan(text, 0)
-	var inner []span
-	if n := len(top); n > 0 && !top[n-1].complete {
-		from := top[n-1].start + 1
-		for range maxRescans {
-			more := scan(text, from)
-			inner = append(inner, more...)
-			k := len(more)
-			if k == 0 || more[k-1].complete {
-				break
-			}
-			from = more[k-1].start + 1
-		}
-	}
+// findObject picks the reply object out of text: the last complete
+// outermost object with a status (models that draft write the final
+// version last), else the largest object without one, so the error can
+// say what is missing. A reply that ends inside an object was cut off (or
+// its brackets do not balance) and is refused whatever came before it:
+// completing it would be a guess, and an earlier draft is not the answer.
+func findObject(text string) (map[string]any, error) {
+	var sc scanner
+	return sc.findObject(text)
+}
 
+func (sc *scanner) findObject(text string) (map[string]any, error) {
+	spans := sc.scan(text)
+	if n := len(spans); n > 0 && !spans[n-1].complete {
+		return nil, cutOff(text[spans[n-1].start:])
+	}
 	var firstErr error
-	var largest map[string]any
+	var found, largest map[string]any
 	largestLen := -1
-	lastWithStatus := func(spans []span) map[string]any {
-		var found map[string]any
-		for _, sp := range spans {
-			if !sp.complete {
-				continue
+	for _, sp := range spans {
+		m, err := decodeObject(text[sp.start:sp.end])
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
 			}
-			m, err := decodeObject(text[sp.start:sp.end])
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				continue
-			}
-			if _, ok := lookup(m, "status"); ok {
-				found = m
-			} else if sp.end-sp.start > largestLen {
-				largest, largestLen = m, sp.end-sp.start
-			}
+			continue
 		}
-		return found
-	}
-
-	if m := lastWithStatus(top); m != nil {
-		return m, false, nil
-	}
-	var truncErr error
-	if n := len(top); n > 0 && !top[n-1].complete {
-		m, err := decodeTruncated(text[top[n-1].start:])
-		if err == nil {
-			if _, ok := lookup(m, "status"); ok {
-				return m, true, nil
-			}
-			err = errors.New("Your reply was cut off before its \"status\"; keep it shorter.")
+		if _, ok := lookup(m, "status"); ok {
+			found = m
+		} else if sp.end-sp.start > largestLen {
+			largest, largestLen = m, sp.end-sp.start
 		}
-		truncErr = err
-	}
-	if m := lastWithStatus(inner); m != nil {
-		return m, false, nil
 	}
 	switch {
-	case truncErr != nil:
-		return nil, false, truncErr
+	case found != nil:
+		return found, nil
 	case largest != nil:
-		return largest, false, nil
+		return largest, nil
 	case firstErr != nil:
-		return nil, false, firstErr
+		return nil, firstErr
 	}
-	return nil, false, errNoObject
+	return nil, errNoObject
 }
 
 // decodeObject decodes one JSON object, repairing it first if needed.
 func decodeObject(s string) (map[string]any, error) {
 	fixed, err := RepairJSON(s)
+	if errors.Is(err, ErrIncomplete) {
+		return nil, cutOff(s)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("Your reply is not valid JSON (%v).", err)
 	}
@@ -355,23 +499,23 @@ func decodeObject(s string) (map[string]any, error) {
 	return m, nil
 }
 
-// cutUnsafe are the keys whose value, if cut off, would make the reply
-// dangerous to act on: a half status, or actions with half their arguments.
-var cutUnsafe = map[string]bool{
-	"status": true, "actions": true, "action": true,
-	"function": true, "tool": true, "arguments": true, "args": true, "parameters": true,
+// cutOff says that the reply object s does not end: cut off at the token
+// limit, or by a server that reported the cut as a normal stop. Nothing of
+// it runs, wherever the cut fell.
+func cutOff(s string) error {
+	where := "before it was complete"
+	if key := openKey(s); key != "" {
+		where = fmt.Sprintf("inside %q", key)
+	}
+	return incompleteError(fmt.Sprintf("Your reply was cut off %s (its strings or brackets never close), so none of it was run; make it shorter (fewer actions, shorter arguments, less text).", where))
 }
 
-// decodeTruncated completes a reply that was cut off, unless the cut fell
-// inside its status or its actions.
-func decodeTruncated(s string) (map[string]any, error) {
-	s = strings.TrimRight(s, " \t\r\n")
-	s = strings.TrimSuffix(s, "```") // a fence closing an object that never closed
-	if key := openKey(s); cutUnsafe[key] {
-		return nil, fmt.Errorf("Your reply was cut off inside %q, so it cannot be used; make it shorter (fewer actions, shorter arguments, less text).", key)
-	}
-	return decodeObject(s)
-}
+// incompleteError is a refusal, worded for the model, of text that does
+// not end; it matches ErrIncomplete.
+type incompleteError string
+
+func (e incompleteError) Error() string        { return string(e) }
+func (e incompleteError) Is(target error) bool { return target == ErrIncomplete }
 
 // openKey returns the top-level key whose value the truncated object text
 // s ends inside of, or "" if s ends between members or after a complete

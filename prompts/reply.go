@@ -46,11 +46,6 @@ type Reply struct {
 	Plan        []string `json:"plan" jsonschema_description:"The steps you expect after this one."`
 	Comment     string   `json:"comment" jsonschema_description:"A message for the user; with PENDING, the question to ask."`
 	Result      string   `json:"result" jsonschema_description:"With FINISH: the answer, complete. With FAIL: why it cannot be done."`
-	// Truncated is set by ParseReply when the reply was cut off (the model
-	// ran out of output tokens) and was completed by repair. ParseReply
-	// rejects a reply cut inside its status or actions, so what remains
-	// truncated is text such as the result or the plan, which may be partial.
-	Truncated bool `json:"-"`
 }
 
 // Action is one call in a Reply: a tool of the app (app agent) or
@@ -119,7 +114,12 @@ type ParseError struct {
 	Reason string
 	// Raw is the reply as the model sent it.
 	Raw string
+	// Err is the fault underneath, when there is one (ErrIncomplete).
+	Err error
 }
+
+// Unwrap gives errors.Is the fault underneath.
+func (e *ParseError) Unwrap() error { return e.Err }
 
 // Error explains the fault and restates the expected form of the reply.
 func (e *ParseError) Error() string {
@@ -131,30 +131,30 @@ func parseErr(raw, format string, args ...any) *ParseError {
 }
 
 // ParseReply reads a json-mode reply tolerantly. It drops <think> blocks,
-// finds the JSON object among any prose or markdown fences, repairs common
-// faults (trailing commas, single quotes, unquoted keys, Python literals,
-// comments, truncation), and decodes it with case-insensitive keys and
-// common aliases. It then checks that status is present and, if allowed is
-// not empty, one of allowed, and that every action names a function and has
-// object arguments. Every failure is a *ParseError.
+// finds the JSON object among any prose or markdown fences, repairs the
+// faults whose meaning is not in doubt (see RepairJSON), and decodes it with
+// case-insensitive keys and common aliases. It then checks that status is
+// present and, if allowed is not empty, one of allowed, and that every
+// action names a function and has object arguments. A reply that was cut
+// off is refused, never completed: its error matches ErrIncomplete. Every
+// failure is a *ParseError. It takes time linear in the length of raw.
 func ParseReply(raw string, allowed []string) (*Reply, error) {
 	text := strings.TrimSpace(raw)
 	if text == "" {
 		return nil, parseErr(raw, "Your reply was empty.")
 	}
 	text, unclosedThinking := stripThinking(text)
-	obj, truncated, err := findObject(text)
+	obj, err := findObject(text)
 	if errors.Is(err, errNoObject) && unclosedThinking {
 		return nil, parseErr(raw, "Your reply contains reasoning in an unclosed <think> block and no JSON object; keep the reasoning short and end with the JSON object.")
 	}
 	if err != nil {
-		return nil, &ParseError{Reason: err.Error(), Raw: raw}
+		return nil, &ParseError{Reason: err.Error(), Raw: raw, Err: err}
 	}
 	r, err := decodeReply(obj)
 	if err != nil {
-		return nil, &ParseError{Reason: err.Error(), Raw: raw}
+		return nil, &ParseError{Reason: err.Error(), Raw: raw, Err: err}
 	}
-	r.Truncated = truncated
 	if r.Status == "" {
 		return nil, parseErr(raw, "Your reply has no \"status\"%s.", statusHint(allowed))
 	}

@@ -66,18 +66,6 @@ func TestParseReply(t *testing.T) {
 			want:    Reply{Status: "FINISH", Result: "done"},
 		},
 		{
-			name:    "truncated inside the result keeps a usable reply",
-			raw:     `{"thought": "all verified", "actions": [], "status": "FINISH", "result": "The largest file is /var/log/sys`,
-			allowed: app,
-			want:    Reply{Thought: "all verified", Status: "FINISH", Result: "The largest file is /var/log/sys", Truncated: true},
-		},
-		{
-			name:    "truncated after the last complete member",
-			raw:     "```json\n{\"status\": \"FINISH\", \"result\": \"41G\", \"plan\": [\"tell the user\"\n```",
-			allowed: app,
-			want:    Reply{Status: "FINISH", Result: "41G", Plan: []string{"tell the user"}, Truncated: true},
-		},
-		{
 			name:    "trailing commas",
 			raw:     `{"status": "CONTINUE", "actions": [{"function": "ls", "arguments": {"path": "/tmp",},},],}`,
 			allowed: app,
@@ -192,9 +180,17 @@ func TestParseReplyErrors(t *testing.T) {
 		{"action not an object", `{"status": "CONTINUE", "actions": ["ls -la"]}`, AppStatuses(), []string{"actions[0] is a string"}},
 		{"arguments a number", `{"status": "CONTINUE", "actions": [{"function": "ls", "arguments": 7}]}`, AppStatuses(), []string{"actions[0] (ls)", "must be an object"}},
 		{"arguments a string that is not an object", `{"status": "CONTINUE", "actions": [{"function": "ls", "arguments": "[1,2]"}]}`, AppStatuses(), []string{"actions[0] (ls)", "must be a JSON object"}},
-		{"truncated inside the actions", `{"thought": "x", "status": "CONTINUE", "actions": [{"function": "run_command", "arguments": {"command": "rm -rf /tmp/bu`, AppStatuses(), []string{`cut off inside "actions"`, "shorter"}},
+		{"truncated inside the actions", `{"thought": "x", "status": "CONTINUE", "actions": [{"function": "run_command", "arguments": {"command": "rm -rf /tmp/bu`, AppStatuses(), []string{`cut off inside "actions"`, "none of it was run", "shorter"}},
 		{"truncated inside the status", `{"thought": "x", "actions": [], "status": "FIN`, AppStatuses(), []string{`cut off inside "status"`}},
-		{"truncated before the status", `{"thought": "I think the answer is`, AppStatuses(), []string{`cut off before its "status"`}},
+		{"truncated before the status", `{"thought": "I think the answer is`, AppStatuses(), []string{`cut off inside "thought"`}},
+		// Cut where the old parser completed the reply: the result, or
+		// between members. Completing it would be a guess.
+		{"truncated inside the result", `{"thought": "all verified", "actions": [], "status": "FINISH", "result": "The largest file is /var/log/sys`, AppStatuses(), []string{`cut off inside "result"`}},
+		{"truncated after the last complete member", "```json\n{\"status\": \"FINISH\", \"result\": \"41G\", \"plan\": [\"tell the user\"\n```", AppStatuses(), []string{"cut off inside \"plan\""}},
+		{"truncated between members", `{"status": "CONTINUE", "actions": [{"function": "run_command", "arguments": {"command": "rm -rf keep"}}],`, AppStatuses(), []string{"cut off before it was complete"}},
+		{"a draft before a cut final version", `Draft: {"status": "CONTINUE", "actions": [{"function": "ls", "arguments": {}}]} Final: {"status": "FINISH", "result": "no`, AppStatuses(), []string{`cut off inside "result"`}},
+		{"a string cut in arguments given as text", `{"status": "CONTINUE", "actions": [{"function": "run_command", "arguments": "{\"command\": \"rm -rf keep"}]}`, AppStatuses(), []string{"not complete"}},
+		{"an unclosed comment", `{"status": "FINISH", /* and the result`, AppStatuses(), []string{"cut off"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,7 +226,6 @@ func TestParseArguments(t *testing.T) {
 		{`{"path": "/tmp",}`, map[string]any{"path": "/tmp"}, false},
 		{`{'path': '/tmp', 'recursive': True}`, map[string]any{"path": "/tmp", "recursive": true}, false},
 		{`"{\"path\": \"/tmp\"}"`, map[string]any{"path": "/tmp"}, false},
-		{`{"command": "echo hi`, map[string]any{"command": "echo hi"}, false},
 		{`[1, 2]`, nil, true},
 		{`42`, nil, true},
 	}
@@ -249,19 +244,64 @@ func TestParseArguments(t *testing.T) {
 func TestRepairJSON(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"trailing comma keeps escaped Windows path", `{"path": "C:\\Users\\ana\\a.txt",}`, `{"path": "C:\\Users\\ana\\a.txt"}`},
-		{"truncated keeps escaped Windows path", `{"path": "C:\\Users\\an`, `{"path": "C:\\Users\\an"}`},
 		{"raw newline and tab inside a string", "{\"text\": \"a\nb\tc\"}", `{"text": "a\nb\tc"}`},
 		{"comments outside strings only", "{\"url\": \"http://x/*y*/\", // note\n \"n\": 1 /* c */}", "{\"url\": \"http://x/*y*/\", \n \"n\": 1 }"},
 		{"Python literals outside strings only", `{"a": True, "b": None, "c": "True"}`, `{"a": true, "b": null, "c": "True"}`},
-		{"dangling colon", `{"a": [1, 2], "b":`, `{"a": [1, 2], "b":null}`},
-		{"dangling comma in nested truncation", `{"a": [{"b": 1},`, `{"a": [{"b": 1}]}`},
-		{"single quotes go to jsonrepair", `{'a': 'b'}`, `{"a": "b"}`},
+		{"single quotes, read as Python reads them", `{'a': 'say "hi"', 'b': 'it\'s'}`, `{"a": "say \"hi\"", "b": "it's"}`},
+		{"unquoted keys", `{path: "/tmp", _x1: 2, "y": {z: null}}`, `{"path": "/tmp", "_x1": 2, "y": {"z": null}}`},
+		{"a fence around it", "```json\n{\"a\": 1,}\n```", `{"a": 1}`},
+		{"a fence never closed", "```json\n{\"a\": 1}", `{"a": 1}`},
 	}
 	for _, tt := range tests {
 		got, err := RepairJSON(tt.in)
 		if err != nil || got != tt.want {
 			t.Errorf("%s: RepairJSON(%q) = %q, %v; want %q", tt.name, tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// TestRepairJSONRefusesCutText: text that ends before its strings,
+// comments or brackets close is never completed, since the closing would
+// be a guess at what it said; other faults are refused as not JSON.
+func TestRepairJSONRefusesCutText(t *testing.T) {
+	for _, in := range []string{
+		`{"command": "rm -rf keep`,
+		`{"command": "rm -rf keep"`,
+		`{"command": "rm -rf keep",`,
+		`{"a": [1, 2], "b":`,
+		`{"a": [{"b": 1},`,
+		`{"path": "C:\\Users\\an`,
+		`{"a": "x\`,
+		`{'a': 'b`,
+		`{"a": 1} /* and`,
+		"```json\n{\"a\": [1,",
+		`[`,
+	} {
+		got, err := RepairJSON(in)
+		if !errors.Is(err, ErrIncomplete) {
+			t.Errorf("RepairJSON(%q) = %q, %v; want an error matching ErrIncomplete", in, got, err)
+		}
+		if _, err := ParseArguments(in); !errors.Is(err, ErrIncomplete) {
+			t.Errorf("ParseArguments(%q): %v; want an error matching ErrIncomplete", in, err)
+		}
+	}
+	for _, in := range []string{
+		`{"command": "echo "hi""}`, // which quotes end the string?
+		`{status: CONTINUE}`,       // a bare word as a value
+		`{"a": 1 "b": 2}`,          // a missing comma
+		`{“command”: “ls”}`,        // typographic quotes
+		`{"a": [1, 2}`,             // brackets that do not match
+		`{"n": NaN}`,
+	} {
+		got, err := RepairJSON(in)
+		if err == nil || errors.Is(err, ErrIncomplete) {
+			t.Errorf("RepairJSON(%q) = %q, %v; want an error that it is not JSON", in, got, err)
+		}
+	}
+	// An apostrophe ends a Python string, so what follows reads as cut
+	// off: refused either way.
+	if got, err := RepairJSON(`{'cmd': 'echo it's done'}`); err == nil {
+		t.Errorf("RepairJSON accepted a Python string with an apostrophe in it as %q", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,11 +44,15 @@ func decideJSON(pc *Context, content string) (*Decision, error) {
 }
 
 func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
+	parsed, err := parseCalls(msg.ToolCalls)
+	if err != nil {
+		return nil, err
+	}
 	d := &Decision{Thought: stripThink(msg.Content)}
 	var ended fsm.State
 	asked, approval := false, false
-	for _, call := range msg.ToolCalls {
-		args, invalid := parseArguments(call.Arguments)
+	for i, call := range msg.ToolCalls {
+		args, invalid := parsed[i].args, parsed[i].invalid
 		switch call.Name {
 		case prompts.AskUserTool:
 			asked = true
@@ -119,15 +124,45 @@ func checkRole(pc *Context, a Action) Action {
 	return a
 }
 
-// parseArguments decodes a tool call's arguments with prompts.ParseArguments,
-// the parser the step-level evaluator shares. invalid says why they cannot
-// be used.
-func parseArguments(raw string) (args map[string]any, invalid string) {
-	args, err := prompts.ParseArguments(raw)
-	if err != nil {
-		return nil, fmt.Sprintf("the arguments are not a JSON object (%v): %q; send the arguments as one JSON object that matches the tool's input schema", err, cut(strings.TrimSpace(raw), 200))
+type parsedCall struct {
+	args    map[string]any
+	invalid string
+}
+
+// parseCalls reads every call's arguments, and refuses the reply if any
+// were cut off (they end inside a string or before their brackets close),
+// whatever the finish reason said: servers report a cut at the token limit
+// as a normal stop too. Completing them would be a guess that can change a
+// command (`rm -rf keep` for `rm -rf keep/tmp`), and the calls of a reply
+// go together, so none of it runs and the model is asked again.
+func parseCalls(calls []llm.ToolCall) ([]parsedCall, error) {
+	out := make([]parsedCall, len(calls))
+	for i, call := range calls {
+		args, err := prompts.ParseArguments(call.Arguments)
+		if errors.Is(err, prompts.ErrIncomplete) {
+			return nil, fmt.Errorf("the arguments of your %s call were cut off (%q ends before its strings and brackets close), so none of your reply was run; send the whole reply again, with shorter arguments if they were long",
+				call.Name, cutTail(strings.TrimSpace(call.Arguments), 80))
+		}
+		out[i] = parsedCall{args, invalidArguments(call.Arguments, err)}
 	}
-	return args, ""
+	return out, nil
+}
+
+// cutTail keeps the last n bytes of s, where a cut shows.
+func cutTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// invalidArguments says why arguments that prompts.ParseArguments (the
+// parser the step-level evaluator shares) refused cannot be used, or "".
+func invalidArguments(raw string, err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("the arguments are not a JSON object (%v): %q; send the arguments as one JSON object that matches the tool's input schema", err, cut(strings.TrimSpace(raw), 200))
 }
 
 func argString(args map[string]any, key string) string {
@@ -142,17 +177,23 @@ func argString(args map[string]any, key string) string {
 	return string(b)
 }
 
+// stripThink drops <think>…</think> blocks, and an unclosed one with all
+// after it, in one pass (each block is copied past once, not the whole
+// text once per block).
 func stripThink(s string) string {
+	var b strings.Builder
 	for {
 		i := strings.Index(s, "<think>")
 		if i < 0 {
-			return strings.TrimSpace(s)
+			b.WriteString(s)
+			return strings.TrimSpace(b.String())
 		}
+		b.WriteString(s[:i])
 		j := strings.Index(s[i:], "</think>")
 		if j < 0 {
-			return strings.TrimSpace(s[:i])
+			return strings.TrimSpace(b.String())
 		}
-		s = s[:i] + s[i+j+len("</think>"):]
+		s = s[i+j+len("</think>"):]
 	}
 }
 

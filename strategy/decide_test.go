@@ -58,6 +58,45 @@ func TestDecideTools(t *testing.T) {
 	}
 }
 
+// TestDecideRefusesCutArguments: a reply any of whose tool calls has
+// arguments that end before their strings and brackets close is refused
+// whole, whichever call was cut and whatever came with it; the reason
+// names the call and shows where it ends.
+func TestDecideRefusesCutArguments(t *testing.T) {
+	app := &Context{Agent: Agent{Role: fsm.App, App: "shell"}, Mode: ModeTools}
+	host := &Context{Agent: Agent{Role: fsm.Host}, Mode: ModeTools}
+	call := func(name, args string) llm.ToolCall {
+		return llm.ToolCall{ID: "c_" + name, Name: name, Arguments: args}
+	}
+	cut := call("execute_command", `{"command":"rm -rf keep`)
+	for _, c := range []struct {
+		name string
+		pc   *Context
+		msg  llm.Message
+	}{
+		{"alone", app, llm.Message{ToolCalls: []llm.ToolCall{cut}}},
+		{"after a whole call", app, llm.Message{ToolCalls: []llm.ToolCall{call("execute_command", `{"command":"ls"}`), cut}}},
+		{"before finish", app, llm.Message{Content: "done soon", ToolCalls: []llm.ToolCall{cut, call("finish_task", `{"result":"ok"}`)}}},
+		{"a cut finish", app, llm.Message{ToolCalls: []llm.ToolCall{call("finish_task", `{"result":"removed keep/tm`)}}},
+		{"a cut question", app, llm.Message{ToolCalls: []llm.ToolCall{call("ask_user", `{"question":"may I remove`)}}},
+		{"a cut assignment", host, llm.Message{ToolCalls: []llm.ToolCall{call("assign_subtask", `{"app":"shell","subtask":"remove keep/t`)}}},
+		{"cut between members", app, llm.Message{ToolCalls: []llm.ToolCall{call("execute_command", `{"command":"rm -rf keep",`)}}},
+		{"cut in a twice-encoded object", app, llm.Message{ToolCalls: []llm.ToolCall{call("execute_command", `"{\"command\":\"rm -rf keep"`)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := decide(c.pc, c.msg)
+			if err == nil {
+				t.Fatalf("a reply with cut arguments was accepted: %+v", d)
+			}
+			for _, want := range []string{"cut off", "none of your reply was run"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("reason %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestResultText(t *testing.T) {
 	ok := command.Succeeded("1", map[string]any{"stdout": "hi"})
 	if got := ResultText(ok, 0); got != `{"stdout":"hi"}` {

@@ -419,3 +419,43 @@ func TestAnthropicEmptyReply(t *testing.T) {
 		t.Errorf("cut at max_tokens: %+v, %v", resp, err)
 	}
 }
+
+// cutToolUseStream is a streamed reply whose tool_use input stops inside
+// a string, ended for stop: Anthropic's max_tokens, or end_turn or
+// tool_use as a misbehaving server or proxy reports the cut.
+func cutToolUseStream(stop string) string {
+	return sse(
+		`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":412,"output_tokens":1}}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Removing it."}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"execute_command","input":{}}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"rm -rf"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" keep"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":4096}}`, stop),
+		`{"type":"message_stop"}`,
+	)
+}
+
+// TestAnthropicStreamCutToolInput: a streamed tool call whose input never
+// closes is a reply cut off, whatever the stop reason says, not a failure
+// of the provider: it comes back as a reply that must not act, and is
+// never completed.
+func TestAnthropicStreamCutToolInput(t *testing.T) {
+	for _, stop := range []string{"max_tokens", "end_turn", "tool_use"} {
+		t.Run(stop, func(t *testing.T) {
+			m := serveMessages(t, &messagesAPI{header: http.Header{"Content-Type": {"text/event-stream"}}, reply: cutToolUseStream(stop)})
+			resp, err := m.Stream(context.Background(), firstTurn(), nil)
+			if err != nil {
+				t.Fatalf("a cut tool call failed the call: %v", err)
+			}
+			if resp.FinishReason != llm.FinishToolCallCut || llm.Unfinished(resp) == "" {
+				t.Errorf("finish %q (unfinished %q), want %q", resp.FinishReason, llm.Unfinished(resp), llm.FinishToolCallCut)
+			}
+			if len(resp.Message.ToolCalls) != 0 {
+				t.Errorf("the cut call came back as %+v", resp.Message.ToolCalls)
+			}
+		})
+	}
+}

@@ -101,6 +101,14 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, stream func(cont
 		// transit, and nothing of it may act.
 		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Model: m.modelName, FinishReason: llm.FinishIncomplete}, nil
 	}
+	if err != nil && stream != nil && cutToolInput(err) {
+		// langchaingo decodes a streamed tool call's input when its block
+		// ends and fails the whole reply when it is not complete JSON
+		// (cut at max_tokens, or by a server that says end_turn). It is a
+		// reply that cannot be used, not a failure of the provider: the
+		// model is told and asked again.
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Model: m.modelName, FinishReason: llm.FinishToolCallCut}, nil
+	}
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)
 	}
@@ -177,6 +185,13 @@ func (m *Model) messages(in []llm.Message) ([]llms.MessageContent, error) {
 		}
 	}
 	return out, nil
+}
+
+// cutToolInput reports whether err is langchaingo failing to decode a
+// streamed tool call's input (its only JSON decode of model text).
+func cutToolInput(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && strings.Contains(err.Error(), "unmarshal input data")
 }
 
 func isJSONObject(s string) bool {

@@ -18,10 +18,14 @@ import (
 // different from the call it would extend starts a new call (without ids, a
 // name does the same; see startsNewCall). Only the first fragment of a call
 // is relied on for its id and name.
+//
+// Everything grows in builders, each fragment appended once: a reply of
+// megabytes in fragments of a few bytes costs time in proportion to its
+// length, not to its length times the number of fragments.
 type accumulator struct {
 	text         strings.Builder
 	refusal      strings.Builder
-	calls        []llm.ToolCall
+	calls        []*streamCall
 	byIndex      map[int]int // stream index → position in calls
 	finishReason string
 	model        string
@@ -78,7 +82,7 @@ func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 		pos = -1
 	}
 	if pos < 0 {
-		a.calls = append(a.calls, llm.ToolCall{})
+		a.calls = append(a.calls, &streamCall{})
 		pos = len(a.calls) - 1
 		if tc.Index != nil {
 			if a.byIndex == nil {
@@ -87,7 +91,7 @@ func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 			a.byIndex[*tc.Index] = pos
 		}
 	}
-	call := &a.calls[pos]
+	call := a.calls[pos]
 	if call.ID == "" {
 		call.ID = tc.ID
 	}
@@ -96,32 +100,74 @@ func (a *accumulator) addToolCall(tc goopenai.ToolCall) {
 	switch name := tc.Function.Name; {
 	case call.Name == "":
 		call.Name = name
-	case name != "" && name != call.Name && call.Arguments == "" && tc.ID == "":
+	case name != "" && name != call.Name && call.args.Len() == 0 && tc.ID == "":
 		// A name split across fragments ("execute_", "command"), before
 		// any argument came: it continues.
 		call.Name += name
 	}
-	call.Arguments += tc.Function.Arguments
+	call.add(tc.Function.Arguments)
 }
+
+// streamCall is a tool call being streamed: its arguments so far, and
+// whether they have come back to the depth they started at (outside any
+// string), the only moment they can be a whole JSON value.
+type streamCall struct {
+	ID, Name string
+	args     strings.Builder
+	depth    int
+	inString bool
+	escaped  bool
+	balanced bool
+}
+
+func (c *streamCall) add(frag string) {
+	c.args.WriteString(frag)
+	for i := 0; i < len(frag); i++ {
+		b := frag[i]
+		switch {
+		case c.inString && c.escaped:
+			c.escaped = false
+		case c.inString && b == '\\':
+			c.escaped = true
+		case b == '"':
+			c.inString = !c.inString
+		case c.inString:
+		case b == '{' || b == '[':
+			c.depth++
+		case b == '}' || b == ']':
+			c.depth--
+		}
+		if b > ' ' {
+			c.balanced = c.depth == 0 && !c.inString
+		}
+	}
+}
+
+// whole reports whether the arguments so far are a complete JSON value.
+func (c *streamCall) whole() bool { return c.balanced && json.Valid([]byte(c.args.String())) }
 
 // startsNewCall reports whether fragment tc begins a call other than cur,
 // the call its index (or, without one, its position) points at.
-func startsNewCall(cur llm.ToolCall, tc goopenai.ToolCall) bool {
+func startsNewCall(cur *streamCall, tc goopenai.ToolCall) bool {
 	if tc.ID != "" && cur.ID != "" {
 		return tc.ID != cur.ID
 	}
 	// Without ids to compare, a name marks a first fragment: another tool's
 	// name, or the same name once cur's arguments are a complete JSON value.
 	name := tc.Function.Name
-	if tc.ID == "" && cur.Arguments == "" && name != cur.Name {
+	if tc.ID == "" && cur.args.Len() == 0 && name != cur.Name {
 		return false // the rest of a name split across fragments
 	}
-	return name != "" && cur.Name != "" && (name != cur.Name || json.Valid([]byte(cur.Arguments)))
+	return name != "" && cur.Name != "" && (name != cur.Name || cur.whole())
 }
 
 func (a *accumulator) response() *llm.Response {
+	var calls []llm.ToolCall
+	for _, c := range a.calls {
+		calls = append(calls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.args.String()})
+	}
 	out := &llm.Response{
-		Message:      llm.Message{Role: llm.RoleAssistant, Content: a.text.String(), ToolCalls: a.calls},
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: a.text.String(), ToolCalls: calls},
 		FinishReason: a.finishReason,
 		Model:        a.model,
 		Usage:        a.usage,
