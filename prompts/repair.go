@@ -46,8 +46,11 @@ func RepairJSON(s string) (string, error) {
 	return out, nil
 }
 
-// validJSON says where data stops being JSON.
+// validJSON says whether s is JSON and, if not, where it stops being JSON.
 func validJSON(s string) error {
+	if json.Valid([]byte(s)) {
+		return nil
+	}
 	var v any
 	err := json.Unmarshal([]byte(s), &v)
 	if err == nil {
@@ -356,7 +359,9 @@ type span struct {
 
 // scanner finds the outermost {...} spans of a reply in one pass. Quotes
 // are tracked only inside a span, because prose around the JSON is full of
-// apostrophes; only double quotes count, for the same reason. steps counts
+// apostrophes; inside one, single quotes delimit strings too (a reply
+// written as a Python dict), except within a double-quoted string. steps
+// counts
 // the bytes looked at, so that a test can hold the work to a multiple of
 // the length without a clock.
 type scanner struct {
@@ -372,7 +377,8 @@ type scanner struct {
 func (sc *scanner) scan(text string) []span {
 	var spans []span
 	depth, start := 0, 0
-	inString, escaped := false, false
+	var quote byte // the quote of the string the scan is in, or 0
+	escaped := false
 	for i := 0; i < len(text); i++ {
 		sc.steps++
 		c := text[i]
@@ -382,20 +388,20 @@ func (sc *scanner) scan(text string) []span {
 			}
 			continue
 		}
-		if inString {
+		if quote != 0 {
 			switch {
 			case escaped:
 				escaped = false
 			case c == '\\':
 				escaped = true
-			case c == '"':
-				inString = false
+			case c == quote:
+				quote = 0
 			}
 			continue
 		}
 		switch c {
-		case '"':
-			inString = true
+		case '"', '\'':
+			quote = c
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -523,17 +529,18 @@ func (e incompleteError) Is(target error) bool { return target == ErrIncomplete 
 func openKey(s string) string {
 	depth, memberStart := 0, 0
 	key, inValue, valueDone := "", false, false
-	inString, escaped := false, false
+	var quote byte
+	escaped := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inString {
+		if quote != 0 {
 			switch {
 			case escaped:
 				escaped = false
 			case c == '\\':
 				escaped = true
-			case c == '"':
-				inString = false
+			case c == quote:
+				quote = 0
 				if depth == 1 && inValue {
 					valueDone = true
 				}
@@ -541,8 +548,8 @@ func openKey(s string) string {
 			continue
 		}
 		switch c {
-		case '"':
-			inString = true
+		case '"', '\'':
+			quote = c
 		case '{', '[':
 			depth++
 			if depth == 1 {

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -70,5 +71,35 @@ func TestIsReasoningModel(t *testing.T) {
 		if got := isReasoningModel(model); got != want {
 			t.Errorf("isReasoningModel(%q) = %v, want %v", model, got, want)
 		}
+	}
+}
+
+// TestAccumulatorIsLinear counts, rather than times, what accumulating a
+// streamed call costs: four times the fragments must allocate about four
+// times the bytes. Appending each fragment to the arguments so far as a
+// new string allocates sixteen times.
+func TestAccumulatorIsLinear(t *testing.T) {
+	feed := func(frags int) uint64 {
+		var before, after runtime.MemStats
+		var a accumulator
+		chunk := func(tc goopenai.ToolCall) goopenai.ChatCompletionStreamResponse {
+			return goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{{Delta: goopenai.ChatCompletionStreamChoiceDelta{Content: "ab", ToolCalls: []goopenai.ToolCall{tc}}}}}
+		}
+		runtime.ReadMemStats(&before)
+		a.add(chunk(frag(intp(0), "call_1", "write_file", `{"content":"`)), nil)
+		for range frags {
+			a.add(chunk(frag(intp(0), "", "", "0123456789abcdef")), nil)
+		}
+		a.add(chunk(frag(intp(0), "", "", `"}`)), nil)
+		resp := a.response()
+		runtime.ReadMemStats(&after)
+		if n := len(resp.Message.ToolCalls[0].Arguments); n != 16*frags+14 {
+			t.Fatalf("arguments of %d bytes, want %d", n, 16*frags+14)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, big := feed(4096), feed(4*4096)
+	if ratio := float64(big) / float64(small); ratio > 6 {
+		t.Errorf("4096 fragments allocated %d bytes, 16384 allocated %d (%.1f×): more than linear", small, big, ratio)
 	}
 }

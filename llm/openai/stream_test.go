@@ -339,3 +339,62 @@ func TestStreamSplitName(t *testing.T) {
 		t.Errorf("calls %+v", c)
 	}
 }
+
+// TestCutArgumentsPassThrough: a recorded reply's tool call, cut inside
+// its arguments and ended for each finish reason servers use (a cut at the
+// token limit comes as length, stop, tool_calls, error or nothing), comes
+// back from Complete and from Stream with the arguments exactly as sent,
+// never completed, on OpenAI's and Azure's URL layouts: deciding what a
+// cut call means is the agent's (it refuses it), not the provider's.
+func TestCutArgumentsPassThrough(t *testing.T) {
+	var call map[string]any
+	if err := json.Unmarshal(recordedToolCalls(t)[0], &call); err != nil {
+		t.Fatal(err)
+	}
+	fn := call["function"].(map[string]any)
+	whole := fn["arguments"].(string)
+	cut := whole[:len(whole)/2]
+	if json.Valid([]byte(cut)) {
+		t.Fatalf("%q is not cut", cut)
+	}
+	fn["arguments"] = cut
+	raw, _ := json.Marshal(call)
+	for _, finish := range []string{"tool_calls", "stop", "length", "error", ""} {
+		var reply map[string]any
+		json.Unmarshal(syntheticReply(t, "", raw), &reply)
+		reply["choices"].([]any)[0].(map[string]any)["finish_reason"] = finish
+		body, _ := json.Marshal(reply)
+		for _, azure := range []bool{false, true} {
+			srv := replyServer(t, body, indexed)
+			cfg := openai.Config{APIKey: "k", BaseURL: srv.URL + "/v1", Model: "gpt-4o"}
+			if azure {
+				cfg = openai.Config{APIKey: "k", BaseURL: srv.URL, Model: "gpt-4o", Azure: true}
+			}
+			m := newModel(t, cfg)
+			for _, stream := range []bool{false, true} {
+				var resp *llm.Response
+				var err error
+				if stream {
+					resp, err = m.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("go")}}, nil)
+				} else {
+					resp, err = m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("go")}})
+				}
+				name := fmt.Sprintf("finish %q, azure %v, stream %v", finish, azure, stream)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				if len(resp.Message.ToolCalls) != 1 || resp.Message.ToolCalls[0].Arguments != cut {
+					t.Errorf("%s: calls %+v, want the arguments %q as sent", name, resp.Message.ToolCalls, cut)
+				}
+				want := finish
+				if finish == "" && stream {
+					want = llm.FinishIncomplete // a stream that never said it was done
+				}
+				if resp.FinishReason != want {
+					t.Errorf("%s: finish %q, want %q", name, resp.FinishReason, want)
+				}
+			}
+		}
+	}
+}
