@@ -21,6 +21,12 @@ type ReplayOptions struct {
 	// Redactor is the one the recording was made with: parameters are
 	// compared after the same redaction.
 	Redactor *trajectory.Redactor
+	// AtEnd, when set, marks a recording that stops before its agents
+	// would have stopped by themselves (a budget, an interrupt, a
+	// recording cut short): a batch after the last recorded one is the end
+	// of the replay, not a divergence. AtEnd is called and the batch's
+	// commands are skipped.
+	AtEnd func()
 }
 
 // Replay answers commands with the results of a recorded session: the
@@ -119,6 +125,15 @@ func (r *Replay) Execute(ctx context.Context, cmds []command.Command) []command.
 		if !isObservation(r.batches[r.cursor]) {
 			break
 		}
+	}
+	if r.cursor >= len(r.batches) && r.opts.AtEnd != nil {
+		r.opts.AtEnd()
+		out := make([]command.Result, len(cmds))
+		for i, c := range cmds {
+			out[i] = command.SkippedResult(c.CallID, "replay: the recording ends here")
+			out[i].Namespace = c.Namespace
+		}
+		return out
 	}
 	d := ReplayDivergence{Batch: r.calls, Diff: trajectory.TextDiff("", trajectory.Pretty(cmds))}
 	if r.cursor < len(r.batches) {

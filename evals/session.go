@@ -2,15 +2,19 @@ package evals
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/session"
@@ -50,19 +54,29 @@ type ReplayResult struct {
 	// UnusedCalls and UnusedDispatches are recorded calls and dispatches
 	// the replay never made (it ended early).
 	UnusedCalls, UnusedDispatches int
+	// EndDiffers says how the replay ended otherwise than the recorded
+	// session (status, answer, error), "" when it ended the same.
+	EndDiffers string
+	// Incomplete, for a recording that stops before its session ended (a
+	// full disk, a crash, a torn last line), says where it stops: the
+	// replay ran up to there. It is "" for a recording that ends.
+	Incomplete string
 	// Recorded is the directory the replay was recorded to, if any.
 	Recorded string
 }
 
 // Diverged reports whether the replay did anything the recording did not,
-// or left recorded work undone.
+// left recorded work undone, or ended otherwise.
 func (r *ReplayResult) Diverged() bool {
-	return len(r.ModelDivergences) > 0 || len(r.DeviceDivergences) > 0 || r.UnusedCalls > 0 || r.UnusedDispatches > 0
+	return len(r.ModelDivergences) > 0 || len(r.DeviceDivergences) > 0 || r.UnusedCalls > 0 || r.UnusedDispatches > 0 || r.EndDiffers != ""
 }
 
 // Report describes the divergences, or "" when there are none.
 func (r *ReplayResult) Report() string {
 	var s string
+	if r.EndDiffers != "" {
+		s += r.EndDiffers + "\n"
+	}
 	for _, d := range r.DeviceDivergences {
 		s += "device " + d.String() + "\n"
 	}
@@ -101,6 +115,11 @@ func ReplayConfig(t *trajectory.Trajectory) (*config.Config, error) {
 // Replay runs a recorded session again, offline: the device answers with
 // the recorded results and, unless opts.Model is set, the model with the
 // recorded replies, each request checked against the recorded one.
+//
+// A session stopped from outside (a budget, an interrupt) and a recording
+// cut short (a full disk, a crash) replay up to where the recording stops;
+// there the replay stops too. The first ends as the recording says it
+// did; the second is reported Incomplete, with where it stops.
 func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (*ReplayResult, error) {
 	s := t.Session()
 	cfg := opts.Config
@@ -112,10 +131,25 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	}
 	// A recorded rate limit is retried as it was, without the wait.
 	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	end := t.End()
+	stopped := opts.Model == nil && stoppedFromOutside(end)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var reached atomic.Bool
+	var atEnd func()
+	if stopped {
+		// The recording's end stands for the budget that stopped it: the
+		// replay stops where the recording does, not by its own clock.
+		cfg.Budget = config.Budget{}
+		atEnd = func() {
+			reached.Store(true)
+			cancel(replay.ErrRecordingEnds)
+		}
+	}
 	model := opts.Model
 	var rm *replay.Model
 	if model == nil {
-		rm = replay.New(callsOf(t), replay.Options{Redactor: opts.Redactor})
+		rm = replay.New(callsOf(t), replay.Options{Redactor: opts.Redactor, AtEnd: atEnd, MaxRetryAfter: cfg.Agent.MaxRetryAfter.D()})
 		model = rm
 	}
 	// An eval trial's recording ends with its checks' commands; a replay of
@@ -126,7 +160,7 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 			events = append(events, e)
 		}
 	}
-	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor})
+	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor, AtEnd: atEnd})
 	observer := opts.Observer
 	var rec *record.Recorder
 	if opts.RecordTo != "" {
@@ -160,6 +194,25 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	if rm != nil {
 		res.ModelDivergences, res.UnusedCalls = rm.Divergences(), rm.Remaining()
 	}
+	if stopped && res.UnusedCalls == 0 && res.UnusedDispatches == 0 && len(res.ModelDivergences) == 0 && len(res.DeviceDivergences) == 0 {
+		// Everything recorded was replayed and the agents stopped by
+		// themselves: the recording was stopped (or cut) after its last
+		// call and command, and ends here too.
+		reached.Store(true)
+	}
+	switch {
+	case reached.Load() && end == nil:
+		res.Incomplete = t.Stops()
+	case reached.Load():
+		// Stopped where the recording was stopped, and for its reason.
+		out.Status, out.Answer, out.Cancelled, out.Budget, out.Err = fsm.State(end.Status), end.Answer, end.Cancelled, end.Budget, nil
+		if end.Error != "" {
+			out.Err = errors.New(end.Error)
+		}
+	}
+	if end != nil && opts.Model == nil {
+		res.EndDiffers = endDiffers(end, out)
+	}
 	if rec != nil {
 		res.Recorded = rec.Dir()
 		if err := rec.Finish(out); err != nil {
@@ -167,6 +220,30 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 		}
 	}
 	return res, nil
+}
+
+// stoppedFromOutside reports whether a recorded session did not end by
+// itself: its recording stops short (no end), or an interrupt or a budget
+// stopped it (recordings older than End.Budget say so in the answer).
+func stoppedFromOutside(end *trajectory.End) bool {
+	return end == nil || end.Cancelled || end.Budget != "" || strings.HasPrefix(end.Answer, "stopped: the budget of ")
+}
+
+// endDiffers says how a replay's outcome differs from the recorded end.
+func endDiffers(end *trajectory.End, out *agent.Outcome) string {
+	errText := ""
+	if out.Err != nil {
+		errText = out.Err.Error()
+	}
+	switch {
+	case end.Status != string(out.Status):
+		return fmt.Sprintf("the recording ended %s %q, the replay %s %q", end.Status, end.Answer, out.Status, out.Answer)
+	case end.Answer != out.Answer:
+		return fmt.Sprintf("the recording ended %s with the answer %q, the replay with %q", end.Status, end.Answer, out.Answer)
+	case end.Error != errText:
+		return fmt.Sprintf("the recording ended %s with the error %q, the replay with %q", end.Status, end.Error, errText)
+	}
+	return ""
 }
 
 // parsedConfig parses a recorded config once per process: a suite replays

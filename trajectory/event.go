@@ -163,6 +163,9 @@ type CallError struct {
 	// context_length, timeout, server, empty_reply, bad_request, unknown).
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+	// RetryAfterMS is the wait the provider asked for, when it asked: a
+	// replay decides to retry, or not, as the session did.
+	RetryAfterMS float64 `json:"retry_after_ms,omitempty"`
 }
 
 // Decision is the model's reply as the agent understood it.
@@ -208,6 +211,9 @@ type End struct {
 	Steps     int       `json:"steps"`
 	Usage     llm.Usage `json:"usage"`
 	Error     string    `json:"error,omitempty"`
+	// Budget, when set, says which budget stopped the session and what it
+	// had spent (the Answer says it too).
+	Budget string `json:"budget,omitempty"`
 	// DurationMS is the session's wall time.
 	DurationMS float64 `json:"duration_ms"`
 }

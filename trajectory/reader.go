@@ -18,70 +18,95 @@ import (
 type Trajectory struct {
 	Dir    string
 	Events []Event
+	// Torn is the length of a last line that was cut in the middle (a
+	// crash while it was written) and is left out; 0 when there is none.
+	Torn int
 }
 
 // Read reads the trajectory in dir. It checks that lines are numbered from
 // 1 without gaps, that each has the fields its type requires, that the
 // first is a session_start of a format this package reads, and that every
-// artifact matches its digest.
+// artifact matches its digest. A last line cut in the middle (it has no
+// newline and does not decode) is left out and counted in Torn: what was
+// written before it stands.
 func Read(dir string) (*Trajectory, error) {
 	f, err := os.Open(filepath.Join(dir, EventsFile))
 	if err != nil {
 		return nil, fmt.Errorf("trajectory: %w (is %s a recorded run directory?)", err, dir)
 	}
 	defer f.Close()
-	events, err := Decode(f, dir)
+	events, torn, err := decode(f, dir)
 	if err != nil {
 		return nil, fmt.Errorf("trajectory %s: %w", dir, err)
 	}
-	return &Trajectory{Dir: dir, Events: events}, nil
+	return &Trajectory{Dir: dir, Events: events, Torn: torn}, nil
 }
 
-// Decode reads event lines from r; artifacts are looked up under dir.
+// Decode reads event lines from r; artifacts are looked up under dir. A
+// last line cut in the middle is an error here (Read leaves it out).
 func Decode(r io.Reader, dir string) ([]Event, error) {
+	events, torn, err := decode(r, dir)
+	if err == nil && torn > 0 {
+		err = fmt.Errorf("line %d is cut after %d bytes", len(events)+1, torn)
+	}
+	return events, err
+}
+
+func decode(r io.Reader, dir string) (events []Event, torn int, err error) {
 	res := &resolver{dir: dir, cache: map[string]any{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	var events []Event
+	br := bufio.NewReaderSize(r, 1<<20)
 	calls := map[int]*Call{} // full requests by call number, for bases
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
+	for n := 1; ; n++ {
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return nil, 0, rerr
+		}
+		if len(line) == 0 && rerr == io.EOF {
+			break
+		}
+		whole := rerr == nil // ends in a newline
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(bytes.TrimSpace(line)) == 0 {
-			return nil, fmt.Errorf("line %d is empty", n)
+			return nil, 0, fmt.Errorf("line %d is empty", n)
 		}
 		e, err := decodeLine(line, res)
+		if err != nil && !whole && n > 1 {
+			// The last line stops in the middle: written when the
+			// process died. What came before it is the recording.
+			return events, len(line), nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, 0, fmt.Errorf("line %d: %w", n, err)
 		}
 		if e.Seq != n {
-			return nil, fmt.Errorf("line %d has seq %d: lines must be numbered from 1 without gaps", n, e.Seq)
+			return nil, 0, fmt.Errorf("line %d has seq %d: lines must be numbered from 1 without gaps", n, e.Seq)
 		}
 		if err := check(e, line); err != nil {
-			return nil, fmt.Errorf("line %d (%s): %w", n, e.Type, err)
+			return nil, 0, fmt.Errorf("line %d (%s): %w", n, e.Type, err)
 		}
 		if n == 1 {
 			if e.Type != TypeSessionStart {
-				return nil, fmt.Errorf("line 1 is %s; a trajectory starts with session_start", e.Type)
+				return nil, 0, fmt.Errorf("line 1 is %s; a trajectory starts with session_start", e.Type)
 			}
 			if major(e.Session.Format) != major(Format) {
-				return nil, fmt.Errorf("format %q is not %q: this Saucer cannot read it", e.Session.Format, Format)
+				return nil, 0, fmt.Errorf("format %q is not %q: this Saucer cannot read it", e.Session.Format, Format)
 			}
 		}
 		if e.Type == TypeModelCall && e.Call != nil {
 			if err := rebuild(e.Call, calls); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
+				return nil, 0, fmt.Errorf("line %d: %w", n, err)
 			}
 			calls[e.Call.N] = e.Call
 		}
 		events = append(events, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+		if !whole {
+			break
+		}
 	}
 	if len(events) == 0 {
-		return nil, fmt.Errorf("no events")
+		return nil, 0, fmt.Errorf("no events")
 	}
-	return events, nil
+	return events, 0, nil
 }
 
 // rebuild makes c's request whole again from the earlier call it builds
@@ -171,6 +196,35 @@ func (t *Trajectory) End() *End {
 		}
 	}
 	return nil
+}
+
+// Stops says where a recording that has no session_end stops (a full
+// disk, a crash): its last event, the step it belongs to and whether that
+// step was recorded whole. It is "" for a recording of a session that
+// ended.
+func (t *Trajectory) Stops() string {
+	if t.End() != nil {
+		return ""
+	}
+	last := t.Events[len(t.Events)-1]
+	s := fmt.Sprintf("the recording stops after event %d (%s", last.Seq, last.Type)
+	if last.Agent != "" {
+		s += " of " + last.Agent
+		if last.Step > 0 {
+			s += fmt.Sprintf(" step %d", last.Step)
+		}
+	}
+	s += ") with no session_end"
+	if t.Torn > 0 {
+		s += fmt.Sprintf("; the line after it is torn after %d bytes and left out", t.Torn)
+	}
+	// The last step recorded whole: its step event came.
+	for i := len(t.Events) - 1; i >= 0; i-- {
+		if e := t.Events[i]; e.Type == TypeStep {
+			return s + fmt.Sprintf("; the last whole step is %s step %d", e.Agent, e.Step)
+		}
+	}
+	return s + "; no step was recorded whole"
 }
 
 // Of returns the events of one type, in order.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +184,12 @@ func TestRecordingFailureStopsTheRun(t *testing.T) {
 	}
 	if len(tr.Events) < 2 || tr.Events[0].Type != trajectory.TypeSessionStart {
 		t.Errorf("recorded %d events", len(tr.Events))
+	}
+	// It replays up to where it stops, and says where that is.
+	replayed, code := saucer(t, "replay", filepath.Join(runs, entries[0].Name()))
+	if code != 0 || !strings.Contains(replayed, "incomplete recording, identical up to where it stops") ||
+		!strings.Contains(replayed, fmt.Sprintf("stops after event %d", len(tr.Events))) || strings.Contains(replayed, "DIVERGED") {
+		t.Errorf("replay of the cut recording: exit %d\n%s", code, replayed)
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/trajectory"
@@ -24,7 +26,23 @@ type Options struct {
 	// Lenient answers a diverging request with its recorded reply anyway
 	// (the divergence is still reported); strict replay fails the call.
 	Lenient bool
+	// AtEnd, when set, marks a recording that stops before its agents
+	// would have stopped by themselves: a budget or an interrupt stopped
+	// the session, or the recording is cut short (a full disk, a crash).
+	// A call past the last recorded one, or the last one when it failed
+	// (the stop cut it), is then the end of the replay, not a divergence:
+	// AtEnd is called and the call fails with ErrRecordingEnds.
+	AtEnd func()
+	// MaxRetryAfter is the longest Retry-After the session waited for
+	// (agent.max_retry_after; 0 means llm.DefaultMaxRetryAfter). A
+	// recorded wait beyond it is replayed, so the retry is refused again;
+	// one within it is not, so the replay retries at once, as recorded.
+	MaxRetryAfter time.Duration
 }
+
+// ErrRecordingEnds is the error of a call made where a recording that
+// stops early (Options.AtEnd) stops.
+var ErrRecordingEnds = errors.New("replay: the recording ends here")
 
 // Model answers calls from a recording. Safe for concurrent use; calls are
 // matched in the order they arrive.
@@ -86,6 +104,12 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.next + 1
+	last := m.next == len(m.calls)-1 && m.calls[m.next].Error != nil
+	if m.opts.AtEnd != nil && (m.next >= len(m.calls) || last) {
+		m.next = len(m.calls)
+		m.opts.AtEnd()
+		return nil, ErrRecordingEnds
+	}
 	if m.next >= len(m.calls) {
 		d := Divergence{Call: n, Reason: fmt.Sprintf("the recording has %d model calls and this is call %d", len(m.calls), n), Diff: "+ " + lastMessage(req)}
 		m.divs = append(m.divs, d)
@@ -101,7 +125,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 		}
 	}
 	if rec.Error != nil {
-		return nil, &llm.Error{Kind: trajectory.Kind(rec.Error.Kind), Provider: "replay", Message: "recorded failure: " + rec.Error.Message}
+		return nil, m.recorded(rec.Error)
 	}
 	if rec.Response == nil {
 		return nil, fmt.Errorf("replay: recorded call %d has neither a response nor an error", n)
@@ -109,6 +133,48 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 	resp := *rec.Response
 	resp.Message.ToolCalls = append([]llm.ToolCall(nil), rec.Response.Message.ToolCalls...)
 	return &resp, nil
+}
+
+// recorded is a recorded failure as the session met it: the same text,
+// kind and (where it made the session give up) Retry-After, so that the
+// retry policy decides as it did and the error reads as it did.
+func (m *Model) recorded(ce *trajectory.CallError) error {
+	e := &RecordedError{Kind: trajectory.Kind(ce.Kind), Text: ce.Message}
+	limit := m.opts.MaxRetryAfter
+	if limit <= 0 {
+		limit = llm.DefaultMaxRetryAfter
+	}
+	if wait := trajectory.Duration(ce.RetryAfterMS); wait > limit {
+		e.RetryAfter = wait
+	}
+	return e
+}
+
+// RecordedError is a model call's failure replayed from a recording: its
+// text is the recorded one, and errors.Is and errors.As see an *llm.Error
+// of the recorded kind.
+type RecordedError struct {
+	Kind       llm.ErrorKind
+	Text       string
+	RetryAfter time.Duration
+}
+
+func (e *RecordedError) Error() string { return e.Text }
+
+func (e *RecordedError) llmError() *llm.Error {
+	return &llm.Error{Kind: e.Kind, Message: e.Text, RetryAfter: e.RetryAfter}
+}
+
+// Is matches the llm sentinels of the recorded kind.
+func (e *RecordedError) Is(target error) bool { return e.llmError().Is(target) }
+
+// As gives an *llm.Error of the recorded kind.
+func (e *RecordedError) As(target any) bool {
+	if p, ok := target.(**llm.Error); ok {
+		*p = e.llmError()
+		return true
+	}
+	return false
 }
 
 // Stream is Complete; the whole reply arrives as one chunk per part.

@@ -118,6 +118,7 @@ func (r *Recorder) Finish(o *agent.Outcome) error {
 	if o.Err != nil {
 		end.Error = o.Err.Error()
 	}
+	end.Budget = o.Budget
 	r.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: end})
 	return errors.Join(r.Err(), r.w.Close())
 }
@@ -204,11 +205,12 @@ func decision(d *strategy.Decision) *trajectory.Decision {
 // CallError describes a failed model call; an *llm.Error keeps its kind.
 func CallError(err error) *trajectory.CallError {
 	kind := llm.KindUnknown
+	var wait time.Duration
 	var le *llm.Error
 	if errors.As(err, &le) {
-		kind = le.Kind
+		kind, wait = le.Kind, le.RetryAfter
 	}
-	return &trajectory.CallError{Kind: trajectory.KindName(kind), Message: err.Error()}
+	return &trajectory.CallError{Kind: trajectory.KindName(kind), Message: err.Error(), RetryAfterMS: trajectory.MS(wait)}
 }
 
 // NewID names a run: its start time and a random suffix, so that ids sort
