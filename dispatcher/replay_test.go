@@ -83,3 +83,23 @@ func TestReplayLenient(t *testing.T) {
 		t.Errorf("divergences %v", d)
 	}
 }
+
+// TestReplayAtEnd: in a recording that stops early, a batch past the last
+// recorded one ends the replay: its commands are skipped, with no
+// divergence; one that differs before the end still diverges.
+func TestReplayAtEnd(t *testing.T) {
+	ended := 0
+	r := dispatcher.NewReplay(recorded(), dispatcher.ReplayOptions{AtEnd: func() { ended++ }})
+	ctx := context.Background()
+	if res := r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "x"})}); res[0].Status == command.Skipped || len(r.Divergences()) != 1 {
+		t.Fatalf("a batch that differs before the end: %+v %v", res, r.Divergences())
+	}
+	r = dispatcher.NewReplay(recorded(), dispatcher.ReplayOptions{AtEnd: func() { ended++ }})
+	r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "a"})})
+	r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "b"})})
+	r.Execute(ctx, []command.Command{cmd("execute_command", map[string]any{"command": "ls", "timeout": 3})})
+	res := r.Execute(ctx, []command.Command{cmd("execute_command", map[string]any{"command": "rm x"})})
+	if res[0].Status != command.Skipped || ended != 1 || len(r.Divergences()) != 0 {
+		t.Errorf("past the end: %+v, AtEnd called %d times, divergences %v", res, ended, r.Divergences())
+	}
+}

@@ -137,13 +137,34 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	defer cancel(nil)
 	var reached atomic.Bool
 	var atEnd func()
+	var stopAtEnd func(agent.Event)
 	if stopped {
 		// The recording's end stands for the budget that stopped it: the
-		// replay stops where the recording does, not by its own clock.
+		// replay stops where the recording does, not by its own clock:
+		// once it has made the last recorded call and dispatch, as a
+		// budget's observer stops a session after the call that spends
+		// it. A call or a batch past them ends it too.
 		cfg.Budget = config.Budget{}
 		atEnd = func() {
 			reached.Store(true)
 			cancel(replay.ErrRecordingEnds)
+		}
+		calls, batches := workOf(t)
+		var mu sync.Mutex
+		stopAtEnd = func(e agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch e.Kind {
+			case agent.EventModelCall:
+				calls--
+			case agent.EventDispatch:
+				batches--
+			default:
+				return
+			}
+			if calls == 0 && batches == 0 {
+				atEnd()
+			}
 		}
 	}
 	model := opts.Model
@@ -182,6 +203,9 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 		so.DeviceInfo = *s.Device // as the recorded session knew it
 	}
 	so.Observers = append(slices.Clip(so.Observers), observer)
+	if stopAtEnd != nil {
+		so.Observers = append(so.Observers, stopAtEnd)
+	}
 	sess, err := session.New(cfg, so)
 	if err != nil {
 		return nil, err
@@ -193,12 +217,6 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	}
 	if rm != nil {
 		res.ModelDivergences, res.UnusedCalls = rm.Divergences(), rm.Remaining()
-	}
-	if stopped && res.UnusedCalls == 0 && res.UnusedDispatches == 0 && len(res.ModelDivergences) == 0 && len(res.DeviceDivergences) == 0 {
-		// Everything recorded was replayed and the agents stopped by
-		// themselves: the recording was stopped (or cut) after its last
-		// call and command, and ends here too.
-		reached.Store(true)
 	}
 	switch {
 	case reached.Load() && end == nil:
@@ -242,6 +260,8 @@ func endDiffers(end *trajectory.End, out *agent.Outcome) string {
 		return fmt.Sprintf("the recording ended %s with the answer %q, the replay with %q", end.Status, end.Answer, out.Answer)
 	case end.Error != errText:
 		return fmt.Sprintf("the recording ended %s with the error %q, the replay with %q", end.Status, end.Error, errText)
+	case end.Steps != out.Steps || end.Rounds != out.Rounds:
+		return fmt.Sprintf("the recording ended %s after %d rounds and %d steps, the replay after %d and %d", end.Status, end.Rounds, end.Steps, out.Rounds, out.Steps)
 	}
 	return ""
 }
@@ -274,6 +294,20 @@ var (
 	configMu    sync.Mutex
 	configCache = map[string]*config.Config{}
 )
+
+// workOf counts the agents' recorded model calls and dispatches, as the
+// replayed session's observers see them.
+func workOf(t *trajectory.Trajectory) (calls, batches int) {
+	for _, e := range t.Events {
+		switch {
+		case e.Type == trajectory.TypeModelCall && e.Agent != JudgeAgent:
+			calls++
+		case e.Type == trajectory.TypeDispatch && e.Agent != CheckAgent:
+			batches++
+		}
+	}
+	return calls, batches
+}
 
 // callsOf is the agents' recorded model calls, without a judge's.
 func callsOf(t *trajectory.Trajectory) []trajectory.Call {

@@ -227,6 +227,44 @@ func TestReadRejectsDamage(t *testing.T) {
 	}
 }
 
+// TestReadTornLastLine: a last line cut in the middle (a crash while it
+// was written) is left out, counted, and said; the same damage anywhere
+// else, or a torn line with a newline after it, is refused.
+func TestReadTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	sample(t, dir)
+	p := filepath.Join(dir, trajectory.EventsFile)
+	b, _ := os.ReadFile(p)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	kept := strings.Join(lines[:6], "")
+	os.WriteFile(p, []byte(kept+lines[6][:40]), 0o644)
+	tr, err := trajectory.Read(dir)
+	if err != nil {
+		t.Fatalf("a torn last line: %v", err)
+	}
+	stops := tr.Stops()
+	if len(tr.Events) != 6 || tr.Torn != 40 || tr.End() != nil ||
+		!strings.Contains(stops, "stops after event 6 (dispatch of app:shell#1 step 1)") || !strings.Contains(stops, "torn after 40 bytes") {
+		t.Errorf("read %d events, torn %d, stops %q", len(tr.Events), tr.Torn, stops)
+	}
+	if _, err := trajectory.Decode(strings.NewReader(kept+lines[6][:40]), dir); err == nil {
+		t.Error("Decode took a torn line without a word")
+	}
+	os.WriteFile(p, []byte(kept+lines[6][:40]+"\n"), 0o644)
+	if _, err := trajectory.Read(dir); err == nil {
+		t.Error("a damaged line followed by a newline was read as torn")
+	}
+	// Cut after a whole line: no session_end, no torn line.
+	os.WriteFile(p, []byte(kept), 0o644)
+	if tr, err := trajectory.Read(dir); err != nil || tr.Torn != 0 || !strings.Contains(tr.Stops(), "stops after event 6") || strings.Contains(tr.Stops(), "torn") {
+		t.Errorf("cut after a whole line: %v %q", err, tr.Stops())
+	}
+	os.WriteFile(p, b, 0o644)
+	if tr, err := trajectory.Read(dir); err != nil || tr.Stops() != "" {
+		t.Errorf("a whole recording: %v %q", err, tr.Stops())
+	}
+}
+
 func TestCreateRefusesExistingTrajectory(t *testing.T) {
 	dir := t.TempDir()
 	sample(t, dir)

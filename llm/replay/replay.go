@@ -29,9 +29,9 @@ type Options struct {
 	// AtEnd, when set, marks a recording that stops before its agents
 	// would have stopped by themselves: a budget or an interrupt stopped
 	// the session, or the recording is cut short (a full disk, a crash).
-	// A call past the last recorded one, or the last one when it failed
-	// (the stop cut it), is then the end of the replay, not a divergence:
-	// AtEnd is called and the call fails with ErrRecordingEnds.
+	// A call past the last recorded one is then the end of the replay,
+	// not a divergence: AtEnd is called and the call fails with
+	// ErrRecordingEnds.
 	AtEnd func()
 	// MaxRetryAfter is the longest Retry-After the session waited for
 	// (agent.max_retry_after; 0 means llm.DefaultMaxRetryAfter). A
@@ -104,9 +104,7 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.next + 1
-	last := m.next == len(m.calls)-1 && m.calls[m.next].Error != nil
-	if m.opts.AtEnd != nil && (m.next >= len(m.calls) || last) {
-		m.next = len(m.calls)
+	if m.opts.AtEnd != nil && m.next >= len(m.calls) {
 		m.opts.AtEnd()
 		return nil, ErrRecordingEnds
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/replay"
@@ -65,5 +66,44 @@ func TestReplayReportsDivergenceWithDiff(t *testing.T) {
 	resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{llm.System("other")}})
 	if err != nil || resp.Message.Content != "ok" || len(m.Divergences()) != 1 {
 		t.Errorf("lenient: %+v %v %v", resp, err, m.Divergences())
+	}
+}
+
+// TestRecordedFailureReadsAsRecorded: a recorded failure replays with its
+// recorded text (the notes and answers built from it must not change) and
+// kind, and with its Retry-After only when the session refused to wait
+// that long, so the retry policy decides as it did without the wait.
+func TestRecordedFailureReadsAsRecorded(t *testing.T) {
+	req := llm.Request{Messages: []llm.Message{llm.User("go")}}
+	text := "openai: rate limit (HTTP 429): Rate limit reached (wait and retry, or lower the request rate)"
+	m := replay.New([]trajectory.Call{
+		{N: 1, Request: req, Error: &trajectory.CallError{Kind: "rate_limit", Message: text, RetryAfterMS: 3600e3}},
+		{N: 2, Request: req, Error: &trajectory.CallError{Kind: "rate_limit", Message: text, RetryAfterMS: 20}},
+	}, replay.Options{MaxRetryAfter: 2 * time.Minute})
+	policy := llm.RetryPolicy{Base: time.Millisecond, Max: 2, MaxRetryAfter: 2 * time.Minute}
+	_, err := m.Complete(context.Background(), &req)
+	if err == nil || err.Error() != text || !errors.Is(err, llm.ErrRateLimit) {
+		t.Fatalf("replayed %v, want the recorded %q as a rate limit", err, text)
+	}
+	if _, refused := policy.Wait(0, err); refused == nil || !strings.Contains(refused.Error(), "1h0m0s") {
+		t.Errorf("an hour's Retry-After was retried in the replay: %v", refused)
+	}
+	_, err = m.Complete(context.Background(), &req)
+	if d, refused := policy.Wait(0, err); refused != nil || d >= 20*time.Millisecond {
+		t.Errorf("a 20ms Retry-After: wait %v, %v; want a retry without the wait", d, refused)
+	}
+}
+
+// TestReplayAtEnd: in a recording that stops early, a call past its last
+// is the end of the replay, not a divergence.
+func TestReplayAtEnd(t *testing.T) {
+	ended := 0
+	m := replay.New(calls()[1:2], replay.Options{AtEnd: func() { ended++ }})
+	req := &llm.Request{Messages: []llm.Message{llm.System("sys"), llm.User("list the files")}}
+	if _, err := m.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(context.Background(), req); !errors.Is(err, replay.ErrRecordingEnds) || ended != 1 || len(m.Divergences()) != 0 {
+		t.Errorf("past the end: %v, AtEnd called %d times, divergences %v", err, ended, m.Divergences())
 	}
 }
