@@ -25,8 +25,8 @@
 //     an app agent's "note" (status and result) or the error that ended it.
 //   - model_call: "call" with its number n, the full request (messages,
 //     tools, options), the raw response (message with tool calls, usage,
-//     finish reason, model) or the error (kind and message), and the
-//     latency. Re-asks and retries each make one. Each message is written
+//     finish reason, model) or the error (kind, message and, when the
+//     provider asked for one, retry_after_ms), and the latency. Re-asks and retries each make one. Each message is written
 //     once: a request that repeats the start of an earlier one (as an
 //     agent's next request does) carries "base": {call, messages, tools},
 //     the earlier call and how many of its messages (and whether its
@@ -42,7 +42,13 @@
 //     observations, usage, attempts, duration, timings per phase, errors.
 //   - transition: an agent's state machine moved "from" → "to".
 //   - session_end (last when the session ended): status, answer, whether
-//     it was cancelled, rounds, steps, usage, error, duration.
+//     it was cancelled, rounds, steps, usage, error, the budget that
+//     stopped it (if one did), duration.
+//
+// A recording cut short (a full disk: the writer drops the part of a line
+// that did not fit and writes nothing more; a crash) has no session_end.
+// Read returns what it has, leaving out a last line torn in the middle
+// (Trajectory.Torn), and Stops says where it stops.
 //
 // Agent names are "host", "app:<app>#<n>", and in eval trials "check" (a
 // state check's commands) and "judge" (a judge's model call).
