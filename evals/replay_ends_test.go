@@ -176,7 +176,7 @@ func corpus() []scenario {
 			budget("token budget", fmt.Sprintf("budget: {tokens: %d}\n", 109*(i+1)-5), false)
 			budget("cost budget", fmt.Sprintf("budget: {cost_usd: %g}\n", 0.001*float64(i+1)-0.0005), true)
 			out = append(out, scenario{name: fmt.Sprintf("%s/wall time budget in call %d", sh, i+1), sh: sh,
-				steps: at(i, hangUp), yaml: "budget: {wall: 300ms}\n"})
+				steps: at(i, hangUp), yaml: "budget: {wall: 1s}\n"})
 		}
 	}
 	return out
