@@ -3,6 +3,7 @@ package evals
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -223,6 +224,13 @@ func predicted(mode strategy.Mode, msg llm.Message) ([]Action, string, error) {
 	}
 	var end []Action
 	result := ""
+	for _, c := range msg.ToolCalls {
+		// A reply with a cut call is refused whole by the agent, the
+		// control tools' calls too.
+		if _, err := prompts.ParseArguments(c.Arguments); errors.Is(err, prompts.ErrIncomplete) {
+			return nil, "", fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
 	for _, c := range msg.ToolCalls {
 		if c.Name == prompts.FinishTool || c.Name == prompts.FailTool {
 			// The step scores the choice; the final answer, the result.

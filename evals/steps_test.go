@@ -104,3 +104,24 @@ func TestEvaluateStepsScoresTheFinalAnswer(t *testing.T) {
 		t.Errorf("no finish: %+v", a)
 	}
 }
+
+// A step whose reply has a cut call scores nothing, whichever call was
+// cut: the agent refuses such a reply whole and runs none of it.
+func TestEvaluateStepsRefusesCutCalls(t *testing.T) {
+	gold := readTrajectory(t, "suites/recordings/hello")
+	call := func(name string, args any) scripted.ToolCall { return scripted.ToolCall{Name: name, Arguments: args} }
+	m := scripted.New(scripted.Script{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{call("write_file", map[string]any{"path": "notes/hello.txt", "content": "Hello from Saucer\n", "create_dirs": true})}},
+		{ToolCalls: []scripted.ToolCall{call("finish_task", map[string]any{"result": "done"})}},
+		{ToolCalls: []scripted.ToolCall{call("execute_command", map[string]any{"command": "ls -l notes"})}},
+		{ToolCalls: []scripted.ToolCall{call("finish_task", `{"result": "notes/ holds one file, hello.txt, of 18 bytes.`)}},
+	}})
+	rep, err := evals.EvaluateSteps(context.Background(), gold, m, evals.StepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := rep.Steps[len(rep.Steps)-1]
+	if last.Success || !strings.Contains(last.Error, "not complete") || rep.TaskSuccess {
+		t.Errorf("a cut finish_task scored: %+v (task success %v)", last, rep.TaskSuccess)
+	}
+}
