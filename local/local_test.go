@@ -190,7 +190,8 @@ func TestMalformedReplies(t *testing.T) {
 	}{
 		{"fenced", "  - text: \"```json\\n{\\\"status\\\":\\\"CONTINUE\\\",\\\"actions\\\":[{\\\"function\\\":\\\"write_file\\\",\\\"arguments\\\":{\\\"path\\\":\\\"a.txt\\\",\\\"content\\\":\\\"x\\\"}}]}\\n```\"\n" + finish, fsm.Finish, 1, "x", "ok"},
 		{"think", "  - text: \"<think>I should write.</think>{\\\"status\\\":\\\"CONTINUE\\\",\\\"actions\\\":[{\\\"function\\\":\\\"write_file\\\",\\\"arguments\\\":{\\\"path\\\":\\\"a.txt\\\",\\\"content\\\":\\\"t\\\"}}]}\"\n" + finish, fsm.Finish, 1, "t", "ok"},
-		{"truncated", "  - text: '{\"thought\": \"w\", \"status\": \"CONTINUE\", \"actions\": [{\"function\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"tr\"}}], \"plan\": [\"check'\n" + finish, fsm.Finish, 1, "tr", "ok"},
+		{"truncated", "  - text: '{\"thought\": \"w\", \"status\": \"CONTINUE\", \"actions\": [{\"function\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"tr\"}}], \"plan\": [\"check'\n" +
+			"  - expect: \"cut off\"\n    json: {status: FINISH, result: \"ok\"}\n", fsm.Finish, 2, "", "ok"}, // cut after its actions: none of it runs, the model is asked again
 		{"garbage then good", "  - text: \"Sure! I will do it now.\"\n  - expect: \"not\"\n    json: {status: CONTINUE, actions: [{function: write_file, arguments: {path: a.txt, content: g}}]}\n" + finish, fsm.Finish, 2, "g", "ok"},
 		{"empty then good", "  - error: empty_reply\n  - json: {status: CONTINUE, actions: [{function: write_file, arguments: {path: a.txt, content: e}}]}\n" + finish, fsm.Finish, 2, "e", "ok"},
 		{"garbage forever", "  - text: \"no json here\"\n  - text: \"still none\"\n  - text: \"nope\"\n  - text: \"last garbage\"\n", fsm.Fail, 4, "", "last garbage"},
