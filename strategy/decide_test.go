@@ -63,8 +63,8 @@ func TestDecideTools(t *testing.T) {
 // whole, whichever call was cut and whatever came with it; the reason
 // names the call and shows where it ends.
 func TestDecideRefusesCutArguments(t *testing.T) {
-	app := &Context{Agent: Agent{Role: fsm.App, App: "shell"}, Mode: ModeTools}
-	host := &Context{Agent: Agent{Role: fsm.Host}, Mode: ModeTools}
+	app := NewContext(Setup{Agent: Agent{Role: fsm.App, App: "shell"}, Mode: ModeTools})
+	host := NewContext(Setup{Agent: Agent{Role: fsm.Host}, Mode: ModeTools})
 	call := func(name, args string) llm.ToolCall {
 		return llm.ToolCall{ID: "c_" + name, Name: name, Arguments: args}
 	}
