@@ -16,6 +16,7 @@ import (
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
@@ -110,6 +111,10 @@ type Event struct {
 	Messages []llm.Message
 	Response *llm.Response
 	Usage    llm.Usage
+	// Cost is what the event's model calls cost (model_call and step
+	// events), priced by the session (package session) by the model that
+	// answered; unknown without a price, estimated with Usage.
+	Cost     price.Cost
 	Attempts int
 	Duration time.Duration
 	Timings  map[strategy.Phase]time.Duration
@@ -134,7 +139,10 @@ type Outcome struct {
 	Rounds    int
 	Steps     int
 	Usage     llm.Usage
-	Subtasks  []memory.Note
+	// Cost is what the session's model calls cost (set by package
+	// session, which knows the prices).
+	Cost     price.Cost
+	Subtasks []memory.Note
 	// Err is the infrastructure failure behind an ERROR status.
 	Err error
 	// Budget, when set, says which budget ended the session and what it

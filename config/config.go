@@ -19,6 +19,7 @@ import (
 	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/strategy"
@@ -96,8 +97,9 @@ type Agent struct {
 
 // Budget bounds what one run (or one serve task) may spend; zero fields
 // are unbounded. Tokens count every reply's prompt and completion, used or
-// not; cost needs a price for the model (an unknown price never stops a
-// run).
+// not (Saucer counts them itself when a server reports none); cost needs
+// a price for the model and its fallbacks, or the run is refused before
+// it starts.
 type Budget struct {
 	ModelCalls int      `yaml:"model_calls"`
 	Tokens     int      `yaml:"tokens"`
@@ -113,11 +115,10 @@ type Telemetry struct {
 
 // Price is what a model costs, in USD per million tokens; Cached, when
 // set, prices prompt tokens served from the provider's cache.
-type Price struct {
-	Prompt     float64  `yaml:"prompt"`
-	Completion float64  `yaml:"completion"`
-	Cached     *float64 `yaml:"cached,omitempty"`
-}
+type Price = price.Price
+
+// PriceTable is the built-in price table with the config's prices over it.
+func (c *Config) PriceTable() price.Table { return price.Builtin().With(c.Prices) }
 
 // AppPipeline is one app's own pipeline.
 type AppPipeline struct {

@@ -108,6 +108,9 @@ func htmlSteps(tr *trajectory.Trajectory) []htmlStep {
 			}
 			if e.Usage != nil {
 				s.Tokens = fmt.Sprintf("%d prompt + %d completion tokens", e.Usage.PromptTokens, e.Usage.CompletionTokens)
+				if e.Usage.Estimated {
+					s.Tokens = "~" + s.Tokens + " (estimated)"
+				}
 			}
 			var parts []string
 			for _, k := range slices.Sorted(maps.Keys(e.TimingsMS)) {
@@ -255,7 +258,7 @@ pre{background:#f6f6f6;padding:.4em;white-space:pre-wrap;word-break:break-word;m
 {{range $k := ints .PassAtK}}<tr><th>pass@{{$k}} / pass^{{$k}}</th><td>{{f3 (index $.Report.Metrics.PassAtK $k)}} / {{f3 (index $.Report.Metrics.PassHatK $k)}}</td></tr>{{end}}
 <tr><th>step success</th><td>{{percent .StepSuccess}}</td></tr>
 <tr><th>mean steps</th><td>{{printf "%.1f" .MeanSteps}}</td></tr>
-<tr><th>tokens</th><td>{{.Tokens.Prompt}} prompt, {{.Tokens.Completion}} completion</td></tr>
+<tr><th>tokens</th><td>{{.Tokens.TokensText}}</td></tr>
 <tr><th>cost</th><td>{{.CostText}}</td></tr>
 <tr><th>failures</th><td>{{range $k, $v := .Failures}}{{$k}}: {{$v}}<br>{{else}}none{{end}}</td></tr>
 </table>
@@ -268,7 +271,7 @@ pre{background:#f6f6f6;padding:.4em;white-space:pre-wrap;word-break:break-word;m
 {{range .Trials}}
 <section class="trial" id="{{.ID}}" data-steps="{{len .Steps}}">
 <h3>{{.Case}} #{{.Result.Trial}}: <span class="{{if .Result.Success}}ok{{else}}bad{{end}}">{{if .Result.Success}}pass{{else}}{{.Result.Failure}}{{end}}</span></h3>
-<p class="meta">model {{.Result.Model}} · status {{.Result.Status}} · {{.Result.Steps}} steps · {{.Result.Usage.PromptTokens}}+{{.Result.Usage.CompletionTokens}} tokens · {{printf "%.0f" .Result.WallMS}} ms</p>
+<p class="meta">model {{.Result.Model}} · status {{.Result.Status}} · {{.Result.Steps}} steps · {{if .Result.Usage.Estimated}}~{{end}}{{.Result.Usage.PromptTokens}}+{{.Result.Usage.CompletionTokens}} tokens · {{printf "%.0f" .Result.WallMS}} ms</p>
 <p><b>Answer:</b> {{.Result.Answer}}</p>
 {{if .Result.Detail}}<pre>{{.Result.Detail}}</pre>{{end}}
 {{range .Result.Checks}}<div class="{{if .Pass}}ok{{else}}bad{{end}}">{{if .Pass}}✔{{else}}✘{{end}} {{.Name}} {{.Detail}}{{with .Verdict}} (judge: pass={{.Pass}}, score {{.Score}}){{end}}</div>{{end}}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/saucerhq/saucer/llm/price"
 )
 
 // Report is a suite run's results and metrics (report.json).
@@ -51,9 +53,12 @@ type Metrics struct {
 	Tokens      Tokens  `json:"tokens"`
 	// CostUSD is nil when any trial's price is unknown; UnknownPrices
 	// names those models and KnownCostUSD sums what is known.
+	// CostEstimated says some trial's cost was priced from Saucer's own
+	// token count (its provider reported no usage).
 	CostUSD       *float64 `json:"cost_usd"`
 	KnownCostUSD  float64  `json:"known_cost_usd"`
 	UnknownPrices []string `json:"unknown_prices,omitempty"`
+	CostEstimated bool     `json:"cost_estimated,omitempty"`
 	// WallMS sums the trials' wall time; PhaseMS splits it by phase.
 	WallMS  float64            `json:"wall_ms"`
 	PhaseMS map[string]float64 `json:"phase_ms"`
@@ -61,12 +66,14 @@ type Metrics struct {
 	Failures map[string]int `json:"failures"`
 }
 
-// Tokens are token totals.
+// Tokens are token totals; Estimated says some were counted by Saucer
+// because a provider reported none.
 type Tokens struct {
-	Prompt     int `json:"prompt"`
-	Completion int `json:"completion"`
-	Cached     int `json:"cached"`
-	Total      int `json:"total"`
+	Prompt     int  `json:"prompt"`
+	Completion int  `json:"completion"`
+	Cached     int  `json:"cached"`
+	Total      int  `json:"total"`
+	Estimated  bool `json:"estimated,omitempty"`
 }
 
 // BuildReport computes the metrics from the trial results, by case id in
@@ -95,6 +102,8 @@ func BuildReport(s *Suite, results map[string][]*TrialResult, prices Prices) *Re
 			m.Tokens.Prompt += tr.Usage.PromptTokens
 			m.Tokens.Completion += tr.Usage.CompletionTokens
 			m.Tokens.Cached += tr.Usage.CachedTokens
+			m.Tokens.Estimated = m.Tokens.Estimated || tr.Usage.Estimated
+			m.CostEstimated = m.CostEstimated || tr.CostEstimated
 			m.WallMS += tr.WallMS
 			for ph, ms := range tr.PhaseMS {
 				m.PhaseMS[ph] += ms
@@ -160,13 +169,27 @@ func ReadReport(path string) (*Report, error) {
 	return &r, nil
 }
 
-// CostText is the cost as a person reads it: "$0.0123", or "unknown (no
-// price for X)".
+// CostText is the cost as a person reads it: "$0.0123", "~$0.0123
+// (estimated: ...)", or "cost unknown (no price for X; ...)".
 func (m Metrics) CostText() string {
 	if m.CostUSD == nil {
-		return fmt.Sprintf("unknown (no price for %s; known part $%.4f)", strings.Join(m.UnknownPrices, ", "), m.KnownCostUSD)
+		return fmt.Sprintf("cost unknown (no price for %s; the priced trials cost %s)", strings.Join(m.UnknownPrices, ", "),
+			price.Cost{USD: m.KnownCostUSD, Estimated: m.CostEstimated})
+	}
+	if m.CostEstimated {
+		return fmt.Sprintf("~$%.4f (estimated: a provider reported no token usage, Saucer counted the tokens)", *m.CostUSD)
 	}
 	return fmt.Sprintf("$%.4f", *m.CostUSD)
+}
+
+// TokensText is the token totals as a person reads them, "~" marking
+// Saucer's own count.
+func (t Tokens) TokensText() string {
+	mark := ""
+	if t.Estimated {
+		mark = "~"
+	}
+	return fmt.Sprintf("%s%d prompt, %s%d completion (%d cached)", mark, t.Prompt, mark, t.Completion, t.Cached)
 }
 
 // WriteMarkdown writes a summary: the metrics, a line per case and the
@@ -181,7 +204,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "| step success | %.1f%% |\n", 100*m.StepSuccess)
 	fmt.Fprintf(w, "| mean steps | %.1f |\n", m.MeanSteps)
-	fmt.Fprintf(w, "| tokens | %d prompt, %d completion (%d cached) |\n", m.Tokens.Prompt, m.Tokens.Completion, m.Tokens.Cached)
+	fmt.Fprintf(w, "| tokens | %s |\n", m.Tokens.TokensText())
 	fmt.Fprintf(w, "| cost | %s |\n", m.CostText())
 	fmt.Fprintf(w, "| wall time | %s |\n", phaseText(m.WallMS, m.PhaseMS))
 	if m.Missing > 0 {

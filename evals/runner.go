@@ -22,6 +22,7 @@ import (
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/local"
@@ -121,9 +122,12 @@ type TrialResult struct {
 	OKSteps    int       `json:"ok_steps"`
 	ModelCalls int       `json:"model_calls"`
 	Usage      llm.Usage `json:"usage"`
-	// CostUSD is nil when the model's price is unknown.
-	CostUSD *float64 `json:"cost_usd"`
-	WallMS  float64  `json:"wall_ms"`
+	// CostUSD is nil when the model's price is unknown. CostEstimated
+	// says it was priced from Saucer's own token count (the provider
+	// reported no usage; Usage.Estimated is set too).
+	CostUSD       *float64 `json:"cost_usd"`
+	CostEstimated bool     `json:"cost_estimated,omitempty"`
+	WallMS        float64  `json:"wall_ms"`
 	// PhaseMS is wall time per phase: the agents' processing phases plus
 	// SETUP and CHECK.
 	PhaseMS map[string]float64 `json:"phase_ms,omitempty"`
@@ -475,9 +479,8 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 		for ph, ms := range col.phaseMS {
 			res.PhaseMS[ph] = ms
 		}
-		if cost, ok := r.prices().Cost(spec, out.Usage); ok {
-			res.CostUSD = &cost
-		}
+		cost := r.prices().Cost(spec, out.Usage)
+		res.CostUSD, res.CostEstimated = cost.USDPointer(), cost.Estimated
 		// Checks run once the agent has stopped, on the same device.
 		checkStart := time.Now()
 		env := &checkEnv{device: t.device, live: t.live, timeout: t.timeout, answer: out.Answer, status: string(out.Status), task: c.Task, calls: col.calls,
@@ -628,6 +631,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	col := &collector{maxTokens: lim.MaxTokens, phaseMS: map[string]float64{}}
 	so := r.opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, modeOf(meta.Mode), t.device, nil, apps
+	if len(r.s.Prices) > 0 {
+		// The suite's prices price the session too (its events, a budget).
+		so.Prices = price.Table(so.Prices).With(r.s.Prices)
+	}
 	if so.Asker == nil && so.Confirmer == nil {
 		p := &casePerson{p: c.Person}
 		so.Asker, so.Confirmer = p, p

@@ -157,19 +157,6 @@ func TestPassAtK(t *testing.T) {
 	}
 }
 
-func TestPricesUnknownIsUnknown(t *testing.T) {
-	p := evals.BuiltinPrices()
-	if c, ok := p.Cost("scripted:/any/where/x.yaml", usage(1000, 100)); !ok || c != 0 {
-		t.Errorf("scripted: %v %v", c, ok)
-	}
-	if c, ok := p.Cost("openai:gpt-4o", usage(1_000_000, 1_000_000)); !ok || math.Abs(c-12.5) > 1e-9 {
-		t.Errorf("gpt-4o: %v %v", c, ok)
-	}
-	if _, ok := p.Cost("ollama:mystery", usage(10, 10)); ok {
-		t.Error("an unpriced model got a price")
-	}
-}
-
 // stable is a report without its timings, for comparing runs.
 func stable(t *testing.T, r *evals.Report) string {
 	t.Helper()

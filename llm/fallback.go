@@ -58,6 +58,7 @@ func (f *Fallback) each(ctx context.Context, req *Request, call func(Model) (*Re
 			if resp.Model == "" {
 				resp.Model = n.Spec
 			}
+			resp.Spec = n.Spec
 			return resp, nil
 		}
 		if errors.Is(err, ErrContextLength) {

@@ -93,6 +93,10 @@ type Response struct {
 	FinishReason string  `json:"finish_reason,omitempty"`
 	// Model is the model that answered, as the provider names it.
 	Model string `json:"model,omitempty"`
+	// Spec is the spec (PROVIDER:MODEL) of the model that answered when a
+	// Fallback chose it among several, so that its own price applies;
+	// empty means the model that was asked.
+	Spec string `json:"spec,omitempty"`
 }
 
 // Usage counts tokens. CachedTokens is the part of PromptTokens served from
@@ -102,6 +106,17 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens,omitempty"`
 	TotalTokens      int `json:"total_tokens"`
+	// Estimated is set when the provider reported no usage and the counts
+	// are Saucer's own (llm/tokens): close, not exact. A sum is estimated
+	// when any of its parts is.
+	Estimated bool `json:"estimated,omitempty"`
+}
+
+// Reported reports whether the provider said anything about the tokens: a
+// reply to a real request always has prompt tokens, so all zeros means
+// the server sent no usage.
+func (u Usage) Reported() bool {
+	return u.PromptTokens != 0 || u.CompletionTokens != 0 || u.TotalTokens != 0
 }
 
 // Add returns the sum of two usages.
@@ -111,6 +126,7 @@ func (u Usage) Add(o Usage) Usage {
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		TotalTokens:      u.TotalTokens + o.TotalTokens,
+		Estimated:        u.Estimated || o.Estimated,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 )
 
 // TaskStatus is where a task is.
@@ -53,6 +54,19 @@ type TaskInfo struct {
 	CommandsOmitted int `json:"commands_omitted,omitempty"`
 	// Pending are the agents' questions and approvals, open and settled.
 	Pending []PendingInfo `json:"pending"`
+	// Usage is the tokens the task's model calls used so far ("estimated"
+	// when a server reported none and Saucer counted them). Cost is what
+	// they cost as a person reads it: "$0.0123", "~$0.0123 (estimated)",
+	// or "cost unknown" for a model without a price; CostUSD is the
+	// figure, absent when unknown. Both are empty before the first step.
+	Usage   llm.Usage `json:"usage"`
+	Cost    string    `json:"cost,omitempty"`
+	CostUSD *float64  `json:"cost_usd,omitempty"`
+}
+
+// setSpent shows what the model calls used and cost.
+func (i *TaskInfo) setSpent(u llm.Usage, c price.Cost) {
+	i.Usage, i.Cost, i.CostUSD = u, c.String(), c.USDPointer()
 }
 
 // StepInfo is one agent step.
@@ -81,8 +95,10 @@ type task struct {
 	cmdIndex  map[string]int
 	target    *device
 	requester *device // a constellation that asked, if any
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
+	// cost sums the steps' costs (TaskInfo shows it as text).
+	cost   price.Cost
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 	// endStatus, when set, is how the task ends whatever its agents say
 	// (cancelled by the API, failed at shutdown).
 	endStatus TaskStatus
@@ -178,6 +194,8 @@ func (t *task) observe(e agent.Event) {
 	}
 	t.mu.Lock()
 	t.info.Steps = append(t.info.Steps, st)
+	t.cost = t.cost.Add(e.Cost)
+	t.info.setSpent(t.info.Usage.Add(e.Usage), t.cost)
 	t.mu.Unlock()
 }
 
@@ -316,6 +334,7 @@ func (s *Server) start(t *task) {
 		// left out; questions left open by the restart are asked again.
 		t.mu.Lock()
 		t.info.Steps, t.info.StepsOmitted, t.info.CommandsOmitted = []StepInfo{}, 0, 0
+		t.info.Usage, t.info.Cost, t.info.CostUSD, t.cost = llm.Usage{}, "", nil, price.Cost{}
 		now := time.Now().UTC()
 		for _, it := range t.pending {
 			if it.Status == "open" {
@@ -400,6 +419,9 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	}
 	if out != nil {
 		t.info.Result = out.Answer
+		if out.Usage != (llm.Usage{}) || out.Cost != (price.Cost{}) {
+			t.info.setSpent(out.Usage, out.Cost)
+		}
 	}
 	sendEnd := !t.endSent
 	t.endSent = true

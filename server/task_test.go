@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/session"
 )
 
 const writeScript = `
@@ -85,6 +88,42 @@ func TestFullTaskOverAIP(t *testing.T) {
 	for _, want := range []string{"write_file", "execute_command", "get_mcp_tools"} {
 		if !tools[want] {
 			t.Errorf("no %s command recorded; got %v", want, tools)
+		}
+	}
+}
+
+// The task API shows what a task's model calls used and cost, and a
+// model without a price as "cost unknown" (no dollar figure), never $0.
+func TestTaskShowsItsCost(t *testing.T) {
+	for _, tc := range []struct {
+		prices map[string]config.Price
+		cost   string
+	}{
+		{nil, "cost unknown"},
+		{map[string]config.Price{"openai-compatible:local": {Prompt: 1e6, Completion: 1e6}}, "$"},
+	} {
+		cfg := config.Default()
+		cfg.Model, cfg.Prices = "openai-compatible:local", tc.prices
+		s, err := scripted.Parse([]byte(writeScript), "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{Model: scripted.New(*s)})})
+		connect(t, f.wsURL, "dev1", realDevice(t, t.TempDir()), nil)
+		var d server.DispatchResponse
+		if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1", Request: "Write 'Hello over AIP' to notes/hello.txt and show it"}, &d); code != 200 {
+			t.Fatalf("dispatch: %d %+v", code, d)
+		}
+		info := f.waitTask(t, d.TaskID)
+		u := info.Usage
+		if info.Status != server.StatusCompleted || u.PromptTokens == 0 || u.CompletionTokens == 0 || u.Estimated {
+			t.Fatalf("task ended %s (%s), usage %+v", info.Status, info.Error, u)
+		}
+		if !strings.HasPrefix(info.Cost, tc.cost) || (info.CostUSD == nil) != (tc.cost == "cost unknown") {
+			t.Errorf("cost %q (%v), want %q", info.Cost, info.CostUSD, tc.cost)
+		}
+		if info.CostUSD != nil && *info.CostUSD != float64(u.PromptTokens+u.CompletionTokens) {
+			t.Errorf("cost $%v for %+v at $1 a token", *info.CostUSD, u)
 		}
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/memory"
 )
 
@@ -33,50 +34,105 @@ type BudgetError struct {
 type Spent struct {
 	ModelCalls int
 	Tokens     int
-	CostUSD    float64
-	CostKnown  bool
-	Wall       time.Duration
+	// TokensEstimated is set when some reply's tokens were counted by
+	// Saucer, its server having reported none.
+	TokensEstimated bool
+	// Cost is priced by the model that answered each call; unknown for a
+	// model without a price, estimated with the tokens.
+	Cost price.Cost
+	Wall time.Duration
+}
+
+// String says what was spent: "3 model calls, ~1200 tokens (estimated),
+// ~$0.0031 (estimated), 2.1s".
+func (s Spent) String() string {
+	tokens := fmt.Sprintf("%d tokens", s.Tokens)
+	if s.TokensEstimated {
+		tokens = "~" + tokens + " (estimated)"
+	}
+	return fmt.Sprintf("%d model calls, %s, %s, %s", s.ModelCalls, tokens, s.Cost, s.Wall.Round(time.Millisecond))
 }
 
 func (e *BudgetError) Error() string {
-	cost := "unknown cost"
-	if e.Spent.CostKnown {
-		cost = fmt.Sprintf("$%.4f", e.Spent.CostUSD)
-	}
-	return fmt.Sprintf("the budget of %s %s is spent (used %d model calls, %d tokens, %s, %s)", e.Limit, e.What,
-		e.Spent.ModelCalls, e.Spent.Tokens, cost, e.Spent.Wall.Round(time.Millisecond))
+	return fmt.Sprintf("the budget of %s %s is spent (used %s)", e.Limit, e.What, e.Spent)
 }
 
-// budgetTracker counts what the session spends, from its model calls.
-type budgetTracker struct {
-	limit config.Budget
-	model string
-	cost  func(model string, u llm.Usage) (float64, bool)
+// CheckBudget refuses, before anything runs, a budget that could not be
+// enforced. Model calls and wall time always can; tokens can too (a
+// server that reports no usage is counted by Saucer, marked estimated);
+// cost only with a price for the model and for each of its fallbacks,
+// since a reply's cost is otherwise unknown.
+func CheckBudget(cfg *config.Config, prices price.Table) error {
+	b := cfg.Budget
+	if b.ModelCalls < 0 || b.Tokens < 0 || b.CostUSD < 0 || b.Wall < 0 {
+		return errors.New("budget: model_calls, tokens, cost_usd and wall must not be negative (0 is unbounded)")
+	}
+	if b.CostUSD == 0 {
+		return nil
+	}
+	var unpriced []string
+	for _, spec := range append([]string{cfg.Model}, cfg.FallbacksFor(cfg.Model)...) {
+		if _, ok := prices.Lookup(spec); !ok {
+			unpriced = append(unpriced, spec)
+		}
+	}
+	if len(unpriced) == 0 {
+		return nil
+	}
+	return fmt.Errorf("budget.cost_usd ($%.4f) cannot be enforced: %s has no price, so what its replies cost is unknown. "+
+		"Add its price in USD per million tokens to the config (prices: {%q: {prompt: 3, completion: 15}}), "+
+		"or remove budget.cost_usd (budget.tokens bounds a run without a price)",
+		b.CostUSD, strings.Join(unpriced, " and "), unpriced[0])
+}
 
-	mu     sync.Mutex
-	spent  Spent
+// budgetTracker counts what the session spends, from its model calls, and
+// prices them for the events the observers see.
+type budgetTracker struct {
+	limit  config.Budget
+	model  string
+	prices price.Table
+
+	mu    sync.Mutex
+	spent Spent
+	// step sums the cost of each agent's model calls since its last step.
+	step   map[string]price.Cost
 	start  time.Time
 	cancel context.CancelCauseFunc
 }
 
-func (b *budgetTracker) observe(e agent.Event) {
-	if e.Kind != agent.EventModelCall {
+// observe counts a model call and prices the event: a model call by the
+// model that answered, a step by the calls it made.
+func (b *budgetTracker) observe(e *agent.Event) {
+	switch e.Kind {
+	case agent.EventStep:
+		b.mu.Lock()
+		e.Cost = b.step[e.Agent]
+		delete(b.step, e.Agent)
+		b.mu.Unlock()
 		return
+	case agent.EventModelCall:
+	default:
+		return
+	}
+	if e.Response != nil {
+		model := b.model
+		if e.Response.Spec != "" {
+			model = e.Response.Spec
+		}
+		e.Cost = b.prices.Cost(model, e.Response.Usage)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.step == nil {
+		b.step = map[string]price.Cost{}
+	}
+	b.step[e.Agent] = b.step[e.Agent].Add(e.Cost)
 	b.spent.ModelCalls++
 	if e.Response != nil {
 		u := e.Response.Usage
 		b.spent.Tokens += u.PromptTokens + u.CompletionTokens
-		if b.cost != nil {
-			if c, ok := b.cost(b.model, u); ok {
-				b.spent.CostUSD += c
-				b.spent.CostKnown = b.spent.ModelCalls == 1 || b.spent.CostKnown
-			} else {
-				b.spent.CostKnown = false
-			}
-		}
+		b.spent.TokensEstimated = b.spent.TokensEstimated || u.Estimated
+		b.spent.Cost = b.spent.Cost.Add(e.Cost)
 	}
 	l := b.limit
 	var over *BudgetError
@@ -85,7 +141,7 @@ func (b *budgetTracker) observe(e agent.Event) {
 		over = &BudgetError{What: "model calls", Limit: fmt.Sprint(l.ModelCalls)}
 	case l.Tokens > 0 && b.spent.Tokens >= l.Tokens:
 		over = &BudgetError{What: "tokens", Limit: fmt.Sprint(l.Tokens)}
-	case l.CostUSD > 0 && b.spent.CostKnown && b.spent.CostUSD >= l.CostUSD:
+	case l.CostUSD > 0 && !b.spent.Cost.Unknown && b.spent.Cost.USD >= l.CostUSD:
 		over = &BudgetError{What: "cost", Limit: fmt.Sprintf("$%.4f", l.CostUSD)}
 	}
 	if over != nil && b.cancel != nil {
@@ -117,7 +173,7 @@ func (s *Session) Spent() Spent {
 
 // Run works the request within the session's budget. A budget reached
 // ends the session FAIL, with Outcome.Budget saying which and what was
-// spent; what ran stays done.
+// spent; what ran stays done. Outcome.Cost is what the model calls cost.
 func (s *Session) Run(ctx context.Context, request string) *agent.Outcome {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -135,6 +191,7 @@ func (s *Session) Run(ctx context.Context, request string) *agent.Outcome {
 		defer timer.Stop()
 	}
 	out := s.Session.Run(ctx, request)
+	out.Cost = s.Spent().Cost
 	if out.OK() && len(out.Subtasks) > 0 && !anyFinished(out.Subtasks) {
 		// Whatever the host said, nothing it assigned was done: the task
 		// is not done either.

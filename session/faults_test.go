@@ -742,16 +742,23 @@ func TestFaultMatrix(t *testing.T) {
 					calls = append(calls, c.Response.FinishReason)
 				}
 			}
-			// Every reply's tokens count, a cut one's too (a stream cut
-			// before its usage has none to give).
-			replies := 0
+			// Every reply's tokens count, a cut one's too: a stream cut
+			// before its usage has none to give, and Saucer counts it
+			// (marked estimated).
+			replies, counted := 0, 0
 			for _, c := range tr.Calls() {
-				if c.Response != nil && c.Response.FinishReason != llm.FinishIncomplete {
+				switch {
+				case c.Response == nil:
+				case c.Response.FinishReason != llm.FinishIncomplete:
 					replies++
+				case !c.Response.Usage.Estimated || c.Response.Usage.PromptTokens == 0:
+					t.Errorf("a cut reply's usage %+v, want Saucer's count", c.Response.Usage)
+				default:
+					counted += c.Response.Usage.CompletionTokens
 				}
 			}
-			if out.Usage.CompletionTokens != 9*replies {
-				t.Errorf("completion tokens %d, want %d for %d replies", out.Usage.CompletionTokens, 9*replies, replies)
+			if out.Usage.CompletionTokens != 9*replies+counted {
+				t.Errorf("completion tokens %d, want %d for %d replies and %d counted", out.Usage.CompletionTokens, 9*replies+counted, replies, counted)
 			}
 			if fmt.Sprint(calls) != fmt.Sprint(row.calls) {
 				t.Errorf("recorded calls %q, want %q", calls, row.calls)

@@ -12,6 +12,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
@@ -49,11 +50,13 @@ type demoRun struct {
 	n   int
 }
 
-func runDemoOutcome(t testing.TB, cfg *config.Config) demoRun { return runDemoOutcomeCost(t, cfg, nil) }
+func runDemoOutcome(t testing.TB, cfg *config.Config) demoRun {
+	return runDemoOutcomePriced(t, cfg, nil)
+}
 
-// runDemoOutcomeCost runs the demo and returns how it ended and how many
-// model calls it made.
-func runDemoOutcomeCost(t testing.TB, cfg *config.Config, cost func(string, llm.Usage) (float64, bool)) demoRun {
+// runDemoOutcomePriced runs the demo with prices over the config's and
+// returns how it ended and how many model calls it made.
+func runDemoOutcomePriced(t testing.TB, cfg *config.Config, prices map[string]price.Price) demoRun {
 	t.Helper()
 	model, err := scripted.Load("../examples/demo.yaml")
 	if err != nil {
@@ -64,7 +67,7 @@ func runDemoOutcomeCost(t testing.TB, cfg *config.Config, cost func(string, llm.
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Cost: cost})
+	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Prices: prices})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,9 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
@@ -81,9 +83,11 @@ type Options struct {
 	Asker     agent.Asker
 	// OnChunk, when set, is told of model replies as they stream in.
 	OnChunk func(agent string, c llm.Chunk)
-	// Cost prices a reply's usage for the budget's cost_usd; nil means
-	// costs are unknown (and never stop a session).
-	Cost func(model string, u llm.Usage) (float64, bool)
+	// Prices go over the config's (cfg.PriceTable: the built-in table
+	// with the config's prices over it), by model spec or pattern: an eval
+	// suite's prices, say. The events' costs, Outcome.Cost and the
+	// budget's cost_usd are priced from them.
+	Prices map[string]price.Price
 }
 
 // New builds a session from cfg and o.
@@ -145,7 +149,11 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 
-	b := &budgetTracker{limit: cfg.Budget, model: cfg.Model, cost: o.Cost}
+	prices := cfg.PriceTable().With(o.Prices)
+	if err := CheckBudget(cfg, prices); err != nil {
+		return nil, err
+	}
+	b := &budgetTracker{limit: cfg.Budget, model: cfg.Model, prices: prices}
 	observe := Chain(o.Observers...)
 	if f, ok := model.(*llm.Fallback); ok && f.OnSwitch == nil && observe != nil {
 		// The switch is shown (saucer run prints it) and the replies name
@@ -158,6 +166,9 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 			observe(agent.Event{Kind: agent.EventFallback, Err: fmt.Errorf("%s %s, asking %s instead: %w", from, why, to, err)})
 		}
 	}
+	// A server that reports no token usage is counted by Saucer, so that
+	// token budgets and costs hold; those figures are marked estimated.
+	model = tokens.Counted(model, cfg.Model)
 	s, err := agent.New(agent.Options{
 		Model:        model,
 		Mode:         mode,
@@ -176,8 +187,14 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		Asker:           o.Asker,
 		AppDescriptions: descs,
 		Device:          o.DeviceInfo,
-		Observer:        Chain(append(o.Observers[:len(o.Observers):len(o.Observers)], b.observe)...),
-		OnChunk:         o.OnChunk,
+		Observer: func(e agent.Event) {
+			// The budget counts first and prices the event for the rest.
+			b.observe(&e)
+			if observe != nil {
+				observe(e)
+			}
+		},
+		OnChunk: o.OnChunk,
 	})
 	if err != nil {
 		return nil, err
@@ -261,9 +278,13 @@ func retries(n int) int {
 // `saucer run` would refuse: the config's values, the prompt set (the
 // override folder exists and its templates render), and the device's
 // server set for workdir and app (mcp.use or mcp.apps, Saucer's own
-// servers built, their folders there).
+// servers built, their folders there), and a budget that could not be
+// enforced (see CheckBudget).
 func Check(cfg *config.Config, workdir, app string) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := CheckBudget(cfg, cfg.PriceTable()); err != nil {
 		return err
 	}
 	if _, err := Prompts(cfg.Prompts); err != nil {

@@ -26,13 +26,17 @@
 //   - model_call: "call" with its number n, the full request (messages,
 //     tools, options), the raw response (message with tool calls, usage,
 //     finish reason, model) or the error (kind, message and, when the
-//     provider asked for one, retry_after_ms), and the latency. Re-asks and retries each make one. Each message is written
-//     once: a request that repeats the start of an earlier one (as an
-//     agent's next request does) carries "base": {call, messages, tools},
-//     the earlier call and how many of its messages (and whether its
-//     tools) come first, and only its own messages after those. Readers
-//     return full requests, so a recording grows with the steps, not with
-//     their square; lines without a base (older recordings) read as ever.
+//     provider asked for one, retry_after_ms), and the latency. A usage
+//     with "estimated": true was counted by Saucer (llm/tokens) because
+//     the server reported none; "spec" names the fallback that answered,
+//     when one did. Re-asks and retries each make one. Each message is
+//     written once: a request that repeats the start of an earlier one (as
+//     an agent's next request does) carries "base": {call, messages,
+//     tools}, the earlier call and how many of its messages (and whether
+//     its tools) come first, and only its own messages after those.
+//     Readers return full requests, so a recording grows with the steps,
+//     not with their square; lines without a base (older recordings) read
+//     as ever.
 //   - dispatch: a batch of commands sent to the device in any phase
 //     (discovery, observations, actions, an eval's checks) with their
 //     results, the phase and the duration.
@@ -42,8 +46,9 @@
 //     observations, usage, attempts, duration, timings per phase, errors.
 //   - transition: an agent's state machine moved "from" → "to".
 //   - session_end (last when the session ended): status, answer, whether
-//     it was cancelled, rounds, steps, usage, error, the budget that
-//     stopped it (if one did), duration.
+//     it was cancelled, rounds, steps, usage, cost ("$0.0123", "~$0.0123
+//     (estimated)" or "cost unknown", with cost_usd unless unknown),
+//     error, the budget that stopped it (if one did), duration.
 //
 // A recording cut short (a full disk: the writer drops the part of a line
 // that did not fit and writes nothing more; a crash) has no session_end.

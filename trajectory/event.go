@@ -210,7 +210,14 @@ type End struct {
 	Rounds    int       `json:"rounds"`
 	Steps     int       `json:"steps"`
 	Usage     llm.Usage `json:"usage"`
-	Error     string    `json:"error,omitempty"`
+	// Cost is what the model calls cost as a person reads it: "$0.0123",
+	// "~$0.0123 (estimated)" (Usage.Estimated: a server reported no usage
+	// and Saucer counted the tokens) or "cost unknown" (a model without a
+	// price); CostUSD is the figure, absent when unknown. Recordings made
+	// before these fields have neither.
+	Cost    string   `json:"cost,omitempty"`
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+	Error   string   `json:"error,omitempty"`
 	// Budget, when set, says which budget stopped the session and what it
 	// had spent (the Answer says it too).
 	Budget string `json:"budget,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -31,8 +32,9 @@ type printer struct {
 	last string
 	// streaming is the agent whose reply text is being streamed, if any.
 	streaming string
-	// cost prices usage, when a price table is known.
-	cost func(llm.Usage) (float64, bool)
+	// estimated is set once the run has said that token figures are
+	// Saucer's own count.
+	estimated bool
 }
 
 // newPrinter prints to w with red's secrets hidden, in what it shortens
@@ -41,15 +43,21 @@ func newPrinter(w io.Writer, red *trajectory.Redactor) *printer {
 	return &printer{w: redacting{w, red}, red: red}
 }
 
-// costOf says what usage cost, "cost unknown" without a price.
-func (p *printer) costOf(u llm.Usage) string {
-	if p.cost == nil {
-		return ""
+// tokenText shows a token count, "~" marking Saucer's own count.
+func tokenText(u llm.Usage, n int) string {
+	if u.Estimated {
+		return fmt.Sprintf("~%d", n)
 	}
-	if c, ok := p.cost(u); ok {
-		return fmt.Sprintf(", $%.4f", c)
+	return fmt.Sprint(n)
+}
+
+// estimateNote says, the first time, why figures are marked "~".
+func (p *printer) estimateNote(b *strings.Builder, u llm.Usage) {
+	if u.Estimated && !p.estimated {
+		p.estimated = true
+		b.WriteString("    the model's server reported no token usage: Saucer counts the tokens itself (" + tokens.Encoding +
+			"), so tokens and cost marked ~ are estimates\n")
 	}
-	return ", cost unknown"
 }
 
 // chunk shows a model's reply text as it arrives (saucer run on a
@@ -163,7 +171,8 @@ func (p *printer) step(e agent.Event) {
 	for _, err := range e.Errors {
 		fmt.Fprintf(&b, "    warning: %v\n", err)
 	}
-	fmt.Fprintf(&b, "    tokens %d+%d%s%s", e.Usage.PromptTokens, e.Usage.CompletionTokens, cachedShare(e.Usage), p.costOf(e.Usage))
+	p.estimateNote(&b, e.Usage)
+	fmt.Fprintf(&b, "    tokens %s+%s%s, %s", tokenText(e.Usage, e.Usage.PromptTokens), tokenText(e.Usage, e.Usage.CompletionTokens), cachedShare(e.Usage), e.Cost)
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " in %d model calls", e.Attempts)
 	}
@@ -199,8 +208,11 @@ func (p *printer) resultLine(r command.Result) string {
 }
 
 func (p *printer) outcome(o *agent.Outcome) {
-	fmt.Fprintf(p.w, "%s after %d steps (tokens %d prompt%s, %d completion%s)\n", o.Status, o.Steps, o.Usage.PromptTokens,
-		cachedShare(o.Usage), o.Usage.CompletionTokens, p.costOf(o.Usage))
+	var note strings.Builder
+	p.estimateNote(&note, o.Usage)
+	io.WriteString(p.w, note.String())
+	fmt.Fprintf(p.w, "%s after %d steps (tokens %s prompt%s, %s completion, %s)\n", o.Status, o.Steps, tokenText(o.Usage, o.Usage.PromptTokens),
+		cachedShare(o.Usage), tokenText(o.Usage, o.Usage.CompletionTokens), o.Cost)
 	if o.Budget != "" {
 		fmt.Fprintf(p.w, "stopped: %s\n", o.Budget)
 	}

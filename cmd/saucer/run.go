@@ -17,8 +17,6 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
@@ -77,6 +75,11 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	if f.maxRounds > 0 {
 		cfg.Agent.MaxRounds = f.maxRounds
 	}
+	// A budget that could not be enforced is refused before anything
+	// starts (no device, no recording).
+	if err := session.CheckBudget(cfg, cfg.PriceTable()); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, abort := context.WithCancelCause(ctx)
@@ -96,10 +99,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	// like the recording.
 	out := redacting{cmd.OutOrStdout(), red}
 	p := newPrinter(cmd.OutOrStdout(), red)
-	prices := pricesFor(cfg)
-	p.cost = func(u llm.Usage) (float64, bool) { return prices.Cost(cfg.Model, u) }
-	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out),
-		Cost: prices.Cost}
+	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
 		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {
@@ -220,15 +220,6 @@ func isTerminal(r any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// pricesFor is the built-in price table with the config's prices over it.
-func pricesFor(cfg *config.Config) evals.Prices {
-	more := map[string]evals.Price{}
-	for k, v := range cfg.Prices {
-		more[k] = evals.Price{Prompt: v.Prompt, Completion: v.Completion, Cached: v.Cached}
-	}
-	return evals.BuiltinPrices().With(more)
 }
 
 // exporterFor opens the config's trace exporter, or nil when telemetry is

@@ -77,7 +77,10 @@ func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, 
 	if _, err := session.OpenModel(cfg); err != nil {
 		return nil, err // a missing key is better said at start than at the first task
 	}
-	sessions := server.Sessions(cfg, session.Options{Prompts: set, Cost: pricesFor(cfg).Cost})
+	if err := session.CheckBudget(cfg, cfg.PriceTable()); err != nil {
+		return nil, err // and so is a budget that could not be enforced
+	}
+	sessions := server.Sessions(cfg, session.Options{Prompts: set})
 	if !cfg.Record.Enabled {
 		return sessions, nil
 	}

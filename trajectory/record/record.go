@@ -114,7 +114,7 @@ func (r *Recorder) Observe(e agent.Event) {
 // It returns the first error met while recording.
 func (r *Recorder) Finish(o *agent.Outcome) error {
 	end := &trajectory.End{Status: string(o.Status), Answer: o.Answer, Cancelled: o.Cancelled, Rounds: o.Rounds,
-		Steps: o.Steps, Usage: o.Usage, DurationMS: trajectory.MS(time.Since(r.start))}
+		Steps: o.Steps, Usage: o.Usage, DurationMS: trajectory.MS(time.Since(r.start)), Cost: o.Cost.String(), CostUSD: o.Cost.USDPointer()}
 	if o.Err != nil {
 		end.Error = o.Err.Error()
 	}

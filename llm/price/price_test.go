@@ -1,0 +1,65 @@
+package price_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
+)
+
+func usage(prompt, completion int) llm.Usage {
+	return llm.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// A price is found exactly or by the longest pattern; a model without one
+// has an unknown cost, which never reads as $0.
+func TestCostKnownUnknownEstimated(t *testing.T) {
+	p := price.Builtin()
+	if c := p.Cost("scripted:/any/where/x.yaml", usage(1000, 100)); c.Unknown || c.USD != 0 || c.String() != "$0.0000" {
+		t.Errorf("scripted: %+v %s", c, c)
+	}
+	c := p.Cost("openai:gpt-4o", usage(1_000_000, 1_000_000))
+	if c.Unknown || math.Abs(c.USD-12.5) > 1e-9 || c.String() != "$12.5000" {
+		t.Errorf("gpt-4o: %+v %s", c, c)
+	}
+	// gpt-4o-mini has its own entry; a dated gpt-4o-mini falls to no
+	// pattern and is unknown rather than priced as gpt-4o.
+	if c := p.Cost("openai:gpt-4o-mini", usage(1_000_000, 0)); math.Abs(c.USD-0.15) > 1e-9 {
+		t.Errorf("gpt-4o-mini: %+v", c)
+	}
+	cached := usage(1_000_000, 0)
+	cached.CachedTokens = 1_000_000
+	if c := p.Cost("anthropic:claude-sonnet-4-5-20250929", cached); c.Unknown || math.Abs(c.USD-0.30) > 1e-9 {
+		t.Errorf("claude-sonnet-4-5 cached: %+v", c)
+	}
+	u := p.Cost("openai-compatible:mystery", usage(10, 10))
+	if !u.Unknown || u.String() != "cost unknown" || u.USDPointer() != nil {
+		t.Errorf("an unpriced model: %+v %q", u, u)
+	}
+	est := usage(1_000_000, 0)
+	est.Estimated = true
+	e := p.Cost("openai:gpt-4o", est)
+	if !e.Estimated || e.String() != "~$2.5000 (estimated)" {
+		t.Errorf("estimated: %+v %q", e, e)
+	}
+	// Sums: unknown and estimated stick.
+	sum := price.Cost{}.Add(c).Add(e)
+	if sum.Unknown || !sum.Estimated || math.Abs(sum.USD-15) > 1e-9 {
+		t.Errorf("sum %+v", sum)
+	}
+	if s := sum.Add(u); !s.Unknown || s.String() != "cost unknown" {
+		t.Errorf("sum with an unknown part: %+v %q", s, s)
+	}
+	// The config's entries go over the built-in ones.
+	more := p.With(map[string]price.Price{"openai-compatible:mystery": {Prompt: 1, Completion: 2}, "openai:gpt-4o": {Prompt: 5, Completion: 5}})
+	if c := more.Cost("openai-compatible:mystery", usage(1_000_000, 1_000_000)); c.Unknown || math.Abs(c.USD-3) > 1e-9 {
+		t.Errorf("configured: %+v", c)
+	}
+	if c := more.Cost("openai:gpt-4o", usage(1_000_000, 0)); math.Abs(c.USD-5) > 1e-9 {
+		t.Errorf("override: %+v", c)
+	}
+	if _, ok := p.Lookup("openai-compatible:mystery"); ok {
+		t.Error("With changed the table it was called on")
+	}
+}

@@ -1,0 +1,205 @@
+package memory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// DefaultArtifactHead is how many bytes of an artifact a request shows
+// when Artifacts.Head is 0.
+const DefaultArtifactHead = 2000
+
+// Artifacts keeps the values too large to repeat in every request (a
+// tool's 5 MB output, a long file the model wrote) where the model can
+// read them on demand. When such a value first enters a request it is
+// replaced, for good, by a stand-in: its head, its size and a handle; the
+// read_artifact tool (Read) answers with any part of it. What was sent is
+// never rewritten, so providers' prompt caches hold.
+//
+// A handle is the start of the value's SHA-256: the same value gets the
+// same handle and the same stand-in in a replay or a resumed task, where
+// the recorded results fill the store again.
+//
+// One store serves a session's agents; it is safe for concurrent use.
+type Artifacts struct {
+	// Threshold is the size in bytes from which a value is kept aside;
+	// 0 keeps nothing aside.
+	Threshold int
+	// Head is how many bytes of a kept value the stand-in shows
+	// (DefaultArtifactHead when 0).
+	Head int
+
+	mu    sync.Mutex
+	items map[string]string
+}
+
+// handleLen is how many hex digits of the SHA-256 name an artifact.
+const handleLen = 12
+
+func (a *Artifacts) over(s string) bool { return a != nil && a.Threshold > 0 && len(s) > a.Threshold }
+
+func (a *Artifacts) head() int {
+	h := a.Head
+	if h <= 0 {
+		h = DefaultArtifactHead
+	}
+	if a.Threshold > 0 {
+		h = min(h, a.Threshold)
+	}
+	return h
+}
+
+// keep stores s and returns its handle.
+func (a *Artifacts) keep(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:])[:handleLen]
+	a.mu.Lock()
+	if a.items == nil {
+		a.items = map[string]string{}
+	}
+	a.items[h] = s
+	a.mu.Unlock()
+	return h
+}
+
+// Text is s as a request carries it: whole when it is within the
+// threshold, else its head and a stand-in that says how to read the rest.
+func (a *Artifacts) Text(s string) string {
+	if !a.over(s) {
+		return s
+	}
+	h := a.keep(s)
+	head := s[:runeStart(s, a.head())]
+	return fmt.Sprintf("%s\n…[artifact %s: %d bytes in %d lines, of which the first %d bytes are above. "+
+		`Read more with read_artifact {"handle": %q, "offset": %d, "length": %d}, or find lines with {"handle": %q, "grep": "a regular expression"}]`,
+		head, h, len(s), strings.Count(s, "\n")+1, len(head), h, len(head), 2*a.head(), h)
+}
+
+// JSON is a JSON value as a request carries it: every string in it longer
+// than the threshold replaced by its stand-in, and the whole kept aside
+// when it is still too long. Unchanged values keep their bytes.
+func (a *Artifacts) JSON(raw []byte) []byte {
+	if !a.over(string(raw)) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return []byte(a.Text(string(raw)))
+	}
+	v = a.walk(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(a.Text(string(raw)))
+	}
+	return []byte(a.Text(strings.TrimRight(buf.String(), "\n")))
+}
+
+func (a *Artifacts) walk(v any) any {
+	switch x := v.(type) {
+	case string:
+		return a.Text(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = a.walk(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = a.walk(e)
+		}
+	}
+	return v
+}
+
+// ReadArgs are the arguments of read_artifact: a byte range (Offset and
+// Length) or, with Grep, the lines that match a regular expression.
+type ReadArgs struct {
+	Handle string `json:"handle"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
+	Grep   string `json:"grep"`
+}
+
+// Read answers read_artifact: the bytes asked for (moved to whole
+// characters) under a line that says which they are, or the matching lines
+// with their numbers. What it returns stays within the threshold, so that
+// it is never kept aside itself. An error is for the model to read.
+func (a *Artifacts) Read(r ReadArgs) (string, error) {
+	a.mu.Lock()
+	s, ok := a.items[strings.TrimSpace(r.Handle)]
+	a.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("no artifact %q: a handle is the %d hex digits after \"artifact\" in a shortened value", r.Handle, handleLen)
+	}
+	room := 2 * a.head()
+	if a.Threshold > 0 {
+		room = max(256, a.Threshold-256)
+	}
+	if r.Grep != "" {
+		return grep(s, r.Grep, room)
+	}
+	if r.Offset < 0 || r.Offset >= len(s) {
+		return "", fmt.Errorf("offset %d is outside the artifact's %d bytes", r.Offset, len(s))
+	}
+	length := r.Length
+	if length <= 0 {
+		length = 2 * a.head()
+	}
+	length = min(length, room)
+	from := runeStart(s, r.Offset)
+	to := runeStart(s, min(len(s), from+length))
+	if to == from { // a character longer than the room: take it whole
+		_, n := utf8.DecodeRuneInString(s[from:])
+		to = from + n
+	}
+	return fmt.Sprintf("[bytes %d to %d of %d]\n%s", from, to, len(s), s[from:to]), nil
+}
+
+func grep(s, pattern string, room int) (string, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return "", fmt.Errorf("grep: %v (a Go regular expression, RE2)", err)
+	}
+	var b strings.Builder
+	matches, shown := 0, 0
+	n := 0
+	for line := range strings.Lines(s) {
+		n++
+		line = strings.TrimRight(line, "\n")
+		if !re.MatchString(line) {
+			continue
+		}
+		matches++
+		entry := fmt.Sprintf("%d: %s\n", n, line)
+		if b.Len()+len(entry) > room {
+			continue
+		}
+		b.WriteString(entry)
+		shown++
+	}
+	if matches == 0 {
+		return fmt.Sprintf("no line of the artifact's %d lines matches %q", n, pattern), nil
+	}
+	return fmt.Sprintf("%d of %d lines match %q; %d shown (line: text):\n%s", matches, n, pattern, shown, b.String()), nil
+}
+
+// runeStart moves i back to the start of the character it falls in.
+func runeStart(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
