@@ -155,14 +155,17 @@ func (o *Outcome) OK() bool { return o.Status == fsm.Finish }
 
 // Session runs one user request with a host agent and its app agents.
 type Session struct {
-	opts     Options
-	board    *memory.Blackboard
-	hostProc *strategy.Processor
-	appProcs map[string]*strategy.Processor
-	appProc  *strategy.Processor
-	steps    int
-	usage    llm.Usage
-	apps     int
+	opts  Options
+	board *memory.Blackboard
+	// artifacts keep what is too long for every request, for all the
+	// session's agents (a handle seen by one can be read by another).
+	artifacts *memory.Artifacts
+	hostProc  *strategy.Processor
+	appProcs  map[string]*strategy.Processor
+	appProc   *strategy.Processor
+	steps     int
+	usage     llm.Usage
+	apps      int
 	// emitMu serializes observer calls: observations are collected in
 	// parallel, and each reports its dispatch.
 	emitMu sync.Mutex
@@ -196,7 +199,8 @@ func New(opts Options) (*Session, error) {
 	case opts.Limits.MaxRetries < 0:
 		opts.Limits.MaxRetries = 0
 	}
-	s := &Session{opts: opts, board: &memory.Blackboard{}, appProcs: map[string]*strategy.Processor{}}
+	s := &Session{opts: opts, board: &memory.Blackboard{}, appProcs: map[string]*strategy.Processor{},
+		artifacts: &memory.Artifacts{Threshold: opts.Limits.MaxResultChars, Head: opts.Limits.ArtifactHead}}
 	var err error
 	if s.hostProc, err = s.processor("host", opts.HostPipeline); err != nil {
 		return nil, err
@@ -268,7 +272,7 @@ func (s *Session) emit(e Event) {
 // is and what it works on.
 func (s *Session) setup(a strategy.Agent, maxSteps int) strategy.Setup {
 	return strategy.Setup{Agent: a, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
-		Prompts: s.opts.Prompts, Board: s.board, Confirmer: s.opts.Confirmer, Limits: s.opts.Limits, MaxSteps: maxSteps}
+		Prompts: s.opts.Prompts, Board: s.board, Artifacts: s.artifacts, Confirmer: s.opts.Confirmer, Limits: s.opts.Limits, MaxSteps: maxSteps}
 }
 
 // newContext makes an agent's processing context, with the session's

@@ -70,13 +70,16 @@ type Model struct {
 
 // Agent bounds and shapes the agents.
 type Agent struct {
-	MaxRounds          int      `yaml:"max_rounds"`
-	MaxSteps           int      `yaml:"max_steps"`
-	MaxRetries         int      `yaml:"max_retries"`
-	RetryBackoff       Duration `yaml:"retry_backoff"`
-	CommandTimeout     Duration `yaml:"command_timeout"`
-	MaxResultChars     int      `yaml:"max_result_chars"`
-	ConfirmDestructive bool     `yaml:"confirm_destructive"`
+	MaxRounds      int      `yaml:"max_rounds"`
+	MaxSteps       int      `yaml:"max_steps"`
+	MaxRetries     int      `yaml:"max_retries"`
+	RetryBackoff   Duration `yaml:"retry_backoff"`
+	CommandTimeout Duration `yaml:"command_timeout"`
+	MaxResultChars int      `yaml:"max_result_chars"`
+	// ArtifactHead is how much of a value over max_result_chars a request
+	// shows; the model reads the rest with read_artifact.
+	ArtifactHead       int  `yaml:"artifact_head"`
+	ConfirmDestructive bool `yaml:"confirm_destructive"`
 	// MaxRetryAfter caps how long a server may ask a retry to wait.
 	MaxRetryAfter Duration `yaml:"max_retry_after"`
 	// Approve lists rules for commands that go to the user before they run.
@@ -293,6 +296,9 @@ func (c *Config) Validate() error {
 	a := c.Agent
 	if a.MaxRounds < 1 || a.MaxSteps < 1 {
 		errs = append(errs, "agent: max_rounds and max_steps must be at least 1")
+	}
+	if a.MaxResultChars < 0 || a.ArtifactHead < 0 {
+		errs = append(errs, "agent.max_result_chars and agent.artifact_head must not be negative (max_result_chars 0 is no bound)")
 	}
 	if a.MaxRetries < 0 {
 		errs = append(errs, "agent.max_retries must not be negative")

@@ -69,6 +69,16 @@ func (a *Artifacts) keep(s string) string {
 	return h
 }
 
+// Len is how many artifacts are kept.
+func (a *Artifacts) Len() int {
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.items)
+}
+
 // Text is s as a request carries it: whole when it is within the
 // threshold, else its head and a stand-in that says how to read the rest.
 func (a *Artifacts) Text(s string) string {
@@ -84,7 +94,9 @@ func (a *Artifacts) Text(s string) string {
 
 // JSON is a JSON value as a request carries it: every string in it longer
 // than the threshold replaced by its stand-in, and the whole kept aside
-// when it is still too long. Unchanged values keep their bytes.
+// when it is still too long. A value within the threshold keeps its
+// bytes; a longer one comes back canonical (keys sorted, as
+// prompts.CanonicalJSON writes it).
 func (a *Artifacts) JSON(raw []byte) []byte {
 	if !a.over(string(raw)) {
 		return raw

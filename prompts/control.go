@@ -18,13 +18,17 @@ const (
 	// ApprovalTool, called beside actions, asks the user to approve them
 	// before they run (CONFIRM).
 	ApprovalTool = "request_approval"
+	// ReadArtifactTool reads a value too large to repeat in every request
+	// (memory.Artifacts): a byte range or the lines that match. The agent
+	// answers it, not the device.
+	ReadArtifactTool = "read_artifact"
 )
 
 // IsControl reports whether name is a control tool rather than a tool of
 // the device.
 func IsControl(name string) bool {
 	switch name {
-	case AssignTool, FinishTool, FailTool, AskUserTool, ApprovalTool:
+	case AssignTool, FinishTool, FailTool, AskUserTool, ApprovalTool, ReadArtifactTool:
 		return true
 	}
 	return false
@@ -33,6 +37,14 @@ func IsControl(name string) bool {
 // AskArgs are the arguments of ask_user.
 type AskArgs struct {
 	Question string `json:"question" jsonschema:"required" jsonschema_description:"The question, complete in itself: what you need to know and why."`
+}
+
+// ReadArtifactArgs are the arguments of read_artifact.
+type ReadArtifactArgs struct {
+	Handle string `json:"handle" jsonschema:"required" jsonschema_description:"The artifact's handle: the hex digits after 'artifact' in a shortened value."`
+	Offset int    `json:"offset,omitempty" jsonschema_description:"The first byte to read, from 0."`
+	Length int    `json:"length,omitempty" jsonschema_description:"How many bytes to read."`
+	Grep   string `json:"grep,omitempty" jsonschema_description:"A regular expression: the lines that match, with their numbers, instead of a byte range."`
 }
 
 // ApprovalArgs are the arguments of request_approval.
@@ -130,6 +142,12 @@ var appControl = sync.OnceValue(func() []ControlTool {
 			Description: "Call it in the same reply as actions that are risky or destructive (delete, overwrite, kill, install, send): " +
 				"they run only if the user approves, and its result says what the user decided.",
 			Parameters: schemaOf(&ApprovalArgs{}),
+		},
+		{
+			Name: ReadArtifactTool,
+			Description: "Read more of a value too long to show whole (a result shortened to its start, with an artifact handle): " +
+				"bytes from offset, or with grep the lines that match.",
+			Parameters: schemaOf(&ReadArtifactArgs{}),
 		},
 	}
 })

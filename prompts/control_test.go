@@ -15,8 +15,8 @@ func TestControlTools(t *testing.T) {
 	}{
 		{"host", HostControlTools(), []string{AssignTool, FinishTool, FailTool, AskUserTool},
 			map[string][]any{AssignTool: {"app", "subtask"}, FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}}},
-		{"app", AppControlTools(), []string{FinishTool, FailTool, AskUserTool, ApprovalTool},
-			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}, ApprovalTool: {"reason"}}},
+		{"app", AppControlTools(), []string{FinishTool, FailTool, AskUserTool, ApprovalTool, ReadArtifactTool},
+			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}, ApprovalTool: {"reason"}, ReadArtifactTool: {"handle"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +127,55 @@ func TestTaskShowsItsCost(t *testing.T) {
 		}
 		if info.CostUSD != nil && *info.CostUSD != float64(u.PromptTokens+u.CompletionTokens) {
 			t.Errorf("cost $%v for %+v at $1 a token", *info.CostUSD, u)
+		}
+	}
+}
+
+// In remote mode the agents, and so the artifacts, are on the server: a
+// result too long for every request is kept there, and read_artifact is
+// answered there, never sent to the device.
+func TestRemoteTaskReadsAnArtifact(t *testing.T) {
+	var seq strings.Builder // 23,893 bytes: over max_result_chars, within the shell's 64 KiB
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&seq, "%d\n", i)
+	}
+	sum := sha256.Sum256([]byte(seq.String()))
+	h := hex.EncodeToString(sum[:])[:12]
+	script := fmt.Sprintf(`
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Count to 5000 and find 4321."}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "seq 1 5000"}}]
+  - expect: "[artifact %[1]s:"
+    tool_calls: [{name: read_artifact, arguments: {handle: "%[1]s", grep: "^4321$"}}]
+  - expect: "4321: 4321"
+    tool_calls: [{name: finish_task, arguments: {result: "4321 is on line 4321"}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "4321 is on line 4321"}}]
+`, h)
+	s, err := scripted.Parse([]byte(script), "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.New(*s)
+	f := newFixture(t, server.Options{NewSession: server.Sessions(config.Default(), session.Options{Model: model})})
+	connect(t, f.wsURL, "dev1", realDevice(t, t.TempDir()), nil)
+	var d server.DispatchResponse
+	if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1", Request: "Count to 5000 and find 4321."}, &d); code != 200 {
+		t.Fatalf("dispatch: %d %+v", code, d)
+	}
+	info := f.waitTask(t, d.TaskID)
+	if info.Status != server.StatusCompleted || info.Result != "4321 is on line 4321" {
+		t.Fatalf("task ended %s (%s): %q", info.Status, info.Error, info.Result)
+	}
+	for _, c := range info.Commands {
+		if c.ToolName == "read_artifact" {
+			t.Errorf("read_artifact went to the device: %+v", c)
+		}
+	}
+	for i, req := range model.Calls() {
+		for _, m := range req.Messages {
+			if len(m.Content) > 16000 {
+				t.Errorf("request %d carries a %d-byte %s turn", i, len(m.Content), m.Role)
+			}
 		}
 	}
 }

@@ -182,7 +182,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		MaxRounds:    a.MaxRounds,
 		MaxSteps:     a.MaxSteps,
 		Limits: strategy.Limits{MaxRetries: retries(a.MaxRetries), RetryBackoff: a.RetryBackoff.D(),
-			MaxResultChars: a.MaxResultChars, ConfirmDestructive: a.ConfirmDestructive, Approve: a.Approve, MaxRetryAfter: a.MaxRetryAfter.D(), Context: cfg.ContextFor(cfg.Model)},
+			MaxResultChars: a.MaxResultChars, ArtifactHead: a.ArtifactHead, ConfirmDestructive: a.ConfirmDestructive, Approve: a.Approve, MaxRetryAfter: a.MaxRetryAfter.D(), Context: cfg.ContextFor(cfg.Model)},
 		Confirmer:       o.Confirmer,
 		Asker:           o.Asker,
 		AppDescriptions: descs,

@@ -33,8 +33,8 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 	req := &llm.Request{Messages: msgs, JSON: pc.mode == ModeJSON}
 	if pc.mode == ModeTools {
 		// The tools stay the same while the discovered list does.
-		if pc.native == nil || len(pc.tools) != pc.nativeOf {
-			pc.native, pc.nativeOf = NativeTools(pc), len(pc.tools)
+		if read := readsArtifacts(pc); pc.native == nil || len(pc.tools) != pc.nativeOf || read != pc.nativeRead {
+			pc.native, pc.nativeOf, pc.nativeRead = NativeTools(pc), len(pc.tools), read
 		}
 		req.Tools = pc.native
 	}
@@ -183,6 +183,8 @@ func history(pc *Context, pol memory.Policy, recent int) []llm.Message {
 			reply := replayable(st.Reply)
 			if line > 0 {
 				reply = condense(reply, line)
+			} else {
+				reply = shownReply(pc, reply)
 			}
 			turns = append([]llm.Message{reply}, resultMessages(pc, st, line)...)
 			for _, n := range st.Notes {
@@ -304,7 +306,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 		if line > 0 {
 			return memory.Line(ResultText(r, 0), line)
 		}
-		return ResultText(r, pc.limits.MaxResultChars)
+		return shownResult(pc, r)
 	}
 	if len(st.Reply.ToolCalls) > 0 {
 		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
@@ -329,10 +331,66 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 			if i < len(st.Results) {
 				res = text(st.Results[i])
 			}
-			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, compactJSON(c.Parameters), res)
+			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, pc.artifacts.JSON([]byte(compactJSON(c.Parameters))), res)
 		}
 	}
 	return []llm.Message{llm.User(b.String())}
+}
+
+// shownResult is a result as a request carries it: whole, or with what is
+// too long to repeat kept aside as artifacts, each shown by its head and
+// read on demand (read_artifact). Without a store it is cut instead.
+func shownResult(pc *Context, r command.Result) string {
+	a := pc.artifacts
+	if a == nil {
+		return ResultText(r, pc.limits.MaxResultChars)
+	}
+	if r.Status == command.Success && len(r.Result) > 0 {
+		var s string
+		if json.Unmarshal(r.Result, &s) == nil {
+			return a.Text(s)
+		}
+		// Each long string of a JSON result on its own (a command's
+		// stdout, say), so that the structure stays and a read returns
+		// the string's own bytes. Both ways give canonical JSON; a long
+		// one is decoded once.
+		raw := stripImages(r.Result)
+		if len(raw) <= a.Threshold || a.Threshold <= 0 {
+			return string(prompts.CanonicalJSON(raw))
+		}
+		return string(a.JSON(raw))
+	}
+	return a.Text(ResultText(r, 0))
+}
+
+// shownReply is a remembered reply as the next requests repeat it: text
+// and arguments too long to repeat kept aside as artifacts, the first time
+// they are sent back, so that what was sent never changes.
+func shownReply(pc *Context, m llm.Message) llm.Message {
+	a := pc.artifacts
+	if a == nil {
+		return m
+	}
+	m.Content = string(a.JSON([]byte(m.Content)))
+	var calls []llm.ToolCall
+	for i, c := range m.ToolCalls {
+		args := a.JSON([]byte(c.Arguments))
+		if string(args) == c.Arguments {
+			continue
+		}
+		if !json.Valid(args) {
+			// Still too long as a whole: providers want JSON arguments.
+			args, _ = json.Marshal(map[string]string{"_shortened": string(args)})
+		}
+		if calls == nil {
+			calls = slices.Clone(m.ToolCalls)
+		}
+		calls[i].Arguments = string(args)
+	}
+	if calls != nil {
+		m.ToolCalls = calls
+	}
+	return m
 }
 
 // controlAck answers a control tool call: ask_user with the user's answer,
@@ -400,7 +458,17 @@ func NativeTools(pc *Context) []llm.Tool {
 		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	for _, c := range prompts.AppControlTools() {
+		if c.Name == prompts.ReadArtifactTool && !readsArtifacts(pc) {
+			continue
+		}
 		out = append(out, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
 	}
 	return out
+}
+
+// readsArtifacts reports whether an app agent is offered read_artifact:
+// from the first request that shows an artifact on (the tools change
+// once, and requests without artifacts stay as they were).
+func readsArtifacts(pc *Context) bool {
+	return pc.agent.Role == fsm.App && pc.artifacts.Len() > 0
 }

@@ -174,7 +174,7 @@ func (s observeStrategy) Execute(ctx context.Context, pc *Context) error {
 			// One command per call: observations are independent, so one
 			// failing must not skip the others.
 			r := pc.dispatcher.Execute(ctx, []command.Command{c})
-			obs[i] = prompts.Observation{Name: c.String(), Content: ResultText(r[0], pc.limits.MaxResultChars)}
+			obs[i] = prompts.Observation{Name: c.String(), Content: shownResult(pc, r[0])}
 		}()
 	}
 	wg.Wait()

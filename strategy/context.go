@@ -84,6 +84,7 @@ type Context struct {
 	prompts    *prompts.Set
 	memory     *memory.Memory
 	board      *memory.Blackboard
+	artifacts  *memory.Artifacts
 	confirmer  Confirmer
 	runSubtask func(ctx context.Context, app, subtask string) memory.Note
 	onChunk    func(llm.Chunk)
@@ -118,9 +119,11 @@ type Context struct {
 	values map[any]any
 	intro  []llm.Message
 	turns  map[stepKey][]llm.Message
-	// native are the tools offered in tools mode, for nativeOf tools.
-	native   []llm.Tool
-	nativeOf int
+	// native are the tools offered in tools mode, for nativeOf tools,
+	// with read_artifact when nativeRead.
+	native     []llm.Tool
+	nativeOf   int
+	nativeRead bool
 }
 
 // Setup is what a processing context is made with: who the agent is, what
@@ -138,7 +141,10 @@ type Setup struct {
 	// Memory is the agent's history; nil means a new, empty one.
 	Memory *memory.Memory
 	// Board is shared by the session's agents.
-	Board     *memory.Blackboard
+	Board *memory.Blackboard
+	// Artifacts keep the values too large for every request (shared by
+	// the session's agents); nil cuts them at Limits.MaxResultChars.
+	Artifacts *memory.Artifacts
 	Confirmer Confirmer
 	// RunSubtask runs an app agent for a host agent's assignment.
 	RunSubtask func(ctx context.Context, app, subtask string) memory.Note
@@ -160,7 +166,7 @@ type Setup struct {
 func NewContext(s Setup) *Context {
 	pc := &Context{
 		agent: s.Agent, request: s.Request, subtask: s.Subtask, mode: s.Mode,
-		model: s.Model, dispatcher: s.Dispatcher, prompts: s.Prompts, memory: s.Memory, board: s.Board,
+		model: s.Model, dispatcher: s.Dispatcher, prompts: s.Prompts, memory: s.Memory, board: s.Board, artifacts: s.Artifacts,
 		confirmer: s.Confirmer, runSubtask: s.RunSubtask, onChunk: s.OnChunk, onRetry: s.OnRetry,
 		limits: s.Limits, maxSteps: s.MaxSteps, device: s.Device, apps: slices.Clone(s.Apps),
 	}
@@ -177,8 +183,14 @@ type Limits struct {
 	MaxRetries int
 	// RetryBackoff is the first wait before retrying a provider error.
 	RetryBackoff time.Duration
-	// MaxResultChars caps one result's text in the prompt.
+	// MaxResultChars is the most of one value (a result, an observation,
+	// an argument the model wrote) a request carries: a longer one is kept
+	// as an artifact, shown by its first ArtifactHead bytes and read on
+	// demand with read_artifact. 0 is no bound.
 	MaxResultChars int
+	// ArtifactHead is how much of an artifact the request shows
+	// (memory.DefaultArtifactHead when 0).
+	ArtifactHead int
 	// ConfirmDestructive asks the Confirmer before any command whose tool
 	// is annotated destructive, even when the model did not ask.
 	ConfirmDestructive bool

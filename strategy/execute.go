@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -73,13 +74,15 @@ func (executeStrategy) Execute(ctx context.Context, pc *Context) error {
 	return nil
 }
 
-// runInOrder dispatches valid actions in runs, failing an invalid action in
-// place without sending it, and skips everything after the first failure.
+// runInOrder dispatches device actions in runs, answering in place the
+// ones the agent answers itself (an invalid action fails without being
+// sent; read_artifact reads the agent's store), and skips everything
+// after the first failure.
 func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, actions []Action) []command.Result {
 	results := make([]command.Result, 0, len(cmds))
 	for start := 0; start < len(cmds); {
 		end := start
-		for end < len(cmds) && actions[end].Invalid == "" {
+		for end < len(cmds) && actions[end].Invalid == "" && actions[end].Function != prompts.ReadArtifactTool {
 			end++
 		}
 		if end > start {
@@ -94,7 +97,7 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 			}
 		}
 		if end < len(cmds) {
-			results = append(results, command.Failed("", actions[end].Invalid))
+			results = append(results, answerHere(pc, actions[end]))
 			end++
 		}
 		start = end
@@ -106,6 +109,26 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 		results = append(results, command.SkippedResult("", "skipped: an earlier action in this step failed"))
 	}
 	return results
+}
+
+// answerHere answers an action that never reaches the device.
+func answerHere(pc *Context, a Action) command.Result {
+	if a.Invalid != "" {
+		return command.Failed("", a.Invalid)
+	}
+	if pc.artifacts == nil {
+		return command.Failed("", "there are no artifacts to read: nothing was shortened")
+	}
+	b, _ := json.Marshal(a.Arguments)
+	var args memory.ReadArgs
+	if err := json.Unmarshal(b, &args); err != nil {
+		return command.Failed("", fmt.Sprintf("%s: bad arguments (%v): give handle, and offset and length or grep", prompts.ReadArtifactTool, err))
+	}
+	text, err := pc.artifacts.Read(args)
+	if err != nil {
+		return command.Failed("", fmt.Sprintf("%s: %v", prompts.ReadArtifactTool, err))
+	}
+	return command.Succeeded("", text)
 }
 
 func allOK(rs []command.Result) bool {

@@ -68,6 +68,11 @@
 //	{"$artifact": "sha256:<hex>", "path": "artifacts/<hex>.png",
 //	 "encoding": "base64", "media_type": "image/png", "size": 48213}
 //
+// (These are the recording's own. A value the model was shown only by its
+// head and a handle, a memory.Artifacts stand-in, is in the request as the
+// model saw it; the whole is in the result or call that produced it, and
+// so in a file here when it is large.)
+//
 // encoding "text" stands for a string, "base64" for image data (the file is
 // the decoded image: screenshots are viewable as they are), "json" for any
 // JSON value (a tool's result). The same content is stored once, however
