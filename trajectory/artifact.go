@@ -51,6 +51,34 @@ var externalKeys = map[string]bool{"content": true, "data": true, "arguments": t
 type store struct {
 	dir     string // the trajectory directory
 	written map[string]bool
+	// moved remembers each value moved out, by the digest of the value as
+	// given (before redaction): a value that recurs (a command's result in
+	// its dispatch and in its step) is redacted and hashed once, which
+	// for megabytes of output is most of what recording costs.
+	moved map[[sha256.Size]byte]Ref
+}
+
+// once moves a value out the first time it is seen and returns the same
+// Ref every later time.
+func (s *store) once(kind string, raw []byte, move func() (Ref, error)) (Ref, error) {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write(raw)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	if ref, ok := s.moved[key]; ok {
+		return ref, nil
+	}
+	ref, err := move()
+	if err != nil {
+		return Ref{}, err
+	}
+	if s.moved == nil {
+		s.moved = map[[sha256.Size]byte]Ref{}
+	}
+	s.moved[key] = ref
+	return ref, nil
 }
 
 func (s *store) put(data []byte, encoding, mediaType string) (Ref, error) {
@@ -141,7 +169,9 @@ func (w *Writer) moveOut(key string, val any, parent map[string]any) (Ref, bool,
 				return ref, err == nil, err
 			}
 		}
-		ref, err := w.store.put([]byte(w.redactor.String(s)), EncodingText, "text/plain; charset=utf-8")
+		ref, err := w.store.once(EncodingText, []byte(s), func() (Ref, error) {
+			return w.store.put([]byte(w.redactor.String(s)), EncodingText, "text/plain; charset=utf-8")
+		})
 		return ref, err == nil, err
 	case map[string]any, []any:
 		if key != "result" && key != "parameters" {
@@ -151,7 +181,9 @@ func (w *Writer) moveOut(key string, val any, parent map[string]any) (Ref, bool,
 		if err != nil || len(b) < w.threshold {
 			return Ref{}, false, err
 		}
-		ref, err := w.store.put(w.redactor.Bytes(b), EncodingJSON, "application/json")
+		ref, err := w.store.once(EncodingJSON, b, func() (Ref, error) {
+			return w.store.put(w.redactor.Bytes(b), EncodingJSON, "application/json")
+		})
 		return ref, err == nil, err
 	}
 	return Ref{}, false, nil
