@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -98,5 +101,23 @@ func TestRunShowsEstimatesAndUnknownCost(t *testing.T) {
 		if c := tr.Calls(); len(c) != 1 || c[0].Response == nil || !c[0].Response.Usage.Estimated {
 			t.Errorf("recorded calls %+v", c)
 		}
+	}
+}
+
+// saucer serve refuses the same budget at start, before it listens.
+func TestServeRefusesACostBudgetItCannotEnforce(t *testing.T) {
+	url, _ := noUsageServer(t)
+	cfg := writeConfig(t, fmt.Sprintf("model: openai-compatible:local\nproviders: {openai-compatible: {base_url: %q}}\nbudget: {cost_usd: 2}\n", url))
+	// Were it to start, it would serve until this safety net ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "-c", cfg, "--token", "k-test-serve", "--addr", "127.0.0.1:0", "--store", "memory"})
+	err := root.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "budget.cost_usd ($2.0000) cannot be enforced: openai-compatible:local has no price") {
+		t.Errorf("serve: %v\n%s", err, out.String())
 	}
 }
