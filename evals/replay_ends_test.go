@@ -18,7 +18,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
@@ -215,7 +215,8 @@ func recordScenario(t *testing.T, sc scenario) (string, *agent.Outcome) {
 	}
 	opts := session.Options{Device: dev, Observers: []func(agent.Event){rec.Observe}}
 	if sc.cost {
-		opts.Cost = func(string, llm.Usage) (float64, bool) { return 0.001, true }
+		// 100 prompt tokens a reply at $10 a million: $0.001.
+		opts.Prices = map[string]price.Price{cfg.Model: {Prompt: 10}}
 	}
 	sess, err := session.New(cfg, opts)
 	if err != nil {
