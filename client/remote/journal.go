@@ -201,9 +201,14 @@ func (j *journal) write(l journalLine) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.f == nil {
+		return errJournalClosed
+	}
 	_, err = j.f.Write(append(b, '\n'))
 	return err
 }
+
+var errJournalClosed = errors.New("journal: closed (the client was closed)")
 
 func (j *journal) begin(m *aip.ServerMessage) error {
 	calls := make([]jcall, len(m.Actions))
@@ -240,8 +245,14 @@ func (j *journal) finish(m *aip.ClientMessage, keep func() []*aip.ClientMessage)
 	return nil
 }
 
+// close closes the file; a second close does nothing.
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.f.Close()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
 }

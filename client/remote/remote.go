@@ -272,6 +272,16 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
+// Close releases what the client holds open: its journal file. Call it
+// once Run has returned; a second Close does nothing. (The device is the
+// caller's to close.)
+func (c *Client) Close() error {
+	if c.journal == nil {
+		return nil
+	}
+	return c.journal.close()
+}
+
 // url is the server the client connects to now.
 func (c *Client) url() string { return c.urls[c.cur.Load()] }
 
