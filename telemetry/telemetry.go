@@ -2,7 +2,10 @@
 // when configured (it is off by default: nothing is sent anywhere the user
 // did not name). Spans follow the GenAI semantic conventions: a session,
 // an invoke_agent span per agent, a chat span per model call (model,
-// tokens, finish reason) and an execute_tool span per command.
+// tokens, finish reason; a client span, since it calls a model server)
+// and an execute_tool span per command (internal on a device in this
+// process, client on a remote one). A span whose work failed has an error
+// status with the (redacted) reason.
 package telemetry
 
 import (
@@ -12,14 +15,18 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/fsm"
 )
 
 // Options say where traces go.
@@ -61,12 +68,17 @@ func NewExporter(ctx context.Context, o Options) (*Exporter, error) {
 
 // Start opens a session span for task on model (empty: the Options'
 // model), labelled (a task id, an eval case: saucer.KEY attributes), and
-// returns the Tracer that observes the session.
+// returns the Tracer that observes the session. A session labelled with a
+// "device" (a served task) runs its commands on a remote device, so its
+// execute_tool spans are client spans; other sessions' are internal.
 func (x *Exporter) Start(task, model string, labels map[string]string) *Tracer {
 	if model == "" {
 		model = x.o.Model
 	}
-	t := &Tracer{x: x, model: model, agents: map[string]agentSpan{}}
+	t := &Tracer{x: x, model: model, agents: map[string]agentSpan{}, toolKind: trace.SpanKindInternal}
+	if labels["device"] != "" {
+		t.toolKind = trace.SpanKindClient
+	}
 	attrs := []attribute.KeyValue{attribute.String("saucer.task", x.o.Redact(task)), attribute.String("gen_ai.request.model", model)}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		attrs = append(attrs, attribute.String("saucer."+k, labels[k]))
@@ -84,6 +96,9 @@ type Tracer struct {
 	x     *Exporter
 	own   bool // End shuts the exporter down (a tracer from New)
 	model string
+	// toolKind is the execute_tool spans' kind: client when the device
+	// is remote.
+	toolKind trace.SpanKind
 
 	mu      sync.Mutex
 	ctx     context.Context // the session span's
@@ -128,6 +143,12 @@ func (t *Tracer) Observe(e agent.Event) {
 			if e.Note != nil {
 				a.span.SetAttributes(attribute.String("saucer.status", e.Note.Status))
 			}
+			switch {
+			case e.Err != nil:
+				t.failed(a.span, e.Err.Error())
+			case e.Note != nil && failedStatus(e.Note.Status):
+				t.failed(a.span, e.Note.Status+": "+e.Note.Result)
+			}
 			a.span.End()
 			delete(t.agents, e.Agent)
 		}
@@ -145,7 +166,11 @@ func (t *Tracer) Observe(e agent.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, attribute.String("error.type", t.x.o.Redact(e.Err.Error())))
 		}
-		_, span := t.x.tracer.Start(parent, "chat "+model, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+		_, span := t.x.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+		if e.Err != nil {
+			t.failed(span, e.Err.Error())
+		}
 		span.End(trace.WithTimestamp(now))
 	case agent.EventDispatch:
 		for i, c := range e.Commands {
@@ -154,12 +179,19 @@ func (t *Tracer) Observe(e agent.Event) {
 			if i < len(e.Results) {
 				attrs = append(attrs, attribute.String("saucer.result.status", string(e.Results[i].Status)))
 			}
-			_, span := t.x.tracer.Start(parent, "execute_tool "+c.ToolName, trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+			_, span := t.x.tracer.Start(parent, "execute_tool "+c.ToolName, trace.WithSpanKind(t.toolKind),
+				trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+			if i < len(e.Results) && e.Results[i].Status == command.Failure {
+				t.failed(span, e.Results[i].Error)
+			}
 			span.End(trace.WithTimestamp(now))
 		}
 	case agent.EventStep:
 		_, span := t.x.tracer.Start(parent, fmt.Sprintf("step %d", e.Step), trace.WithTimestamp(now.Add(-e.Duration)),
 			trace.WithAttributes(attribute.String("saucer.status", string(e.To)), attribute.Int("saucer.step", e.Step)))
+		if e.Err != nil {
+			t.failed(span, e.Err.Error())
+		}
 		span.End(trace.WithTimestamp(now))
 	}
 }
@@ -175,8 +207,12 @@ func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 	if out != nil {
 		t.session.SetAttributes(attribute.String("saucer.status", string(out.Status)),
 			attribute.Int("gen_ai.usage.input_tokens", out.Usage.PromptTokens), attribute.Int("gen_ai.usage.output_tokens", out.Usage.CompletionTokens))
-		if out.Err != nil {
+		switch {
+		case out.Err != nil:
 			t.session.SetAttributes(attribute.String("error.type", t.x.o.Redact(out.Err.Error())))
+			t.failed(t.session, out.Err.Error())
+		case failedStatus(string(out.Status)):
+			t.failed(t.session, string(out.Status)+": "+out.Answer)
 		}
 	}
 	t.session.End()
@@ -185,4 +221,25 @@ func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 		return t.x.Shutdown(ctx)
 	}
 	return nil
+}
+
+// failed sets span's status to error, with the reason redacted (and cut:
+// an answer can be long).
+func (t *Tracer) failed(span trace.Span, reason string) {
+	span.SetStatus(codes.Error, cut(t.x.o.Redact(reason), 500))
+}
+
+// failedStatus reports whether an agent's or a session's end status is a
+// failure: it gave up (FAIL) or could not go on (ERROR).
+func failedStatus(s string) bool { return s == string(fsm.Fail) || s == string(fsm.Error) }
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

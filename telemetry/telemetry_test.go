@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/telemetry/telemetrytest"
@@ -47,6 +50,18 @@ func TestTracesReachACollector(t *testing.T) {
 	spans := map[string]map[string]string{}
 	for _, s := range rcv.Spans() {
 		spans[s.Name] = s.Attrs
+		// A model call goes to a model server; the device is in this
+		// process; nothing failed.
+		want := "internal"
+		if strings.HasPrefix(s.Name, "chat ") {
+			want = "client"
+		}
+		if s.Kind != want {
+			t.Errorf("span %q is of kind %s, want %s", s.Name, s.Kind, want)
+		}
+		if s.Status != "" {
+			t.Errorf("span %q has status %s (%s), want none", s.Name, s.Status, s.StatusMessage)
+		}
 	}
 	for name, want := range map[string][]string{
 		"session":                    {"saucer.status", "FINISH"},
@@ -117,5 +132,81 @@ func TestExporterSessionsRedacted(t *testing.T) {
 	}
 	if got := sessions[0].Attrs["saucer.task"]; !strings.HasPrefix(got, "deploy with key ") || !strings.Contains(got, trajectory.Redacted) {
 		t.Errorf("task attribute %q: want it kept, with the secret replaced", got)
+	}
+}
+
+// Spans say what failed: a model call that failed, a command whose result
+// is a failure, an agent and a session that ended in FAIL have an error
+// status with the reason, redacted. Model calls are client spans;
+// commands are client spans when the device is remote (a served task,
+// labelled with its device), internal otherwise.
+func TestSpanKindsAndErrors(t *testing.T) {
+	const secret = "sk-proj-0123456789abcdefghij"
+	red, err := trajectory.NewRedactor([]string{secret}, trajectory.DefaultPatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		labels   map[string]string
+		toolKind string
+	}{{map[string]string{"case": "local"}, "internal"}, {map[string]string{"task_id": "t1", "device": "laptop"}, "client"}} {
+		rcv := telemetrytest.New()
+		defer rcv.Close()
+		ctx := context.Background()
+		x, err := telemetry.NewExporter(ctx, telemetry.Options{Endpoint: rcv.URL, Model: "scripted:demo", Redact: red.String})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := x.Start("the task", "", tc.labels)
+		tr.Observe(agent.Event{Kind: agent.EventAgentStart, Agent: "app-1", Role: "app", App: "shell"})
+		tr.Observe(agent.Event{Kind: agent.EventModelCall, Agent: "app-1", Err: errors.New("rate limited for key " + secret)})
+		tr.Observe(agent.Event{Kind: agent.EventModelCall, Agent: "app-1", Response: &llm.Response{FinishReason: "tool_calls"}})
+		tr.Observe(agent.Event{Kind: agent.EventDispatch, Agent: "app-1",
+			Commands: []command.Command{{ToolName: "ok_tool"}, {ToolName: "bad_tool"}, {ToolName: "later_tool"}},
+			Results: []command.Result{{Status: command.Success}, {Status: command.Failure, Error: "exit 1: token " + secret + " refused"},
+				{Status: command.Skipped, Error: "skipped: an earlier command failed"}}})
+		tr.Observe(agent.Event{Kind: agent.EventAgentEnd, Agent: "app-1", Note: &memory.Note{Status: "FAIL", Result: "could not log in with " + secret}})
+		if err := tr.End(ctx, &agent.Outcome{Status: "FAIL", Answer: "gave up"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		type want struct{ kind, status, message string }
+		expect := map[string]want{
+			"session":                 {"internal", "error", "FAIL: gave up"},
+			"invoke_agent app-1":      {"internal", "error", "FAIL: could not log in with " + trajectory.Redacted},
+			"execute_tool ok_tool":    {tc.toolKind, "", ""},
+			"execute_tool bad_tool":   {tc.toolKind, "error", "exit 1: token " + trajectory.Redacted + " refused"},
+			"execute_tool later_tool": {tc.toolKind, "", ""}, // skipped: it did not run, so it did not fail
+		}
+		chats := 0
+		for _, s := range rcv.Spans() {
+			if strings.HasPrefix(s.Name, "chat ") {
+				chats++
+				if s.Kind != "client" {
+					t.Errorf("chat span of kind %s, want client", s.Kind)
+				}
+				if failed := s.Attrs["error.type"] != ""; failed != (s.Status == "error") {
+					t.Errorf("chat span: status %q with error.type %q", s.Status, s.Attrs["error.type"])
+				}
+				if s.Status == "error" && s.StatusMessage != "rate limited for key "+trajectory.Redacted {
+					t.Errorf("chat span's status message %q", s.StatusMessage)
+				}
+				continue
+			}
+			w, ok := expect[s.Name]
+			if !ok {
+				t.Errorf("unexpected span %q", s.Name)
+				continue
+			}
+			delete(expect, s.Name)
+			if s.Kind != w.kind || s.Status != w.status || s.StatusMessage != w.message {
+				t.Errorf("%v: span %q: kind %s, status %q %q; want %s, %q %q", tc.labels, s.Name, s.Kind, s.Status, s.StatusMessage, w.kind, w.status, w.message)
+			}
+		}
+		if chats != 2 || len(expect) > 0 {
+			t.Errorf("%v: %d chat spans (want 2); spans that did not arrive: %v", tc.labels, chats, expect)
+		}
 	}
 }

@@ -10,13 +10,19 @@ import (
 	"sync"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// Span is one span as it arrived: its name and attributes, as text.
+// Span is one span as it arrived: its name, kind (client, internal, ...)
+// and attributes, as text, and its status when one was set (code error or
+// ok, with the message).
 type Span struct {
-	Name  string
-	Attrs map[string]string
+	Name          string
+	Kind          string
+	Attrs         map[string]string
+	Status        string
+	StatusMessage string
 }
 
 // Receiver collects spans. URL is its endpoint (give it as
@@ -58,6 +64,16 @@ func (r *Receiver) Named(name string) []Span {
 	return out
 }
 
+var kinds = map[tracepb.Span_SpanKind]string{
+	tracepb.Span_SPAN_KIND_UNSPECIFIED: "unspecified", tracepb.Span_SPAN_KIND_INTERNAL: "internal",
+	tracepb.Span_SPAN_KIND_SERVER: "server", tracepb.Span_SPAN_KIND_CLIENT: "client",
+	tracepb.Span_SPAN_KIND_PRODUCER: "producer", tracepb.Span_SPAN_KIND_CONSUMER: "consumer",
+}
+
+var statuses = map[tracepb.Status_StatusCode]string{
+	tracepb.Status_STATUS_CODE_UNSET: "", tracepb.Status_STATUS_CODE_OK: "ok", tracepb.Status_STATUS_CODE_ERROR: "error",
+}
+
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	b, _ := io.ReadAll(req.Body)
 	var export coltrace.ExportTraceServiceRequest
@@ -76,7 +92,11 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 						attrs[kv.Key] = kv.Value.String()
 					}
 				}
-				r.spans = append(r.spans, Span{Name: s.Name, Attrs: attrs})
+				span := Span{Name: s.Name, Kind: kinds[s.Kind], Attrs: attrs}
+				if st := s.Status; st != nil {
+					span.Status, span.StatusMessage = statuses[st.Code], st.Message
+				}
+				r.spans = append(r.spans, span)
 			}
 		}
 	}
