@@ -19,6 +19,7 @@ import (
 	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/saucerhq/saucer/internal/yamlkeys"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/memory"
@@ -267,6 +268,10 @@ func parse(base *Config, data []byte, name string) (*Config, error) {
 	c := &Config{}
 	if base != nil {
 		*c = *base
+	}
+	// Unknown keys are named as the file writes them, with the key meant.
+	if unknown, err := yamlkeys.Find(data, c); err == nil && len(unknown) > 0 {
+		return nil, fmt.Errorf("config: %s", yamlkeys.Describe(name, unknown))
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -121,3 +121,23 @@ func TestStoreSpec(t *testing.T) {
 		t.Errorf("Load with remote.store: redis: %v", err)
 	}
 }
+
+// An unknown key is named as the file writes it, with its line and the
+// key it most likely meant, never as a Go type.
+func TestUnknownKeyInTheConfigsWords(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(p, []byte("model: ollama:qwen2.5\nagent:\n  max_rounds: 4\n  max_stepz: 7\nmodels:\n  \"ollama:*\": {fallbackz: [openai:gpt-4o]}\n"), 0o644)
+	_, err := config.Load(p, nil)
+	want := `config: unknown key "agent.max_stepz" in ` + p + ` line 4; did you mean "agent.max_steps"?` + "\n" +
+		`unknown key "models.'ollama:*'.fallbackz" in ` + p + ` line 6; did you mean "models.'ollama:*'.fallbacks"?`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n%v\nwant:\n%s", err, want)
+	}
+	if strings.Contains(err.Error(), "config.Agent") || strings.Contains(err.Error(), "type ") {
+		t.Errorf("the error names Go types: %v", err)
+	}
+	// A recorded config is read the same way.
+	if _, err := config.FromYAML([]byte("record: {colour: red}\n")); err == nil || !strings.Contains(err.Error(), `unknown key "record.colour" in recorded config line 1`) {
+		t.Errorf("FromYAML: %v", err)
+	}
+}

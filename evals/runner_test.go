@@ -234,3 +234,13 @@ func TestSuiteValidation(t *testing.T) {
 		}
 	}
 }
+
+// A suite's unknown key is named by its path in the suite, with its line
+// and the key meant.
+func TestSuiteUnknownKeyInItsWords(t *testing.T) {
+	_, err := evals.ParseSuite([]byte("name: x\ncases:\n  - id: a\n    task: t\n    limts: {timeout: 5s}\n"))
+	want := `unknown key "cases[0].limts" at line 5; did you mean "cases[0].limits"?`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/yamlkeys"
 )
 
 // ReplayModel is the model name that means "the recorded replies": a case
@@ -271,6 +272,9 @@ func LoadSuite(path string) (*Suite, error) {
 // ParseSuite reads a suite from YAML, refusing unknown keys, and checks it.
 func ParseSuite(data []byte) (*Suite, error) {
 	s := &Suite{}
+	if unknown, err := yamlkeys.Find(data, s); err == nil && len(unknown) > 0 {
+		return nil, errors.New(yamlkeys.Describe("", unknown))
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) {

@@ -122,7 +122,7 @@ func TestConfigCommand(t *testing.T) {
 	}
 	os.WriteFile(cfgFile, []byte("agent: {max_stepz: 7}\n"), 0o644)
 	out, code = saucer(t, "config", "--config", cfgFile)
-	if code != 2 || !strings.Contains(out, "max_stepz") {
+	if code != 2 || !strings.Contains(out, `unknown key "agent.max_stepz" in `+cfgFile+` line 1; did you mean "agent.max_steps"?`) {
 		t.Errorf("unknown key: exit %d: %s", code, out)
 	}
 }
