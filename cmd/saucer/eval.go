@@ -46,8 +46,9 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 		Long: "Run every case of an eval suite (see evals/README.md): cases on recorded or live local devices, " +
 			"with checkers, trials, limits and metrics. The results directory keeps a result and a trajectory per " +
 			"trial; running again with the same directory resumes, and refuses if the suite or the options changed. " +
-			"--model replaces every case's model. Exits 1 when the success rate is below --min-success, 130 when " +
-			"interrupted (run again to resume).",
+			"--model replaces every case's model. Exits 1 when the success rate is below --min-success, 3 when trials " +
+			"could not be run (infra_error: a device, setup script or model that did not start), 130 when interrupted " +
+			"(run again to resume).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEval(cmd, g, f, args[0]) },
 	}
@@ -130,11 +131,42 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		return exitError{130}
 	case runErr != nil:
 		return runErr
+	case infraFailed(errw, rep):
+		return exitError{3}
 	case rep.Metrics.SuccessRate < f.minSuccess:
 		fmt.Fprintf(w, "FAIL: success rate %.1f%% is below --min-success %.1f%%\n", 100*rep.Metrics.SuccessRate, 100*f.minSuccess)
 		return exitError{1}
 	}
 	return nil
+}
+
+// infraFailed says which trials could not be run (infra_error: their
+// device, setup or model did not start, or the harness failed them), and
+// whether there were any: their score says nothing about the agent.
+func infraFailed(w io.Writer, rep *evals.Report) bool {
+	var lines []string
+	for _, c := range rep.Cases {
+		for _, tr := range c.Trials {
+			if tr != nil && tr.Failure == evals.FailInfra {
+				lines = append(lines, fmt.Sprintf("  %s trial %d: %s", tr.Case, tr.Trial, cutLine(tr.Detail, 200)))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "saucer eval: %d trial(s) could not be run (infra_error); fix the cause, delete their trial directories (cases/ID/trial-N) and run again to redo them:\n%s\n",
+		len(lines), strings.Join(lines, "\n"))
+	return true
+}
+
+// cutLine is s on one line, at most n bytes.
+func cutLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // writeReports writes the report files and prints the summary.
@@ -168,6 +200,9 @@ func newEvalMergeCmd() *cobra.Command {
 			}
 			if err := writeReports(cmd.OutOrStdout(), rep, out); err != nil {
 				return err
+			}
+			if infraFailed(cmd.ErrOrStderr(), rep) {
+				return exitError{3}
 			}
 			if rep.Metrics.SuccessRate < minSuccess {
 				fmt.Fprintf(cmd.OutOrStdout(), "FAIL: success rate %.1f%% is below --min-success %.1f%%\n", 100*rep.Metrics.SuccessRate, 100*minSuccess)

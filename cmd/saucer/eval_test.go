@@ -107,7 +107,10 @@ func TestEvalStepsWithAnAgentBenchCase(t *testing.T) {
 		t.Fatalf("import: exit %d\n%s", code, text)
 	}
 	suite := filepath.Join(out, "agentbench-os-dev2.yaml")
-	if text, code := saucer(t, "eval", suite, "-o", res, "-q", "--label", "no-root"); code != 0 || !strings.Contains(text, "| dev2-002 | 1/1 |") {
+	// dev2-001 has no example solution to play: it cannot run without
+	// --model, and says so (exit 3).
+	if text, code := saucer(t, "eval", suite, "-o", res, "-q", "--label", "no-root"); code != 3 || !strings.Contains(text, "| dev2-002 | 1/1 |") ||
+		!strings.Contains(text, "dev2-001 trial 1: agentbench: task dev2-001 has no example solution") {
 		t.Fatalf("eval: exit %d\n%s", code, text)
 	}
 	rec := filepath.Join(res, "cases", "dev2-002", "trial-1", "trajectory")
@@ -133,4 +136,37 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A trial that could not be run (its setup failed, a needs-root case off
+// a sandbox) is an infra_error, and saucer eval exits 3 naming it, after
+// writing the reports: the score says nothing about the agent.
+func TestEvalInfraErrorsExitNonZero(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "finish.yaml"), []byte("loop: true\nreplies:\n  - tool_calls: [{name: finish_task, arguments: {result: done}}]\n"), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: infra
+model: scripted:finish.yaml
+cases:
+  - id: fine
+    task: do nothing
+    labels: [ok]
+  - id: broken-setup
+    task: do nothing
+    device: {setup: ["echo the fixture is missing >&2; exit 3"]}
+`), 0o644)
+	out := t.TempDir()
+	text, code := saucer(t, "eval", suite, "-o", out, "-q")
+	if code != 3 || !strings.Contains(text, "1 trial(s) could not be run (infra_error)") ||
+		!strings.Contains(text, "broken-setup trial 1: setup script 1") || !strings.Contains(text, "the fixture is missing") {
+		t.Fatalf("exit %d\n%s", code, text)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+	// Without the broken case, the same suite passes: exit 0.
+	text, code = saucer(t, "eval", suite, "-o", t.TempDir(), "-q", "--label", "ok")
+	if code != 0 || !strings.Contains(text, "100.0% (1/1 trials") {
+		t.Errorf("the fine case alone: exit %d\n%s", code, text)
+	}
 }

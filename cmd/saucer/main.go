@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,19 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.model, "model", "m", "", "model as PROVIDER:MODEL, e.g. openai:gpt-4o, ollama:qwen2.5, scripted:FILE.yaml")
 	root.PersistentFlags().StringVar(&g.mode, "mode", "", "how the model acts: tools (native tool calls) or json")
 	root.PersistentFlags().StringVar(&g.prompts, "prompts", "", "directory of *.tmpl files overriding the built-in prompts")
+	// An empty value given on purpose (--model "", or $UNSET_VAR) would
+	// quietly mean the config's model: say so instead.
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		for _, fl := range []struct{ name, give string }{
+			{"model", "a model as PROVIDER:MODEL (e.g. openai:gpt-4o), or leave the flag out to use the config's model (model: in the config file, or SAUCER_MODEL)"},
+			{"mode", "tools or json, or leave the flag out to use the config's mode (mode: in the config file, or SAUCER_MODE)"},
+		} {
+			if f := cmd.Flags().Lookup(fl.name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+				return fmt.Errorf("--%s is empty: give %s", fl.name, fl.give)
+			}
+		}
+		return nil
+	}
 	root.AddCommand(newRunCmd(g), newToolsCmd(g), newFSMCmd(), newConfigCmd(g))
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(g))

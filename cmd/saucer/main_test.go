@@ -139,3 +139,24 @@ func TestAppServerSets(t *testing.T) {
 		t.Errorf("unknown app: exit %d: %s", code, out)
 	}
 }
+
+// An empty task, and a --model or --mode given empty, are refused with
+// what to do, never run with the config's model in silence.
+func TestEmptyTaskAndFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "-C", t.TempDir(), ""}, "the task is empty: say what to do"},
+		{[]string{"run", "-C", t.TempDir(), " ", "\t"}, "the task is empty"},
+		{[]string{"run", "--model", "", "-C", t.TempDir(), "list files"}, "--model is empty: give a model as PROVIDER:MODEL"},
+		{[]string{"run", "--model=", "-C", t.TempDir(), "list files"}, "--model is empty"},
+		{[]string{"run", "--mode", " ", "-C", t.TempDir(), "list files"}, "--mode is empty: give tools or json"},
+		{[]string{"eval", "--model", "", "../../evals/suites/demo.yaml", "-o", t.TempDir()}, "--model is empty"},
+	} {
+		out, code := saucer(t, tc.args...)
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("%q: exit %d, want 2 saying %q:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +45,11 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 4 when the budget was reached, 130 when interrupted.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTask(cmd, g, f, strings.Join(args, " "))
+			task := strings.Join(args, " ")
+			if strings.TrimSpace(task) == "" {
+				return errors.New(`the task is empty: say what to do, e.g. saucer run "list the files in this folder"`)
+			}
+			return runTask(cmd, g, f, task)
 		},
 	}
 	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, "steps per app agent (default from config: 20)")
