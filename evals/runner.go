@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +24,6 @@ import (
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
-	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
@@ -43,7 +43,10 @@ type Options struct {
 	Jobs int
 	// Timeout bounds each trial that sets no timeout of its own.
 	Timeout time.Duration
-	// Model, when set, replaces every case's model.
+	// Model, when set, replaces every case's model. The model of a trial
+	// is, first found: Model, the case's, the suite's, the config's (whose
+	// model: SAUCER_MODEL overrides when config.Load read it). The
+	// config's models.X.fallbacks stand behind it, as in every session.
 	Model string
 	// Trials, when positive, replaces every case's trial count.
 	Trials int
@@ -62,9 +65,11 @@ type Options struct {
 	// Trace, when set, traces every trial: a session span per trial,
 	// labelled with its suite, case and number.
 	Trace *telemetry.Exporter
-	// OpenModel opens models by spec; nil opens them with the config's
-	// provider settings. Each trial opens its own (scripted models count
-	// their replies).
+	// OpenModel, when set, opens a model by spec in place of the provider
+	// registry (models only the caller knows); nil opens them with the
+	// config's provider settings. Trial and judge models are opened by
+	// session.OpenModelBy, so their fallbacks are opened by it too. Each
+	// trial opens its own (scripted models count their replies).
 	OpenModel func(spec string) (llm.Model, error)
 	// Progress is told after each trial, one call at a time and in order.
 	Progress func(Progress)
@@ -172,10 +177,6 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	}
 	if opts.Config == nil {
 		opts.Config = config.Default()
-	}
-	if opts.OpenModel == nil {
-		cfg := opts.Config
-		opts.OpenModel = func(spec string) (llm.Model, error) { return provider.Open(spec, cfg.Providers, os.Getenv) }
 	}
 	r := &runner{s: s, opts: opts, recordings: map[string]*trajectory.Trajectory{}}
 	if err := r.prepare(); err != nil {
@@ -423,14 +424,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	}
 	start := time.Now()
 	lim := r.s.limits(c)
-	spec := c.Model
-	if spec == "" {
-		spec = r.s.Model
-	}
-	if r.opts.Model != "" {
-		spec = r.opts.Model
-	}
-	spec = r.s.model(spec)
+	spec := r.modelOf(c)
 	res := &TrialResult{Case: c.ID, Trial: n, Model: spec, PhaseMS: map[string]float64{}, Trajectory: filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "trajectory"))}
 	t := &trial{res: res}
 	sess, col, err := r.setup(ctx, c, n, spec, lim, t, filepath.Join(dir, "trajectory"))
@@ -484,7 +478,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 		// Checks run once the agent has stopped, on the same device.
 		checkStart := time.Now()
 		env := &checkEnv{device: t.device, live: t.live, timeout: t.timeout, answer: out.Answer, status: string(out.Status), task: c.Task, calls: col.calls,
-			openJudge: func(s string) (llm.Model, error) { return r.opts.OpenModel(r.s.model(s)) }, judge: r.s.Judge,
+			openJudge: func(s string) (llm.Model, error) { return r.openModel(r.s.model(s)) }, judge: r.s.Judge,
 			record: func(e trajectory.Event) { t.rec.Write(e) }}
 		for i, ch := range c.Checks {
 			res.Checks = append(res.Checks, env.run(ctx, i, ch))
@@ -602,7 +596,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	}
 	if model == nil {
 		var err error
-		if model, err = r.opts.OpenModel(spec); err != nil {
+		if model, err = r.openModel(spec); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -649,6 +643,25 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		return nil, nil, err
 	}
 	return sess, col, nil
+}
+
+// modelOf is the spec of case c's model: --model (Options.Model), the
+// case's, the suite's, else the config's.
+func (r *runner) modelOf(c Case) string {
+	spec := cmp.Or(r.opts.Model, c.Model, r.s.Model)
+	if spec == "" {
+		return r.opts.Config.Model // not the suite's to resolve
+	}
+	return r.s.model(spec)
+}
+
+// openModel opens a model as every session does (session.OpenModelBy):
+// with the run's config's provider settings and its fallbacks for that
+// model. (A recorded device's config is not used: its keys are redacted.)
+func (r *runner) openModel(spec string) (llm.Model, error) {
+	cfg := *r.opts.Config
+	cfg.Model = spec
+	return session.OpenModelBy(&cfg, r.opts.OpenModel)
 }
 
 // collector gathers a trial's numbers from its agent events and enforces

@@ -204,8 +204,17 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 
 // OpenModel opens the config's model through the provider registry, with
 // its fallbacks (models.<model>.fallbacks) behind it when it has some.
-func OpenModel(cfg *config.Config) (llm.Model, error) {
-	m, err := provider.Open(cfg.Model, cfg.Providers, os.Getenv)
+func OpenModel(cfg *config.Config) (llm.Model, error) { return OpenModelBy(cfg, nil) }
+
+// OpenModelBy is OpenModel with open, when set, opening each model (the
+// config's, then each fallback) by spec in place of the provider registry:
+// models only a caller knows, such as an imported suite's example
+// solutions, get the config's fallbacks too.
+func OpenModelBy(cfg *config.Config, open func(spec string) (llm.Model, error)) (llm.Model, error) {
+	if open == nil {
+		open = func(spec string) (llm.Model, error) { return provider.Open(spec, cfg.Providers, os.Getenv) }
+	}
+	m, err := open(cfg.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +225,7 @@ func OpenModel(cfg *config.Config) (llm.Model, error) {
 	f := &llm.Fallback{Models: []llm.Named{{Spec: cfg.Model, Model: m}},
 		Retry: llm.RetryPolicy{Base: cfg.Agent.RetryBackoff.D(), Max: 1, MaxRetryAfter: cfg.Agent.MaxRetryAfter.D()}}
 	for _, spec := range fallbacks {
-		fm, err := provider.Open(spec, cfg.Providers, os.Getenv)
+		fm, err := open(spec)
 		if err != nil {
 			return nil, fmt.Errorf("models.%s.fallbacks: %w", cfg.Model, err)
 		}

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/saucerhq/saucer/evals"
 )
 
 func TestEvalDemoSuite(t *testing.T) {
@@ -169,4 +175,67 @@ cases:
 	if code != 0 || !strings.Contains(text, "100.0% (1/1 trials") {
 		t.Errorf("the fine case alone: exit %d\n%s", code, text)
 	}
+}
+
+// saucer eval opens models as saucer run does: a case without a model
+// runs the config's model:, which SAUCER_MODEL overrides; a case's or the
+// suite's own model wins over both; --model wins over all; and
+// models.X.fallbacks stand behind whichever model runs.
+func TestEvalModelPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name string) string {
+		p := filepath.Join(dir, name+".yaml")
+		os.WriteFile(p, []byte("loop: true\nreplies:\n  - tool_calls: [{name: finish_task, arguments: {result: "+name+"}}]\n"), 0o644)
+		return "scripted:" + p
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"message":"the model is loading","type":"server_error"}}`)
+	}))
+	defer down.Close()
+	cfgFile := filepath.Join(dir, "saucer.yaml")
+	os.WriteFile(cfgFile, []byte(`model: `+script("config")+`
+agent: {retry_backoff: 1ms, max_retries: 0}
+providers:
+  openai-compatible: {base_url: "`+down.URL+`/v1"}
+models:
+  "openai-compatible:big": {fallbacks: ["`+script("fallback")+`"]}
+`), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: precedence
+cases:
+  - {id: plain, task: anything}
+  - {id: own, task: anything, model: `+script("case")+`}
+  - {id: down, task: anything, model: "openai-compatible:big"}
+`), 0o644)
+	script("env")
+	script("flag")
+	answers := func(args ...string) map[string]string {
+		t.Helper()
+		out := t.TempDir()
+		text, code := saucer(t, append([]string{"eval", suite, "-c", cfgFile, "-o", out, "-q"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s", args, code, text)
+		}
+		rep, err := evals.ReadReport(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, c := range rep.Cases {
+			got[c.ID] = c.Trials[0].Answer
+		}
+		return got
+	}
+	check := func(what string, got, want map[string]string) {
+		t.Helper()
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: answers %v, want %v", what, got, want)
+		}
+	}
+	check("the config", answers(), map[string]string{"plain": "config", "own": "case", "down": "fallback"})
+	t.Setenv("SAUCER_MODEL", "scripted:"+filepath.Join(dir, "env.yaml"))
+	check("SAUCER_MODEL", answers(), map[string]string{"plain": "env", "own": "case", "down": "fallback"})
+	check("--model", answers("--model", "scripted:"+filepath.Join(dir, "flag.yaml")), map[string]string{"plain": "flag", "own": "flag", "down": "flag"})
 }
