@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
@@ -60,6 +61,12 @@ type Options struct {
 	Sandbox bool
 	// Config is the base configuration (nil: the built-in defaults).
 	Config *config.Config
+	// Extra servers are served on every live trial's device beside the
+	// configured ones, as local.DeviceOptions.Extra does for a session: a
+	// program's own in-process tools, which its cases' agents and state
+	// checks can call. All trials share them (and -j runs trials at
+	// once): a tool that keeps state keeps it across trials.
+	Extra []client.Server
 	// Redactor removes secrets from the trials' recordings.
 	Redactor *trajectory.Redactor
 	// Trace, when set, traces every trial: a session span per trial,
@@ -156,6 +163,8 @@ type runOpts struct {
 	Labels  []string `json:"labels,omitempty"`
 	Timeout string   `json:"timeout,omitempty"`
 	Config  string   `json:"config"`
+	// Extra names the extra servers' namespaces.
+	Extra []string `json:"extra,omitempty"`
 }
 
 var (
@@ -333,6 +342,9 @@ func (r *runner) prepare() error {
 		return err
 	}
 	ro := runOpts{Model: r.opts.Model, Trials: r.opts.Trials, Labels: r.opts.Labels, Config: string(cfgYAML)}
+	for _, x := range r.opts.Extra {
+		ro.Extra = append(ro.Extra, x.Namespace)
+	}
 	if r.opts.Timeout > 0 {
 		ro.Timeout = r.opts.Timeout.String()
 	}
@@ -355,7 +367,7 @@ func (r *runner) prepare() error {
 			return fmt.Errorf("evals: %s is damaged: %w", p, err)
 		}
 		if prev.Fingerprint != fp {
-			return fmt.Errorf("evals: %s holds results of another suite or other options (the suite file, --model, --trials, --timeout or the config changed); use a new results directory, or delete this one to start over", r.opts.Results)
+			return fmt.Errorf("evals: %s holds results of another suite or other options (the suite file, --model, --trials, --timeout, the config or the extra servers changed); use a new results directory, or delete this one to start over", r.opts.Results)
 		}
 		if (prev.Shard == nil) != (shard == nil) || prev.Shard != nil && prev.Shard.Shard != shard.Shard {
 			return fmt.Errorf("evals: %s holds the results of %s, not of %s; use a results directory per shard", r.opts.Results, prev.Shard, shard)
@@ -564,7 +576,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		if c.Device.PersistentShell || c.Device.Start != "" {
 			cfg.Tools.Shell.Persistent = true
 		}
-		dev, err := local.Device(ctx, &cfg, dir)
+		dev, err := local.NewDevice(ctx, &cfg, dir, local.DeviceOptions{Extra: r.opts.Extra})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, err
