@@ -181,7 +181,9 @@ type Shell struct {
 	Enabled     bool     `yaml:"enabled"`
 	Description string   `yaml:"description"`
 	Timeout     Duration `yaml:"timeout"`
-	MaxOutput   int      `yaml:"max_output"`
+	// MaxTimeout is the longest timeout a command may ask for.
+	MaxTimeout Duration `yaml:"max_timeout"`
+	MaxOutput  int      `yaml:"max_output"`
 	// Persistent runs every command in one long-lived shell, as a
 	// terminal does: cd, variables and su carry over between calls.
 	Persistent bool `yaml:"persistent"`

@@ -3,6 +3,7 @@ package evals
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
-	"github.com/saucerhq/saucer/tools/shell"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -56,10 +56,11 @@ func (c Call) String() string {
 // calls, a way to open judge models, and the trajectory to record into.
 type checkEnv struct {
 	device dispatcher.Dispatcher
-	// live is set for a live device: its state checks run in shells of
-	// their own, with the trial's timeout (when set) instead of the
-	// shell's default.
-	live      bool
+	// live is a live device's client: its state checks run in shells of
+	// their own, and each check may take as long as the trial's timeout
+	// (when set), instead of the agents' command_timeout and the shell's
+	// default.
+	live      dispatcher.Executor
 	timeout   time.Duration
 	answer    string
 	status    string
@@ -70,8 +71,24 @@ type checkEnv struct {
 	record    func(trajectory.Event)
 }
 
-func (env *checkEnv) run(ctx context.Context, i int, c Check) CheckResult {
-	r := CheckResult{Name: c.Label(i), Kind: c.Kind()}
+// errCheckLimit ends a check that reached the case's time limit.
+var errCheckLimit = errors.New("the case's time limit was reached")
+
+func (env *checkEnv) run(ctx context.Context, i int, c Check) (r CheckResult) {
+	r = CheckResult{Name: c.Label(i), Kind: c.Kind()}
+	if env.timeout > 0 {
+		deadline := time.Now().Add(env.timeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errCheckLimit)
+		defer cancel()
+		defer func() {
+			// (By the clock: the device's own cut can come a moment
+			// before ctx's timer has fired.)
+			if !r.Pass && !time.Now().Before(deadline) {
+				r.Detail = fmt.Sprintf("cut at the case's time limit (%s): %s", env.timeout, r.Detail)
+			}
+		}()
+	}
 	switch {
 	case c.State != nil:
 		r.Pass, r.Detail = env.state(ctx, c.State)
@@ -111,9 +128,31 @@ func shellCommand(line string, args []string, timeout time.Duration, fresh bool)
 		p["fresh"] = true
 	}
 	if timeout > 0 {
-		p["timeout"] = min(timeout, shell.DefaultMaxTimeout).Seconds()
+		// The trial's device lets a command take this long
+		// (tools.shell.max_timeout is raised to the case's limit).
+		p["timeout"] = timeout.Seconds()
 	}
 	return command.Command{ToolName: "execute_command", Namespace: "shell", ToolType: command.Action, Parameters: p}
+}
+
+// left is the time a check's command may take: what is left of the
+// case's time limit, or 0 (the shell's default) without one.
+func (env *checkEnv) left(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok || env.timeout <= 0 {
+		return 0
+	}
+	return until(dl)
+}
+
+// until is the time left until dl, rounded up to the millisecond (as
+// timeouts are told; never ending before dl), at least one.
+func until(dl time.Time) time.Duration {
+	d := time.Until(dl)
+	if r := d.Truncate(time.Millisecond); r < d {
+		d = r + time.Millisecond
+	}
+	return max(d, time.Millisecond)
 }
 
 // scriptCommand runs a script in a shell of its own with arguments, as
@@ -126,9 +165,15 @@ func scriptCommand(s Script, args []string, timeout time.Duration) command.Comma
 	return shellCommand(s.Code, args, timeout, true)
 }
 
+// dispatch runs cmd on the device. On a live device with a time limit,
+// the command may take what is left of it (ctx's deadline).
 func (env *checkEnv) dispatch(ctx context.Context, cmd command.Command) command.Result {
 	start := time.Now()
-	res := env.device.Execute(ctx, []command.Command{cmd})
+	device := env.device
+	if dl, ok := ctx.Deadline(); ok && env.live != nil && env.timeout > 0 {
+		device = dispatcher.NewLocal(env.live, dispatcher.LocalOptions{Timeout: until(dl)})
+	}
+	res := device.Execute(ctx, []command.Command{cmd})
 	env.record(trajectory.Event{Type: trajectory.TypeDispatch, Agent: CheckAgent, Phase: "CHECK", Commands: []command.Command{cmd},
 		Results: res, DurationMS: trajectory.MS(time.Since(start))})
 	if len(res) != 1 {
@@ -142,7 +187,7 @@ func (env *checkEnv) dispatch(ctx context.Context, cmd command.Command) command.
 func (env *checkEnv) pipeline(ctx context.Context, steps []Script) (bool, string) {
 	args := []string{env.answer}
 	for i, st := range steps {
-		res := env.dispatch(ctx, scriptCommand(st, args, env.timeout))
+		res := env.dispatch(ctx, scriptCommand(st, args, env.left(ctx)))
 		if !res.OK() {
 			return false, fmt.Sprintf("script %d of %d could not run: %s", i+1, len(steps), res.Error)
 		}
@@ -176,9 +221,9 @@ func (env *checkEnv) state(ctx context.Context, s *StateCheck) (bool, string) {
 		return env.pipeline(ctx, s.Pipeline)
 	}
 	cmd := StateCommand(s, env.answer)
-	if env.live && s.Run != "" {
+	if env.live != nil && s.Run != "" {
 		// Beside the agent's shell, not in it; as long as the trial may last.
-		cmd = shellCommand(s.Run, nil, env.timeout, true)
+		cmd = shellCommand(s.Run, nil, env.left(ctx), true)
 		cmd.Parameters["env"] = map[string]any{"SAUCER_ANSWER": env.answer}
 	}
 	res := []command.Result{env.dispatch(ctx, cmd)}

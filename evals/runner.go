@@ -412,9 +412,10 @@ type trial struct {
 	res    *TrialResult
 	rec    *record.Recorder
 	device dispatcher.Dispatcher
-	// live is set for a live device, whose scripts and checks get the
-	// trial's timeout (0: the shell's own).
-	live      bool
+	// live is a live device's client: its scripts and checks run on it
+	// with the trial's timeout (0: the agents' command_timeout and the
+	// shell's own).
+	live      dispatcher.Executor
 	timeout   time.Duration
 	divergers []func() []string
 	close     func()
@@ -518,6 +519,16 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	return res, nil
 }
 
+// scripts is the dispatcher of a live trial's setup and start scripts:
+// each may take as long as the trial's time limit, not just the agents'
+// command_timeout.
+func (t *trial) scripts() dispatcher.Dispatcher {
+	if t.live == nil || t.timeout <= 0 {
+		return t.device
+	}
+	return dispatcher.NewLocal(t.live, dispatcher.LocalOptions{Timeout: t.timeout})
+}
+
 // setup prepares the trial's device, model, recording and session.
 func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limits, t *trial, trajDir string) (*session.Session, *collector, error) {
 	cfg := *r.opts.Config
@@ -576,6 +587,14 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		if c.Device.PersistentShell || c.Device.Start != "" {
 			cfg.Tools.Shell.Persistent = true
 		}
+		t.timeout = lim.Timeout.D()
+		if t.timeout <= 0 {
+			t.timeout = r.opts.Timeout
+		}
+		// The case's time limit governs its scripts and checks: the shell
+		// and the device client must not cut them sooner.
+		cfg.Tools.Shell.MaxTimeout = max(cfg.Tools.Shell.MaxTimeout, config.Duration(t.timeout))
+		cfg.MCP.CallTimeout = max(cfg.MCP.CallTimeout, config.Duration(t.timeout))
 		dev, err := local.NewDevice(ctx, &cfg, dir, local.DeviceOptions{Extra: r.opts.Extra})
 		if err != nil {
 			os.RemoveAll(dir)
@@ -588,12 +607,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		for _, ns := range dev.Namespaces() {
 			apps[ns.Name] = ns.Description
 		}
-		t.live, t.timeout = true, lim.Timeout.D()
-		if t.timeout <= 0 {
-			t.timeout = r.opts.Timeout
-		}
+		t.live = dev
+		scripts := t.scripts()
 		for i, sc := range c.Device.Setup {
-			res := local.Execute(ctx, []command.Command{scriptCommand(sc, nil, t.timeout)})
+			res := scripts.Execute(ctx, []command.Command{scriptCommand(sc, nil, t.timeout)})
 			if err := setupFailed(res[0]); err != "" {
 				return nil, nil, fmt.Errorf("setup script %d (%s) %s", i+1, cutText(oneLine(sc.Code, 80), 80), err)
 			}
@@ -601,7 +618,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		if c.Device.Start != "" {
 			// In the agent's own shell: what it leaves is where the agent begins.
 			cmd := shellCommand(c.Device.Start, nil, t.timeout, false)
-			if res := local.Execute(ctx, []command.Command{cmd}); !res[0].OK() {
+			if res := scripts.Execute(ctx, []command.Command{cmd}); !res[0].OK() {
 				return nil, nil, fmt.Errorf("start script failed: %s", res[0].Error)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,7 @@ func TestSandboxedTrialsThatMisbehave(t *testing.T) {
 	dir := t.TempDir()
 	passwd, _ := os.ReadFile("/etc/passwd")
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	before, _ := filepath.Glob("/sys/fs/cgroup/*/saucer-saucer-sandbox-*") // others' (a killed process's are never removed)
 
 	suite := fmt.Sprintf(`name: misbehaving
 sandbox: true
@@ -140,13 +143,16 @@ cases:
 			t.Errorf("the daemon outlived its trial: %s", p)
 		}
 	}
-	// Other packages' tests may be running sandboxes right now: a cgroup
-	// is left behind only if it is still there after they would be done.
+	// Other processes (other packages' tests) may be running sandboxes
+	// right now: a cgroup that was there before, or that holds processes
+	// not of this test's making, is theirs; one is left behind only if it
+	// is still there after they would be done.
 	left, _ := filepath.Glob("/sys/fs/cgroup/*/saucer-saucer-sandbox-*")
+	left = slices.DeleteFunc(left, func(p string) bool { return slices.Contains(before, p) })
 	for deadline := time.Now().Add(15 * time.Second); len(left) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var still []string
 		for _, p := range left {
-			if _, err := os.Stat(p); err == nil {
+			if _, err := os.Stat(p); err == nil && !foreignCgroup(p) {
 				still = append(still, p)
 			}
 		}
@@ -155,4 +161,46 @@ cases:
 	if len(left) > 0 {
 		t.Errorf("cgroups left behind: %v", left)
 	}
+}
+
+// foreignCgroup reports whether the cgroup at dir holds a process that
+// is not this process's descendant: another process's sandbox.
+func foreignCgroup(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 && !descendant(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// descendant reports whether pid is this process or one of its
+// descendants, by its parents in /proc.
+func descendant(pid int) bool {
+	for range 64 {
+		if pid == os.Getpid() {
+			return true
+		}
+		if pid <= 1 {
+			return false
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(fields[1]); err != nil {
+			return false
+		}
+	}
+	return false
 }

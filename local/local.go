@@ -285,7 +285,7 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 			return s, false, nil
 		}
 		p := cfg.MCP.Policy.Shell
-		o := shell.Options{Dir: workdir, Timeout: sh.Timeout.D(), MaxOutput: sh.MaxOutput, Persistent: sh.Persistent,
+		o := shell.Options{Dir: workdir, Timeout: sh.Timeout.D(), MaxTimeout: sh.MaxTimeout.D(), MaxOutput: sh.MaxOutput, Persistent: sh.Persistent,
 			Policy: shell.Policy{Allow: p.Allow, Deny: p.Deny, ConfineCwd: p.ConfineCwd, ScrubEnv: p.ScrubEnv,
 				ScrubURLPasswords: p.ScrubURLPasswords}}
 		if sb != nil {
