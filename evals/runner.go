@@ -81,8 +81,9 @@ type Options struct {
 	// Progress is told after each trial, one call at a time and in order.
 	Progress func(Progress)
 	// Session is the base of every trial's session: a strategy registry,
-	// pipeline edits, middleware, prompts, observers, a confirmer. The
-	// runner sets the model, the device and its own observers.
+	// pipeline edits, middleware, prompts, observers, a confirmer, an
+	// Abort that cancels live trials' commands in progress. The runner
+	// sets the model, the device and its own observers.
 	Session session.Options
 }
 
@@ -601,13 +602,14 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			return nil, nil, err
 		}
 		t.close = func() { dev.Close(); os.RemoveAll(dir) }
-		local := dispatcher.NewLocal(dev, dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
-		t.device = local
+		// Session.Abort (a second Ctrl-C) reaches commands in progress.
+		live := session.Abortable(dev, r.opts.Session.Abort)
+		t.device = dispatcher.NewLocal(live, dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
 		apps = map[string]string{}
 		for _, ns := range dev.Namespaces() {
 			apps[ns.Name] = ns.Description
 		}
-		t.live = dev
+		t.live = live
 		scripts := t.scripts()
 		for i, sc := range c.Device.Setup {
 			res := scripts.Execute(ctx, []command.Command{scriptCommand(sc, nil, t.timeout)})

@@ -17,6 +17,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -54,6 +55,12 @@ type Options struct {
 	// set, is used instead (a remote device, a recorded one).
 	Device     *client.Client
 	Dispatcher dispatcher.Dispatcher
+	// Abort, when set, cancels the command in progress on Device as soon
+	// as it ends. Run's context stops a session between commands (one that
+	// has started runs to its end); Abort stops that command too (the
+	// shell kills its processes), for a second Ctrl-C. It does not reach
+	// a Dispatcher given here.
+	Abort context.Context
 	// Apps describe the device's apps (tool namespaces) to the host agent;
 	// nil takes them from Device.
 	Apps map[string]string
@@ -100,7 +107,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		if o.Device == nil {
 			return nil, errors.New("session: no device: set Options.Device (an in-process device client) or Options.Dispatcher")
 		}
-		disp = dispatcher.NewLocal(o.Device, dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
+		disp = dispatcher.NewLocal(Abortable(o.Device, o.Abort), dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
 	}
 	model := o.Model
 	if model == nil {
@@ -200,6 +207,30 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		return nil, err
 	}
 	return &Session{Session: s, b: b}, nil
+}
+
+// Abortable is exec with each command's context ended, with abort's
+// cause, as soon as abort ends: the way to stop a command in progress,
+// which a dispatcher's cancellation never reaches. A nil abort leaves
+// exec as it is.
+func Abortable(exec dispatcher.Executor, abort context.Context) dispatcher.Executor {
+	if abort == nil {
+		return exec
+	}
+	return abortable{exec, abort}
+}
+
+type abortable struct {
+	exec  dispatcher.Executor
+	abort context.Context
+}
+
+func (a abortable) Execute(ctx context.Context, cmd command.Command) command.Result {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(a.abort, func() { cancel(context.Cause(a.abort)) })
+	defer stop()
+	return a.exec.Execute(ctx, cmd)
 }
 
 // OpenModel opens the config's model through the provider registry, with

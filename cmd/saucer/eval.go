@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,8 +113,10 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 	if !f.quiet {
 		opts.Progress = progressBar(errw, isTerminal(os.Stderr) && errw == os.Stderr)
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := watchInterrupts(cmd.Context(), errw, "the trials")
+	defer sigs.close()
+	ctx := sigs.Stop
+	opts.Session.Abort = sigs.Abort
 	rep, runErr := evals.Run(ctx, s, opts)
 	if rep == nil {
 		return runErr
@@ -126,9 +126,11 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 	}
 	w := cmd.OutOrStdout()
 	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintln(errw, runErr)
-		return exitError{130}
+	case sigs.interrupted():
+		if runErr != nil {
+			fmt.Fprintln(errw, runErr)
+		}
+		return exitError{sigs.code()}
 	case runErr != nil:
 		return runErr
 	case infraFailed(errw, rep):

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,9 +82,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	if err := session.CheckBudget(cfg, cfg.PriceTable()); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, abort := context.WithCancelCause(ctx)
+	sigs := watchInterrupts(cmd.Context(), cmd.ErrOrStderr(), "the run")
+	defer sigs.close()
+	ctx, abort := context.WithCancelCause(sigs.Stop)
 	defer abort(nil)
 
 	dev, err := local.DeviceFor(ctx, cfg, f.workdir, f.app)
@@ -104,7 +101,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	// like the recording.
 	out := redacting{cmd.OutOrStdout(), red}
 	p := newPrinter(cmd.OutOrStdout(), red)
-	opts := session.Options{Device: dev, Confirmer: confirmer(f.yes, cmd.InOrStdin(), out), Asker: asker(cmd.InOrStdin(), out)}
+	lines := newLineReader(cmd.InOrStdin())
+	opts := session.Options{Device: dev, Abort: sigs.Abort, Confirmer: confirmer(f.yes, cmd.InOrStdin(), lines, sigs.Stop, out),
+		Asker: asker(cmd.InOrStdin(), lines, sigs.Stop, out)}
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
 		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {
@@ -163,6 +162,8 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	case recordErr.Load() != nil:
 		fmt.Fprintf(cmd.ErrOrStderr(), "saucer: the run stopped: the recording in %s could not be written: %v\n", rec.Dir(), *recordErr.Load())
 		return exitError{3}
+	case sigs.interrupted():
+		return exitError{sigs.code()}
 	case o.Cancelled:
 		return exitError{130}
 	case !o.OK():
@@ -172,8 +173,9 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 }
 
 // confirmer approves everything with --yes, asks on a terminal, and
-// declines when no one is there to ask.
-func confirmer(yes bool, in io.Reader, out io.Writer) confirmFunc {
+// declines when no one is there to ask, or when stop ends (Ctrl-C) before
+// an answer.
+func confirmer(yes bool, in io.Reader, lines *lineReader, stop context.Context, out io.Writer) confirmFunc {
 	return func(ctx context.Context, agentName string, cmds []command.Command, reason string) (bool, error) {
 		if yes {
 			fmt.Fprintf(out, "  %s asked to confirm %d command(s): approved by --yes\n", agentName, len(cmds))
@@ -188,9 +190,24 @@ func confirmer(yes bool, in io.Reader, out io.Writer) confirmFunc {
 			fmt.Fprintf(out, "    %s\n", c)
 		}
 		fmt.Fprint(out, "  Run them? [y/N] ")
-		line, _ := bufio.NewReader(in).ReadString('\n')
+		wait, release := either(ctx, stop)
+		defer release()
+		line, err := lines.next(wait)
+		if err != nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(out, "\n  declined (%v)\n", err)
+			return false, nil
+		}
 		return strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y"), nil
 	}
+}
+
+// either is a context that ends when ctx or stop does, with its cause:
+// a prompt gives up at the first Ctrl-C whatever context it was given.
+// release frees it.
+func either(ctx, stop context.Context) (both context.Context, release func()) {
+	both, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
+	return both, func() { unhook(); cancel(nil) }
 }
 
 type confirmFunc func(ctx context.Context, agent string, cmds []command.Command, reason string) (bool, error)
@@ -206,15 +223,22 @@ func (f askFunc) Ask(ctx context.Context, agent, question string) (string, error
 }
 
 // asker asks the user on a terminal; with no terminal there is no asker, and
-// an agent that needs an answer fails with its question.
-func asker(in io.Reader, out io.Writer) agent.Asker {
+// an agent that needs an answer fails with its question. At Ctrl-C (stop
+// ends) it gives up at once, and the agent fails with the question.
+func asker(in io.Reader, lines *lineReader, stop context.Context, out io.Writer) agent.Asker {
 	if !isTerminal(in) {
 		return nil
 	}
 	return askFunc(func(ctx context.Context, agentName, q string) (string, error) {
 		fmt.Fprintf(out, "  %s asks: %s\n  > ", agentName, q)
-		line, err := bufio.NewReader(in).ReadString('\n')
-		return strings.TrimSpace(line), err
+		wait, release := either(ctx, stop)
+		defer release()
+		line, err := lines.next(wait)
+		if err != nil {
+			fmt.Fprintf(out, "\n  no answer (%v)\n", err)
+			return "", fmt.Errorf("no answer: %w", err)
+		}
+		return strings.TrimSpace(line), nil
 	})
 }
 
