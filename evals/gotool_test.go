@@ -165,7 +165,9 @@ cases:
 		t.Fatal(err)
 	}
 	short, long := rep.Cases[0].Trials[0], rep.Cases[1].Trials[0]
-	if short.Success || short.Failure != evals.FailCheckerFailed || len(short.Checks) != 2 {
+	// (On a loaded host the agent itself may reach the 2s limit too: the
+	// checks, which run after it whatever its end, are what is asserted.)
+	if short.Success || len(short.Checks) != 2 {
 		t.Fatalf("short: success %v, %s: %s", short.Success, short.Failure, short.Detail)
 	}
 	for _, ch := range short.Checks {

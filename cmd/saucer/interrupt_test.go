@@ -16,6 +16,9 @@ import (
 	"github.com/creack/pty"
 )
 
+// endMark follows, on the terminal, all a process wrote.
+const endMark = "\x00end of the test's process\x00"
+
 // onPTY is a saucer process on a pseudo-terminal, as a person runs it:
 // stdin, stdout and stderr are the terminal, and Ctrl-C typed there is
 // SIGINT from the terminal's line discipline.
@@ -26,35 +29,55 @@ type onPTY struct {
 	out  bytes.Buffer
 	more chan struct{} // a token after each read
 	done chan struct{} // closed when the process has exited
-	err  error
+	// drained is closed when the terminal has given all the process
+	// wrote (its last writer is gone).
+	drained chan struct{}
+	err     error
 }
 
 func startOnPTY(t *testing.T, bin string, args ...string) *onPTY {
 	t.Helper()
-	p := &onPTY{cmd: exec.Command(bin, args...), more: make(chan struct{}, 1), done: make(chan struct{})}
-	tty, err := pty.StartWithSize(p.cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	p := &onPTY{cmd: exec.Command(bin, args...), more: make(chan struct{}, 1), done: make(chan struct{}), drained: make(chan struct{})}
+	master, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.tty = tty
+	pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 200})
+	p.tty = master
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = tty, tty, tty
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true} // the terminal is its controlling one (fd 0)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The test keeps the terminal's other end open: a terminal whose
+	// last process has gone hangs up, and Linux then drops what was
+	// written but not yet read. Once the process has exited, the test
+	// writes an end mark after what it wrote: all of it has been read
+	// when the mark has.
 	go func() {
+		defer close(p.drained)
 		buf := make([]byte, 4096)
 		for {
-			n, err := tty.Read(buf)
+			n, err := master.Read(buf)
 			p.mu.Lock()
 			p.out.Write(buf[:n])
+			end := bytes.Contains(p.out.Bytes(), []byte(endMark))
+			if end {
+				p.out = *bytes.NewBuffer(bytes.Replace(p.out.Bytes(), []byte(endMark), nil, 1))
+			}
 			p.mu.Unlock()
 			select {
 			case p.more <- struct{}{}:
 			default:
 			}
-			if err != nil {
-				return // EIO once the process and its terminal are gone
+			if err != nil || end {
+				return
 			}
 		}
 	}()
 	go func() {
 		p.err = p.cmd.Wait()
+		tty.Write([]byte(endMark))
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -66,6 +89,8 @@ func startOnPTY(t *testing.T, bin string, args ...string) *onPTY {
 			}
 			<-p.done
 		}
+		<-p.drained
+		master.Close()
 		tty.Close()
 	})
 	return p
@@ -84,15 +109,10 @@ func (p *onPTY) waitFor(t *testing.T, want string) {
 	for !strings.Contains(p.output(), want) {
 		select {
 		case <-p.more:
-		case <-p.done:
-			// The last output may still be in the terminal.
-			select {
-			case <-p.more:
-				continue
-			case <-time.After(time.Second):
-			}
+		case <-p.drained:
 			if !strings.Contains(p.output(), want) {
-				t.Fatalf("the process ended without printing %q:\n%s", want, p.output())
+				<-p.done
+				t.Fatalf("the process ended (%v) without printing %q:\n%s", p.cmd.ProcessState, want, p.output())
 			}
 		case <-deadline:
 			t.Fatalf("no %q within 60 s:\n%s", want, p.output())
@@ -120,8 +140,8 @@ func (p *onPTY) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// exitCode waits, at most 60 s, for the process to exit and returns its
-// exit code.
+// exitCode waits, at most 60 s, for the process to exit and its output
+// to be read, and returns its exit code.
 func (p *onPTY) exitCode(t *testing.T) int {
 	t.Helper()
 	select {
@@ -129,6 +149,7 @@ func (p *onPTY) exitCode(t *testing.T) int {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the process did not exit within 60 s:\n%s", p.output())
 	}
+	<-p.drained
 	var ee *exec.ExitError
 	if p.err != nil && !errors.As(p.err, &ee) {
 		t.Fatal(p.err)
@@ -157,6 +178,14 @@ func alive(pid int) bool {
 	}
 	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
 	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// gone waits, at most 10 s, for process pid to end (a process killed
+// may take a moment to die).
+func gone(pid int) {
+	for deadline := time.Now().Add(10 * time.Second); alive(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitFile waits, at most 60 s, for path to exist, and returns its
@@ -265,7 +294,7 @@ func testCtrlCTwiceDuringALongCommand(t *testing.T, bin string) {
 	if code := p.exitCode(t); code != 130 {
 		t.Errorf("exit %d, want 130:\n%s", code, p.output())
 	}
-	if alive(pid) {
+	if gone(pid); alive(pid) {
 		t.Errorf("the command's process %d outlived the run", pid)
 	}
 	if _, err := os.Stat(filepath.Join(work, "after")); err == nil {
@@ -322,7 +351,7 @@ func testSIGTERMTwiceStopsAnEval(t *testing.T, bin string) {
 	if code := p.exitCode(t); code != 143 {
 		t.Errorf("exit %d, want 143:\n%s", code, p.output())
 	}
-	if alive(pid) {
+	if gone(pid); alive(pid) {
 		t.Errorf("the trial's command %d outlived the eval", pid)
 	}
 	if !strings.Contains(p.output(), "run again with the same results directory to resume") {
