@@ -133,8 +133,13 @@ cases:
 	if after, _ := os.ReadFile("/etc/passwd"); !bytes.Equal(after, passwd) {
 		t.Error("a user was added on the host")
 	}
-	if after, _ := os.ReadFile("/proc/self/mountinfo"); !bytes.Equal(after, mounts) {
-		t.Errorf("host mounts changed:\n%s", after)
+	// (Other processes mount too, a desktop's document portal say: only
+	// mounts of a sandbox's making count.)
+	after, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(after), "\n") {
+		if !bytes.Contains(mounts, []byte(line)) && (strings.Contains(line, "saucer") || strings.Contains(line, " - overlay ")) {
+			t.Errorf("a sandbox's mount is left on the host: %s", line)
+		}
 	}
 	for _, p := range []string{"/fill", "/fill-done"} {
 		if _, err := os.Stat(p); err == nil {
