@@ -45,7 +45,7 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 			"with checkers, trials, limits and metrics. The results directory keeps a result and a trajectory per " +
 			"trial; running again with the same directory resumes, and refuses if the suite or the options changed. " +
 			"--model replaces every case's model. Exits 1 when the success rate is below --min-success, 3 when trials " +
-			"could not be run (infra_error: a device, setup script or model that did not start), 130 when interrupted " +
+			"could not be run (infra_error: a device, setup script or model that did not start), 130 when interrupted (143 by SIGTERM) " +
 			"(run again to resume).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEval(cmd, g, f, args[0]) },

@@ -39,7 +39,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		Short: "Run a task in plain language on this machine",
 		Long: "Run a task: the host agent splits it into subtasks, app agents do them with the device's tools " +
 			"(the shell and files MCP servers in local mode). Prints a line per step; exits 0 when the task " +
-			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 4 when the budget was reached, 130 when interrupted.",
+			"finished, 1 when it failed, 2 on bad usage or configuration, 3 when the recording could not be written, 4 when the budget was reached, 130 when interrupted (143 by SIGTERM).",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			task := strings.Join(args, " ")
