@@ -297,7 +297,7 @@ func openStore(t testing.TB, spec string) store.Store {
 }
 
 // sqliteStore is an SQLite store in a temporary directory, held as
-// saucer serve holds it (its tasks' writes go through its task log).
+// saucer serve holds it.
 func sqliteStore(t testing.TB) store.Store {
 	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
 	if err := st.(*store.SQL).Lock(context.Background()); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,20 +42,12 @@ var stepsRunner = gatedRunner(benchSteps, 0, nil)
 func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSpec) (server.Runner, error) {
 	var once sync.Once
 	return func(spec server.SessionSpec) (server.Runner, error) {
-		var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
-		if spec.WrapModel != nil {
-			model = spec.WrapModel(model)
-		}
+		model := benchModel(spec)
 		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
 			for step := 1; step <= steps; step++ {
-				if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
+				if err := benchStep(ctx, spec, model, step); err != nil {
 					return &agent.Outcome{Status: fsm.Fail, Err: err}
 				}
-				res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
-				if !res[0].OK() {
-					return &agent.Outcome{Status: fsm.Fail, Err: errors.New(res[0].Error)}
-				}
-				spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "bench", Step: step, Commands: []command.Command{benchCommand}, Results: res})
 				if step == pause {
 					stopped := false
 					once.Do(func() {
@@ -72,9 +65,34 @@ func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSp
 	}
 }
 
-// storeServer is a server on st with n connected no-op devices.
-func storeServer(b *testing.B, st store.Store, n int) (*server.Server, func()) {
-	s, err := server.New(server.Options{Token: token, NewSession: stepsRunner, Store: st, MaxTasks: 10000, KeepTasks: 100000})
+// benchModel is an instant model that always says "click", journaled as
+// the server wraps it.
+func benchModel(spec server.SessionSpec) llm.Model {
+	var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
+	if spec.WrapModel != nil {
+		model = spec.WrapModel(model)
+	}
+	return model
+}
+
+// benchStep is one step as agents take it: it asks the model, runs one
+// command on the device and reports the step.
+func benchStep(ctx context.Context, spec server.SessionSpec, model llm.Model, step int) error {
+	if _, err := model.Complete(ctx, &llm.Request{Messages: []llm.Message{llm.User("next")}}); err != nil {
+		return err
+	}
+	res := spec.Dispatcher.Execute(ctx, []command.Command{benchCommand})
+	if !res[0].OK() {
+		return errors.New(res[0].Error)
+	}
+	spec.Observer(agent.Event{Kind: agent.EventStep, Agent: "bench", Step: step, Commands: []command.Command{benchCommand}, Results: res})
+	return nil
+}
+
+// storeServer is a server on st with n connected no-op devices, whose
+// tasks run runner.
+func storeServer(b *testing.B, st store.Store, n int, runner func(server.SessionSpec) (server.Runner, error)) (*server.Server, func()) {
+	s, err := server.New(server.Options{Token: token, NewSession: runner, Store: st, MaxTasks: 10000, KeepTasks: 100000})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,7 +201,7 @@ func BenchmarkTaskStores(b *testing.B) {
 			for range storeRounds {
 				for _, kind := range kinds {
 					st := benchStore(b, kind, pg)
-					s, stop := storeServer(b, st, n)
+					s, stop := storeServer(b, st, n, stepsRunner)
 					b.StartTimer()
 					rate, lat := runTasks(b, s, n, total)
 					b.StopTimer()
@@ -258,6 +276,118 @@ func median(v []float64) float64 {
 // it writes to it everything it writes to a durable store.
 type journaling struct{ store.Store }
 
+// BenchmarkRoundOverhead: what the store adds to a command round, with
+// 1, 10 and 50 devices, each running tasks of overheadSteps steps (a
+// model call, a command round, the step reported) one after another. The
+// model is instant and the device a no-op on loopback, so that what the
+// store adds shows; next to a real model call of hundreds of
+// milliseconds it is the part that matters. Figures, in ms, over
+// storeRounds runs of each store taking turns:
+//   - wait-p50-ms, wait-p95-ms: how long a round waits for the SQLite
+//     store (its command frame is in the journal before it is sent);
+//   - memory-p50-ms, memory-p95-ms, sqlite-p50-ms, sqlite-p95-ms: a
+//     step's time on the memory store, which the server does not write
+//     at all, and on SQLite;
+//   - overhead-p50-ms, overhead-p95-ms: SQLite's step time minus
+//     memory's, at each percentile: everything a round spends because of
+//     the store, encoding what it writes included.
+//
+// The goal is a wait-p95 of at most 2 ms with 10 devices.
+func BenchmarkRoundOverhead(b *testing.B) {
+	for _, n := range []int{1, 10, 50} {
+		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
+			tasks := max(b.N, n)
+			steps := map[string]*durations{"memory": {}, "sqlite": {}}
+			waits := &durations{}
+			b.StopTimer() // only the tasks count, not starting and stopping servers
+			for range storeRounds {
+				for _, kind := range []string{"memory", "sqlite"} {
+					st := benchStore(b, kind, "")
+					run := st
+					if kind == "sqlite" {
+						run = waitTimer{Store: st, waits: waits}
+					}
+					s, stop := storeServer(b, run, n, timedRunner(overheadSteps, steps[kind]))
+					b.StartTimer()
+					runTasks(b, s, n, tasks)
+					b.StopTimer()
+					stop()
+					st.Close()
+				}
+			}
+			mem, sq, w := steps["memory"].sorted(), steps["sqlite"].sorted(), waits.sorted()
+			b.ReportMetric(pct(w, 0.50), "wait-p50-ms")
+			b.ReportMetric(pct(w, 0.95), "wait-p95-ms")
+			b.ReportMetric(pct(mem, 0.50), "memory-p50-ms")
+			b.ReportMetric(pct(mem, 0.95), "memory-p95-ms")
+			b.ReportMetric(pct(sq, 0.50), "sqlite-p50-ms")
+			b.ReportMetric(pct(sq, 0.95), "sqlite-p95-ms")
+			b.ReportMetric(pct(sq, 0.50)-pct(mem, 0.50), "overhead-p50-ms")
+			b.ReportMetric(pct(sq, 0.95)-pct(mem, 0.95), "overhead-p95-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// overheadSteps is how many steps a BenchmarkRoundOverhead task takes.
+const overheadSteps = 10
+
+// timedRunner runs steps steps of one command each, adding each step's
+// time to d.
+func timedRunner(steps int, d *durations) func(server.SessionSpec) (server.Runner, error) {
+	return func(spec server.SessionSpec) (server.Runner, error) {
+		model := benchModel(spec)
+		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
+			for step := 1; step <= steps; step++ {
+				t0 := time.Now()
+				if err := benchStep(ctx, spec, model, step); err != nil {
+					return &agent.Outcome{Status: fsm.Fail, Err: err}
+				}
+				d.add(time.Since(t0))
+			}
+			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
+		}), nil
+	}
+}
+
+// durations collects times from several goroutines.
+type durations struct {
+	mu   sync.Mutex
+	list []time.Duration
+}
+
+func (d *durations) add(t time.Duration) {
+	d.mu.Lock()
+	d.list = append(d.list, t)
+	d.mu.Unlock()
+}
+
+// sorted is what was collected, shortest first.
+func (d *durations) sorted() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := slices.Clone(d.list)
+	slices.Sort(out)
+	return out
+}
+
+// waitTimer is a store that times the journal writes the server waits
+// for: one per command round, its frame, before the frame is sent.
+type waitTimer struct {
+	store.Store
+	waits *durations
+}
+
+func (w waitTimer) Append(ctx context.Context, taskID string, e store.Entry, wait bool) error {
+	if !wait {
+		return w.Store.Append(ctx, taskID, e, wait)
+	}
+	t0 := time.Now()
+	err := w.Store.Append(ctx, taskID, e, wait)
+	w.waits.add(time.Since(t0))
+	return err
+}
+
 // BenchmarkRecovery: a server starts on an SQLite store that an earlier
 // process left with 1,000 running tasks (one step done each, journaled)
 // on 100 devices; the devices connect; the time until every task has
@@ -277,7 +407,7 @@ func BenchmarkRecovery(b *testing.B) {
 		if err := st.(*store.SQL).Lock(context.Background()); err != nil { // as saucer serve does
 			b.Fatal(err)
 		}
-		s, stop := storeServer(b, st, devices)
+		s, stop := storeServer(b, st, devices, stepsRunner)
 		for i := range tasks {
 			if t, err := s.Wait(context.Background(), fmt.Sprintf("task-%04d", i)); err != nil || t.Status != server.StatusCompleted {
 				b.Fatalf("task %s: %s %s %v", t.ID, t.Status, t.Error, err)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -13,7 +12,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,9 +36,6 @@ type SQL struct {
 	path     string   // the SQLite file
 	lockFile *os.File // holds the SQLite store's lock
 	lockConn *sql.Conn
-	// log takes tasks' writes to an SQLite store held by this process
-	// (after Lock); nil before, and for PostgreSQL.
-	log atomic.Pointer[taskLog]
 }
 
 // ErrInUse is returned by Lock when another server holds the store.
@@ -81,19 +76,16 @@ func (s *SQL) LockWait(ctx context.Context) error {
 // servers on one store would each resume the same tasks. It fails with
 // ErrInUse when another process holds it (a PostgreSQL session lock, or a
 // lock on the file PATH.lock beside an SQLite database; either goes with
-// the process that held it, however it ended). An SQLite store held
-// writes its tasks through a log, PATH-tasklog/ (see taskLog), and
-// first replays into the database what an earlier holder left there.
+// the process that held it, however it ended). Held, an SQLite store
+// first takes in what a killed server of the release that had a task
+// log left there (see replayTaskLog).
 func (s *SQL) Lock(ctx context.Context) error {
 	if s.dialect == "sqlite" {
 		f, err := lockFile(s.path + ".lock")
 		if err != nil {
 			return fmt.Errorf("store %s: %w (%v): stop the other one, or give this one its own --store", s.name, ErrInUse, err)
 		}
-		// Held, the store is this process's alone: tasks' writes can go
-		// through its log (see taskLog), after what an earlier server
-		// left in it.
-		if err := s.startLog(ctx); err != nil {
+		if err := s.replayTaskLog(ctx); err != nil {
 			f.Close()
 			return err
 		}
@@ -496,18 +488,23 @@ func (s *SQL) wrap(op string, err error) error {
 	return fmt.Errorf("store %s: %s: %w", s.name, op, err)
 }
 
-// Statements that write tasks, as SQL and the task log run them.
+// Statements that write tasks, as SQL runs them and as the replay of a
+// task log does.
 const (
 	putTaskSQL = `INSERT INTO tasks (id, client_id, status, created_at, data, server_id) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, status = excluded.status, data = excluded.data
 		WHERE tasks.server_id = excluded.server_id OR tasks.server_id = ''`
 	deleteJournalSQL = `DELETE FROM journal WHERE task_id = $1`
-	deleteTaskSQL    = `DELETE FROM tasks WHERE id = $1`
-	appendSQL        = `INSERT INTO journal (task_id, seq, kind, key, data) VALUES ($1, $2, $3, $4, $5)`
-	// addEntrySQL is appendSQL for a replay, which may find the entry
-	// there already.
-	addEntrySQL = appendSQL + ` ON CONFLICT (task_id, seq) DO NOTHING`
+	// dropJournalSQL deletes the journal of a task whose record says it
+	// is no longer running.
+	dropJournalSQL = `DELETE FROM journal WHERE task_id = $1 AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = $1 AND status = 'running')`
+	deleteTaskSQL  = `DELETE FROM tasks WHERE id = $1`
+	appendSQL      = `INSERT INTO journal (task_id, seq, kind, key, data) VALUES ($1, $2, $3, $4, $5)`
 )
+
+// running is the status of a task that has not ended (as the server
+// writes it): the only one whose journal is read again.
+const running = "running"
 
 // taskArgs are putTaskSQL's arguments.
 func taskArgs(t Task) []any {
@@ -515,10 +512,16 @@ func taskArgs(t Task) []any {
 }
 
 func (s *SQL) PutTask(ctx context.Context, t Task, wait bool) error {
-	if l := s.log.Load(); l != nil {
-		return l.do(ctx, &logOp{op: opTask, task: t, wait: wait})
+	if t.Status == running {
+		return s.exec(ctx, t.ID, wait, "put task", putTaskSQL, taskArgs(t)...)
 	}
-	return s.exec(ctx, t.ID, wait, "put task", putTaskSQL, taskArgs(t)...)
+	// Only a running task is resumed: an ended one's journal is of no
+	// more use. Its record goes first; the journal goes only if the
+	// record landed (not when another server runs the task now).
+	if err := s.exec(ctx, t.ID, false, "put task", putTaskSQL, taskArgs(t)...); err != nil {
+		return err
+	}
+	return s.exec(ctx, t.ID, wait, "put task", dropJournalSQL, t.ID)
 }
 
 // ClaimTask makes to the server of a running task if from is its server
@@ -549,13 +552,6 @@ func scanTask(r interface{ Scan(...any) error }) (Task, error) {
 }
 
 func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
-	if l := s.log.Load(); l != nil {
-		l.ckMu.RLock()
-		defer l.ckMu.RUnlock()
-		if t, found, err := l.task(id); found {
-			return t, err
-		}
-	}
 	t, err := scanTask(s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Task{}, ErrNotFound
@@ -564,11 +560,6 @@ func (s *SQL) Task(ctx context.Context, id string) (Task, error) {
 }
 
 func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, error) {
-	if l := s.log.Load(); l != nil {
-		if err := l.sync(ctx); err != nil {
-			return nil, s.wrap("list tasks", err)
-		}
-	}
 	q := `SELECT ` + taskColumns + ` FROM tasks`
 	var args []any
 	if status != "" {
@@ -596,9 +587,6 @@ func (s *SQL) Tasks(ctx context.Context, status string, limit int) ([]Task, erro
 }
 
 func (s *SQL) DeleteTask(ctx context.Context, id string) error {
-	if l := s.log.Load(); l != nil {
-		return l.do(ctx, &logOp{op: opDelete, id: id, wait: true})
-	}
 	if err := s.exec(ctx, id, true, "delete task", deleteJournalSQL, id); err != nil {
 		return err
 	}
@@ -606,28 +594,10 @@ func (s *SQL) DeleteTask(ctx context.Context, id string) error {
 }
 
 func (s *SQL) Append(ctx context.Context, taskID string, e Entry, wait bool) error {
-	if l := s.log.Load(); l != nil {
-		e.Data = bytes.Clone(e.Data) // the log holds it
-		return l.do(ctx, &logOp{op: opEntry, id: taskID, entry: e, wait: wait})
-	}
 	return s.exec(ctx, taskID, wait, "append to the journal", appendSQL, taskID, e.Seq, e.Kind, e.Key, string(e.Data))
 }
 
 func (s *SQL) Journal(ctx context.Context, taskID string) ([]Entry, error) {
-	if l := s.log.Load(); l != nil {
-		l.ckMu.RLock()
-		defer l.ckMu.RUnlock()
-		out, err := s.journal(ctx, taskID)
-		if err != nil {
-			return nil, err
-		}
-		return l.journal(taskID, out), nil
-	}
-	return s.journal(ctx, taskID)
-}
-
-// journal reads a task's journal from the database.
-func (s *SQL) journal(ctx context.Context, taskID string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, key, data FROM journal WHERE task_id = $1 ORDER BY seq`, taskID)
 	if err != nil {
 		return nil, s.wrap("read the journal", err)
@@ -743,9 +713,6 @@ func taken(rows *sql.Rows) ([][]byte, error) {
 func (s *SQL) Close() error {
 	var err error
 	s.once.Do(func() {
-		if l := s.log.Load(); l != nil {
-			l.close() // before the database: it checkpoints
-		}
 		close(s.quit)
 		for _, wr := range s.writers {
 			<-wr.stopped

@@ -6,9 +6,9 @@
 //
 // Three implementations share the small Store interface: Memory (state
 // lives and dies with the process), SQLite (the default: one file, a
-// pure-Go driver, so the binary stays static; held by a server, it takes
-// tasks' writes through a log beside it, see taskLog) and PostgreSQL
-// (for production and for several servers sharing one database). Open picks
+// pure-Go driver, so the binary stays static; SQLite's own write-ahead
+// log is its only log) and PostgreSQL (for production and for several
+// servers sharing one database). Open picks
 // one from a spec string. Schemas are versioned: each SQL store applies
 // the migrations it lacks when it opens.
 //
