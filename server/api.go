@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/saucerhq/saucer/server/store"
 )
 
 // authed wraps an API handler with the API-key check.
@@ -41,6 +43,10 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrNotRunning):
 		status = http.StatusConflict
 	case errors.Is(err, ErrShuttingDown):
+		status = http.StatusServiceUnavailable
+	case errors.Is(err, store.ErrFull):
+		status = http.StatusInsufficientStorage
+	case errors.Is(err, ErrNotStored):
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
@@ -162,18 +168,38 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
 
 // Health is the body of GET /api/health.
 type Health struct {
+	// Status is "ok", "shutting_down", or "degraded" (answered with
+	// 503) while the store cannot take writes.
 	Status       string  `json:"status"`
 	Clients      int     `json:"clients"`
 	RunningTasks int     `json:"running_tasks"`
 	UptimeS      float64 `json:"uptime_s"`
+	// Store says what keeps the store from taking writes (its disk is
+	// full), if anything: new tasks are refused meanwhile, and
+	// WaitingForStore running tasks wait before their next step.
+	Store           string `json:"store,omitempty"`
+	WaitingForStore int    `json:"waiting_for_store,omitempty"`
 }
 
+// problemer is a store that can say what keeps it from taking writes.
+type problemer interface{ Problem() error }
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	code := http.StatusOK
+	h := Health{Status: "ok", WaitingForStore: int(s.storeWaits.Load())}
+	if p, ok := s.store.(problemer); ok {
+		if err := p.Problem(); err != nil {
+			h.Store = err.Error()
+		}
+	}
+	if h.Store != "" || h.WaitingForStore > 0 {
+		h.Status, code = "degraded", http.StatusServiceUnavailable
+	}
 	s.mu.Lock()
-	h := Health{Status: "ok", Clients: len(s.devices), RunningTasks: s.running, UptimeS: time.Since(s.startedAt).Seconds()}
+	h.Clients, h.RunningTasks, h.UptimeS = len(s.devices), s.running, time.Since(s.startedAt).Seconds()
 	if s.closing {
-		h.Status = "shutting_down"
+		h.Status, code = "shutting_down", http.StatusOK
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, h)
+	writeJSON(w, code, h)
 }

@@ -154,10 +154,19 @@ func (j *journal) append(kind, key string, v any) error {
 	j.seq++
 	seq := j.seq
 	j.mu.Unlock()
-	wait := kind == entryRound
-	ctx, cancel := writeCtx(wait)
-	defer cancel()
-	return j.s.store.Append(ctx, j.taskID, store.Entry{Seq: seq, Kind: kind, Key: key, Data: data}, wait)
+	e := store.Entry{Seq: seq, Kind: kind, Key: key, Data: data}
+	if kind != entryRound {
+		return j.s.store.Append(context.Background(), j.taskID, e, false)
+	}
+	ctx := context.Background()
+	if j.t != nil {
+		ctx = j.t.ctx // the task cancelled, or stopped: it waits no more
+	}
+	return j.s.keep(ctx, j.taskID, "its next command round", func() error {
+		wctx, cancel := storeCtx()
+		defer cancel()
+		return j.s.store.Append(wctx, j.taskID, e, true)
+	})
 }
 
 // appender is a value that encodes itself as JSON: an AIP frame, whose

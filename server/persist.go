@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
@@ -111,17 +114,32 @@ func (s *Server) persist(t *task) {
 	})
 }
 
-// persistNew writes a new task's record, which must be in the store
-// before its first round is. Alone, it is queued without waiting: the
-// store commits it with or before that round, which waits for its own
-// journal entry. With other servers it is written before the task's id
-// is given out, so that a call about it through any server finds it.
-func (s *Server) persistNew(t *task) {
-	if s.peers != nil {
-		s.saveNow(t)
-		return
-	}
-	s.persistNow(t)
+// persistNew writes a new task's record and waits until it is durable,
+// before the task's id is given out and its device told: a task that
+// was answered for is one a restart finds (and, with other servers, one
+// a call through any of them finds). An error refuses the task (see
+// refuse): with a full disk it wraps store.ErrFull.
+func (s *Server) persistNew(t *task) error {
+	return s.save(t, true, false)
+}
+
+// ErrNotStored is the error of a task the store could not keep, which
+// was not started.
+var ErrNotStored = errors.New("the task was not started: the store could not keep it")
+
+// refuse undoes a new task that persistNew could not store: nothing
+// started it and nobody heard of it. It returns the caller's error.
+func (s *Server) refuse(t *task, err error) error {
+	t.cancel(err)
+	s.mu.Lock()
+	delete(s.tasks, t.info.ID)
+	s.running--
+	t.target.tasks--
+	t.target.pushed = slices.DeleteFunc(t.target.pushed, func(p *task) bool { return p == t })
+	s.mu.Unlock()
+	s.taskWG.Done()
+	s.logf("task on %s refused: %v", t.target.id, err)
+	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
 // persistNow queues the task's record at once, as for a task whose
@@ -140,30 +158,81 @@ func (s *Server) flush(t *task) {
 	s.save(t, false, true)
 }
 
-// saveNow writes the task's record and waits for it to be durable.
+// saveNow writes the end of a task and waits for it to be durable: with
+// a full disk, until there is room or the server stops (see keep).
 func (s *Server) saveNow(t *task) {
-	s.save(t, true, false)
+	err := s.keep(context.Background(), t.info.ID, "its end", func() error { return s.save(t, true, false) })
+	if err != nil {
+		s.logf("task %s: its end was not saved (after a restart it resumes from its journal): %v", t.info.ID, err)
+	}
 }
 
 // save writes the task's record. Writes of one task are queued in order,
 // each with the state at its time, so an older one never lands last.
-func (s *Server) save(t *task, wait, onlyChanged bool) {
+func (s *Server) save(t *task, wait, onlyChanged bool) error {
 	if s.volatile() || t.frozen() {
-		return // the record stays as the task was when Suspend stopped it
+		return nil // the record stays as the task was when Suspend stopped it
 	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	t.mu.Lock()
 	if onlyChanged && !t.dirty {
 		t.mu.Unlock()
-		return
+		return nil
 	}
 	t.dirty = false
 	t.mu.Unlock()
 	ctx, cancel := writeCtx(wait)
 	defer cancel()
-	if err := s.store.PutTask(ctx, t.record(), wait); err != nil {
+	err := s.store.PutTask(ctx, t.record(), wait)
+	if err != nil && !wait {
 		s.logf("task %s: not saved: %v", t.info.ID, err)
+	}
+	return err
+}
+
+// storeRetry is how often a task that waits for the store (its disk is
+// full) makes its write again.
+const storeRetry = time.Second
+
+// keep makes a write that a running task waits for: the frame of its
+// next command round, or its end. A write the store refuses because its
+// disk is full is made again every storeRetry until it is stored, ctx
+// ends (the task is cancelled or stopped) or the server stops: the task
+// waits where it is and loses nothing it has done, and GET /api/health
+// counts it. (A stopping server is seen at the next try.) It returns the
+// last error.
+func (s *Server) keep(ctx context.Context, id, what string, write func() error) error {
+	waiting := false
+	defer func() {
+		if waiting {
+			s.storeWaits.Add(-1)
+		}
+	}()
+	for {
+		err := write()
+		if !errors.Is(err, store.ErrFull) {
+			if waiting && err == nil {
+				s.logf("task %s: the store took %s; the task goes on", id, what)
+			}
+			return err
+		}
+		if !waiting {
+			waiting = true
+			s.storeWaits.Add(1)
+			s.logf("task %s waits until the store can take %s: %v", id, what, err)
+		}
+		s.mu.Lock()
+		closing := s.closing
+		s.mu.Unlock()
+		if closing {
+			return err
+		}
+		select {
+		case <-time.After(storeRetry):
+		case <-ctx.Done():
+			return err
+		}
 	}
 }
 

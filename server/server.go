@@ -140,6 +140,7 @@ type Server struct {
 	taskWG     sync.WaitGroup // task goroutines
 	saveWG     sync.WaitGroup // background writes of task records
 	store      store.Store
+	storeWaits atomic.Int32 // tasks waiting for the store to have room (see keep)
 	startedAt  time.Time
 	peers      *peers // nil when alone
 	handler    http.Handler

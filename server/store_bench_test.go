@@ -91,7 +91,7 @@ func benchStep(ctx context.Context, spec server.SessionSpec, model llm.Model, st
 
 // storeServer is a server on st with n connected no-op devices, whose
 // tasks run runner.
-func storeServer(b *testing.B, st store.Store, n int, runner func(server.SessionSpec) (server.Runner, error)) (*server.Server, func()) {
+func storeServer(b testing.TB, st store.Store, n int, runner func(server.SessionSpec) (server.Runner, error)) (*server.Server, func()) {
 	s, err := server.New(server.Options{Token: token, NewSession: runner, Store: st, MaxTasks: 10000, KeepTasks: 100000})
 	if err != nil {
 		b.Fatal(err)

@@ -222,7 +222,9 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 	t.pushedAt = time.Now()
 	d.pushed = append(d.pushed, t)
 	s.mu.Unlock()
-	s.persistNew(t)
+	if err := s.persistNew(t); err != nil {
+		return TaskInfo{}, s.refuse(t, err)
+	}
 	d.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeTask, Status: aip.StatusContinue, UserRequest: request, TaskName: taskName,
 		SessionID: t.info.ID, ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
 	s.start(t)
@@ -304,7 +306,10 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.sendError(conn, fmt.Sprintf("task not started: %v", err), m.SessionID)
 		return
 	}
-	s.persistNew(t)
+	if err := s.persistNew(t); err != nil {
+		s.sendError(conn, s.refuse(t, err).Error(), m.SessionID)
+		return
+	}
 	conn.Send(s.ctx, s.ack(t.info.ID))
 	s.start(t)
 }

@@ -145,7 +145,13 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	defer st.Close()
+	defer func() {
+		// Writes it held because its disk was full, and could not store
+		// at the end, are counted here.
+		if err := st.Close(); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "saucer serve:", err)
+		}
+	}()
 	var member *store.Member
 	if kind, _, _ := store.Parse(r.Store); kind == "postgres" {
 		// Every server on PostgreSQL is active: it joins the others.

@@ -3,7 +3,9 @@ package store_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -312,4 +314,141 @@ func killedWriter(t *testing.T, path string) {
 	}
 	fmt.Println("written")
 	time.Sleep(time.Hour)
+}
+
+// TestFullDisk: on a disk with no room left, a write that is waited for
+// is refused with ErrFull, saying where to free space, and the store
+// says so (Problem); what it held is kept and read, and writes nobody
+// waited for are not lost: once there is room they are stored, in
+// order, before what came after them.
+func TestFullDisk(t *testing.T) {
+	dir := storetest.TinyDisk(t, 2<<20)
+	path := filepath.Join(dir, "state.db")
+	s, err := locked(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	put := func(v int, wait bool) error {
+		return s.PutTask(ctx, store.Task{ID: "kept", ClientID: "dev", Status: "running", CreatedAt: time.Now(), Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))}, wait)
+	}
+	entry := func(seq int, wait bool) error {
+		return s.Append(ctx, "kept", store.Entry{Seq: seq, Kind: "round", Key: "k", Data: json.RawMessage(fmt.Sprintf(`[%d]`, seq))}, wait)
+	}
+	check := func(v, entries int) {
+		t.Helper()
+		if got, err := s.Task(ctx, "kept"); err != nil || string(got.Data) != fmt.Sprintf(`{"v":%d}`, v) {
+			t.Errorf("the record: %s, %v; want v %d", got.Data, err, v)
+		}
+		j, err := s.Journal(ctx, "kept")
+		if err != nil || len(j) != entries {
+			t.Fatalf("the journal: %d entries, %v; want %d", len(j), err, entries)
+		}
+		for i, e := range j {
+			if e.Seq != i+1 || string(e.Data) != fmt.Sprintf(`[%d]`, i+1) {
+				t.Errorf("journal entry %d: %+v", i, e)
+			}
+		}
+	}
+	if err := put(1, false); err != nil {
+		t.Fatal(err)
+	}
+	for seq := 1; seq <= 2; seq++ {
+		if err := entry(seq, seq == 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No room anywhere: the WAL is emptied into the database first, so
+	// that the next write must grow a file.
+	if _, err := s.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	free := storetest.Fill(t, dir)
+	if err := put(2, false); err != nil {
+		t.Fatalf("a write nobody waits for, on a full disk: %v", err)
+	}
+	if err := entry(3, false); err != nil {
+		t.Fatalf("a write nobody waits for, on a full disk: %v", err)
+	}
+	err = entry(4, true)
+	if !errors.Is(err, store.ErrFull) || !strings.Contains(err.Error(), "free space on the disk that holds "+dir) {
+		t.Fatalf("a waited write on a full disk: %v; want ErrFull saying where to free space", err)
+	}
+	if p := s.Problem(); !errors.Is(p, store.ErrFull) || !strings.Contains(p.Error(), "since") {
+		t.Errorf("Problem on a full disk: %v", p)
+	}
+	check(1, 2) // what it held, still read
+	free()
+	if err := entry(4, true); err != nil {
+		t.Fatalf("once there is room: %v", err)
+	}
+	check(2, 4)
+	if p := s.Problem(); p != nil {
+		t.Errorf("Problem once writes go through again: %v", p)
+	}
+	s.Close()
+	s, err = locked(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(2, 4)
+}
+
+// TestFullDiskAtClose: writes nobody waited for that the disk still has
+// no room for when the store closes are counted in Close's error.
+func TestFullDiskAtClose(t *testing.T) {
+	dir := storetest.TinyDisk(t, 2<<20)
+	s, err := locked(t, filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Fill(t, dir)
+	for seq := 1; seq <= 3; seq++ {
+		if err := s.Append(ctx, "t", store.Entry{Seq: seq, Kind: "model", Data: json.RawMessage(`{}`)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); !errors.Is(err, store.ErrFull) || !strings.Contains(err.Error(), "3 write(s) that nobody waited for were not stored") {
+		t.Fatalf("Close with writes the disk had no room for: %v", err)
+	}
+}
+
+// TestCheckpointsBesideTheWriter: SQLite's own checkpoint is off (it ran
+// in the committing connection, while every write waited); the store's
+// checkpointer copies committed writes into the database file, so the
+// WAL does not grow without end.
+func TestCheckpointsBesideTheWriter(t *testing.T) {
+	done := make(chan error, 16)
+	defer store.OnCheckpoint(func(err error) { done <- err })()
+	path := filepath.Join(t.TempDir(), "ck.db")
+	s, err := locked(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Append(ctx, "t", store.Entry{Seq: 1, Kind: "round", Key: "k", Data: json.RawMessage(`[1]`)}, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("checkpoint: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no checkpoint after a write")
+	}
+	// The database file alone (immutable: its WAL is not read) has it.
+	db, err := sql.Open("sqlite", "file:"+path+"?immutable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM journal WHERE task_id = 't'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("entries in the database file after a checkpoint: %d, %v; want 1", n, err)
+	}
 }

@@ -109,6 +109,13 @@ type Store interface {
 // ErrNotFound is returned for a task that is not in the store.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrFull is in the error of a write that the store refused because its
+// disk is full. The database keeps what it had (the refused transaction
+// is rolled back), and the write can be made again once there is room.
+// A write nobody waits for is not refused: the store keeps it and
+// writes it, before anything later, once the disk has room.
+var ErrFull = errors.New("the disk is full")
+
 // Spec forms accepted by Open.
 const specHelp = `use "memory", "sqlite:PATH" or "postgres://USER:PASSWORD@HOST:PORT/DB"`
 
