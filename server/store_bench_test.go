@@ -68,11 +68,33 @@ func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSp
 // benchModel is an instant model that always says "click", journaled as
 // the server wraps it.
 func benchModel(spec server.SessionSpec) llm.Model {
-	var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click"}}})
+	return slowModel(spec, 0, nil)
+}
+
+// slowModel is benchModel taking latency for each reply; answered, when
+// it is not nil, is told when the reply comes (before the server
+// journals it).
+func slowModel(spec server.SessionSpec, latency time.Duration, answered func()) llm.Model {
+	var model llm.Model = scripted.New(scripted.Script{Loop: true, Replies: []scripted.Reply{{Text: "click", Latency: latency}}})
+	if answered != nil {
+		model = stamped{model, answered}
+	}
 	if spec.WrapModel != nil {
 		model = spec.WrapModel(model)
 	}
 	return model
+}
+
+// stamped is a model that tells when each reply comes.
+type stamped struct {
+	llm.Model
+	answered func()
+}
+
+func (m stamped) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := m.Model.Complete(ctx, req)
+	m.answered()
+	return resp, err
 }
 
 // benchStep is one step as agents take it: it asks the model, runs one
@@ -278,72 +300,99 @@ type journaling struct{ store.Store }
 
 // BenchmarkRoundOverhead: what the store adds to a command round, with
 // 1, 10 and 50 devices, each running tasks of overheadSteps steps (a
-// model call, a command round, the step reported) one after another. The
-// model is instant and the device a no-op on loopback, so that what the
-// store adds shows; next to a real model call of hundreds of
-// milliseconds it is the part that matters. Figures, in ms, over
-// storeRounds runs of each store taking turns:
+// model call, a command round, the step reported) one after another, on
+// a no-op device on loopback. Two models:
+//   - model=0s answers at once: the devices keep the server as busy as
+//     it can be (with 50 of them, more than two cores can serve), the
+//     worst case for the store;
+//   - model=100ms takes a tenth of a second, as real models take
+//     hundreds of milliseconds: what a round costs a server at work.
+//
+// Figures, in ms, over storeRounds runs of each store taking turns:
 //   - wait-p50-ms, wait-p95-ms: how long a round waits for the SQLite
 //     store (its command frame is in the journal before it is sent);
 //   - memory-p50-ms, memory-p95-ms, sqlite-p50-ms, sqlite-p95-ms: a
-//     step's time on the memory store, which the server does not write
-//     at all, and on SQLite;
+//     step's time after the model's reply (the reply journaled, the
+//     round, the step reported), on the memory store, which the server
+//     does not write at all, and on SQLite;
 //   - overhead-p50-ms, overhead-p95-ms: SQLite's step time minus
 //     memory's, at each percentile: everything a round spends because of
-//     the store, encoding what it writes included.
+//     the store, encoding what it writes included;
+//   - memory-cpu-us, sqlite-cpu-us: the process's CPU time per round
+//     (server and devices, one process), and store-cpu-us, SQLite's
+//     minus memory's: what the store costs a round in CPU, which on a
+//     machine that others keep busy decides its latency.
 //
-// The goal is a wait-p95 of at most 2 ms with 10 devices.
+// The goal is a wait-p95 of at most 2 ms with 10 devices. A run that
+// gives the slow model enough rounds:
+//
+//	go test -run '^$' -bench 'RoundOverhead/model=100ms' -benchtime 30x ./server/
 func BenchmarkRoundOverhead(b *testing.B) {
-	for _, n := range []int{1, 10, 50} {
-		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
-			tasks := max(b.N, n)
-			steps := map[string]*durations{"memory": {}, "sqlite": {}}
-			waits := &durations{}
-			b.StopTimer() // only the tasks count, not starting and stopping servers
-			for range storeRounds {
-				for _, kind := range []string{"memory", "sqlite"} {
-					st := benchStore(b, kind, "")
-					run := st
-					if kind == "sqlite" {
-						run = waitTimer{Store: st, waits: waits}
-					}
-					s, stop := storeServer(b, run, n, timedRunner(overheadSteps, steps[kind]))
-					b.StartTimer()
-					runTasks(b, s, n, tasks)
-					b.StopTimer()
-					stop()
-					st.Close()
-				}
-			}
-			mem, sq, w := steps["memory"].sorted(), steps["sqlite"].sorted(), waits.sorted()
-			b.ReportMetric(pct(w, 0.50), "wait-p50-ms")
-			b.ReportMetric(pct(w, 0.95), "wait-p95-ms")
-			b.ReportMetric(pct(mem, 0.50), "memory-p50-ms")
-			b.ReportMetric(pct(mem, 0.95), "memory-p95-ms")
-			b.ReportMetric(pct(sq, 0.50), "sqlite-p50-ms")
-			b.ReportMetric(pct(sq, 0.95), "sqlite-p95-ms")
-			b.ReportMetric(pct(sq, 0.50)-pct(mem, 0.50), "overhead-p50-ms")
-			b.ReportMetric(pct(sq, 0.95)-pct(mem, 0.95), "overhead-p95-ms")
-			b.ReportMetric(0, "ns/op")
-		})
+	for _, latency := range []time.Duration{0, 100 * time.Millisecond} {
+		for _, n := range []int{1, 10, 50} {
+			b.Run(fmt.Sprintf("model=%s/devices=%d", latency, n), func(b *testing.B) {
+				roundOverhead(b, latency, n)
+			})
+		}
 	}
+}
+
+func roundOverhead(b *testing.B, latency time.Duration, n int) {
+	tasks := max(b.N, n)
+	steps := map[string]*durations{"memory": {}, "sqlite": {}}
+	cpu := map[string]time.Duration{}
+	waits := &durations{}
+	b.StopTimer() // only the tasks count, not starting and stopping servers
+	for range storeRounds {
+		for _, kind := range []string{"memory", "sqlite"} {
+			st := benchStore(b, kind, "")
+			run := st
+			if kind == "sqlite" {
+				run = waitTimer{Store: st, waits: waits}
+			}
+			s, stop := storeServer(b, run, n, timedRunner(overheadSteps, latency, steps[kind]))
+			b.StartTimer()
+			c0 := processCPU()
+			runTasks(b, s, n, tasks)
+			cpu[kind] += processCPU() - c0
+			b.StopTimer()
+			stop()
+			st.Close()
+		}
+	}
+	mem, sq, w := steps["memory"].sorted(), steps["sqlite"].sorted(), waits.sorted()
+	perRound := func(kind string) float64 {
+		return float64(cpu[kind].Microseconds()) / float64(len(steps[kind].list))
+	}
+	b.ReportMetric(perRound("memory"), "memory-cpu-us")
+	b.ReportMetric(perRound("sqlite"), "sqlite-cpu-us")
+	b.ReportMetric(perRound("sqlite")-perRound("memory"), "store-cpu-us")
+	b.ReportMetric(pct(w, 0.50), "wait-p50-ms")
+	b.ReportMetric(pct(w, 0.95), "wait-p95-ms")
+	b.ReportMetric(pct(mem, 0.50), "memory-p50-ms")
+	b.ReportMetric(pct(mem, 0.95), "memory-p95-ms")
+	b.ReportMetric(pct(sq, 0.50), "sqlite-p50-ms")
+	b.ReportMetric(pct(sq, 0.95), "sqlite-p95-ms")
+	b.ReportMetric(pct(sq, 0.50)-pct(mem, 0.50), "overhead-p50-ms")
+	b.ReportMetric(pct(sq, 0.95)-pct(mem, 0.95), "overhead-p95-ms")
+	b.ReportMetric(0, "ns/op")
 }
 
 // overheadSteps is how many steps a BenchmarkRoundOverhead task takes.
 const overheadSteps = 10
 
-// timedRunner runs steps steps of one command each, adding each step's
-// time to d.
-func timedRunner(steps int, d *durations) func(server.SessionSpec) (server.Runner, error) {
+// timedRunner runs steps steps of one command each, with a model that
+// takes latency, adding each step's time after the model's reply to d.
+func timedRunner(steps int, latency time.Duration, d *durations) func(server.SessionSpec) (server.Runner, error) {
 	return func(spec server.SessionSpec) (server.Runner, error) {
-		model := benchModel(spec)
+		var replied time.Time
+		model := slowModel(spec, latency, func() { replied = time.Now() })
 		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
 			for step := 1; step <= steps; step++ {
-				t0 := time.Now()
 				if err := benchStep(ctx, spec, model, step); err != nil {
 					return &agent.Outcome{Status: fsm.Fail, Err: err}
 				}
-				d.add(time.Since(t0))
+				d.add(time.Since(replied))
 			}
 			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
 		}), nil

@@ -128,6 +128,7 @@ type write struct {
 	args      []any
 	wait      bool // its caller waits for it
 	done      chan error
+	probe     bool // the writer's own (see run)
 }
 
 // writer is one queue of writes and the goroutine that commits them.
@@ -206,13 +207,18 @@ func (s *SQL) run(wr *writer) {
 		batch := held
 		held = nil
 		var retry <-chan time.Time
-		if len(batch) > 0 && !closing {
+		if (len(batch) > 0 || s.problem.Load() != nil) && !closing {
 			retry = time.After(fullRetry)
 		}
 		select {
 		case w := <-wr.writes:
 			batch = append(batch, w)
 		case <-retry:
+			if len(batch) == 0 {
+				// Nothing to write, but the disk was full: a write of
+				// nothing tells whether it has room again.
+				batch = append(batch, &write{op: "see whether the disk has room", query: probeSQL, probe: true})
+			}
 		case <-s.quit:
 			select {
 			case w := <-wr.writes: // what was queued before Close
@@ -239,6 +245,8 @@ func (s *SQL) run(wr *writer) {
 		for i, w := range batch {
 			err := errs[i]
 			switch {
+			case w.probe:
+				continue // nobody asked for it: nothing to answer or hold
 			case errors.Is(err, ErrFull) && !w.wait:
 				held = append(held, w) // answered (nil) when it was queued
 				continue
@@ -266,8 +274,11 @@ func (s *SQL) run(wr *writer) {
 }
 
 // fullRetry is how often a writer tries again the writes it holds
-// because the disk was full.
+// because the disk was full, or, holding none, probes the disk.
 const fullRetry = time.Second
+
+// probeSQL writes a page without changing anything.
+const probeSQL = `UPDATE schema_migrations SET applied_at = applied_at WHERE version = 1`
 
 // commitAll commits a batch in one transaction or, when that fails,
 // each write alone, so that one bad write does not fail the others. It

@@ -452,3 +452,40 @@ func TestCheckpointsBesideTheWriter(t *testing.T) {
 		t.Fatalf("entries in the database file after a checkpoint: %d, %v; want 1", n, err)
 	}
 }
+
+// TestFullDiskSeenToClear: once the disk has room again, the store says
+// so by itself (it probes), without waiting for a write to come.
+func TestFullDiskSeenToClear(t *testing.T) {
+	checkpoints := make(chan struct{}, 1)
+	defer store.OnCheckpoint(func(error) {
+		select {
+		case checkpoints <- struct{}{}:
+		default:
+		}
+	})()
+	dir := storetest.TinyDisk(t, 2<<20)
+	s, err := locked(t, filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	free := storetest.Fill(t, dir)
+	if err := s.Append(context.Background(), "t", store.Entry{Seq: 1, Kind: "round", Data: json.RawMessage(`[]`)}, true); !errors.Is(err, store.ErrFull) {
+		t.Fatalf("a waited write on a full disk: %v", err)
+	}
+	if s.Problem() == nil {
+		t.Fatal("no problem reported on a full disk")
+	}
+	free()
+	// Each write, the probe's too, is followed by a checkpoint.
+	deadline := time.After(10 * time.Second)
+	for s.Problem() != nil {
+		select {
+		case <-checkpoints:
+		case <-deadline:
+			t.Fatalf("the store still reports %v after the disk had room again", s.Problem())
+		}
+	}
+}
