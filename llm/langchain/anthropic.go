@@ -62,7 +62,7 @@ func NewAnthropic(cfg Config) (*Model, error) {
 		anthropic.WithToken(cfg.APIKey),
 		anthropic.WithModel(cfg.Model),
 		anthropic.WithBaseURL(base),
-		anthropic.WithHTTPClient(&httpmeta.Doer{Client: hc, Headers: headers, StreamEnd: []byte(`"message_stop"`)}),
+		anthropic.WithHTTPClient(&httpmeta.Doer{Client: hc, Headers: headers, StreamEnd: []byte(`"message_stop"`), Stream: coalesceToolInput}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)

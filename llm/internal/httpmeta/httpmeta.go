@@ -31,6 +31,10 @@ type Doer struct {
 	// was cut in transit, which Meta.Cut reports, because some SDKs hand
 	// back such a stream as an empty reply.
 	StreamEnd []byte
+	// Stream, when set, wraps a successful event stream's body before the
+	// SDK reads it (Anthropic's tool input is merged there: see
+	// langchain.coalesceToolInput).
+	Stream func(io.ReadCloser) io.ReadCloser
 }
 
 // Do sends the request with the configured headers and, on a failed
@@ -55,10 +59,13 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 		}
 		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(fixed)), int64(len(fixed))
 	}
-	if err == nil && d.StreamEnd != nil && resp.StatusCode == http.StatusOK && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
-		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok {
+	if err == nil && resp.StatusCode == http.StatusOK && strings.Contains(resp.Header.Get("Content-Type"), "event-stream") {
+		if meta, ok := req.Context().Value(metaKey{}).(*Meta); ok && d.StreamEnd != nil {
 			meta.Cut = true // until the end is seen
 			resp.Body = &endWatch{ReadCloser: resp.Body, end: d.StreamEnd, meta: meta}
+		}
+		if d.Stream != nil {
+			resp.Body = d.Stream(resp.Body)
 		}
 	}
 	if err == nil && resp.StatusCode >= 400 {
