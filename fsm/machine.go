@@ -21,11 +21,11 @@ type Machine struct {
 }
 
 // New returns a machine for role r in the start state (CONTINUE). It panics
-// if r is not Host or App: the role is chosen in code, never read from input.
+// if r is not Host, App or Constellation: the role is chosen in code, never read from input.
 func New(r Role) *Machine {
 	rows, ok := tables[r]
 	if !ok {
-		panic(fmt.Sprintf("fsm: unknown role %q (use fsm.Host or fsm.App)", string(r)))
+		panic(fmt.Sprintf("fsm: unknown role %q (use fsm.Host, fsm.App or fsm.Constellation)", string(r)))
 	}
 	// One looplab event per target state ("to_FINISH"), whose sources are the
 	// table's states that may reach it.

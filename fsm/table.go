@@ -67,6 +67,9 @@ const (
 	Host Role = "host"
 	// App is the agent that carries out one subtask in one application.
 	App Role = "app"
+	// Constellation is the agent that plans one request as a graph of
+	// tasks on several devices and edits the graph as the tasks end.
+	Constellation Role = "constellation"
 )
 
 // String names the role as it appears in messages ("host agent").
@@ -103,6 +106,16 @@ var tables = map[Role][]edges{
 		{Error, nil},
 		{Pending, []State{Continue, Fail, Error}},
 		{Confirm, []State{Continue, Finish, Fail, Error}},
+	},
+	// The constellation agent takes one step when the request comes (it
+	// creates the graph) and one after each batch of node endings (it
+	// edits the graph): CONTINUE while the graph has work, FINISH once it
+	// answers the request, FAIL when it gives up on it.
+	Constellation: {
+		{Continue, []State{Continue, Finish, Fail, Error}},
+		{Finish, nil},
+		{Fail, nil},
+		{Error, nil},
 	},
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var roles = []Role{Host, App}
+var roles = []Role{Host, App, Constellation}
 
 // TestTableIsValid checks the transition tables themselves, so a careless
 // edit of the data fails here rather than in an agent run.
@@ -86,6 +86,7 @@ func TestRoleStates(t *testing.T) {
 	}{
 		{Host, []State{Continue, Assign, Finish, Fail, Error, Pending}},
 		{App, []State{Continue, Finish, Fail, Error, Pending, Confirm}},
+		{Constellation, []State{Continue, Finish, Fail, Error}},
 		{Role("nobody"), nil},
 	}
 	for _, tt := range tests {

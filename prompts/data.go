@@ -88,3 +88,26 @@ func validMode(mode string) error {
 	}
 	return nil
 }
+
+// ConstellationData is what the constellation agent's templates
+// (constellation_system, constellation_status) are rendered with: the
+// request, the devices it may use, the graph as it stands and what
+// happened since the planner's last step.
+type ConstellationData struct {
+	Request string
+	Devices []ConstellationDevice
+	// Graph is the graph's summary, one node a line; Events say what
+	// ended or changed since the last step.
+	Graph  string
+	Events []string
+	// Step counts the planner's steps from 1; MaxSteps 0 means no limit
+	// is shown.
+	Step, MaxSteps int
+}
+
+// ConstellationDevice is a device the constellation may put tasks on.
+type ConstellationDevice struct {
+	ID       string
+	Platform string
+	Apps     []string
+}

@@ -132,6 +132,16 @@ func (s *Set) dryRun() error {
 			}
 		}
 	}
+	cons := ConstellationData{Request: "tidy up", Devices: []ConstellationDevice{{ID: "box", Platform: "linux", Apps: []string{"files"}}},
+		Graph: "- a [pending] on box: list the files", Events: []string{"a completed"}, Step: 2, MaxSteps: 3}
+	for _, name := range []string{"constellation_system", "constellation_status"} {
+		if s.root.Lookup(name) == nil {
+			continue
+		}
+		if _, err := s.Render(name, cons); err != nil {
+			return fmt.Errorf("%w (found by a trial render at load; fix the template)", err)
+		}
+	}
 	return nil
 }
 

@@ -276,7 +276,7 @@ func TestRenderErrors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"app_examples", "app_status", "app_system", "app_user", "device", "host_examples", "host_status", "host_system", "host_user", "notes", "tools"}
+	want := []string{"app_examples", "app_status", "app_system", "app_user", "constellation_status", "constellation_system", "device", "host_examples", "host_status", "host_system", "host_user", "notes", "tools"}
 	if got := mustLoad(t, "").Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}

@@ -1,0 +1,245 @@
+package constellation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/dispatcher"
+)
+
+// The planner's tools, in the namespace Namespace.
+const (
+	Namespace      = "constellation"
+	ToolAddNode    = "add_node"
+	ToolUpdateNode = "update_node"
+	ToolRemoveNode = "remove_node"
+	ToolAddEdge    = "add_edge"
+	ToolRemoveEdge = "remove_edge"
+)
+
+const nodeProps = `"id":{"type":"string","description":"A short unique id, e.g. build_report."},` +
+	`"device":{"type":"string","description":"The id of the device that runs the task, exactly as listed."},` +
+	`"task":{"type":"string","description":"What the device's agents must do, complete on its own: names, paths, values, and what to report."},` +
+	`"apps":{"type":"array","items":{"type":"string"},"description":"The apps (tool namespaces) the task needs on its device."},` +
+	`"outputs":{"type":"array","items":{"type":"string"},"description":"Files the task makes, for the tasks that depend on it."},` +
+	`"max_retries":{"type":"integer","description":"How many times a failed attempt is tried again (default 0)."}`
+
+const edgeProps = `"from":{"type":"string","description":"The node whose result is needed."},` +
+	`"to":{"type":"string","description":"The node that needs it; it starts only after from completes."}`
+
+// Tools are the planner's tools, as a device would advertise them.
+func Tools() []command.ToolInfo {
+	tool := func(name, desc, schema string) command.ToolInfo {
+		return command.ToolInfo{Key: command.ToolKey(command.Action, name), Name: name, Namespace: Namespace, ToolType: command.Action,
+			Description: desc, InputSchema: json.RawMessage(schema)}
+	}
+	return []command.ToolInfo{
+		tool(ToolAddNode, "Add a task on one device to the graph.",
+			`{"type":"object","properties":{`+nodeProps+`},"required":["id","device","task"]}`),
+		tool(ToolUpdateNode, "Change a node that has not started (its device, task, apps, outputs or retries). "+
+			"A failed or cancelled node updated this way becomes pending again and runs once its dependencies complete.",
+			`{"type":"object","properties":{`+nodeProps+`},"required":["id"]}`),
+		tool(ToolRemoveNode, "Remove a node that has not started, with its edges.",
+			`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+		tool(ToolAddEdge, "Make one node wait for another's result.",
+			`{"type":"object","properties":{`+edgeProps+`},"required":["from","to"]}`),
+		tool(ToolRemoveEdge, "Remove a dependency.",
+			`{"type":"object","properties":{`+edgeProps+`},"required":["from","to"]}`),
+	}
+}
+
+// Edit is one change the planner made to the graph, as it is recorded.
+type Edit struct {
+	Op     string         `json:"op"`
+	Args   map[string]any `json:"args"`
+	OK     bool           `json:"ok"`
+	Reason string         `json:"reason,omitempty"`
+}
+
+// editor serves the planner's tools over a graph: it is the planner's
+// dispatcher. Each command is one edit, checked against the devices on its
+// own: an edit that would leave the graph invalid fails with the reason
+// and changes nothing.
+type editor struct {
+	graph   *Graph
+	devices []Device
+	events  []string
+	edits   []Edit
+}
+
+var _ dispatcher.Dispatcher = (*editor)(nil)
+
+func (e *editor) Execute(_ context.Context, cmds []command.Command) []command.Result {
+	out := make([]command.Result, len(cmds))
+	for i, c := range cmds {
+		switch c.ToolName {
+		case command.GetMCPTools:
+			out[i] = command.Succeeded(c.CallID, Tools())
+			continue
+		case getConstellation:
+			out[i] = command.Succeeded(c.CallID, View{Request: e.graph.Request, Graph: e.graph, Devices: e.devices, Events: e.events})
+			continue
+		case command.GetDeviceInfo:
+			out[i] = command.Succeeded(c.CallID, command.DeviceInfo{Platform: "constellation"})
+			continue
+		}
+		msg, err := e.apply(c.ToolName, c.Parameters)
+		e.edits = append(e.edits, Edit{Op: c.ToolName, Args: c.Parameters, OK: err == nil, Reason: errText(err)})
+		if err != nil {
+			out[i] = command.Failed(c.CallID, err.Error())
+			continue
+		}
+		out[i] = command.Succeeded(c.CallID, msg)
+	}
+	return out
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// apply makes one edit on a copy of the graph and keeps it if the copy is
+// valid.
+func (e *editor) apply(op string, args map[string]any) (string, error) {
+	g := e.graph.Clone()
+	msg, err := edit(g, op, args)
+	if err != nil {
+		return "", err
+	}
+	if err := g.Validate(e.devices); err != nil {
+		return "", fmt.Errorf("%s not made: %w", op, err)
+	}
+	e.graph.Nodes, e.graph.Edges = g.Nodes, g.Edges
+	return msg, nil
+}
+
+// Apply replays one recorded edit on g (offline: without devices to check).
+func Apply(g *Graph, ed Edit) error {
+	if !ed.OK {
+		return nil
+	}
+	_, err := edit(g, ed.Op, ed.Args)
+	return err
+}
+
+func edit(g *Graph, op string, args map[string]any) (string, error) {
+	id := str(args, "id")
+	switch op {
+	case ToolAddNode:
+		if g.Node(id) != nil {
+			return "", fmt.Errorf("add_node: node %q exists already: use update_node to change it, or another id", id)
+		}
+		n := &Node{ID: id, Status: NodePending}
+		setNode(n, args)
+		g.Nodes = append(g.Nodes, n)
+		return "added node " + id, nil
+	case ToolUpdateNode:
+		n := g.Node(id)
+		if n == nil {
+			return "", fmt.Errorf("update_node: there is no node %q (nodes: %s)", id, nodeIDs(g))
+		}
+		switch n.Status {
+		case NodeRunning, NodeCompleted:
+			return "", fmt.Errorf("update_node: node %q is %s and cannot change: add a new node instead", id, n.Status)
+		case NodeFailed, NodeCancelled:
+			n.Status, n.Error, n.Result, n.Tries, n.TaskID, n.Sent = NodePending, "", "", 0, "", ""
+			n.StartedAt, n.EndedAt = nil, nil
+		}
+		setNode(n, args)
+		return "updated node " + id, nil
+	case ToolRemoveNode:
+		n := g.Node(id)
+		if n == nil {
+			return "", fmt.Errorf("remove_node: there is no node %q (nodes: %s)", id, nodeIDs(g))
+		}
+		if n.Status == NodeRunning || n.Status == NodeCompleted {
+			return "", fmt.Errorf("remove_node: node %q is %s and stays in the graph", id, n.Status)
+		}
+		g.Nodes = slices.DeleteFunc(g.Nodes, func(m *Node) bool { return m.ID == id })
+		g.Edges = slices.DeleteFunc(g.Edges, func(e Edge) bool { return e.From == id || e.To == id })
+		return "removed node " + id, nil
+	case ToolAddEdge:
+		e := Edge{From: str(args, "from"), To: str(args, "to")}
+		if to := g.Node(e.To); to != nil && to.Status != NodePending && to.Status != NodeCancelled {
+			return "", fmt.Errorf("add_edge: node %q is %s: only a node that has not started can wait for another", e.To, to.Status)
+		}
+		g.Edges = append(g.Edges, e)
+		return fmt.Sprintf("added edge %s→%s", e.From, e.To), nil
+	case ToolRemoveEdge:
+		e := Edge{From: str(args, "from"), To: str(args, "to")}
+		i := slices.Index(g.Edges, e)
+		if i < 0 {
+			return "", fmt.Errorf("remove_edge: there is no edge %s→%s", e.From, e.To)
+		}
+		g.Edges = slices.Delete(g.Edges, i, i+1)
+		return fmt.Sprintf("removed edge %s→%s", e.From, e.To), nil
+	}
+	return "", fmt.Errorf("unknown tool %q: the planner's tools are %s, %s, %s, %s and %s", op,
+		ToolAddNode, ToolUpdateNode, ToolRemoveNode, ToolAddEdge, ToolRemoveEdge)
+}
+
+// setNode sets the fields args gives.
+func setNode(n *Node, args map[string]any) {
+	if v, ok := args["device"].(string); ok {
+		n.Device = v
+	}
+	if v, ok := args["task"].(string); ok {
+		n.Task = v
+	}
+	if v, ok := args["apps"]; ok {
+		n.Apps = strs(v)
+	}
+	if v, ok := args["outputs"]; ok {
+		n.Outputs = strs(v)
+	}
+	if v, ok := args["max_retries"].(float64); ok && v >= 0 {
+		n.MaxRetries = int(v)
+	}
+	if v, ok := args["max_retries"].(int); ok && v >= 0 {
+		n.MaxRetries = v
+	}
+}
+
+func str(args map[string]any, key string) string {
+	s, _ := args[key].(string)
+	return strings.TrimSpace(s)
+}
+
+func strs(v any) []string {
+	switch v := v.(type) {
+	case []string:
+		return slices.Clone(v)
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	case string:
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	}
+	return nil
+}
+
+func nodeIDs(g *Graph) string {
+	ids := make([]string, len(g.Nodes))
+	for i, n := range g.Nodes {
+		ids[i] = n.ID
+	}
+	if len(ids) == 0 {
+		return "none yet"
+	}
+	return strings.Join(ids, ", ")
+}

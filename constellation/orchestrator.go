@@ -1,0 +1,799 @@
+package constellation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/saucerhq/saucer/fsm"
+)
+
+// Devices is where nodes run: the devices of this server, or of an AIP
+// server reached as a constellation client.
+type Devices interface {
+	// List returns the devices connected now.
+	List(ctx context.Context) ([]Device, error)
+	// Start starts task on device and returns the task's id. key names
+	// the attempt: a second Start with the same key (after a restart that
+	// lost the first answer) returns the task the first one started, so
+	// that nothing runs twice.
+	Start(ctx context.Context, device, key, task string) (taskID string, err error)
+	// Wait waits for a task to end. An error means the wait itself failed
+	// (ctx ended, the server stopped), not the task.
+	Wait(ctx context.Context, taskID string) (TaskOutcome, error)
+}
+
+// TaskOutcome is how a node's device task ended.
+type TaskOutcome struct {
+	OK     bool   `json:"ok"`
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// DeviceLost says the device went away during the task: the node is
+	// moved to another device rather than counted as failed.
+	DeviceLost bool `json:"device_lost,omitempty"`
+	// Record is the task's own recording (a server's task with its steps
+	// and commands), kept in the constellation's recording.
+	Record json.RawMessage `json:"record,omitempty"`
+}
+
+// Stepper is the planner as the orchestrator drives it; *Planner is one,
+// and so is a recording's replay.
+type Stepper interface {
+	Step(ctx context.Context, g *Graph, devices []Device, events []string) (StepResult, error)
+}
+
+// Store keeps constellations where a restarted server finds them.
+type Store interface {
+	Save(ctx context.Context, g *Graph) error
+	Load(ctx context.Context, id string) (*Graph, error)
+	List(ctx context.Context) ([]*Graph, error)
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrent = 8
+	DefaultPerDevice     = 1
+)
+
+// Options configure an Orchestrator. Devices and NewPlanner are required.
+type Options struct {
+	Devices Devices
+	// NewPlanner makes the planner of a constellation (a new one for a
+	// resumed constellation: it sees the graph as it stands).
+	NewPlanner func(g *Graph) (Stepper, error)
+	// Store keeps the graphs; nil keeps them in memory only.
+	Store Store
+	// Record, when set, opens the recording of a constellation.
+	Record func(id string) (Recorder, error)
+	// MaxConcurrent bounds the nodes running at once over all
+	// constellations; PerDevice bounds them on one device (nodes beyond
+	// wait in the device's queue, first come first served).
+	MaxConcurrent, PerDevice int
+	// Allowed names the devices constellations may use; empty means all.
+	Allowed []string
+	// OnEvent, when set, is told of every change (for an event stream).
+	// Calls are serialized per constellation.
+	OnEvent func(Event)
+	// NewID makes constellation ids.
+	NewID func() string
+	// Now is the clock for timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Event is a change of a constellation, as the API streams it.
+type Event struct {
+	Constellation string       `json:"constellation"`
+	Kind          string       `json:"kind"` // graph, node_start, node_end, planner, end
+	Version       int          `json:"version"`
+	Node          string       `json:"node,omitempty"`
+	Device        string       `json:"device,omitempty"`
+	Status        string       `json:"status,omitempty"`
+	Edits         []Edit       `json:"edits,omitempty"`
+	Events        []string     `json:"events,omitempty"`
+	Graph         *Graph       `json:"graph,omitempty"`
+	Outcome       *TaskOutcome `json:"outcome,omitempty"`
+	// Attempt numbers a node's attempt; Sent is the task text it was sent
+	// (node_start); TaskID its device task (node_task); MovedTo the device
+	// a lost device's node moved to (node_end).
+	Attempt int    `json:"attempt,omitempty"`
+	Sent    string `json:"sent,omitempty"`
+	TaskID  string `json:"task_id,omitempty"`
+	MovedTo string `json:"moved_to,omitempty"`
+	// Answer is the planner's answer or reason (planner).
+	Answer string    `json:"answer,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// Orchestrator runs constellations.
+type Orchestrator struct {
+	opts   Options
+	global chan struct{}
+
+	mu      sync.Mutex
+	devSlot map[string]chan struct{}
+	running map[string]*run
+	// width is the nodes in flight now; widthArea integrates it over time
+	// for the average parallel width.
+	width, maxWidth int
+	stats           Stats
+	lastChange      time.Time
+	// onWait, in tests, is told of a node that waits for a slot.
+	onWait func(node string)
+}
+
+// Stats are the orchestrator's measures.
+type Stats struct {
+	// NodesRun counts device tasks started; MaxWidth is the most that ran
+	// at once; WidthTime sums, over time, the nodes in flight (divide by
+	// BusyTime for the average width while any ran).
+	NodesRun  int
+	MaxWidth  int
+	WidthTime time.Duration
+	BusyTime  time.Duration
+}
+
+// AverageWidth is the average number of nodes running at once while any
+// ran.
+func (s Stats) AverageWidth() float64 {
+	if s.BusyTime <= 0 {
+		return 0
+	}
+	return float64(s.WidthTime) / float64(s.BusyTime)
+}
+
+// New checks the options.
+func New(opts Options) (*Orchestrator, error) {
+	if opts.Devices == nil || opts.NewPlanner == nil {
+		return nil, errors.New("constellation: Options.Devices and Options.NewPlanner are required")
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.PerDevice <= 0 {
+		opts.PerDevice = DefaultPerDevice
+	}
+	if opts.Store == nil {
+		opts.Store = NewMemoryStore()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		var n int
+		var mu sync.Mutex
+		opts.NewID = func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return fmt.Sprintf("c%d-%d", time.Now().UnixNano(), n)
+		}
+	}
+	return &Orchestrator{opts: opts, global: make(chan struct{}, opts.MaxConcurrent), devSlot: map[string]chan struct{}{},
+		running: map[string]*run{}}, nil
+}
+
+// Stats returns the measures so far.
+func (o *Orchestrator) Stats() Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tickLocked()
+	s := o.stats
+	s.MaxWidth = o.maxWidth
+	return s
+}
+
+func (o *Orchestrator) tickLocked() {
+	now := time.Now()
+	if o.width > 0 && !o.lastChange.IsZero() {
+		d := now.Sub(o.lastChange)
+		o.stats.WidthTime += time.Duration(o.width) * d
+		o.stats.BusyTime += d
+	}
+	o.lastChange = now
+}
+
+func (o *Orchestrator) inFlight(delta int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tickLocked()
+	o.width += delta
+	if delta > 0 {
+		o.stats.NodesRun++
+	}
+	o.maxWidth = max(o.maxWidth, o.width)
+}
+
+// Run plans and runs request to its end and returns the final graph.
+func (o *Orchestrator) Run(ctx context.Context, request string) (*Graph, error) {
+	id, err := o.Start(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	return o.Wait(ctx, id)
+}
+
+// Start creates a constellation and runs it in the background; Wait or
+// Get follow it.
+func (o *Orchestrator) Start(ctx context.Context, request string) (string, error) {
+	if request == "" {
+		return "", errors.New("constellation: the request is empty: say what the devices must do")
+	}
+	g := &Graph{ID: o.opts.NewID(), Request: request, Status: Running, CreatedAt: o.opts.Now().UTC(), Nodes: []*Node{}, Edges: []Edge{}}
+	if err := o.opts.Store.Save(ctx, g); err != nil {
+		return "", fmt.Errorf("constellation: saving the new constellation: %w", err)
+	}
+	id := g.ID
+	return id, o.launch(g)
+}
+
+// Resume continues the constellations a stopped orchestrator left
+// running in the store, and returns their ids.
+func (o *Orchestrator) Resume(ctx context.Context) ([]string, error) {
+	gs, err := o.opts.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, g := range gs {
+		if g.Status != Running {
+			continue
+		}
+		o.mu.Lock()
+		_, busy := o.running[g.ID]
+		o.mu.Unlock()
+		if busy {
+			continue
+		}
+		if err := o.launch(g); err != nil {
+			return ids, err
+		}
+		ids = append(ids, g.ID)
+	}
+	return ids, nil
+}
+
+func (o *Orchestrator) launch(g *Graph) error {
+	planner, err := o.opts.NewPlanner(g)
+	if err != nil {
+		return fmt.Errorf("constellation: making the planner: %w", err)
+	}
+	r := &run{o: o, g: g, planner: planner, ends: make(chan nodeMsg, 16), done: make(chan struct{}), quit: make(chan struct{}), snap: g.Clone()}
+	if o.opts.Record != nil {
+		if r.rec, err = o.opts.Record(g.ID); err != nil {
+			return fmt.Errorf("constellation: opening its recording: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r.cancel = cancel
+	o.mu.Lock()
+	o.running[g.ID] = r
+	o.mu.Unlock()
+	go r.loop(ctx)
+	return nil
+}
+
+// Get returns a constellation as it stands.
+func (o *Orchestrator) Get(ctx context.Context, id string) (*Graph, error) {
+	o.mu.Lock()
+	r := o.running[id]
+	o.mu.Unlock()
+	if r != nil {
+		return r.snapshot(), nil
+	}
+	return o.opts.Store.Load(ctx, id)
+}
+
+// List returns the constellations in the store, newest first.
+func (o *Orchestrator) List(ctx context.Context) ([]*Graph, error) {
+	gs, err := o.opts.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i, g := range gs {
+		if live, err := o.Get(ctx, g.ID); err == nil {
+			gs[i] = live
+		}
+	}
+	slices.SortFunc(gs, func(a, b *Graph) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return gs, nil
+}
+
+// Wait waits for a constellation of this orchestrator to end (or ctx).
+func (o *Orchestrator) Wait(ctx context.Context, id string) (*Graph, error) {
+	o.mu.Lock()
+	r := o.running[id]
+	o.mu.Unlock()
+	if r == nil {
+		return o.opts.Store.Load(ctx, id)
+	}
+	select {
+	case <-r.done:
+		return r.snapshot(), r.err
+	case <-ctx.Done():
+		return r.snapshot(), context.Cause(ctx)
+	}
+}
+
+// Stop stops every running constellation without ending it (as a server
+// stopping for a restart does): nodes in flight are left to their devices'
+// tasks and the store keeps the graphs, which Resume continues.
+func (o *Orchestrator) Stop() {
+	o.mu.Lock()
+	rs := make([]*run, 0, len(o.running))
+	for _, r := range o.running {
+		rs = append(rs, r)
+	}
+	o.mu.Unlock()
+	for _, r := range rs {
+		r.stopping.Store(true)
+		r.cancel(errStopped)
+		<-r.done
+	}
+}
+
+var errStopped = errors.New("the orchestrator stopped")
+
+// Cancel ends a running constellation as cancelled.
+func (o *Orchestrator) Cancel(id string) error {
+	o.mu.Lock()
+	r := o.running[id]
+	o.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("constellation %q is not running", id)
+	}
+	r.cancel(errors.New("cancelled"))
+	<-r.done
+	return nil
+}
+
+// slot is the per-device queue: a node waits for its device's slot, then
+// for a global one.
+func (o *Orchestrator) slot(device string) chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.devSlot[device]
+	if s == nil {
+		s = make(chan struct{}, o.opts.PerDevice)
+		o.devSlot[device] = s
+	}
+	return s
+}
+
+// devices lists the devices constellations may use now.
+func (o *Orchestrator) devices(ctx context.Context) ([]Device, error) {
+	ds, err := o.opts.Devices.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.opts.Allowed) == 0 {
+		return ds, nil
+	}
+	return slices.DeleteFunc(ds, func(d Device) bool { return !slices.Contains(o.opts.Allowed, d.ID) }), nil
+}
+
+// run is one constellation being run. Its loop owns the graph; node
+// goroutines report to it on ends.
+type run struct {
+	o       *Orchestrator
+	g       *Graph
+	planner Stepper
+	rec     Recorder
+	ends    chan nodeMsg
+	done    chan struct{}
+	cancel  context.CancelCauseFunc
+	err     error
+	// stopping is set by Stop before it cancels: the loop leaves the
+	// graph running in the store.
+	stopping atomic.Bool
+	// quit is closed when the loop no longer takes node messages.
+	quit chan struct{}
+
+	smu  sync.Mutex
+	snap *Graph
+
+	inflight int
+	nodeWG   sync.WaitGroup
+}
+
+type nodeMsg struct {
+	node, taskID string
+	attempt      int
+	started      bool // the task started (taskID known); not ended yet
+	out          TaskOutcome
+	err          error
+}
+
+func (r *run) snapshot() *Graph {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.snap.Clone()
+}
+
+// commit makes the graph's current state visible and durable.
+func (r *run) commit(ctx context.Context) error {
+	r.smu.Lock()
+	r.snap = r.g.Clone()
+	r.smu.Unlock()
+	return r.o.opts.Store.Save(context.WithoutCancel(ctx), r.g)
+}
+
+func (r *run) emit(e Event) {
+	e.Constellation, e.Version, e.Time = r.g.ID, r.g.Version, r.o.opts.Now().UTC()
+	if r.rec != nil {
+		r.rec.Record(e)
+	}
+	if r.o.opts.OnEvent != nil {
+		r.o.opts.OnEvent(e)
+	}
+}
+
+func (r *run) loop(ctx context.Context) {
+	defer close(r.done)
+	defer func() {
+		r.nodeWG.Wait()
+		if r.rec != nil {
+			r.rec.Close()
+		}
+		r.o.mu.Lock()
+		delete(r.o.running, r.g.ID)
+		r.o.mu.Unlock()
+	}()
+	r.err = r.drive(ctx)
+	close(r.quit)
+	if r.stopping.Load() {
+		return
+	}
+	if r.err != nil && r.g.Status == Running {
+		r.g.Status, r.g.Error = Failed, r.err.Error()
+		if ctx.Err() != nil {
+			r.g.Status = Cancelled
+		}
+	}
+	r.g.Version++
+	if err := r.commit(ctx); err != nil && r.err == nil {
+		r.err = err
+	}
+	r.emit(Event{Kind: "end", Status: string(r.g.Status), Graph: r.g.Clone()})
+}
+
+// drive is the loop's work: resume nodes in flight, ask the planner, start
+// what is ready, take ends in batches, until the graph is over.
+func (r *run) drive(ctx context.Context) error {
+	g := r.g
+	r.emit(Event{Kind: "graph", Graph: g.Clone()})
+	var events []string
+	// Nodes left running by an earlier orchestrator: wait on their task
+	// (or start it under the same key), never start it afresh.
+	for _, n := range g.Nodes {
+		if n.Status == NodeRunning {
+			events = append(events, fmt.Sprintf("%s resumed after a restart (attempt %d on %s)", n.ID, n.Attempts, n.Device))
+			r.launchNode(ctx, n)
+		}
+	}
+	first := len(g.Nodes) == 0
+	for {
+		if first || len(events) > 0 {
+			first = false
+			end, err := r.plan(ctx, events)
+			if err != nil {
+				return err
+			}
+			events = nil
+			if end {
+				return r.finish(ctx)
+			}
+		}
+		if err := r.startReady(ctx); err != nil {
+			return err
+		}
+		if r.inflight == 0 {
+			if len(g.Ready()) > 0 {
+				continue
+			}
+			// Nothing runs and nothing can: the planner said nothing
+			// more after the last ends.
+			if g.AllCompleted() {
+				g.Status = Completed
+				if g.Answer == "" {
+					g.Answer = lastResult(g)
+				}
+				return nil
+			}
+			g.Status, g.Error = Failed, "nothing more can run and the planner did not finish: "+stuck(g)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case m := <-r.ends:
+			events = append(events, r.take(ctx, m)...)
+		}
+		// A batch: whatever else has ended by now.
+		for more := true; more; {
+			select {
+			case m := <-r.ends:
+				events = append(events, r.take(ctx, m)...)
+			default:
+				more = false
+			}
+		}
+		if err := r.commit(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// plan runs one planner step; end reports that the planner ended the
+// constellation (the graph's status says how).
+func (r *run) plan(ctx context.Context, events []string) (end bool, err error) {
+	g := r.g
+	ds, err := r.o.devices(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing the devices: %w", err)
+	}
+	before := g.Version
+	res, err := r.planner.Step(ctx, g, ds, events)
+	if err != nil {
+		return false, fmt.Errorf("the planner: %w", err)
+	}
+	changed := slices.ContainsFunc(res.Edits, func(e Edit) bool { return e.OK })
+	if changed {
+		g.Version = before + 1
+	}
+	if err := r.commit(ctx); err != nil {
+		return false, err
+	}
+	r.emit(Event{Kind: "planner", Status: string(res.Status), Edits: res.Edits, Events: events, Answer: res.Answer})
+	if changed {
+		r.emit(Event{Kind: "graph", Graph: g.Clone()})
+	}
+	switch res.Status {
+	case fsm.Finish:
+		g.Status, g.Answer = Completed, res.Answer
+		return true, nil
+	case fsm.Fail, fsm.Error:
+		g.Status, g.Error = Failed, "the planner gave up: "+res.Answer
+		return true, nil
+	}
+	return false, nil
+}
+
+// finish ends a constellation the planner ended: nodes not started are
+// cancelled, nodes in flight are waited for (their tasks are not cut
+// off in the middle).
+func (r *run) finish(ctx context.Context) error {
+	for _, n := range r.g.Nodes {
+		if n.Status == NodePending {
+			n.Status, n.Error = NodeCancelled, "cancelled: the planner ended the constellation"
+		}
+	}
+	for r.inflight > 0 {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case m := <-r.ends:
+			r.take(ctx, m)
+		}
+	}
+	return nil
+}
+
+// startReady starts every ready node.
+func (r *run) startReady(ctx context.Context) error {
+	ready := r.g.Ready()
+	if len(ready) == 0 {
+		return nil
+	}
+	now := r.o.opts.Now().UTC()
+	for _, n := range ready {
+		n.Status, n.Attempts, n.Tries, n.TaskID, n.Error = NodeRunning, n.Attempts+1, n.Tries+1, "", ""
+		n.Sent, n.StartedAt, n.EndedAt = r.g.TaskText(n), &now, nil
+	}
+	// Durable before any starts: a restart finds them running, with the
+	// key each was started under.
+	r.g.Version++
+	if err := r.commit(ctx); err != nil {
+		return err
+	}
+	for _, n := range ready {
+		r.launchNode(ctx, n)
+	}
+	return nil
+}
+
+// key names a node's attempt to the devices, the same after a restart.
+func key(g *Graph, n *Node) string {
+	return fmt.Sprintf("constellation:%s:%s:%d", g.ID, n.ID, n.Attempts)
+}
+
+// launchNode runs a node's attempt in its own goroutine: queued for its
+// device's slot and a global one, started (or found again by its task id
+// or key), waited for; its end goes to the loop.
+func (r *run) launchNode(ctx context.Context, n *Node) {
+	r.inflight++
+	r.nodeWG.Add(1)
+	id, device, k, text, taskID, attempt := n.ID, n.Device, key(r.g, n), n.Sent, n.TaskID, n.Attempts
+	r.emit(Event{Kind: "node_start", Node: id, Device: device, Status: string(NodeRunning), Attempt: attempt, Sent: text, TaskID: taskID})
+	go func() {
+		defer r.nodeWG.Done()
+		m := nodeMsg{node: id, attempt: attempt, taskID: taskID}
+		m.out, m.err = r.runNode(ctx, device, k, text, &m)
+		r.send(m)
+	}()
+}
+
+// send gives the loop a node's message, unless the loop has ended.
+func (r *run) send(m nodeMsg) {
+	select {
+	case r.ends <- m:
+	case <-r.quit:
+	}
+}
+
+func (r *run) runNode(ctx context.Context, device, k, text string, m *nodeMsg) (TaskOutcome, error) {
+	devSlot := r.o.slot(device)
+	if err := r.o.acquire(ctx, devSlot, m.node); err != nil {
+		return TaskOutcome{}, err
+	}
+	defer func() { <-devSlot }()
+	if err := r.o.acquire(ctx, r.o.global, m.node); err != nil {
+		return TaskOutcome{}, err
+	}
+	defer func() { <-r.o.global }()
+	r.o.inFlight(1)
+	defer r.o.inFlight(-1)
+	if m.taskID == "" {
+		id, err := r.o.opts.Devices.Start(ctx, device, k, text)
+		if err != nil {
+			// Not started: as a failed attempt, or a lost device.
+			return TaskOutcome{Error: "not started: " + err.Error(), DeviceLost: errors.Is(err, ErrDeviceGone)}, nil
+		}
+		m.taskID = id
+		r.send(nodeMsg{node: m.node, attempt: m.attempt, taskID: id, started: true})
+	}
+	return r.o.opts.Devices.Wait(ctx, m.taskID)
+}
+
+// acquire takes a slot of sem, queued behind the nodes that wait for it.
+func (o *Orchestrator) acquire(ctx context.Context, sem chan struct{}, node string) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if o.onWait != nil {
+		o.onWait(node)
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// ErrDeviceGone is what Devices.Start returns for a device that is not
+// connected: the node moves to another device.
+var ErrDeviceGone = errors.New("the device is not connected")
+
+// take applies a node's message to the graph and says what happened, for
+// the planner.
+func (r *run) take(ctx context.Context, m nodeMsg) []string {
+	g := r.g
+	n := g.Node(m.node)
+	if n == nil || n.Attempts != m.attempt || n.Status != NodeRunning {
+		if !m.started {
+			r.inflight--
+		}
+		return nil // an attempt the graph has moved past
+	}
+	if m.started {
+		n.TaskID = m.taskID
+		// Durable at once: a restart waits on this task.
+		if err := r.commit(ctx); err != nil {
+			return []string{fmt.Sprintf("%s: its task id %s could not be saved: %v", n.ID, m.taskID, err)}
+		}
+		r.emit(Event{Kind: "node_task", Node: n.ID, Device: n.Device, Attempt: m.attempt, TaskID: m.taskID})
+		return nil
+	}
+	r.inflight--
+	if m.err != nil {
+		if r.stopping.Load() || ctx.Err() != nil {
+			return nil // left running for a resume, or cancelled
+		}
+		m.out = TaskOutcome{Error: "waiting for the task failed: " + m.err.Error()}
+	}
+	out := m.out
+	ds := []Device(nil)
+	if out.DeviceLost {
+		ds, _ = r.o.devices(ctx)
+	}
+	events := applyEnd(g, n, out, ds, r.o.opts.Now().UTC())
+	e := Event{Kind: "node_end", Node: n.ID, Device: n.Device, Attempt: m.attempt, Outcome: &out, Status: string(n.Status)}
+	if out.DeviceLost && n.Status == NodePending {
+		e.Device, e.MovedTo = n.Lost[len(n.Lost)-1], n.Device
+	}
+	r.emit(e)
+	return events
+}
+
+// applyEnd applies how a node's attempt ended to the graph and says what
+// happened, for the planner: a completion; a lost device's node moved to
+// another of ds with its apps; a failure retried, or beyond its retries
+// failed with its dependents cancelled. A replay applies the same.
+func applyEnd(g *Graph, n *Node, out TaskOutcome, ds []Device, now time.Time) []string {
+	n.EndedAt = &now
+	switch {
+	case out.OK:
+		n.Status, n.Result, n.Error = NodeCompleted, out.Result, ""
+		return []string{fmt.Sprintf("%s completed on %s: %s", n.ID, n.Device, oneLine(out.Result))}
+	case out.DeviceLost:
+		lost := n.Device
+		n.Lost = append(n.Lost, lost)
+		if to, ok := another(ds, n); ok {
+			n.Device, n.Status, n.Error, n.TaskID = to, NodePending, "", ""
+			return []string{fmt.Sprintf("%s: device %s was lost during its task (%s); it was moved to %s and runs again there",
+				n.ID, lost, oneLine(out.Error), to)}
+		}
+		n.Status, n.Error = NodeFailed, fmt.Sprintf("device %s was lost and no other device has its apps (%v): %s", lost, n.Apps, out.Error)
+	case n.Tries <= n.MaxRetries:
+		n.Status, n.Error, n.TaskID = NodePending, out.Error, ""
+		return []string{fmt.Sprintf("%s failed on %s (try %d of %d), tried again: %s", n.ID, n.Device, n.Tries, n.MaxRetries+1, oneLine(out.Error))}
+	default:
+		n.Status, n.Error = NodeFailed, out.Error
+	}
+	cancelled := g.CancelDependents(n.ID)
+	ev := fmt.Sprintf("%s FAILED on %s: %s", n.ID, n.Device, oneLine(n.Error))
+	if len(cancelled) > 0 {
+		ev += fmt.Sprintf("; cancelled the nodes that depend on it: %v (update_node revives one once you have re-planned)", cancelled)
+	}
+	return []string{ev}
+}
+
+// another finds a device, other than those the node was lost on, with the
+// apps the node needs.
+func another(ds []Device, n *Node) (string, bool) {
+	for _, d := range ds {
+		if slices.Contains(n.Lost, d.ID) {
+			continue
+		}
+		ok := true
+		for _, a := range n.Apps {
+			if !slices.Contains(d.Apps, a) {
+				ok = false
+			}
+		}
+		if ok {
+			return d.ID, true
+		}
+	}
+	return "", false
+}
+
+func lastResult(g *Graph) string {
+	var last *Node
+	for _, n := range g.Nodes {
+		if len(g.Dependents(n.ID)) == 0 {
+			last = n
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return last.Result
+}
+
+func stuck(g *Graph) string {
+	var out []string
+	for _, n := range g.Nodes {
+		if n.Status != NodeCompleted {
+			out = append(out, fmt.Sprintf("%s is %s", n.ID, n.Status))
+		}
+	}
+	return fmt.Sprint(out)
+}
