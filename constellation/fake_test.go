@@ -38,7 +38,9 @@ type fakeTask struct {
 func newFake(devs ...Device) *fakeDevices {
 	return &fakeDevices{devs: slices.Clone(devs), starts: map[string]int{}, tasks: map[string]*fakeTask{}, byNode: map[string][]string{},
 		release: make(chan struct{}), started: make(chan string, 100),
-		outcome: func(device, task string, _ int) TaskOutcome { return TaskOutcome{OK: true, Result: "done: " + firstLine(task)} }}
+		outcome: func(device, task string, _ int) TaskOutcome {
+			return TaskOutcome{OK: true, Result: "done: " + firstLine(task)}
+		}}
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,168 @@
+package constellation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/saucerhq/saucer/internal/clock"
+	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/prompts"
+)
+
+// Scripted models for the suite: each call takes a fixed latency on the
+// clock the context carries, and answers from what the request says, as a
+// model would, so that any order of nodes gets the right answers.
+
+// latency waits d on ctx's clock.
+func latency(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := clock.From(ctx).NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func call(name string, args any) llm.ToolCall {
+	b, _ := json.Marshal(args)
+	return llm.ToolCall{ID: fmt.Sprintf("call_%s_%d", name, callSeq.Add(1)), Name: name, Arguments: string(b)}
+}
+
+var callSeq atomic.Int64
+
+func reply(calls ...llm.ToolCall) *llm.Response {
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}, FinishReason: "tool_calls", Model: "scripted"}
+}
+
+// deviceAgents plays a device's host and app agents: the task's line
+// "RUN: COMMAND" is run with the shell app ({{dep:ID}} replaced by the
+// result of node ID, read from the task's text), and its stdout is the
+// answer; a non-zero exit fails the task.
+type deviceAgents struct {
+	latency time.Duration
+	calls   atomic.Int64
+}
+
+func (m *deviceAgents) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
+	return m.Complete(ctx, req)
+}
+
+var depLine = regexp.MustCompile(`(?m)^- (\S+) \(on [^)]*\): (.*?)(?: \[files: [^]]*\])?$`)
+
+func (m *deviceAgents) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.calls.Add(1)
+	if err := latency(ctx, m.latency); err != nil {
+		return nil, err
+	}
+	text, lastTool := "", ""
+	for _, msg := range req.Messages {
+		text += msg.Content + "\n"
+		if msg.Role == llm.RoleTool {
+			lastTool = msg.Content
+		}
+	}
+	host := false
+	for _, t := range req.Tools {
+		host = host || t.Name == prompts.AssignTool
+	}
+	switch {
+	case host && lastTool == "":
+		return reply(call(prompts.AssignTool, prompts.AssignArgs{App: "shell", Subtask: "Run the command of the request's RUN line."})), nil
+	case host:
+		if i, j := strings.Index(lastTool, "OUT<<"), strings.LastIndex(lastTool, ">>"); i >= 0 && j > i {
+			return reply(call(prompts.FinishTool, map[string]string{"result": lastTool[i+5 : j]})), nil
+		}
+		return reply(call(prompts.FailTool, map[string]string{"reason": lastTool})), nil
+	case lastTool == "":
+		i := strings.Index(text, "RUN: ")
+		if i < 0 {
+			return reply(call(prompts.FailTool, map[string]string{"reason": "the task has no RUN line"})), nil
+		}
+		cmd := strings.SplitN(text[i+5:], "\n", 2)[0]
+		for _, d := range depLine.FindAllStringSubmatch(text, -1) {
+			cmd = strings.ReplaceAll(cmd, "{{dep:"+d[1]+"}}", d[2])
+		}
+		return reply(call("execute_command", map[string]any{"command": cmd})), nil
+	}
+	var out struct {
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(lastTool), &out); err != nil || out.ExitCode != 0 {
+		return reply(call(prompts.FailTool, map[string]string{"reason": fmt.Sprintf("exit %d: %s %s", out.ExitCode, out.Stderr, lastTool)})), nil
+	}
+	return reply(call(prompts.FinishTool, map[string]string{"result": "OUT<<" + strings.TrimSpace(out.Stdout) + ">>"})), nil
+}
+
+// casePlanner plays the constellation agent for one suite case: it adds
+// the case's graph at its first step; when a node failed it moves it to
+// the case's fallback device and revives what was cancelled; it finishes
+// when every node has completed.
+type casePlanner struct {
+	c       suiteCase
+	latency time.Duration
+	calls   atomic.Int64
+}
+
+func (m *casePlanner) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
+	return m.Complete(ctx, req)
+}
+
+var nodeLine = regexp.MustCompile(`(?m)^- (\S+) \[(\w+)\] on (\S+)`)
+
+func (m *casePlanner) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.calls.Add(1)
+	if err := latency(ctx, m.latency); err != nil {
+		return nil, err
+	}
+	last := req.Messages[len(req.Messages)-1].Content
+	graph := last[strings.LastIndex(last, "## Graph"):]
+	status := map[string]string{}
+	for _, l := range nodeLine.FindAllStringSubmatch(graph, -1) {
+		status[l[1]] = l[2]
+	}
+	if len(status) == 0 {
+		var calls []llm.ToolCall
+		for _, n := range m.c.Nodes {
+			calls = append(calls, call(ToolAddNode, map[string]any{"id": n.ID, "device": n.Device, "task": n.Task(), "apps": []string{"shell"},
+				"max_retries": n.Retries}))
+		}
+		for _, n := range m.c.Nodes {
+			for _, d := range n.After {
+				calls = append(calls, call(ToolAddEdge, map[string]string{"from": d, "to": n.ID}))
+			}
+		}
+		return reply(calls...), nil
+	}
+	var calls []llm.ToolCall
+	done := true
+	for _, n := range m.c.Nodes {
+		switch status[n.ID] {
+		case "failed":
+			if n.Fallback != "" {
+				calls = append(calls, call(ToolUpdateNode, map[string]any{"id": n.ID, "device": n.Fallback, "task": n.FallbackTask()}))
+			}
+		case "cancelled":
+			calls = append(calls, call(ToolUpdateNode, map[string]any{"id": n.ID}))
+		}
+		done = done && status[n.ID] == "completed"
+	}
+	if len(calls) > 0 {
+		return reply(calls...), nil
+	}
+	if done {
+		return reply(call(prompts.FinishTool, map[string]string{"result": "done"})), nil
+	}
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "The graph needs no change."}, FinishReason: "stop"}, nil
+}

@@ -1,0 +1,78 @@
+package constellation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/server"
+)
+
+// ServerDevices runs nodes as tasks on the devices connected to an agent
+// server in this process, through the server's own task path (as POST
+// /api/dispatch does): each node is a task with its journal, its record
+// and its end, and survives a restart of the server as tasks do.
+type ServerDevices struct {
+	Server *server.Server
+}
+
+var _ Devices = ServerDevices{}
+
+// List returns the connected devices, with their apps (the namespaces
+// they registered).
+func (d ServerDevices) List(context.Context) ([]Device, error) {
+	var out []Device
+	for _, c := range d.Server.Clients() {
+		if c.ClientType != aip.ClientDevice || c.Status != "connected" {
+			continue
+		}
+		dev := Device{ID: c.ClientID, Platform: c.Platform, Apps: []string{}}
+		for ns := range c.Namespaces {
+			dev.Apps = append(dev.Apps, ns)
+		}
+		sort.Strings(dev.Apps)
+		out = append(out, dev)
+	}
+	return out, nil
+}
+
+// Start dispatches the task under the name key, or finds the task a
+// first Start (before a restart) dispatched under it.
+func (d ServerDevices) Start(_ context.Context, device, key, task string) (string, error) {
+	for _, t := range d.Server.Tasks() {
+		if t.TaskName == key {
+			return t.ID, nil
+		}
+	}
+	info, err := d.Server.Dispatch(device, task, key, "constellation")
+	if errors.Is(err, server.ErrNoDevice) {
+		return "", fmt.Errorf("%w: %v", ErrDeviceGone, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return info.ID, nil
+}
+
+// Wait waits for the task to end. A failed task whose device is no
+// longer connected counts as a lost device.
+func (d ServerDevices) Wait(ctx context.Context, id string) (TaskOutcome, error) {
+	info, err := d.Server.Wait(ctx, id)
+	if err != nil {
+		return TaskOutcome{}, err
+	}
+	if info.Status == server.StatusRunning {
+		return TaskOutcome{}, fmt.Errorf("task %s did not end here: %w", id, context.Cause(ctx))
+	}
+	rec, _ := json.Marshal(info)
+	out := TaskOutcome{OK: info.Status == server.StatusCompleted, Result: info.Result, Error: info.Error, Record: rec}
+	if !out.OK {
+		devs, _ := d.List(ctx)
+		out.DeviceLost = !slices.ContainsFunc(devs, func(x Device) bool { return x.ID == info.ClientID })
+	}
+	return out, nil
+}

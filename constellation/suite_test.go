@@ -1,0 +1,390 @@
+package constellation
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/shell"
+)
+
+type suiteCase struct {
+	Name   string       `yaml:"name"`
+	Nodes  []suiteNode  `yaml:"nodes"`
+	Checks []suiteCheck `yaml:"checks"`
+}
+
+type suiteNode struct {
+	ID          string   `yaml:"id"`
+	Device      string   `yaml:"device"`
+	Run         string   `yaml:"run"`
+	After       []string `yaml:"after"`
+	Retries     int      `yaml:"retries"`
+	Fallback    string   `yaml:"fallback"`
+	FallbackRun string   `yaml:"fallback_run"`
+}
+
+func (n suiteNode) Task() string { return "Step " + n.ID + " of the request.\nRUN: " + n.Run }
+func (n suiteNode) FallbackTask() string {
+	return "Step " + n.ID + " of the request.\nRUN: " + n.FallbackRun
+}
+
+type suiteCheck struct {
+	Device string `yaml:"device"`
+	File   string `yaml:"file"`
+	Equals string `yaml:"equals"`
+}
+
+func loadSuite(t testing.TB) []suiteCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/suite.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Cases []suiteCase `yaml:"cases"`
+	}
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Cases
+}
+
+const suiteToken = "suite-token"
+
+// cluster is an agent server on loopback with device clients connected
+// over WebSockets (as `saucer client` connects), each with the real shell
+// app working in its own directory.
+type cluster struct {
+	t       testing.TB
+	srv     *server.Server
+	st      store.Store
+	handler *swapHandler
+	http    *httptest.Server
+	agents  *deviceAgents
+	dirs    map[string]string
+	mu      sync.Mutex
+	stops   map[string]func()
+}
+
+// swapHandler lets a restarted server take over the same address.
+type swapHandler struct {
+	mu sync.Mutex
+	h  http.Handler
+}
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &deviceAgents{latency: modelLatency}, dirs: map[string]string{},
+		stops: map[string]func(){}}
+	c.startServer()
+	c.http = httptest.NewServer(c.handler)
+	t.Cleanup(c.http.Close)
+	for _, id := range devices {
+		c.dirs[id] = t.TempDir()
+		c.connect(id)
+	}
+	return c
+}
+
+func (c *cluster) startServer() {
+	prom := loadPrompts(c.t)
+	srv, err := server.New(server.Options{Token: suiteToken, Store: c.st, AwayTimeout: 300 * time.Millisecond, MaxTasks: 64,
+		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
+			var m = spec.WrapModel(c.agents)
+			return agent.New(agent.Options{Model: m, Dispatcher: spec.Dispatcher, Prompts: prom, AppDescriptions: spec.AppDescriptions,
+				Observer: spec.Observer, Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
+		}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.srv = srv
+	c.handler.mu.Lock()
+	c.handler.h = srv.Handler()
+	c.handler.mu.Unlock()
+	c.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx, "test over")
+	})
+}
+
+// connect runs a device client until kill or the test's end.
+func (c *cluster) connect(id string) {
+	t := c.t
+	dev, err := client.New(context.Background(), []client.Server{
+		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: c.dirs[id]})},
+	}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := remote.New(dev, remote.Options{URL: "ws" + strings.TrimPrefix(c.http.URL, "http") + "/ws", Token: suiteToken, ClientID: id,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rc.Run(ctx); close(done) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			dev.Close()
+		})
+	}
+	c.mu.Lock()
+	c.stops[id] = stop
+	c.mu.Unlock()
+	t.Cleanup(stop)
+	select {
+	case <-rc.Connected():
+	case <-done:
+		t.Fatalf("%s stopped before it registered", id)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not register", id)
+	}
+}
+
+// kill stops a device's client: its connection ends, its tools close.
+func (c *cluster) kill(id string) {
+	c.mu.Lock()
+	stop := c.stops[id]
+	c.mu.Unlock()
+	stop()
+}
+
+func (c *cluster) read(device, file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(c.dirs[device], file))
+	return strings.TrimSpace(string(b)), err
+}
+
+func (c *cluster) orchestrator(t testing.TB, planner func(*Graph) (Stepper, error), opts Options) *Orchestrator {
+	t.Helper()
+	opts.Devices, opts.NewPlanner = ServerDevices{c.srv}, planner
+	if opts.Store == nil {
+		opts.Store = NewServerStore(c.st)
+	}
+	o, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// plannerFor is the constellation agent with a case's scripted model.
+func plannerFor(t testing.TB, sc suiteCase, latency time.Duration) func(*Graph) (Stepper, error) {
+	prom := loadPrompts(t)
+	return func(*Graph) (Stepper, error) {
+		return NewPlanner(PlannerOptions{Model: &casePlanner{c: sc, latency: latency}, Prompts: prom,
+			Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
+	}
+}
+
+func checkCase(t testing.TB, c *cluster, sc suiteCase, g *Graph) {
+	t.Helper()
+	if g.Status != Completed {
+		t.Errorf("%s: %s %s\n%s", sc.Name, g.Status, g.Error, g.Summary())
+		return
+	}
+	for _, ch := range sc.Checks {
+		got, err := c.read(ch.Device, ch.File)
+		if err != nil || got != ch.Equals {
+			t.Errorf("%s: %s:%s = %q (%v), want %q", sc.Name, ch.Device, ch.File, got, err, ch.Equals)
+		}
+	}
+}
+
+// TestSuite runs the bundled cross-device suite: every case on a fresh
+// set of three devices, through the constellation agent, the orchestrator
+// and the agent server's task path, and checks each device's files.
+func TestSuite(t *testing.T) {
+	cases := loadSuite(t)
+	if len(cases) < 20 {
+		t.Fatalf("the suite has %d cases, want at least 20", len(cases))
+	}
+	for _, sc := range cases {
+		t.Run(sc.Name, func(t *testing.T) {
+			st := store.NewMemory()
+			c := newCluster(t, st, 0, "linux1", "linux2", "linux3")
+			rec := t.TempDir()
+			o := c.orchestrator(t, plannerFor(t, sc, 0), Options{MaxConcurrent: 8, Record: RecordTo(rec)})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			g, err := o.Run(ctx, "suite case "+sc.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCase(t, c, sc, g)
+			// Each node's tasks: one per attempt, never two for one.
+			tasks := map[string]int{}
+			for _, ti := range c.srv.Tasks() {
+				tasks[ti.TaskName]++
+			}
+			for k, n := range tasks {
+				if n != 1 {
+					t.Errorf("%s ran %d times", k, n)
+				}
+			}
+			replayFile(t, filepath.Join(rec, g.ID+".jsonl"), g)
+		})
+	}
+}
+
+func replayFile(t testing.TB, path string, g *Graph) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := Replay(events)
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if d := diff(versions[len(versions)-1], g); d != "" {
+		t.Fatalf("the replay ends elsewhere: %s", d)
+	}
+	var nodeRecords int
+	for _, e := range events {
+		if e.Kind == "node_end" && e.Outcome != nil && len(e.Outcome.Record) > 0 {
+			nodeRecords++
+		}
+	}
+	if nodeRecords == 0 {
+		t.Fatal("the recording holds no node's task recording")
+	}
+}
+
+// A device killed in the middle of its node: the node moves to another
+// device with the app it needs and runs there once; its dependents get
+// its result.
+func TestDeviceKilledMidNode(t *testing.T) {
+	c := newCluster(t, store.NewMemory(), 0, "linux1", "linux2", "linux3")
+	// The node blocks on linux2 until the file "go" appears, which it
+	// never does there; elsewhere it is there at once.
+	for _, d := range []string{"linux1", "linux3"} {
+		os.WriteFile(filepath.Join(c.dirs[d], "go"), nil, 0o644)
+	}
+	sc := suiteCase{Name: "killed", Nodes: []suiteNode{
+		{ID: "work", Device: "linux2", Run: "while [ ! -f go ]; do sleep 0.02; done; echo ran >> marks.txt; echo 77"},
+		{ID: "use", Device: "linux1", Run: "echo got-{{dep:work}} | tee use.txt", After: []string{"work"}},
+	}}
+	started := make(chan string, 10)
+	o := c.orchestrator(t, plannerFor(t, sc, 0), Options{OnEvent: func(e Event) {
+		if e.Kind == "node_task" {
+			started <- e.Device
+		}
+	}})
+	id, err := o.Start(context.Background(), "kill a device")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-started:
+		if d != "linux2" {
+			t.Fatalf("work started on %s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("work did not start")
+	}
+	c.kill("linux2")
+	g := wait(t, o, id)
+	w := g.Node("work")
+	if g.Status != Completed || w.Device == "linux2" || strings.Join(w.Lost, ",") != "linux2" {
+		t.Fatalf("%s %s: %+v", g.Status, g.Error, w)
+	}
+	if got, _ := c.read("linux1", "use.txt"); got != "got-77" {
+		t.Errorf("use.txt = %q", got)
+	}
+	total := 0
+	for d := range c.dirs {
+		s, _ := c.read(d, "marks.txt")
+		total += strings.Count(s, "ran")
+	}
+	if total != 1 {
+		t.Errorf("the node's command ran %d times, want once", total)
+	}
+}
+
+// The server restarts in the middle of a graph: the next server, on the
+// same store, resumes the constellation and the tasks it had started;
+// nothing runs twice.
+func TestServerRestartMidGraph(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(context.Background(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := newCluster(t, st, 0, "linux1", "linux2", "linux3")
+	gate := filepath.Join(t.TempDir(), "gate")
+	sc := suiteCase{Name: "restart", Nodes: []suiteNode{
+		{ID: "a", Device: "linux1", Run: "echo a >> marks.txt; echo 1"},
+		{ID: "b", Device: "linux2", Run: fmt.Sprintf("while [ ! -f %s ]; do sleep 0.02; done; echo b >> marks.txt; echo 2", gate)},
+		{ID: "c", Device: "linux3", Run: "echo c >> marks.txt; expr {{dep:a}} + {{dep:b}} | tee c.txt", After: []string{"a", "b"}},
+	}}
+	events := make(chan Event, 100)
+	o1 := c.orchestrator(t, plannerFor(t, sc, 0), Options{OnEvent: func(e Event) { events <- e }})
+	id, err := o1.Start(context.Background(), "restart mid-graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a has ended and b runs: stop here.
+	aDone, bStarted := false, false
+	for !aDone || !bStarted {
+		select {
+		case e := <-events:
+			aDone = aDone || (e.Kind == "node_end" && e.Node == "a")
+			bStarted = bStarted || (e.Kind == "node_task" && e.Node == "b")
+		case <-time.After(20 * time.Second):
+			t.Fatal("a did not end or b did not start")
+		}
+	}
+	o1.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.srv.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.startServer() // the devices come back to it
+	o2 := c.orchestrator(t, plannerFor(t, sc, 0), Options{})
+	if ids, err := o2.Resume(context.Background()); err != nil || len(ids) != 1 {
+		t.Fatalf("resumed %v: %v", ids, err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	g := wait(t, o2, id)
+	checkCase(t, c, suiteCase{Name: "restart", Checks: []suiteCheck{{Device: "linux3", File: "c.txt", Equals: "3"}}}, g)
+	for d, want := range map[string]string{"linux1": "a", "linux2": "b", "linux3": "c"} {
+		if got, _ := c.read(d, "marks.txt"); got != want {
+			t.Errorf("%s ran %q, want %q once", d, got, want)
+		}
+	}
+}
