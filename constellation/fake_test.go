@@ -84,7 +84,10 @@ func (f *fakeDevices) Start(_ context.Context, device, key, task string) (string
 	f.maxRun = max(f.maxRun, f.running)
 	hold := f.hold
 	f.mu.Unlock()
-	f.started <- key
+	select {
+	case f.started <- key: // buffered for the tests that read it
+	default:
+	}
 	go func() {
 		if hold {
 			<-f.release

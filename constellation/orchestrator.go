@@ -74,6 +74,11 @@ type Options struct {
 	// constellations; PerDevice bounds them on one device (nodes beyond
 	// wait in the device's queue, first come first served).
 	MaxConcurrent, PerDevice int
+	// ReviewBeforeStart makes the nodes a batch of ends unblocks wait for
+	// the planner's step on that batch, so that it may edit them first.
+	// By default they start at once and the planner's step runs beside
+	// them (it edits what has not started).
+	ReviewBeforeStart bool
 	// Allowed names the devices constellations may use; empty means all.
 	Allowed []string
 	// OnEvent, when set, is told of every change (for an event stream).
@@ -124,6 +129,28 @@ type Orchestrator struct {
 	lastChange      time.Time
 	// onWait, in tests, is told of a node that waits for a slot.
 	onWait func(node string)
+	// subs are the event streams' listeners, by subscription.
+	subs    map[int]func(Event)
+	nextSub int
+}
+
+// Subscribe calls fn with every event of every constellation until the
+// returned cancel is called. fn must not block: it runs in the
+// constellation's loop.
+func (o *Orchestrator) Subscribe(fn func(Event)) (cancel func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.subs == nil {
+		o.subs = map[int]func(Event){}
+	}
+	o.nextSub++
+	id := o.nextSub
+	o.subs[id] = fn
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.subs, id)
+	}
 }
 
 // Stats are the orchestrator's measures.
@@ -430,6 +457,15 @@ func (r *run) emit(e Event) {
 	if r.o.opts.OnEvent != nil {
 		r.o.opts.OnEvent(e)
 	}
+	r.o.mu.Lock()
+	subs := make([]func(Event), 0, len(r.o.subs))
+	for _, fn := range r.o.subs {
+		subs = append(subs, fn)
+	}
+	r.o.mu.Unlock()
+	for _, fn := range subs {
+		fn(e)
+	}
 }
 
 func (r *run) loop(ctx context.Context) {
@@ -524,6 +560,13 @@ func (r *run) drive(ctx context.Context) error {
 		}
 		if err := r.commit(ctx); err != nil {
 			return err
+		}
+		if !r.o.opts.ReviewBeforeStart {
+			// What the batch unblocked starts now, its task text made of
+			// its dependencies' results; the planner is asked meanwhile.
+			if err := r.startReady(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -10,35 +10,32 @@ import (
 	"github.com/saucerhq/saucer/server/store"
 )
 
-// MemoryStore keeps graphs in memory.
+// MemoryStore keeps graphs in memory (copies: a caller's later changes
+// do not reach it).
 type MemoryStore struct {
 	mu     sync.Mutex
-	graphs map[string][]byte
+	graphs map[string]*Graph
 }
 
 // NewMemoryStore is an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{graphs: map[string][]byte{}} }
+func NewMemoryStore() *MemoryStore { return &MemoryStore{graphs: map[string]*Graph{}} }
 
 func (m *MemoryStore) Save(_ context.Context, g *Graph) error {
-	b, err := json.Marshal(g)
-	if err != nil {
-		return err
-	}
+	c := g.Clone()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.graphs[g.ID] = b
+	m.graphs[g.ID] = c
 	return nil
 }
 
 func (m *MemoryStore) Load(_ context.Context, id string) (*Graph, error) {
 	m.mu.Lock()
-	b, ok := m.graphs[id]
+	g, ok := m.graphs[id]
 	m.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: no constellation %q", store.ErrNotFound, id)
 	}
-	var g Graph
-	return &g, json.Unmarshal(b, &g)
+	return g.Clone(), nil
 }
 
 func (m *MemoryStore) List(ctx context.Context) ([]*Graph, error) {
