@@ -52,6 +52,27 @@ type Config struct {
 	MCP    MCP    `yaml:"mcp"`
 	Record Record `yaml:"record"`
 	Remote Remote `yaml:"remote"`
+	// Constellation configures the constellations a server runs (one
+	// request over several devices).
+	Constellation Constellation `yaml:"constellation"`
+}
+
+// Constellation configures constellations: which devices they may use
+// and how many of their nodes run at once.
+type Constellation struct {
+	// Devices names the devices a constellation may put nodes on (client
+	// ids); empty means every connected device.
+	Devices []string `yaml:"devices"`
+	// MaxConcurrent bounds the nodes running at once over all
+	// constellations; PerDevice bounds them on one device.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	PerDevice     int `yaml:"per_device"`
+	// MaxPlannerSteps bounds the constellation agent's steps for one
+	// constellation.
+	MaxPlannerSteps int `yaml:"max_planner_steps"`
+	// ReviewBeforeStart makes the nodes a batch of ends unblocks wait for
+	// the planner's step on that batch (slower; lets it edit them first).
+	ReviewBeforeStart bool `yaml:"review_before_start"`
 }
 
 // ProviderSettings are one provider's key, endpoint and headers.
@@ -324,6 +345,9 @@ func (c *Config) Validate() error {
 	}
 	if err := CheckStore(c.Remote.Store); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if k := c.Constellation; k.MaxConcurrent < 1 || k.PerDevice < 1 || k.MaxPlannerSteps < 1 {
+		errs = append(errs, "constellation: max_concurrent, per_device and max_planner_steps must be at least 1")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))

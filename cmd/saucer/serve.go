@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
@@ -53,7 +55,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Long: "Run the agent server. Devices (`saucer client`, or UFO's device client) connect to ws://ADDR/ws with the " +
 			"API key; the host and app agents run here and send each command to the device. HTTP API (same key, as " +
 			"X-API-Key or ?token=): POST /api/dispatch {client_id, request, task_name}, GET /api/clients, " +
-			"GET /api/tasks/{id}, DELETE /api/tasks/{id}, GET /api/health. Ctrl-C stops; running tasks resume when it starts again on the same --store (with --store memory they end as failed).",
+			"GET /api/tasks/{id}, DELETE /api/tasks/{id}, GET /api/health; constellations: POST /api/constellations {request}, " +
+			"GET /api/constellations[/{id}[/events]], DELETE /api/constellations/{id}. Ctrl-C stops; running tasks resume when it starts again on the same --store (with --store memory they end as failed).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd, g, f) },
 	}
@@ -197,13 +200,23 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if err != nil {
 		return err
 	}
+	logf := func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }
+	orch, err := constellationsFor(cfg, srv, st, logf)
+	if err != nil {
+		return fmt.Errorf("serve: constellations: %w", err)
+	}
+	if ids, err := orch.Resume(cmd.Context()); err != nil {
+		return fmt.Errorf("serve: resuming the constellations the store holds: %w", err)
+	} else if len(ids) > 0 {
+		logf("%d constellation(s) resume: %s", len(ids), strings.Join(ids, ", "))
+	}
 	ln, err := net.Listen("tcp", r.Addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// Idle keep-alive connections are dropped: an unauthenticated client
 	// that opens many and sends nothing must not lock devices out.
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
+	hs := &http.Server{Handler: constellation.Handler(orch, token, srv.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
 	scheme := "ws"
 	serveErr := make(chan error, 1)
 	if r.TLSCert != "" {
@@ -229,6 +242,9 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// Constellations stop first, without ending: their graphs stay in
+	// the store, and their nodes' tasks with the server's.
+	orch.Stop()
 	if r.Store == "memory" {
 		fmt.Fprintln(out, "saucer serve: stopping; running tasks end as failed (the memory store keeps nothing)")
 		err = srv.Shutdown(sctx, "the server was stopped")

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/constellation"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/store"
+	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/strategy"
+)
+
+func init() { commands = append(commands, newConstellationCmd) }
+
+func newConstellationCmd(g *globalFlags) *cobra.Command {
+	var serverURL, token string
+	cmd := &cobra.Command{
+		Use:   "constellation REQUEST",
+		Short: "Run one request across the devices of an agent server, planned as a graph of tasks",
+		Long: "Ask a running agent server (`saucer serve`) to run REQUEST as a constellation: its constellation agent plans a " +
+			"graph of tasks over the connected devices (those config constellation.devices names, or all), runs every ready " +
+			"task at once on its device, and re-plans as results arrive. Prints each change as it happens and the answer; " +
+			"exit 0 when it completed, 1 when it failed.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			return runConstellation(cmd, cfg, serverURL, tokenFrom(token), args[0])
+		},
+	}
+	cmd.Flags().StringVar(&serverURL, "server", "", "the server, as its WebSocket URL or HTTP address (default from config: remote.server)")
+	cmd.Flags().StringVar(&token, "token", "", "API key (default: $SAUCER_TOKEN)")
+	return cmd
+}
+
+// apiBase turns a server's WebSocket URL (ws://HOST:PORT/ws) or address
+// into the base of its HTTP API.
+func apiBase(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(strings.Split(s, ",")[0])
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("--server %q is not a server address: give ws://HOST:PORT/ws or HOST:PORT", s)
+	}
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
+		u.Scheme = "https"
+	}
+	u.Path, u.RawQuery = "", ""
+	return u.String(), nil
+}
+
+func runConstellation(cmd *cobra.Command, cfg *config.Config, serverURL, token, request string) error {
+	if serverURL == "" {
+		serverURL = cfg.Remote.Server
+	}
+	base, err := apiBase(serverURL)
+	if err != nil {
+		return err
+	}
+	do := func(method, path string, body []byte) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(cmd.Context(), method, base+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("X-API-Key", token)
+		return http.DefaultClient.Do(req)
+	}
+	body, _ := json.Marshal(constellation.CreateRequest{Request: request})
+	resp, err := do("POST", "/api/constellations", body)
+	if err != nil {
+		return fmt.Errorf("constellation: the server at %s: %w (is `saucer serve` running?)", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("constellation: the server said %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var g constellation.Graph
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+		return fmt.Errorf("constellation: the server's answer: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "constellation %s\n", g.ID)
+	stream, err := do("GET", "/api/constellations/"+g.ID+"/events", nil)
+	if err != nil {
+		return fmt.Errorf("constellation: following %s: %w", g.ID, err)
+	}
+	defer stream.Body.Close()
+	end, err := followEvents(stream.Body, out)
+	if err != nil {
+		return fmt.Errorf("constellation %s: %w (GET /api/constellations/%s shows it)", g.ID, err, g.ID)
+	}
+	fmt.Fprintln(out, end.Summary())
+	if end.Status != constellation.Completed {
+		return fmt.Errorf("constellation %s %s: %s", g.ID, end.Status, end.Error)
+	}
+	fmt.Fprintln(out, end.Answer)
+	return nil
+}
+
+// followEvents prints a constellation's events, one line each, and
+// returns its graph at its end.
+func followEvents(r io.Reader, out io.Writer) (*constellation.Graph, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var e constellation.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("an unreadable event: %w", err)
+		}
+		switch e.Kind {
+		case "node_start":
+			fmt.Fprintf(out, "  %s started on %s (attempt %d)\n", e.Node, e.Device, e.Attempt)
+		case "node_end":
+			what := e.Status
+			if e.MovedTo != "" {
+				what = "moved to " + e.MovedTo + " (device lost)"
+			}
+			fmt.Fprintf(out, "  %s on %s: %s\n", e.Node, e.Device, what)
+		case "planner":
+			var ok []string
+			for _, ed := range e.Edits {
+				if ed.OK {
+					ok = append(ok, ed.Op)
+				}
+			}
+			fmt.Fprintf(out, "  planner: %s, %d edit(s) %v\n", e.Status, len(ok), ok)
+		case "end":
+			if e.Graph == nil {
+				return nil, errors.New("the end event has no graph")
+			}
+			return e.Graph, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("the event stream ended before the constellation")
+}
+
+// constellationsFor is the orchestrator saucer serve runs constellations
+// with: nodes as tasks on its devices, graphs in its store, the config's
+// model as the constellation agent.
+func constellationsFor(cfg *config.Config, srv *server.Server, st store.Store, logf func(string, ...any)) (*constellation.Orchestrator, error) {
+	model, err := session.OpenModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	set, err := session.Prompts(cfg.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	k := cfg.Constellation
+	opts := constellation.Options{Devices: constellation.ServerDevices{Server: srv}, Store: constellation.NewServerStore(st),
+		MaxConcurrent: k.MaxConcurrent, PerDevice: k.PerDevice, Allowed: k.Devices, ReviewBeforeStart: k.ReviewBeforeStart,
+		NewPlanner: func(*constellation.Graph) (constellation.Stepper, error) {
+			return constellation.NewPlanner(constellation.PlannerOptions{Model: model, Prompts: set, MaxSteps: k.MaxPlannerSteps,
+				Limits: strategy.Limits{MaxRetries: cfg.Agent.MaxRetries, RetryBackoff: cfg.Agent.RetryBackoff.D(), MaxRetryAfter: cfg.Agent.MaxRetryAfter.D()}})
+		},
+		OnEvent: func(e constellation.Event) {
+			if e.Kind == "end" {
+				logf("constellation %s %s", e.Constellation, e.Status)
+			}
+		}}
+	if cfg.Record.Enabled {
+		opts.Record = constellation.RecordTo(filepath.Join(runsDir(cfg, ""), "constellations"))
+	}
+	return constellation.New(opts)
+}
