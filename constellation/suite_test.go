@@ -78,8 +78,10 @@ type cluster struct {
 	http    *httptest.Server
 	agents  *deviceAgents
 	dirs    map[string]string
-	mu      sync.Mutex
-	stops   map[string]func()
+	// away is how long a device may stay away before its tasks fail.
+	away  time.Duration
+	mu    sync.Mutex
+	stops map[string]func()
 }
 
 // swapHandler lets a restarted server take over the same address.
@@ -97,7 +99,7 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &deviceAgents{latency: modelLatency}, dirs: map[string]string{},
+	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &deviceAgents{latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
 		stops: map[string]func(){}}
 	c.startServer()
 	c.http = httptest.NewServer(c.handler)
@@ -111,7 +113,7 @@ func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, device
 
 func (c *cluster) startServer() {
 	prom := loadPrompts(c.t)
-	srv, err := server.New(server.Options{Token: suiteToken, Store: c.st, AwayTimeout: 300 * time.Millisecond, MaxTasks: 64,
+	srv, err := server.New(server.Options{Token: suiteToken, Store: c.st, AwayTimeout: c.away, MaxTasks: 64,
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 			var m = spec.WrapModel(c.agents)
 			return agent.New(agent.Options{Model: m, Dispatcher: spec.Dispatcher, Prompts: prom, AppDescriptions: spec.AppDescriptions,
@@ -374,7 +376,10 @@ func TestServerRestartMidGraph(t *testing.T) {
 	if err := c.srv.Suspend(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.startServer() // the devices come back to it
+	// The devices come back to the next server; however slow the machine,
+	// within their away time (a device that does not is another test's).
+	c.away = time.Minute
+	c.startServer()
 	o2 := c.orchestrator(t, plannerFor(t, sc, 0), Options{})
 	if ids, err := o2.Resume(context.Background()); err != nil || len(ids) != 1 {
 		t.Fatalf("resumed %v: %v", ids, err)
