@@ -21,17 +21,10 @@ type counted struct {
 	model string
 
 	mu sync.Mutex
-	// seen holds the counts of messages already counted: an agent's
-	// requests repeat their history, so each message is encoded once.
-	seen map[seenKey]int
+	// count remembers the messages it counted: an agent's requests repeat
+	// their history, so each message is encoded once.
+	count Counter
 }
-
-// seenKey names a counted message (its role, name and text) or tool (role
-// empty: its name, and its description and schema as text).
-type seenKey struct{ role, name, text string }
-
-// seenLimit bounds the cache (a long run's messages).
-const seenLimit = 4096
 
 func (c *counted) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	resp, err := c.next.Complete(ctx, req)
@@ -56,31 +49,8 @@ func (c *counted) fill(req *llm.Request, resp *llm.Response) *llm.Response {
 func (c *counted) request(req *llm.Request) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.seen == nil || len(c.seen) > seenLimit {
-		c.seen = map[seenKey]int{}
-	}
-	once := func(k seenKey, count func() int) int {
-		n, ok := c.seen[k]
-		if !ok {
-			n = count()
-			c.seen[k] = n
-		}
-		return n
-	}
-	n := perRequest
-	for _, m := range req.Messages {
-		if len(m.ToolCalls) > 0 || len(m.Images) > 0 {
-			n += Message(c.model, m)
-			continue
-		}
-		n += once(seenKey{string(m.Role), m.Name, m.Content}, func() int { return Message(c.model, m) })
-	}
-	for _, t := range req.Tools {
-		n += once(seenKey{"", t.Name, t.Description + string(t.Parameters)}, func() int {
-			return Count(c.model, t.Name) + Count(c.model, t.Description) + Count(c.model, string(t.Parameters))
-		})
-	}
-	return n
+	c.count.Model = c.model
+	return c.count.Request(req)
 }
 
 var _ llm.Model = (*counted)(nil)
