@@ -328,6 +328,9 @@ func (c *Config) Validate() error {
 	if a.MaxResultChars < 0 || a.ArtifactHead < 0 {
 		errs = append(errs, "agent.max_result_chars and agent.artifact_head must not be negative (max_result_chars 0 is no bound)")
 	}
+	if err := a.Context.Check(); err != nil {
+		errs = append(errs, "agent.context: "+err.Error())
+	}
 	if a.MaxRetries < 0 {
 		errs = append(errs, "agent.max_retries must not be negative")
 	}

@@ -61,6 +61,8 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		"agent: {max_steps: 0}\n":                 "max_steps",
 		"models: {\"openai:*\": {mode: smoke}}\n": "smoke",
 		"model: [1, 2\n":                          "saucer.yaml",
+		"agent: {context: {preset: cheap}}\n":     `agent.context: preset "cheap" is not economy, balanced, full or window`,
+		"agent: {context: {recent: 4}}\n":         "recent, condensed and block belong to the window preset, not balanced: remove them, or set preset: window",
 	}
 	for body, want := range cases {
 		_, err := config.Load(write(t, body), nil)

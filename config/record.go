@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"strings"
+
+	"github.com/saucerhq/saucer/memory"
 )
 
 // Record configures how sessions are recorded (see package trajectory).
@@ -77,6 +79,12 @@ func (c *Config) Secrets(getenv func(string) string, environ func() []string) []
 
 // FromYAML reads a config written by YAML (a recorded session's config)
 // over the built-in defaults.
+//
+// The context policy is read over none: a recording made before the
+// presets names recent, condensed and block and no preset, and replays
+// with the window policy it ran with (see memory.Policy.WithDefaults).
 func FromYAML(data []byte) (*Config, error) {
-	return parse(Default(), data, "recorded config")
+	base := Default()
+	base.Agent.Context = memory.Policy{}
+	return parse(base, data, "recorded config")
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/saucerhq/saucer/memory"
 	"slices"
 	"testing"
 )
@@ -41,5 +42,32 @@ func TestRecordDefaultsAndFromYAML(t *testing.T) {
 	}
 	if _, err := FromYAML([]byte("record: {colour: red}\n")); err == nil {
 		t.Error("unknown key accepted")
+	}
+}
+
+// A recorded config replays with the context policy it ran with: one
+// recorded before presets (recent, condensed and block, no preset) with
+// the window, one recorded since with its preset.
+func TestRecordedContextPolicy(t *testing.T) {
+	old := "agent:\n    context:\n        recent: 8\n        condensed: 24\n        block: 16\n        line_chars: 200\n        max_bytes: 0\n"
+	c, err := FromYAML([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Agent.Context.WithDefaults(); p.Preset != memory.Window || p.Recent != 8 {
+		t.Errorf("a config recorded before presets replays with %+v, want the window", p)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("a config recorded before presets: %v", err)
+	}
+	c = Default()
+	c.Agent.Context.Preset = memory.Economy
+	y, _ := c.YAML()
+	back, err := FromYAML(y)
+	if err != nil || back.Agent.Context.WithDefaults().Preset != memory.Economy {
+		t.Errorf("economy recorded, %+v replayed (%v)", back.Agent.Context, err)
+	}
+	if p := Default().Agent.Context.WithDefaults(); p.Preset != memory.Balanced {
+		t.Errorf("the default policy is %s, want balanced", p.Preset)
 	}
 }

@@ -117,17 +117,107 @@ func (a *Artifacts) JSON(raw []byte) []byte {
 	return []byte(a.Text(strings.TrimRight(buf.String(), "\n")))
 }
 
-func (a *Artifacts) walk(v any) any {
+func (a *Artifacts) walk(v any) any { return walkStrings(v, a.Text) }
+
+// Keep keeps s aside, whatever its size, and returns its handle.
+func (a *Artifacts) Keep(s string) string { return a.keep(s) }
+
+// Shorten is s as a request carries it under a context policy's head: whole
+// when it has at most lines lines and bytes bytes (0 bounds neither),
+// else kept aside and shown by its first lines, cut to whole lines where
+// it can, and a stand-in with its handle and size.
+func (a *Artifacts) Shorten(s string, lines, bytes int) string {
+	head, ok := headOf(s, lines, bytes)
+	if ok {
+		return s
+	}
+	h := a.keep(s)
+	return fmt.Sprintf("%s\n…[artifact %s: %d of %d bytes shown, %d of %d lines; read_artifact reads the rest]",
+		head, h, len(head), len(s), strings.Count(head, "\n")+1, strings.Count(strings.TrimSuffix(s, "\n"), "\n")+1)
+}
+
+// headOf is s's first lines within the bounds, and whether that is all
+// of s.
+func headOf(s string, lines, bytes int) (string, bool) {
+	if lines <= 0 && bytes <= 0 {
+		return s, true
+	}
+	end := len(s)
+	if lines > 0 {
+		n, i := 0, 0
+		for i < len(s) {
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			if n++; n == lines {
+				// A last line ending in a newline is not cut.
+				if strings.TrimSpace(s[i:]) != "" {
+					end = i - 1
+				}
+				break
+			}
+		}
+	}
+	if bytes > 0 && end > bytes {
+		end = runeStart(s, bytes)
+		if nl := strings.LastIndexByte(s[:end], '\n'); nl > 0 {
+			end = nl
+		}
+	}
+	if end >= len(s) {
+		return s, true
+	}
+	return strings.TrimRight(s[:end], "\n"), false
+}
+
+// ShortenJSON is a JSON value under a context policy's head: each string in
+// it cut to its head (see Shorten), and the whole, when still longer than
+// twice bytes, cut as text. A value that needs no cut keeps its bytes.
+func (a *Artifacts) ShortenJSON(raw []byte, lines, bytes int) []byte {
+	if lines <= 0 && bytes <= 0 {
+		return raw
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return []byte(a.Shorten(string(raw), lines, bytes))
+	}
+	cut := false
+	v = walkStrings(v, func(s string) string {
+		h := a.Shorten(s, lines, bytes)
+		cut = cut || h != s
+		return h
+	})
+	out := raw
+	if cut {
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return []byte(a.Shorten(string(raw), lines, bytes))
+		}
+		out = []byte(strings.TrimRight(buf.String(), "\n"))
+	}
+	if bytes > 0 && len(out) > 2*bytes {
+		return []byte(a.Shorten(string(out), 0, bytes))
+	}
+	return out
+}
+
+func walkStrings(v any, f func(string) string) any {
 	switch x := v.(type) {
 	case string:
-		return a.Text(x)
+		return f(x)
 	case map[string]any:
 		for k, e := range x {
-			x[k] = a.walk(e)
+			x[k] = walkStrings(e, f)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = a.walk(e)
+			x[i] = walkStrings(e, f)
 		}
 	}
 	return v

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,34 +11,116 @@ import (
 	"github.com/saucerhq/saucer/command"
 )
 
-// Policy bounds how much of an agent's history each request carries, so
-// that a long run's requests stay the same size instead of growing with
-// every step:
-//   - the Recent steps go in full (each result up to the agent's cap);
-//   - up to Condensed steps before them go condensed: the calls as made,
-//     each result cut to one line;
-//   - the steps before those are folded into one summary turn (calls per
-//     tool, how they ended, the last few), Block steps at a time, so that
-//     the start of the request stays the same for Block steps and
-//     providers' prompt caches keep hitting.
+// Policy says what of an agent's history each request carries. Its
+// presets (Preset) are made for providers' prompt caches, which hold the
+// longest start a request shares with an earlier one:
 //
-// MaxBytes, when positive, is the budget of a request's history in bytes
-// (about 4 bytes a token; set it from the model's context size): over it,
-// fewer steps go in full, down to one.
+//   - The history is append-only: a step enters it once, as it will stay
+//     (its results cut to a head of HeadLines lines and HeadBytes bytes,
+//     the rest an artifact the model reads with read_artifact), so each
+//     request starts with the whole of the one before.
+//   - When the history passes FoldBytes, the steps after the first few
+//     (the anchor) and before the newest are folded into one summary turn.
+//     That rewrites the request from the summary on, once; the anchor is
+//     as long as it must be for the request to repeat most of the one
+//     before even then. Then it grows again for many steps.
+//
+// The window preset is the policy of Saucer before presets, a sliding
+// window that rewrites the request at every step: the Recent steps go in
+// full, up to Condensed steps before them go condensed (each result cut
+// to one line), and the steps before those are folded into one summary
+// turn Block steps at a time. Recordings made then replay with it, and a
+// config that sets recent, condensed or block without a preset gets it.
+//
+// MaxBytes, when positive, bounds a request's history in bytes (about 4
+// bytes a token; set from the model's context size): over it the window
+// sends fewer steps in full, and the presets fold whatever the fold costs
+// the cache.
 type Policy struct {
+	// Preset is economy, balanced (the default), full or window; the
+	// fields below left zero take the preset's values.
+	Preset string `yaml:"preset" json:"preset"`
+	// Summary says who writes the summary of folded steps: deterministic
+	// (the default: the calls made and how they ended) or model (the
+	// model is asked, in a call of its own, recorded like the others).
+	Summary   string `yaml:"summary" json:"summary"`
+	HeadLines int    `yaml:"head_lines" json:"head_lines"`
+	HeadBytes int    `yaml:"head_bytes" json:"head_bytes"`
+	FoldBytes int    `yaml:"fold_bytes" json:"fold_bytes"`
+	MaxBytes  int    `yaml:"max_bytes" json:"max_bytes"`
+
+	// The window preset's.
 	Recent    int `yaml:"recent" json:"recent"`
 	Condensed int `yaml:"condensed" json:"condensed"`
 	Block     int `yaml:"block" json:"block"`
-	// LineChars caps a condensed result's line and a condensed reply's text.
+	// LineChars caps a condensed result's line and a condensed reply's
+	// text, and a summary's lines.
 	LineChars int `yaml:"line_chars" json:"line_chars"`
-	MaxBytes  int `yaml:"max_bytes" json:"max_bytes"`
 }
 
-// DefaultPolicy is used for the fields of a Policy left zero.
-var DefaultPolicy = Policy{Recent: 8, Condensed: 24, Block: 16, LineChars: 200}
+// The presets' names.
+const (
+	Economy  = "economy"
+	Balanced = "balanced"
+	Full     = "full"
+	Window   = "window"
+)
 
-// WithDefaults fills zero fields from DefaultPolicy.
+// Who writes the summary of folded steps.
+const (
+	SummaryDeterministic = "deterministic"
+	SummaryModel         = "model"
+)
+
+// Presets are the append-only presets' values. The heads and fold marks
+// are sized so that on a long task of shell listings (0.5 to 3.5 KB of
+// output a step, about 0.45 tokens a byte) every request repeats at
+// least 80% of the one before and stays under UFO's LinuxAgent prompt:
+// see docs/context.md for the figures.
+var Presets = map[string]Policy{
+	// The model sees the first 4 lines of each result; a step adds about
+	// 150 tokens; folds come every 10 steps or so.
+	Economy: {Preset: Economy, HeadLines: 4, HeadBytes: 320, FoldBytes: 5 << 10},
+	// The first 8 lines; about 250 tokens a step; a fold every 6 steps
+	// or so on that task, more rarely on lighter ones.
+	Balanced: {Preset: Balanced, HeadLines: 8, HeadBytes: 512, FoldBytes: 8 << 10},
+	// Every result whole (up to agent.max_result_chars), folded only
+	// near the model's context (max_bytes) or at 256 KB of history.
+	Full: {Preset: Full, FoldBytes: 256 << 10},
+}
+
+// DefaultPolicy is used for the fields of a window Policy left zero.
+var DefaultPolicy = Policy{Preset: Window, Recent: 8, Condensed: 24, Block: 16, LineChars: 200}
+
+// IsWindow reports whether the policy is the sliding window.
+func (p Policy) IsWindow() bool { return p.Preset == Window }
+
+// WithDefaults fills the fields left zero from the preset, and the
+// window's from DefaultPolicy. With no preset named, a policy that sets
+// recent, condensed or block is the window (the config of a recording
+// made before presets), any other balanced.
 func (p Policy) WithDefaults() Policy {
+	if p.Preset == "" {
+		p.Preset = Balanced
+		if p.Recent != 0 || p.Condensed != 0 || p.Block != 0 {
+			p.Preset = Window
+		}
+	}
+	if p.Summary == "" {
+		p.Summary = SummaryDeterministic
+	}
+	if p.LineChars <= 0 {
+		p.LineChars = DefaultPolicy.LineChars
+	}
+	if pre, ok := Presets[p.Preset]; ok {
+		if p.HeadLines == 0 && p.HeadBytes == 0 {
+			p.HeadLines, p.HeadBytes = pre.HeadLines, pre.HeadBytes
+		}
+		if p.FoldBytes <= 0 {
+			p.FoldBytes = pre.FoldBytes
+		}
+		return p
+	}
 	d := DefaultPolicy
 	if p.Recent <= 0 {
 		p.Recent = d.Recent
@@ -50,10 +133,24 @@ func (p Policy) WithDefaults() Policy {
 	if p.Block <= 0 {
 		p.Block = d.Block
 	}
-	if p.LineChars <= 0 {
-		p.LineChars = d.LineChars
-	}
 	return p
+}
+
+// Check says what is wrong with the policy's values, or nil.
+func (p Policy) Check() error {
+	if _, ok := Presets[p.Preset]; !ok && p.Preset != Window && p.Preset != "" {
+		return fmt.Errorf("preset %q is not economy, balanced, full or window", p.Preset)
+	}
+	if p.Summary != "" && p.Summary != SummaryDeterministic && p.Summary != SummaryModel {
+		return fmt.Errorf("summary %q is not deterministic or model", p.Summary)
+	}
+	if p.HeadLines < 0 || p.HeadBytes < 0 || p.FoldBytes < 0 || p.MaxBytes < 0 {
+		return errors.New("head_lines, head_bytes, fold_bytes and max_bytes must not be negative")
+	}
+	if p.Preset != Window && p.Preset != "" && (p.Recent != 0 || p.Condensed != 0 || p.Block != 0) {
+		return fmt.Errorf("recent, condensed and block belong to the window preset, not %s: remove them, or set preset: window", p.Preset)
+	}
+	return nil
 }
 
 // Split says how n remembered steps are sent when recent of them go in
@@ -155,4 +252,102 @@ func Line(s string, max int) string {
 	}
 	left := len(s) - cut
 	return fmt.Sprintf("%s … [%d more bytes, shown in full at the time]", first[:cut], left)
+}
+
+// foldLast is how many of the folded steps a summary lists one by one.
+const foldLast = 3
+
+// FoldSummary is the deterministic summary of folded steps, for a
+// request's summary turn: how many calls of each tool and how they ended,
+// and the last few steps one line each, a result too long for its line
+// named by its artifact handle (kept in a, so that the model can read it
+// again). It depends only on the steps.
+func (p Policy) FoldSummary(steps []Step, a *Artifacts) string {
+	p = p.WithDefaults()
+	if len(steps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Steps %d to %d are folded into this note to keep the requests short; you saw each as it ran. ", steps[0].Step, steps[len(steps)-1].Step)
+	b.WriteString(tally(steps))
+	b.WriteString("\nThe last of them:\n")
+	b.WriteString(lastLines(steps, a, p.LineChars))
+	return strings.TrimSpace(b.String())
+}
+
+// ModelSummary is the summary turn that holds a summary the model wrote
+// of folded steps, with the handles of their last results.
+func (p Policy) ModelSummary(steps []Step, text string, a *Artifacts) string {
+	p = p.WithDefaults()
+	if len(steps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Steps %d to %d are folded into this note, which you wrote:\n%s\nThe last of them:\n",
+		steps[0].Step, steps[len(steps)-1].Step, strings.TrimSpace(text))
+	b.WriteString(lastLines(steps, a, p.LineChars))
+	return strings.TrimSpace(b.String())
+}
+
+// tally counts the steps' calls by tool and how they ended.
+func tally(steps []Step) string {
+	type count struct{ calls, failed int }
+	tools := map[string]*count{}
+	for _, s := range steps {
+		for i, c := range s.Commands {
+			t := tools[c.ToolName]
+			if t == nil {
+				t = &count{}
+				tools[c.ToolName] = t
+			}
+			t.calls++
+			if i >= len(s.Results) || !s.Results[i].OK() {
+				t.failed++
+			}
+		}
+	}
+	if len(tools) == 0 {
+		return "They ran no tools."
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(tools)) {
+		t := tools[name]
+		parts = append(parts, fmt.Sprintf("%s %d (%d failed)", name, t.calls, t.failed))
+	}
+	return "Their calls: " + strings.Join(parts, ", ") + "."
+}
+
+// lastLines writes the last foldLast steps one line each.
+func lastLines(steps []Step, a *Artifacts, width int) string {
+	var b strings.Builder
+	for _, s := range steps[max(0, len(steps)-foldLast):] {
+		for i, c := range s.Commands {
+			res := "(no result)"
+			if i < len(s.Results) {
+				res = resultLine(s.Results[i], a, width)
+			}
+			fmt.Fprintf(&b, "- step %d: %s → %s\n", s.Step, Line(c.String(), width), res)
+		}
+		if len(s.Commands) == 0 {
+			fmt.Fprintf(&b, "- step %d: %s\n", s.Step, Line(s.Reply.Content, width))
+		}
+	}
+	return b.String()
+}
+
+// resultLine is a result in a summary's line: short ones whole, long ones
+// by their size and handle.
+func resultLine(r command.Result, a *Artifacts, width int) string {
+	text := resultText(r)
+	if !strings.Contains(text, "\n") && len(text) <= width/2 {
+		return text
+	}
+	status := "ok"
+	if !r.OK() {
+		status = string(r.Status)
+	}
+	if a == nil {
+		return status + ": " + Line(text, width/2)
+	}
+	return fmt.Sprintf("%s, %d bytes, artifact %s", status, len(text), a.Keep(text))
 }

@@ -435,6 +435,8 @@ type faultRow struct {
 	acts  []act
 	// yaml adds to the config (timeouts go to the shape's provider).
 	yaml, timeouts string
+	// context is the agent.context preset, when not the default.
+	context string
 	// fallback, when set, is the script of an OpenAI-compatible server
 	// configured as the model's fallback.
 	fallback []act
@@ -605,8 +607,12 @@ func faultRows() []faultRow {
 			acts:     []act{tooLong, tooLong, tooLong, tooLong},
 			fallback: happy(0), yaml: "",
 			// The host's first request is too long; the app's first is
-			// shorter and is tried once; longer ones skip it.
-			status: fsm.Finish, requests: 2, fbReqs: 4, ran: rmTmp, calls: five[1:],
+			// shorter and is tried once; longer ones skip it. (Under the
+			// window preset, whose app agents are offered read_artifact
+			// only once there are artifacts, the app's first request is
+			// the shorter.)
+			context: "window",
+			status:  fsm.Finish, requests: 2, fbReqs: 4, ran: rmTmp, calls: five[1:],
 			switches: 2, why: "anthropic:claude-sonnet-4-5 cannot take a request this long, asking openai-compatible:small instead: anthropic: context length (HTTP 400)"},
 
 		// Budgets end the task with their own status and what was spent.
@@ -645,6 +651,7 @@ func TestFaultMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, yaml)
 			}
+			cfg.Agent.Context.Preset = row.context
 			dir := t.TempDir()
 			os.MkdirAll(filepath.Join(dir, "keep", "tmp"), 0o755)
 			os.WriteFile(filepath.Join(dir, "keep", "precious.txt"), []byte("keep me\n"), 0o644)

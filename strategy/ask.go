@@ -26,7 +26,7 @@ func (askStrategy) Name() string { return Ask }
 func (askStrategy) Phase() Phase { return LLMInteraction }
 
 func (askStrategy) Execute(ctx context.Context, pc *Context) error {
-	msgs, err := Conversation(pc)
+	msgs, err := conversation(ctx, pc)
 	if err != nil {
 		return err
 	}
@@ -136,10 +136,21 @@ func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response
 // Conversation builds the messages for the model. They open with a stable
 // prefix — the system prompt and the first user turn, rendered once per
 // agent — so that providers' prompt caches hit; the agent's remembered
-// steps follow (each reply and what it produced), and they end with the
-// status turn, rendered anew at every step: the notes of finished
-// subtasks, this step's observations, the step (or round) of its budget.
-func Conversation(pc *Context) ([]llm.Message, error) {
+// steps follow (each reply and what it produced) as the context policy
+// sends them, and they end with the status turn, rendered anew at every
+// step: the notes of finished subtasks, this step's observations, the
+// step (or round) of its budget.
+//
+// Under the append-only presets a step's turns, once sent, are sent the
+// same way in every later request, until a fold replaces the older ones
+// with a summary (see memory.Policy). Conversation folds with the
+// deterministic summary; the ask strategy asks the model for one where
+// the policy says so.
+func Conversation(pc *Context) ([]llm.Message, error) { return conversation(nil, pc) }
+
+// conversation is Conversation; with a context, a fold's summary may be
+// the model's (memory.SummaryModel).
+func conversation(ctx context.Context, pc *Context) ([]llm.Message, error) {
 	if pc.intro == nil {
 		intro, err := renderIntro(pc)
 		if err != nil {
@@ -151,12 +162,18 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	turn := llm.User(status)
+	turn.Images = stepImages(pc)
 	pol := pc.limits.Context.WithDefaults()
+	if !pol.IsWindow() {
+		if err := fold(ctx, pc, pol, turn); err != nil {
+			return nil, err
+		}
+		return append(appendOnly(pc), turn), nil
+	}
 	for recent := pol.Recent; ; recent /= 2 {
 		msgs := history(pc, pol, recent)
 		if pol.MaxBytes <= 0 || recent <= 1 || historyBytes(msgs) <= pol.MaxBytes {
-			turn := llm.User(status)
-			turn.Images = stepImages(pc)
 			return append(msgs, turn), nil
 		}
 	}
@@ -172,37 +189,55 @@ func history(pc *Context, pol memory.Policy, recent int) []llm.Message {
 	if folded > 0 {
 		msgs = append(msgs, llm.User(pol.Fold(steps[:folded])))
 	}
-	for i, st := range steps[folded:] {
+	for i := range steps[folded:] {
 		line := 0
 		if i < condensed {
 			line = pol.LineChars
 		}
-		key := stepKey{folded + i, line}
-		turns, ok := pc.turns[key]
-		if !ok {
-			reply := replayable(st.Reply)
-			if line > 0 {
-				reply = condense(reply, line)
-			} else {
-				reply = shownReply(pc, reply)
-			}
-			turns = append([]llm.Message{reply}, resultMessages(pc, st, line)...)
-			for _, n := range st.Notes {
-				if !answersCall(st) {
-					turns = append(turns, llm.User(n))
-				}
-			}
-			// A remembered step never changes: its turns are rendered once
-			// in each form.
-			if pc.turns == nil {
-				pc.turns = map[stepKey][]llm.Message{}
-			}
-			pc.turns[key] = turns
-		}
-		msgs = append(msgs, turns...)
+		msgs = append(msgs, stepTurns(pc, folded+i, line).msgs...)
 	}
 	return msgs
 }
+
+// stepTurns are a remembered step's turns in one form: in full (line 0),
+// condensed to lines of that many bytes, or with its results cut to the
+// policy's head (line headForm). A remembered step never changes: its
+// turns are rendered once in each form.
+func stepTurns(pc *Context, index, line int) turns {
+	key := stepKey{index, line}
+	if t, ok := pc.turns[key]; ok {
+		return t
+	}
+	st := pc.memory.Steps()[index]
+	reply := replayable(st.Reply)
+	if line > 0 {
+		reply = condense(reply, line)
+	} else {
+		reply = shownReply(pc, reply)
+	}
+	msgs := append([]llm.Message{reply}, resultMessages(pc, st, line)...)
+	for _, n := range st.Notes {
+		if !answersCall(st) {
+			msgs = append(msgs, llm.User(n))
+		}
+	}
+	t := turns{msgs: msgs, bytes: historyBytes(msgs)}
+	if pc.turns == nil {
+		pc.turns = map[stepKey]turns{}
+	}
+	pc.turns[key] = t
+	return t
+}
+
+// turns are a step's messages as requests carry them, and their size.
+type turns struct {
+	msgs  []llm.Message
+	bytes int
+}
+
+// headForm is the form of a step under the append-only presets: its
+// results cut to the policy's head.
+const headForm = -1
 
 // stepKey names a remembered step's turns in one form: in full (line 0)
 // or condensed to lines of that many bytes.
@@ -302,9 +337,13 @@ func promptNotes(b *memory.Blackboard) []prompts.Note {
 // A positive line cuts each result to one line of that many bytes (a
 // condensed step).
 func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
-	text := func(r command.Result) string {
-		if line > 0 {
+	text := func(i int) string {
+		r := st.Results[i]
+		switch {
+		case line > 0:
 			return memory.Line(ResultText(r, 0), line)
+		case line == headForm && i < len(st.Commands) && st.Commands[i].ToolName != prompts.ReadArtifactTool:
+			return headResult(pc, r)
 		}
 		return shownResult(pc, r)
 	}
@@ -314,7 +353,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 			content := controlAck(st, call.Name)
 			for i, id := range st.CallIDs {
 				if id == call.ID && i < len(st.Results) {
-					content = text(st.Results[i])
+					content = text(i)
 				}
 			}
 			out = append(out, llm.ToolResult(call, content))
@@ -329,7 +368,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 		for i, c := range st.Commands {
 			res := "(no result)"
 			if i < len(st.Results) {
-				res = text(st.Results[i])
+				res = text(i)
 			}
 			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, pc.artifacts.JSON([]byte(compactJSON(c.Parameters))), res)
 		}
@@ -361,6 +400,28 @@ func shownResult(pc *Context, r command.Result) string {
 		return string(a.JSON(raw))
 	}
 	return a.Text(ResultText(r, 0))
+}
+
+// headResult is a result as the append-only presets put it in the
+// history of an app agent: cut to the policy's head, the rest kept aside
+// for read_artifact. A host agent, which cannot read artifacts, gets it
+// as shownResult does.
+func headResult(pc *Context, r command.Result) string {
+	a := pc.artifacts
+	pol := pc.limits.Context.WithDefaults()
+	if a == nil || pc.agent.Role != fsm.App || (pol.HeadLines <= 0 && pol.HeadBytes <= 0) {
+		return shownResult(pc, r)
+	}
+	if r.Status == command.Success && len(r.Result) > 0 {
+		var s string
+		if json.Unmarshal(r.Result, &s) == nil {
+			return a.Shorten(s, pol.HeadLines, pol.HeadBytes)
+		}
+		// Each long string on its own (a command's stdout), so that a
+		// read returns the string's own bytes.
+		return string(a.ShortenJSON(prompts.CanonicalJSON(stripImages(r.Result)), pol.HeadLines, pol.HeadBytes))
+	}
+	return a.Shorten(ResultText(r, 0), pol.HeadLines, pol.HeadBytes)
 }
 
 // shownReply is a remembered reply as the next requests repeat it: text
@@ -467,8 +528,13 @@ func NativeTools(pc *Context) []llm.Tool {
 }
 
 // readsArtifacts reports whether an app agent is offered read_artifact:
-// from the first request that shows an artifact on (the tools change
-// once, and requests without artifacts stay as they were).
+// always under the append-only presets (so that the tools never change),
+// under the window from the first request that shows an artifact on
+// (the tools change once there; requests without artifacts, those of
+// recordings made before the presets, stay as they were).
 func readsArtifacts(pc *Context) bool {
-	return pc.agent.Role == fsm.App && pc.artifacts.Len() > 0
+	if pc.agent.Role != fsm.App || pc.artifacts == nil {
+		return false
+	}
+	return !pc.limits.Context.WithDefaults().IsWindow() || pc.artifacts.Len() > 0
 }

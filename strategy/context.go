@@ -118,7 +118,10 @@ type Context struct {
 
 	values map[any]any
 	intro  []llm.Message
-	turns  map[stepKey][]llm.Message
+	turns  map[stepKey]turns
+	// folded is what the last fold of the history left (nil before the
+	// first).
+	folded *foldState
 	// native are the tools offered in tools mode, for nativeOf tools,
 	// with read_artifact when nativeRead.
 	native     []llm.Tool
