@@ -74,15 +74,14 @@ const (
 
 // Presets are the append-only presets' values. The heads and fold marks
 // are sized so that on a long task of shell listings (0.5 to 3.5 KB of
-// output a step, about 0.45 tokens a byte) every request repeats at
-// least 80% of the one before and stays under UFO's LinuxAgent prompt:
-// see docs/context.md for the figures.
+// output a step) every request repeats at least 80% of the one before and
+// stays under UFO's LinuxAgent prompt: see docs/context.md for the
+// figures.
 var Presets = map[string]Policy{
-	// The model sees the first 4 lines of each result; a step adds about
-	// 150 tokens; folds come every 10 steps or so.
+	// The first 4 lines of each result; about 150 tokens a step on that
+	// task, and a fold every 4 or 5 steps.
 	Economy: {Preset: Economy, HeadLines: 4, HeadBytes: 320, FoldBytes: 5 << 10},
-	// The first 8 lines; about 250 tokens a step; a fold every 6 steps
-	// or so on that task, more rarely on lighter ones.
+	// The first 8 lines; about 280 tokens a step, a fold every 5 or 6.
 	Balanced: {Preset: Balanced, HeadLines: 8, HeadBytes: 512, FoldBytes: 8 << 10},
 	// Every result whole (up to agent.max_result_chars), folded only
 	// near the model's context (max_bytes) or at 256 KB of history.

@@ -210,7 +210,8 @@ func TestLongTaskTokens(t *testing.T) {
 // share of each repeating the request before, and their uncached
 // tokens; and over all the steps the worst ratios to UFO's LinuxAgent
 // prompt (ufoPrompt) and the largest share not repeated, which
-// .ci/benchcheck holds to the goals. -v logs every step.
+// .ci/benchcheck holds to the goals, and how many requests were shorter
+// than the one before (folds). -v logs every step.
 func BenchmarkLongTaskTokens(b *testing.B) {
 	for _, preset := range []string{memory.Economy, memory.Balanced, memory.Full, memory.Window} {
 		b.Run(preset, func(b *testing.B) {
@@ -230,6 +231,13 @@ func BenchmarkLongTaskTokens(b *testing.B) {
 			b.ReportMetric(f.ufoRatio, "max-ufo-ratio")
 			b.ReportMetric(f.uncachedUFORatio, "max-uncached-ufo-ratio")
 			b.ReportMetric(f.uncachedShare, "max-uncached-share")
+			folds := 0
+			for i := 1; i < len(steps); i++ {
+				if steps[i].Tokens < steps[i-1].Tokens {
+					folds++
+				}
+			}
+			b.ReportMetric(float64(folds), "folds")
 			b.ReportMetric(0, "ns/op")
 			if testing.Verbose() {
 				for i, s := range steps {
