@@ -26,7 +26,7 @@ func (askStrategy) Name() string { return Ask }
 func (askStrategy) Phase() Phase { return LLMInteraction }
 
 func (askStrategy) Execute(ctx context.Context, pc *Context) error {
-	msgs, err := conversation(ctx, pc)
+	msgs, err := conversation(ctx, pc, true)
 	if err != nil {
 		return err
 	}
@@ -146,11 +146,13 @@ func complete(ctx context.Context, pc *Context, req *llm.Request) (*llm.Response
 // with a summary (see memory.Policy). Conversation folds with the
 // deterministic summary; the ask strategy asks the model for one where
 // the policy says so.
-func Conversation(pc *Context) ([]llm.Message, error) { return conversation(nil, pc) }
+func Conversation(pc *Context) ([]llm.Message, error) {
+	return conversation(context.Background(), pc, false)
+}
 
-// conversation is Conversation; with a context, a fold's summary may be
-// the model's (memory.SummaryModel).
-func conversation(ctx context.Context, pc *Context) ([]llm.Message, error) {
+// conversation is Conversation; with askModel, a fold's summary is the
+// model's where the policy says so (memory.SummaryModel).
+func conversation(ctx context.Context, pc *Context, askModel bool) ([]llm.Message, error) {
 	if pc.intro == nil {
 		intro, err := renderIntro(pc)
 		if err != nil {
@@ -165,6 +167,9 @@ func conversation(ctx context.Context, pc *Context) ([]llm.Message, error) {
 	turn := llm.User(status)
 	turn.Images = stepImages(pc)
 	pol := pc.limits.Context.WithDefaults()
+	if !askModel {
+		pol.Summary = memory.SummaryDeterministic
+	}
 	if !pol.IsWindow() {
 		if err := fold(ctx, pc, pol, turn); err != nil {
 			return nil, err

@@ -141,12 +141,12 @@ const summarizeAsk = "To keep the requests short, steps %d to %d above are about
 	"what is left to do, and any names, paths or values you will need again. Do not call a tool."
 
 // summarize is the summary turn's text for folded steps: the model's, when
-// the policy asks for it and there is a context to ask it in, else (or
+// the policy asks for it, else (or
 // when the model's reply is no summary) the deterministic one. The model
 // is asked with the request the agent would have sent, so that its cache
 // holds, plus the ask; the call counts and is recorded like any other.
 func summarize(ctx context.Context, pc *Context, pol memory.Policy, steps []memory.Step) (string, error) {
-	if pol.Summary != memory.SummaryModel || ctx == nil || pc.model == nil {
+	if pol.Summary != memory.SummaryModel || pc.model == nil {
 		return pol.FoldSummary(steps, pc.artifacts), nil
 	}
 	msgs := append(appendOnly(pc), llm.User(fmt.Sprintf(summarizeAsk, steps[0].Step, steps[len(steps)-1].Step)))

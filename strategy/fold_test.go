@@ -142,7 +142,7 @@ func TestModelWrittenSummary(t *testing.T) {
 			t.Fatal("no fold in 100 steps")
 		}
 		mem.Add(listingStep(i))
-		msgs, err := conversation(ctx, pc)
+		msgs, err := conversation(ctx, pc, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestModelWrittenSummary(t *testing.T) {
 			t.Fatal("no second fold")
 		}
 		mem.Add(listingStep(n))
-		if _, err := conversation(ctx, pc); err != nil {
+		if _, err := conversation(ctx, pc, true); err != nil {
 			t.Fatal(err)
 		}
 	}
