@@ -95,14 +95,19 @@ func fold(ctx context.Context, pc *Context, pol memory.Policy, status llm.Messag
 	}
 	if anchor < 0 {
 		// The shortest anchor that the cache covers, and short enough to
-		// leave room for the steps to come when there is a bound.
+		// leave room for the steps to come when there is a bound. A
+		// summary's size hardly depends on how many steps it folds.
+		summary := len(pol.FoldSummary(steps[:upTo], nil))
+		if pol.Summary == memory.SummaryModel {
+			summary = max(summary, modelSummaryBytes)
+		}
+		kept := fixed
 		for a := 0; a < upTo; a++ {
-			kept := fixed + stepsBytes(pc, 0, a)
-			summary := len(pol.FoldSummary(steps[a:upTo], nil))
 			if float64(kept) >= foldCached*float64(kept+summary+rest) {
 				anchor = a
 				break
 			}
+			kept += stepTurns(pc, a, headForm).bytes
 		}
 		if anchor < 0 {
 			anchor = upTo - 1
@@ -133,6 +138,10 @@ func toolBytes(pc *Context) int {
 	_, n := llm.SharedPrefix(nil, &llm.Request{Tools: NativeTools(pc)})
 	return n
 }
+
+// modelSummaryBytes is about the size of the summary the model is asked
+// for (summarizeAsk: 200 words).
+const modelSummaryBytes = 1500
 
 // summarizeAsk is what the model is asked for when it writes the summary
 // of folded steps (memory.SummaryModel).
