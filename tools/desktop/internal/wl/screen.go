@@ -1,0 +1,456 @@
+package wl
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Interfaces Saucer binds.
+const (
+	ifShm            = "wl_shm"
+	ifOutput         = "wl_output"
+	ifSeat           = "wl_seat"
+	ifScreencopy     = "zwlr_screencopy_manager_v1"
+	ifVirtualPointer = "zwlr_virtual_pointer_manager_v1"
+	ifVirtualKbd     = "zwp_virtual_keyboard_manager_v1"
+)
+
+// ErrUnsupported says that the compositor lacks a protocol.
+var ErrUnsupported = errors.New("not offered by this compositor")
+
+// timeout bounds every exchange with the compositor.
+const timeout = 5 * time.Second
+
+// Output is a monitor: its place in the compositor's layout and its size
+// in pixels (Saucer assumes scale 1, as a headless output has).
+type Output struct {
+	id   uint32
+	Name string
+	Box  image.Rectangle
+}
+
+// Screen is a compositor's outputs, pixels and input, through the wlroots
+// protocols. Its methods run one at a time.
+type Screen struct {
+	mu      sync.Mutex
+	c       *Conn
+	shm     uint32
+	seat    uint32
+	outputs []*Output
+	copier  uint32 // zwlr_screencopy_manager_v1, 0 if absent
+	copierV uint32
+	ptrMgr  uint32
+	ptr     uint32
+	kbdMgr  uint32
+	kbd     uint32
+}
+
+// Open connects to the compositor and binds what it offers of the
+// protocols Saucer uses.
+func Open(display string) (*Screen, error) {
+	c, err := Dial(display)
+	if err != nil {
+		return nil, err
+	}
+	s := &Screen{c: c}
+	var binds []error
+	bind := func(iface string, version uint32, h func(uint16, []byte, []int)) (uint32, uint32) {
+		g, ok := c.Find(iface)
+		if !ok {
+			return 0, 0
+		}
+		id, v, err := c.Bind(g, version, h)
+		binds = append(binds, err)
+		return id, v
+	}
+	s.shm, _ = bind(ifShm, 1, nil)
+	s.seat, _ = bind(ifSeat, 1, nil)
+	for _, g := range c.Globals() {
+		if g.Interface != ifOutput {
+			continue
+		}
+		o := &Output{}
+		id, _, err := c.Bind(g, 2, func(op uint16, a []byte, _ []int) {
+			r := reader{b: a}
+			switch op {
+			case 0: // geometry(x, y, physical w, h, subpixel, make, model, transform)
+				at := image.Pt(int(r.int()), int(r.int()))
+				o.Box = o.Box.Add(at.Sub(o.Box.Min))
+			case 1: // mode(flags, width, height, refresh)
+				flags, w, h := r.uint(), int(r.int()), int(r.int())
+				if flags&1 != 0 { // the current mode
+					o.Box.Max = o.Box.Min.Add(image.Pt(w, h))
+				}
+			}
+		})
+		binds = append(binds, err)
+		o.id, o.Name = id, fmt.Sprintf("output %d", g.Name)
+		s.outputs = append(s.outputs, o)
+	}
+	s.copier, s.copierV = bind(ifScreencopy, 3, nil)
+	s.ptrMgr, _ = bind(ifVirtualPointer, 1, nil)
+	s.kbdMgr, _ = bind(ifVirtualKbd, 1, nil)
+	if err := errors.Join(binds...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.Roundtrip(timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if s.shm == 0 || len(s.outputs) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("the Wayland compositor at %s offers no %s or no output", c.Path(), ifShm)
+	}
+	sort.Slice(s.outputs, func(i, j int) bool { return s.outputs[i].Box.Min.X < s.outputs[j].Box.Min.X })
+	return s, nil
+}
+
+// Close closes the connection (the compositor removes the virtual
+// devices).
+func (s *Screen) Close() error { return s.c.Close() }
+
+// Outputs are the monitors.
+func (s *Screen) Outputs() []Output {
+	var out []Output
+	for _, o := range s.outputs {
+		out = append(out, *o)
+	}
+	return out
+}
+
+// Layout is the box around every output.
+func (s *Screen) Layout() image.Rectangle {
+	var r image.Rectangle
+	for _, o := range s.outputs {
+		r = r.Union(o.Box)
+	}
+	return r
+}
+
+// Has reports which of the input and capture protocols the compositor
+// offers.
+func (s *Screen) Has() (capture, pointer, keyboard bool) {
+	return s.copier != 0, s.ptrMgr != 0 && s.seat != 0, s.kbdMgr != 0 && s.seat != 0
+}
+
+// Capture reads the area r of the layout (clipped to the outputs) through
+// wlr-screencopy, one output at a time.
+func (s *Screen) Capture(r image.Rectangle) (*image.RGBA, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.copier == 0 {
+		return nil, fmt.Errorf("screenshots: %s %w (wlroots compositors such as sway offer it; weston does not)", ifScreencopy, ErrUnsupported)
+	}
+	img := image.NewRGBA(r)
+	for _, o := range s.outputs {
+		part := r.Intersect(o.Box)
+		if part.Empty() {
+			continue
+		}
+		shot, err := s.captureOutput(o)
+		if err != nil {
+			return nil, err
+		}
+		for y := part.Min.Y; y < part.Max.Y; y++ {
+			i, j := img.PixOffset(part.Min.X, y), shot.PixOffset(part.Min.X, y)
+			copy(img.Pix[i:i+4*part.Dx()], shot.Pix[j:j+4*part.Dx()])
+		}
+	}
+	return img, nil
+}
+
+// Pixel formats (wl_shm): 32-bit little-endian words, so ARGB is B,G,R,A
+// in memory and ABGR is R,G,B,A.
+const (
+	fmtARGB8888 = 0
+	fmtXRGB8888 = 1
+	fmtABGR8888 = 0x34324241
+	fmtXBGR8888 = 0x34324258
+)
+
+// captureOutput copies one output's pixels into a shared-memory buffer.
+func (s *Screen) captureOutput(o *Output) (*image.RGBA, error) {
+	var (
+		format, width, height, stride uint32
+		offered, bufferDone, ready    bool
+		failed                        bool
+		flags                         uint32
+	)
+	frame := s.c.NewID(func(op uint16, a []byte, _ []int) {
+		r := reader{b: a}
+		switch op {
+		case 0: // buffer(format, width, height, stride): an shm buffer that fits
+			format, width, height, stride = r.uint(), r.uint(), r.uint(), r.uint()
+			offered = true
+		case 1: // flags
+			flags = r.uint()
+		case 2: // ready
+			ready = true
+		case 3: // failed
+			failed = true
+		case 6: // buffer_done (version 3): every buffer type is listed
+			bufferDone = true
+		}
+	})
+	defer func() {
+		_ = s.c.Request(frame, 1) // destroy
+		s.c.Forget(frame)
+	}()
+	if err := s.c.Request(s.copier, 0, Uint(frame), Int(0), Uint(o.id)); err != nil { // capture_output
+		return nil, err
+	}
+	err := s.c.Wait(timeout, func() bool {
+		return failed || (offered && (s.copierV < 3 || bufferDone))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if failed || !offered {
+		return nil, fmt.Errorf("the compositor could not capture %s", o.Name)
+	}
+	switch format {
+	case fmtARGB8888, fmtXRGB8888, fmtABGR8888, fmtXBGR8888:
+	default:
+		return nil, fmt.Errorf("the compositor offers pixel format %#x for screenshots; Saucer reads 32-bit RGB only", format)
+	}
+	size := int(stride * height)
+	fd, err := unix.MemfdCreate("saucer-screencopy", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("a shared-memory buffer for the screenshot: %w", err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Ftruncate(fd, int64(size)); err != nil {
+		return nil, err
+	}
+	pool := s.c.NewID(nil)
+	buffer := s.c.NewID(nil)
+	defer func() {
+		_ = s.c.Request(buffer, 0) // wl_buffer.destroy
+		_ = s.c.Request(pool, 1)   // wl_shm_pool.destroy
+	}()
+	if err := errors.Join(
+		s.c.Request(s.shm, 0, Uint(pool), FD(fd), Int(int32(size))),
+		s.c.Request(pool, 0, Uint(buffer), Int(0), Int(int32(width)), Int(int32(height)), Int(int32(stride)), Uint(format)),
+		s.c.Request(frame, 0, Uint(buffer)), // copy
+	); err != nil {
+		return nil, err
+	}
+	if err := s.c.Wait(timeout, func() bool { return ready || failed }); err != nil {
+		return nil, err
+	}
+	if failed {
+		return nil, fmt.Errorf("the compositor failed to copy %s", o.Name)
+	}
+	mem, err := syscall.Mmap(fd, 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Munmap(mem)
+	img := image.NewRGBA(o.Box)
+	w, h := int(width), int(height)
+	w, h = min(w, o.Box.Dx()), min(h, o.Box.Dy())
+	bgr := format == fmtARGB8888 || format == fmtXRGB8888
+	for y := 0; y < h; y++ {
+		sy := y
+		if flags&1 != 0 { // y_invert
+			sy = int(height) - 1 - y
+		}
+		src := mem[sy*int(stride):]
+		dst := img.Pix[y*img.Stride:]
+		for x := 0; x < w; x++ {
+			p := src[4*x : 4*x+4]
+			if bgr {
+				dst[4*x], dst[4*x+1], dst[4*x+2] = p[2], p[1], p[0]
+			} else {
+				dst[4*x], dst[4*x+1], dst[4*x+2] = p[0], p[1], p[2]
+			}
+			dst[4*x+3] = 0xff
+		}
+	}
+	return img, nil
+}
+
+// now is a timestamp in milliseconds, as input events carry.
+func now() Arg { return Uint(uint32(time.Now().UnixMilli())) }
+
+// Linux input button codes.
+const (
+	BtnLeft   = 0x110
+	BtnRight  = 0x111
+	BtnMiddle = 0x112
+)
+
+func (s *Screen) pointer() (uint32, error) {
+	if s.ptr != 0 {
+		return s.ptr, nil
+	}
+	if s.ptrMgr == 0 || s.seat == 0 {
+		return 0, fmt.Errorf("pointer input: %s %w (wlroots compositors such as sway offer it; weston does not)", ifVirtualPointer, ErrUnsupported)
+	}
+	id := s.c.NewID(nil)
+	if err := s.c.Request(s.ptrMgr, 0, Uint(s.seat), Uint(id)); err != nil {
+		return 0, err
+	}
+	s.ptr = id
+	return id, nil
+}
+
+// move puts the pointer at (x, y) of the layout.
+func (s *Screen) move(ptr uint32, x, y int) error {
+	l := s.Layout()
+	if !image.Pt(x, y).In(l) {
+		return fmt.Errorf("the point %d,%d is outside the screen %v", x, y, l)
+	}
+	return errors.Join(
+		s.c.Request(ptr, 1, now(), Uint(uint32(x-l.Min.X)), Uint(uint32(y-l.Min.Y)), Uint(uint32(l.Dx())), Uint(uint32(l.Dy()))),
+		s.c.Request(ptr, 4)) // frame
+}
+
+// Click moves the pointer to (x, y) and clicks button count times.
+func (s *Screen) Click(x, y int, button uint32, count int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ptr, err := s.pointer()
+	if err != nil {
+		return err
+	}
+	if err := s.move(ptr, x, y); err != nil {
+		return err
+	}
+	for range count {
+		if err := errors.Join(
+			s.c.Request(ptr, 2, now(), Uint(button), Uint(1)), s.c.Request(ptr, 4),
+			s.c.Request(ptr, 2, now(), Uint(button), Uint(0)), s.c.Request(ptr, 4)); err != nil {
+			return err
+		}
+	}
+	return s.c.Roundtrip(timeout)
+}
+
+// Scroll turns the wheel at (x, y): steps notches, negative up or left.
+func (s *Screen) Scroll(x, y int, horizontal bool, steps int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ptr, err := s.pointer()
+	if err != nil {
+		return err
+	}
+	if err := s.move(ptr, x, y); err != nil {
+		return err
+	}
+	axis := uint32(0)
+	if horizontal {
+		axis = 1
+	}
+	one := 1
+	if steps < 0 {
+		one, steps = -1, -steps
+	}
+	for range steps {
+		if err := errors.Join(
+			s.c.Request(ptr, 5, Uint(0)), // axis_source: wheel
+			s.c.Request(ptr, 7, now(), Uint(axis), Fixed(float64(15*one)), Int(int32(one))), // axis_discrete
+			s.c.Request(ptr, 4)); err != nil {
+			return err
+		}
+	}
+	return s.c.Roundtrip(timeout)
+}
+
+// Modifier masks of an XKB keymap's real modifiers.
+const (
+	ModShift = 1
+	ModCtrl  = 4
+	ModAlt   = 8
+	ModSuper = 64
+)
+
+// Key is one key press: a keysym with modifiers held.
+type Key struct {
+	Sym  uint32
+	Mods uint32
+}
+
+// Type presses keys in order through a virtual keyboard whose keymap has
+// one key per distinct keysym, so that any character can be typed
+// whatever the person's layout.
+func (s *Screen) Type(keys []Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kbdMgr == 0 || s.seat == 0 {
+		return fmt.Errorf("keyboard input: %s %w (wlroots compositors such as sway offer it; weston does not)", ifVirtualKbd, ErrUnsupported)
+	}
+	if s.kbd == 0 {
+		id := s.c.NewID(nil)
+		if err := s.c.Request(s.kbdMgr, 0, Uint(s.seat), Uint(id)); err != nil {
+			return err
+		}
+		s.kbd = id
+	}
+	codes := map[uint32]uint32{}
+	var syms []uint32
+	for _, k := range keys {
+		if _, ok := codes[k.Sym]; !ok {
+			codes[k.Sym] = uint32(len(syms) + 1) // evdev code; XKB's is 8 more
+			syms = append(syms, k.Sym)
+		}
+	}
+	keymap := Keymap(syms)
+	fd, err := unix.MemfdCreate("saucer-keymap", unix.MFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	if _, err := syscall.Write(fd, append([]byte(keymap), 0)); err != nil {
+		return err
+	}
+	if err := s.c.Request(s.kbd, 0, Uint(1), FD(fd), Uint(uint32(len(keymap)+1))); err != nil { // keymap(xkb_v1, fd, size)
+		return err
+	}
+	if err := s.c.Roundtrip(timeout); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		code := codes[k.Sym]
+		if err := errors.Join(
+			s.c.Request(s.kbd, 2, Uint(k.Mods), Uint(0), Uint(0), Uint(0)),
+			s.c.Request(s.kbd, 1, now(), Uint(code), Uint(1)),
+			s.c.Request(s.kbd, 1, now(), Uint(code), Uint(0)),
+			s.c.Request(s.kbd, 2, Uint(0), Uint(0), Uint(0), Uint(0))); err != nil {
+			return err
+		}
+		// One key at a time: a client reads its keys in order, but the
+		// compositor delivers them to whichever client has the focus
+		// when they arrive, and a key may move the focus.
+		if err := s.c.Roundtrip(timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Keymap is an XKB keymap with key i+1 (evdev code; XKB keycode i+9)
+// typing syms[i] at every level.
+func Keymap(syms []uint32) string {
+	var b strings.Builder
+	b.WriteString("xkb_keymap {\nxkb_keycodes \"saucer\" {\nminimum = 8;\n")
+	fmt.Fprintf(&b, "maximum = %d;\n", max(len(syms)+9, 255))
+	for i := range syms {
+		fmt.Fprintf(&b, "<K%d> = %d;\n", i+1, i+9)
+	}
+	b.WriteString("};\nxkb_types \"saucer\" { include \"complete\" };\nxkb_compatibility \"saucer\" { include \"complete\" };\nxkb_symbols \"saucer\" {\n")
+	for i, sym := range syms {
+		fmt.Fprintf(&b, "key <K%d> {[ %#x ]};\n", i+1, sym)
+	}
+	b.WriteString("};\n};\n")
+	return b.String()
+}
