@@ -282,11 +282,10 @@ func (d *Display) Close() error {
 }
 
 // startXvfb starts Xvfb with -displayfd, which picks a free display and
-// writes its number once the server is ready, and a cookie that only this
-// display's clients hold (no other local user can connect).
+// writes its number once the server is ready, behind a cookie (xauth.go).
 func (d *Display) startXvfb(ctx context.Context, o Options) error {
-	auth := filepath.Join(d.dir, "xauth")
-	if err := writeXauthority(auth, randomBytes(16)); err != nil {
+	auth, cookie := filepath.Join(d.dir, "xauth"), randomBytes(16)
+	if err := writeXauthority(auth, cookie); err != nil {
 		return err
 	}
 	r, w, err := os.Pipe()
@@ -295,7 +294,7 @@ func (d *Display) startXvfb(ctx context.Context, o Options) error {
 	}
 	defer r.Close()
 	x := exec.Command(servers[Xvfb], "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
-		"-nolisten", "tcp", "-auth", auth)
+		"-nolisten", "tcp", "-noreset", "-auth", auth) // no reset: it would forget the user let in
 	x.ExtraFiles = []*os.File{w}
 	err = d.start(x)
 	w.Close()
@@ -307,20 +306,7 @@ func (d *Display) startXvfb(ctx context.Context, o Options) error {
 		return fmt.Errorf("Xvfb did not report a display: %w", err)
 	}
 	d.X11 = ":" + line
-	return nil
-}
-
-// writeXauthority writes an Xauthority file with one MIT-MAGIC-COOKIE-1
-// entry for any display (family FamilyWild).
-func writeXauthority(path string, cookie []byte) error {
-	var b []byte
-	field := func(s []byte) { b = append(b, byte(len(s)>>8), byte(len(s))); b = append(b, s...) }
-	b = append(b, 0xff, 0xff) // FamilyWild
-	field(nil)                // address
-	field(nil)                // display number: any
-	field([]byte("MIT-MAGIC-COOKIE-1"))
-	field(cookie)
-	return os.WriteFile(path, b, 0o600)
+	return allowLocalUser(line, cookie)
 }
 
 // compositorUser is who a compositor runs as. sway refuses to run as
@@ -607,3 +593,5 @@ func randomBytes(n int) []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
