@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/saucerhq/saucer/tools"
 )
@@ -84,7 +85,7 @@ func NewServer(d *Desktop) *tools.Server {
 				return nil, err
 			}
 			out := tools.Content{tools.Text(obs.Text())}
-			if shot {
+			if shot && len(obs.PNG) > 0 { // none where the compositor offers no capture: the text says so
 				out = append(out, tools.Image(obs.PNG, "image/png"))
 			}
 			return out, nil
@@ -94,6 +95,9 @@ func NewServer(d *Desktop) *tools.Server {
 			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: true})
 			if err != nil {
 				return nil, err
+			}
+			if obs.NoScreenshot != "" {
+				return nil, errors.New(obs.NoScreenshot)
 			}
 			return tools.Content{tools.Image(obs.PNG, "image/png")}, nil
 		}))

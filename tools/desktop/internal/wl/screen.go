@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,6 +52,12 @@ type Screen struct {
 	ptr     uint32
 	kbdMgr  uint32
 	kbd     uint32
+	// syms are the keymap's keys, by evdev code less one; codes the
+	// reverse. A key keeps its code for the keyboard's life, and the
+	// keymap grows only when a new keysym is typed, so that a client
+	// that reads a key before the newest keymap still reads it right.
+	syms  []uint32
+	codes map[uint32]uint32
 }
 
 // Open connects to the compositor and binds what it offers of the
@@ -111,6 +118,25 @@ func Open(display string) (*Screen, error) {
 		return nil, fmt.Errorf("the Wayland compositor at %s offers no %s or no output", c.Path(), ifShm)
 	}
 	sort.Slice(s.outputs, func(i, j int) bool { return s.outputs[i].Box.Min.X < s.outputs[j].Box.Min.X })
+	// A seat without a keyboard gives no window the keyboard focus, and
+	// GTK counts a window active only while it has it: the virtual
+	// keyboard is made at once, so that the focused window is active
+	// before anything is typed (a headless compositor has no keyboard of
+	// its own).
+	// The pointer likewise: a client binds its wl_pointer when the seat
+	// announces one, after which it sees the pointer enter and click.
+	if s.kbdMgr != 0 && s.seat != 0 {
+		if err := s.keyboard(nil); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if s.ptrMgr != 0 && s.seat != 0 {
+		if _, err := s.pointer(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -301,7 +327,7 @@ func (s *Screen) pointer() (uint32, error) {
 		return 0, err
 	}
 	s.ptr = id
-	return id, nil
+	return id, s.c.Roundtrip(timeout)
 }
 
 // move puts the pointer at (x, y) of the layout.
@@ -389,22 +415,107 @@ func (s *Screen) Type(keys []Key) error {
 	if s.kbdMgr == 0 || s.seat == 0 {
 		return fmt.Errorf("keyboard input: %s %w (wlroots compositors such as sway offer it; weston does not)", ifVirtualKbd, ErrUnsupported)
 	}
-	if s.kbd == 0 {
+	// Each event waits for the compositor to take the one before: a
+	// client reads its keys in order, but the compositor delivers them to
+	// whichever client has the focus when they arrive, and a key may move
+	// the focus. Modifier keys go down and up around the key, as on a
+	// keyboard, and the modifier state goes with them.
+	send := func(op uint16, args ...Arg) error {
+		if err := s.c.Request(s.kbd, op, args...); err != nil {
+			return err
+		}
+		return s.c.Roundtrip(timeout)
+	}
+	key := func(sym, state uint32) error { return send(1, now(), Uint(s.codes[sym]), Uint(state)) }
+	for _, k := range keys {
+		if err := s.keyboard([]uint32{k.Sym}); err != nil { // a character the keymap lacks
+			return err
+		}
+		var held uint32
+		for _, m := range modKeys {
+			if k.Mods&m.mask != 0 {
+				held |= m.mask
+				if err := errors.Join(key(m.sym, 1), send(2, Uint(held), Uint(0), Uint(0), Uint(0))); err != nil {
+					return err
+				}
+			}
+		}
+		if err := errors.Join(key(k.Sym, 1), key(k.Sym, 0)); err != nil {
+			return err
+		}
+		for i := len(modKeys) - 1; i >= 0; i-- {
+			if m := modKeys[i]; k.Mods&m.mask != 0 {
+				held &^= m.mask
+				if err := errors.Join(key(m.sym, 0), send(2, Uint(held), Uint(0), Uint(0), Uint(0))); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// lacks counts the keysyms the keymap lacks.
+func (s *Screen) lacks(syms []uint32) int {
+	n := 0
+	for _, sym := range syms {
+		if _, ok := s.codes[sym]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// add gives the keymap's next keys to the keysyms it lacks.
+func (s *Screen) add(syms []uint32) {
+	for _, sym := range syms {
+		if _, ok := s.codes[sym]; !ok {
+			s.syms = append(s.syms, sym)
+			s.codes[sym] = uint32(len(s.syms)) // evdev code; XKB's is 8 more
+		}
+	}
+}
+
+// baseKeys are the keys every keymap has: modifiers, named keys and
+// printable ASCII.
+func baseKeys() []uint32 {
+	var syms []uint32
+	for _, m := range modKeys {
+		syms = append(syms, m.sym)
+	}
+	for sym := range keysymNames {
+		syms = append(syms, sym)
+	}
+	slices.Sort(syms)
+	for c := uint32(0x20); c <= 0x7e; c++ {
+		syms = append(syms, c)
+	}
+	return syms
+}
+
+// modKeys are the modifier keys, with the keysyms that press them.
+var modKeys = []struct{ mask, sym uint32 }{{ModCtrl, 0xffe3}, {ModAlt, 0xffe9}, {ModSuper, 0xffeb}, {ModShift, 0xffe1}}
+
+// keyboard makes the virtual keyboard if there is none yet, with a keymap
+// of the modifiers, the named keys and printable ASCII, and adds the
+// keysyms of more that it lacks.
+func (s *Screen) keyboard(more []uint32) error {
+	fresh := s.kbd == 0
+	if fresh {
 		id := s.c.NewID(nil)
 		if err := s.c.Request(s.kbdMgr, 0, Uint(s.seat), Uint(id)); err != nil {
 			return err
 		}
 		s.kbd = id
 	}
-	codes := map[uint32]uint32{}
-	var syms []uint32
-	for _, k := range keys {
-		if _, ok := codes[k.Sym]; !ok {
-			codes[k.Sym] = uint32(len(syms) + 1) // evdev code; XKB's is 8 more
-			syms = append(syms, k.Sym)
-		}
+	if fresh || s.lacks(more) > 247-len(s.syms) { // XKB's keycodes end at 255: start again
+		s.syms, s.codes = nil, map[uint32]uint32{}
+		s.add(baseKeys())
+	} else if s.lacks(more) == 0 {
+		return nil
 	}
-	keymap := Keymap(syms)
+	s.add(more)
+	keymap := Keymap(s.syms)
 	fd, err := unix.MemfdCreate("saucer-keymap", unix.MFD_CLOEXEC)
 	if err != nil {
 		return err
@@ -416,26 +527,7 @@ func (s *Screen) Type(keys []Key) error {
 	if err := s.c.Request(s.kbd, 0, Uint(1), FD(fd), Uint(uint32(len(keymap)+1))); err != nil { // keymap(xkb_v1, fd, size)
 		return err
 	}
-	if err := s.c.Roundtrip(timeout); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		code := codes[k.Sym]
-		if err := errors.Join(
-			s.c.Request(s.kbd, 2, Uint(k.Mods), Uint(0), Uint(0), Uint(0)),
-			s.c.Request(s.kbd, 1, now(), Uint(code), Uint(1)),
-			s.c.Request(s.kbd, 1, now(), Uint(code), Uint(0)),
-			s.c.Request(s.kbd, 2, Uint(0), Uint(0), Uint(0), Uint(0))); err != nil {
-			return err
-		}
-		// One key at a time: a client reads its keys in order, but the
-		// compositor delivers them to whichever client has the focus
-		// when they arrive, and a key may move the focus.
-		if err := s.c.Roundtrip(timeout); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.c.Roundtrip(timeout)
 }
 
 // Keymap is an XKB keymap with key i+1 (evdev code; XKB keycode i+9)
@@ -447,10 +539,36 @@ func Keymap(syms []uint32) string {
 	for i := range syms {
 		fmt.Fprintf(&b, "<K%d> = %d;\n", i+1, i+9)
 	}
-	b.WriteString("};\nxkb_types \"saucer\" { include \"complete\" };\nxkb_compatibility \"saucer\" { include \"complete\" };\nxkb_symbols \"saucer\" {\n")
+	b.WriteString("};\nxkb_types \"saucer\" {};\nxkb_compatibility \"saucer\" {};\nxkb_symbols \"saucer\" {\n")
 	for i, sym := range syms {
-		fmt.Fprintf(&b, "key <K%d> {[ %#x ]};\n", i+1, sym)
+		fmt.Fprintf(&b, "key <K%d> {[ %s ]};\n", i+1, keysymName(sym))
 	}
 	b.WriteString("};\n};\n")
 	return b.String()
+}
+
+// keysymName writes a keysym as XKB's keymap parser reads it: characters
+// as Unicode names (U20AC), the other keys by name (a number is read as a
+// keysym by some versions and not by others).
+func keysymName(sym uint32) string {
+	switch {
+	case sym >= 0x20 && sym <= 0x7e || sym >= 0xa0 && sym <= 0xff:
+		return fmt.Sprintf("U%04X", sym)
+	case sym >= 0x1000100 && sym <= 0x110ffff:
+		return fmt.Sprintf("U%04X", sym-0x1000000)
+	}
+	if n, ok := keysymNames[sym]; ok {
+		return n
+	}
+	return fmt.Sprintf("%#x", sym)
+}
+
+// keysymNames are XKB's names of the keys that type no character.
+var keysymNames = map[uint32]string{
+	0xff08: "BackSpace", 0xff09: "Tab", 0xff0d: "Return", 0xff1b: "Escape", 0xffff: "Delete",
+	0xff50: "Home", 0xff51: "Left", 0xff52: "Up", 0xff53: "Right", 0xff54: "Down", 0xff55: "Prior",
+	0xff56: "Next", 0xff57: "End", 0xff63: "Insert", 0xff67: "Menu",
+	0xffe1: "Shift_L", 0xffe3: "Control_L", 0xffe7: "Meta_L", 0xffe9: "Alt_L", 0xffeb: "Super_L",
+	0xffbe: "F1", 0xffbf: "F2", 0xffc0: "F3", 0xffc1: "F4", 0xffc2: "F5", 0xffc3: "F6",
+	0xffc4: "F7", 0xffc5: "F8", 0xffc6: "F9", 0xffc7: "F10", 0xffc8: "F11", 0xffc9: "F12",
 }
