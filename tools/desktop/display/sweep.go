@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // A display's folder is named after its owner, "saucer-display-PID.START-…"
@@ -114,12 +115,14 @@ func runningTags() []string {
 }
 
 // killTagged kills every process whose environment carries tag, read from
-// /proc; it repeats while it finds some, since a dying parent may fork
-// once more. A process that cleared its environment is not found.
+// /proc, and waits (up to 2s) until they are gone; it repeats while it
+// finds some, since a dying parent may fork once more. A process that
+// cleared its environment is not found.
 func killTagged(tag string) {
 	want := []byte("\x00" + tagVar + "=" + tag + "\x00")
 	self := os.Getpid()
-	for range 5 {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			return
@@ -127,7 +130,7 @@ func killTagged(tag string) {
 		found := false
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid <= 0 || pid == self {
+			if err != nil || pid <= 0 || pid == self || zombie(pid) {
 				continue
 			}
 			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
@@ -141,5 +144,16 @@ func killTagged(tag string) {
 		if !found {
 			return
 		}
+		time.Sleep(10 * time.Millisecond) // SIGKILL is delivered, not awaited
 	}
+}
+
+// zombie reports whether a process has ended and waits for its parent.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
 }
