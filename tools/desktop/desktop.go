@@ -1,8 +1,10 @@
 // Package desktop is Saucer's MCP server for Linux desktop applications
-// on X11: it reads a window's controls through the AT-SPI accessibility
-// bus (D-Bus), takes screenshots and drives input through the X server
-// (XTest), and marks each control's box and id on the screenshot
-// (set-of-marks) for vision models. docs/desktop.md explains the design.
+// on X11 and Wayland: it reads a window's controls and acts on them
+// through the AT-SPI accessibility bus (D-Bus), takes screenshots and
+// drives the pointer and keyboard through the display server (XTest on
+// X11, the wlroots protocols on Wayland; screen.go is the seam), and marks
+// each control's box and id on the screenshot (set-of-marks) for vision
+// models. docs/desktop.md explains the design.
 package desktop
 
 import (
@@ -64,7 +66,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Desktop observes and drives the windows of one X11 session. Its
+// Desktop observes and drives the windows of one X11 or Wayland session. Its
 // methods are safe for concurrent use (they run one at a time).
 type Desktop struct {
 	opts Options

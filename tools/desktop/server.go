@@ -64,7 +64,7 @@ type launchArgs struct {
 
 // NewServer builds the desktop MCP server (name "desktop") over d.
 func NewServer(d *Desktop) *tools.Server {
-	s := &tools.Server{Name: "desktop", Instructions: "Sees and drives the applications on this X11 desktop. observe lists a window's controls, each with a numeric id, " +
+	s := &tools.Server{Name: "desktop", Instructions: "Sees and drives the applications on this desktop. observe lists a window's controls, each with a numeric id, " +
 		"and attaches a screenshot with the ids drawn on the controls; act on a control by its id. Ids stay the same while " +
 		"the control exists; an id whose control is gone is refused: observe again. Every action returns what changed."}
 	read := tools.Annotations{Risk: tools.RiskRead, Idempotent: true}
