@@ -105,25 +105,35 @@ func matchWindow(xs []xwin, w Window) (xwin, bool) {
 // AT-SPI's SINGLE_LINE state.
 const stSingleLine = 26
 
-// insertText types text into control c (or, when c is zero, the control
+// insertText types text under Wayland, where a compositor may offer no
+// keyboard to a client, into control c (or, when c is zero, the control
 // that has the focus in window w) through AT-SPI's EditableText, at the
-// caret, where the display server has no keyboard of its own to lend or
-// is Wayland, whose compositors keep input to themselves. ok is false when
-// that cannot be done (no such control, no editable text, a line break
-// into a one-line field): type with the keyboard instead.
+// caret. ok is false when that cannot be done (X11, no such control, no
+// editable text, a line break into a one-line field): type with the
+// keyboard instead.
 func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text string) (did string, ok bool, err error) {
 	if _, x11 := d.x.(*display); x11 {
 		return "", false, nil
 	}
 	if c.ID == 0 {
+		// Where the focus is; before the window has had the focus (a
+		// window that has just opened), its one editable text, where
+		// typing would land.
 		obs := d.last[w.ref]
 		if obs == nil {
 			return "", false, nil
 		}
+		var editable []Control
 		for _, fc := range obs.Controls {
 			if fc.st.has(stFocused) {
 				c = fc
 			}
+			if fc.st.has(stEditable) {
+				editable = append(editable, fc)
+			}
+		}
+		if c.ID == 0 && len(editable) == 1 {
+			c = editable[0]
 		}
 		if c.ID == 0 {
 			return "", false, nil
