@@ -182,7 +182,7 @@ func (s *Screen) Capture(r image.Rectangle) (*image.RGBA, error) {
 		if part.Empty() {
 			continue
 		}
-		shot, err := s.captureOutput(o)
+		shot, err := s.captureOutput(o, part)
 		if err != nil {
 			return nil, err
 		}
@@ -203,8 +203,9 @@ const (
 	fmtXBGR8888 = 0x34324258
 )
 
-// captureOutput copies one output's pixels into a shared-memory buffer.
-func (s *Screen) captureOutput(o *Output) (*image.RGBA, error) {
+// captureOutput copies the part r (in the layout) of one output into a
+// shared-memory buffer: the compositor copies only that part.
+func (s *Screen) captureOutput(o *Output, r image.Rectangle) (*image.RGBA, error) {
 	var (
 		format, width, height, stride uint32
 		offered, bufferDone, ready    bool
@@ -231,7 +232,9 @@ func (s *Screen) captureOutput(o *Output) (*image.RGBA, error) {
 		_ = s.c.Request(frame, 1) // destroy
 		s.c.Forget(frame)
 	}()
-	if err := s.c.Request(s.copier, 0, Uint(frame), Int(0), Uint(o.id)); err != nil { // capture_output
+	local := r.Sub(o.Box.Min)
+	if err := s.c.Request(s.copier, 1, Uint(frame), Int(0), Uint(o.id), // capture_output_region
+		Int(int32(local.Min.X)), Int(int32(local.Min.Y)), Int(int32(local.Dx())), Int(int32(local.Dy()))); err != nil {
 		return nil, err
 	}
 	err := s.c.Wait(timeout, func() bool {
@@ -281,9 +284,8 @@ func (s *Screen) captureOutput(o *Output) (*image.RGBA, error) {
 		return nil, err
 	}
 	defer syscall.Munmap(mem)
-	img := image.NewRGBA(o.Box)
-	w, h := int(width), int(height)
-	w, h = min(w, o.Box.Dx()), min(h, o.Box.Dy())
+	img := image.NewRGBA(r)
+	w, h := min(int(width), r.Dx()), min(int(height), r.Dy())
 	bgr := format == fmtARGB8888 || format == fmtXRGB8888
 	for y := 0; y < h; y++ {
 		sy := y

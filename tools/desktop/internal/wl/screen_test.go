@@ -116,3 +116,71 @@ func colours(img *image.RGBA) int {
 }
 
 func imageRect(x, y, w, h int) image.Rectangle { return image.Rect(x, y, x+w, y+h) }
+
+// A part of the screen captured alone (the compositor copies only that
+// region) has the same pixels as that part of the whole screen, at the
+// same place: the region's offset inside the output is right.
+func TestCaptureOfAPartMatchesTheWhole(t *testing.T) {
+	d := startSway(t, "galculator")
+	s, err := wl.Open(d.Wayland)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ipc, err := sway.Dial(d.SwaySock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ipc.Close()
+	app, err := d.Launch("galculator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := waitWindow(t, ipc, app.Process.Pid)
+	c := w.Content
+	// A part inside the window, at odd coordinates, so that a region
+	// taken from the output's origin, or with x and y swapped, shows
+	// other pixels.
+	part := imageRect(c.X+37, c.Y+13, 151, 97).Intersect(imageRect(c.X, c.Y, c.Width, c.Height))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		before, err := s.Capture(s.Layout())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Capture(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.Capture(s.Layout())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Bounds() != part {
+			t.Fatalf("the capture of %v has bounds %v", part, got.Bounds())
+		}
+		// Only a screen that held still across the three captures, and
+		// shows the window's pixels, can be compared.
+		if same(before, after, part) && colours(before.SubImage(part).(*image.RGBA)) >= 4 {
+			if !same(before, got, part) {
+				t.Fatalf("the part captured alone differs from the same part of the whole screen")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the screen did not hold still with galculator painted in 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// same reports whether a and b have the same pixels in r.
+func same(a, b *image.RGBA, r image.Rectangle) bool {
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		i, j := a.PixOffset(r.Min.X, y), b.PixOffset(r.Min.X, y)
+		if string(a.Pix[i:i+4*r.Dx()]) != string(b.Pix[j:j+4*r.Dx()]) {
+			return false
+		}
+	}
+	return true
+}
