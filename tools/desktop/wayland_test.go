@@ -245,3 +245,62 @@ func TestWestonCalculatorThroughATSPI(t *testing.T) {
 		t.Fatalf("press_keys under weston: %v", err)
 	}
 }
+
+// Under weston, which offers no virtual input, select and set_value work
+// through AT-SPI alone (Selection on the tabs, Value on the slider); under
+// sway the wheel scrolls a list through the virtual pointer.
+func TestWaylandSelectSetValueScroll(t *testing.T) {
+	python := "/usr/bin/python3"
+	for _, kind := range []owndisplay.Kind{owndisplay.Weston, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			_, d := startWayland(t, kind, python)
+			ctx := context.Background()
+			w := launch(t, d, python, "testdata/widgets.py")
+			obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eff, err := d.Select(ctx, mustFind(t, obs, "page tab", "Second").ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eff.Target == nil || !slicesContains(eff.Target.States, "selected") {
+				t.Fatalf("after select, the tab is %+v (%s)", eff.Target, eff.Did)
+			}
+			var slider, bar Control
+			for _, c := range obs.Controls {
+				switch {
+				case c.Role == "slider":
+					slider = c
+				case c.Role == "scroll bar" && c.Bounds.H > c.Bounds.W:
+					bar = c
+				}
+			}
+			if slider.ID == 0 || bar.ID == 0 || bar.Value == nil {
+				t.Fatalf("no slider or vertical scroll bar with a value in:\n%s", obs.Text())
+			}
+			eff, err = d.SetValue(ctx, slider.ID, "42")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eff.Target == nil || eff.Target.Value == nil || *eff.Target.Value != 42 {
+				t.Fatalf("after set_value 42 the slider is %+v (%s)", eff.Target, eff.Did)
+			}
+			if kind != owndisplay.Sway {
+				return
+			}
+			painted(t, d, w) // placed where sway shows it, so the wheel turns over the list
+			before := *bar.Value
+			eff, err = d.Scroll(ctx, bar.ID, "", "down", 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range eff.Changed {
+				if ch.ID == bar.ID && ch.Field == "value" {
+					return
+				}
+			}
+			t.Fatalf("scrolling down 5 left the list's scroll bar at %v: %+v (%s)", before, eff.Changed, eff.Did)
+		})
+	}
+}
