@@ -356,10 +356,15 @@ func (d *Display) startSway(ctx context.Context, o Options) error {
 		}
 	}
 	conf := filepath.Join(run, "config")
+	// Windows float at the size they ask for, as on Xvfb: tiled, each
+	// would fill the screen, and every screenshot would be a screenful
+	// (8 times galculator's pixels, and as many more to encode and for
+	// the model to read).
 	text := fmt.Sprintf(`# Saucer's headless sway: one output, no Xwayland, no bar.
 output HEADLESS-1 resolution %dx%d position 0 0
 xwayland disable
 focus_on_window_activation focus
+for_window [tiling] floating enable
 exec printf '%%s\n%%s\n' "$WAYLAND_DISPLAY" "$SWAYSOCK" > %s
 `, o.Width, o.Height, ready)
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {

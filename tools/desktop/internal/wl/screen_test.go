@@ -184,3 +184,24 @@ func same(a, b *image.RGBA, r image.Rectangle) bool {
 	}
 	return true
 }
+
+// On a sway of Saucer's own an application's window keeps the size it
+// asks for, as on Xvfb, rather than being tiled across the screen: the
+// screenshot the model reads is the window's, not a screenful.
+func TestOwnSwayKeepsAWindowsOwnSize(t *testing.T) {
+	d := startSway(t, "galculator")
+	ipc, err := sway.Dial(d.SwaySock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ipc.Close()
+	app, err := d.Launch("galculator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := waitWindow(t, ipc, app.Process.Pid).Content
+	screen := imageRect(0, 0, 1024, 640)
+	if box := imageRect(c.X, c.Y, c.Width, c.Height); box.Dx() > screen.Dx()*3/4 || !box.In(screen) {
+		t.Fatalf("galculator's window is at %v on the %v screen: tiled across it, or off it", box, screen)
+	}
+}
