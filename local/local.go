@@ -325,6 +325,10 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 				ScrubURLPasswords: p.ScrubURLPasswords}}
 		if sb != nil {
 			o.Dir, o.Jail = sb.WorkDir(), sb
+		} else if own != nil {
+			// What the agent starts from the shell shows on its own
+			// desktop too, never on the person's.
+			o.Env = own.SessionEnv
 		}
 		srv, stop, err := shell.Start(o)
 		if err != nil {

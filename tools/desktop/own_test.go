@@ -9,9 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm/scripted"
+	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/tools/desktop"
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/tools/desktop/display"
@@ -135,6 +139,63 @@ func TestAgentComputesUnderSway(t *testing.T) {
 		t.Fatalf("the step's request carries %d images on its last turn", len(last.Images))
 	}
 	if left := displayLeftovers(""); len(left) > 0 {
+		t.Fatalf("the agent's desktop left %v", left)
+	}
+}
+
+// An application the agent starts from the shell, on a desktop of its
+// own, shows there too: the shell's commands get the agent's display and
+// bus, not the person's (an Xvfb standing in for it). It is stopped with
+// the session.
+func TestShellOnADesktopOfItsOwnStartsAppsThere(t *testing.T) {
+	desktoptest.Require(t, "galculator")
+	person := desktoptest.Start(t)
+	t.Setenv("DISPLAY", person.Display)
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", person.BusAddr)
+	t.Setenv("WAYLAND_DISPLAY", "")
+	cfgFile := filepath.Join(t.TempDir(), "saucer.yaml")
+	if err := os.WriteFile(cfgFile, []byte("mcp: {use: [shell, desktop]}\ntools: {desktop: {display: own}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dev, err := local.NewDevice(ctx, cfg, t.TempDir(), local.DeviceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	r := dev.Execute(ctx, command.Command{Namespace: "shell", ToolName: "execute_command", CallID: "1",
+		Parameters: map[string]any{"command": "setsid galculator </dev/null >/dev/null 2>&1 &"}})
+	if !r.OK() {
+		t.Fatalf("the shell: %s %s", r.Error, r.Result)
+	}
+	// The agent's desktop tools see the calculator (with a deadline).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := dev.Execute(ctx, command.Command{Namespace: "desktop", ToolName: desktop.ToolListWindows, CallID: "2"})
+		if !r.OK() {
+			t.Fatalf("list_windows: %s", r.Error)
+		}
+		if strings.Contains(string(r.Result), "galculator") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's desktop shows no calculator started from its shell: %s", r.Result)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pd := desktop.New(desktop.Options{Display: person.Display, Bus: person.BusAddr, Env: person.Env})
+	defer pd.Close()
+	if ws, err := pd.Windows(ctx); err != nil || len(ws) != 0 {
+		t.Fatalf("the person's display has windows %+v (%v); want none", ws, err)
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := displayLeftovers(person.Dir()); len(left) > 0 {
 		t.Fatalf("the agent's desktop left %v", left)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,6 +100,11 @@ type Display struct {
 	// the person's display and accessibility variables emptied, so that
 	// no toolkit falls back to them.
 	Env []string
+	// SessionEnv is Env without the private home and XDG folders: what
+	// the session's other tools (the shell) need so that whatever they
+	// start shows on this display and talks to this bus, never the
+	// person's, while their files stay the person's.
+	SessionEnv []string
 
 	dir   string
 	tag   string
@@ -155,12 +161,13 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 	if err := d.startBus(ctx); err != nil {
 		return nil, err
 	}
-	d.Env = append(d.displayEnv(), "DBUS_SESSION_BUS_ADDRESS="+d.Bus, "AT_SPI_BUS_ADDRESS=",
+	d.SessionEnv = append(d.displayEnv(), "DBUS_SESSION_BUS_ADDRESS="+d.Bus, "AT_SPI_BUS_ADDRESS=",
+		"NO_AT_BRIDGE=0", "GTK_A11Y=atspi", "QT_ACCESSIBILITY=1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
+		tagVar+"="+d.tag)
+	d.Env = append(slices.Clone(d.SessionEnv),
 		"XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg"), "HOME="+filepath.Join(dir, "home"),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GSETTINGS_BACKEND=memory",
-		"NO_AT_BRIDGE=0", "GTK_A11Y=atspi", "QT_ACCESSIBILITY=1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
-		"LANG=C.UTF-8", tagVar+"="+d.tag)
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GSETTINGS_BACKEND=memory", "LANG=C.UTF-8")
 	if err := d.start(d.command(BusLauncher, "--launch-immediately")); err != nil {
 		return nil, fmt.Errorf("start the AT-SPI bus launcher: %w", err)
 	}
