@@ -29,12 +29,13 @@ type Recorder struct {
 	mu    sync.Mutex
 	calls int
 	err   error
+	told  bool // OnError was told of err
 	// switched holds the fallback switches of the model call in progress,
 	// recorded with it.
 	switched []string
 	// OnError, when set before the session starts, is told of the first
-	// write that fails (a full disk, say), once: a run stops then rather
-	// than go on unrecorded.
+	// write that fails (a full disk, say), once, from the writer's
+	// goroutine: a run stops then rather than go on unrecorded.
 	OnError func(error)
 }
 
@@ -42,10 +43,14 @@ type Recorder struct {
 // empty s.ID is filled from the directory's name; s.Format and s.Version
 // are filled in.
 func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder, error) {
+	r := &Recorder{start: time.Now()}
+	// The background writer tells of a failed write as soon as it meets it.
+	opts.OnError = func(err error) { r.failed(err) }
 	w, err := trajectory.Create(dir, opts)
 	if err != nil {
 		return nil, err
 	}
+	r.w = w
 	if s.ID == "" {
 		s.ID = filepath.Base(dir)
 	}
@@ -53,7 +58,6 @@ func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder
 	if s.Version == "" {
 		s.Version = Version()
 	}
-	r := &Recorder{w: w, start: time.Now()}
 	if err := w.Write(trajectory.Event{Type: trajectory.TypeSessionStart, Session: &s}); err != nil {
 		w.Close()
 		return nil, err
@@ -73,20 +77,29 @@ func (r *Recorder) Err() error {
 }
 
 // Write appends an event of the caller's own (a checker's commands, say).
+// The event reaches the disk in the background: a write that fails is
+// returned by a later Write, told to OnError and returned by Finish.
 func (r *Recorder) Write(e trajectory.Event) error {
 	err := r.w.Write(e)
 	if err != nil {
-		r.mu.Lock()
-		first := r.err == nil
-		if first {
-			r.err = err
-		}
-		r.mu.Unlock()
-		if first && r.OnError != nil {
-			r.OnError(err)
-		}
+		r.failed(err)
 	}
 	return err
+}
+
+// failed keeps the first error and tells OnError of it, once.
+func (r *Recorder) failed(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	err, onErr := r.err, r.OnError
+	tell := !r.told && onErr != nil
+	r.told = r.told || tell
+	r.mu.Unlock()
+	if tell {
+		onErr(err)
+	}
 }
 
 // Observe records an agent event.
@@ -120,7 +133,11 @@ func (r *Recorder) Finish(o *agent.Outcome) error {
 	}
 	end.Budget = o.Budget
 	r.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: end})
-	return errors.Join(r.Err(), r.w.Close())
+	cerr := r.w.Close()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	return cerr
 }
 
 // Convert turns an agent event into a trajectory event; n is the model
