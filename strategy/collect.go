@@ -10,6 +10,7 @@ import (
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/memo"
 	"github.com/saucerhq/saucer/prompts"
 )
 
@@ -40,7 +41,8 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	}
 	var tools []command.ToolInfo
 	if results[0].OK() {
-		if err := json.Unmarshal(results[0].Result, &tools); err != nil {
+		var err error
+		if tools, err = toolLists.Get(results[0].Result, decodeTools); err != nil {
 			return fmt.Errorf("discover: the device's tool list is not a list of tool infos: %w", err)
 		}
 	} else {
@@ -63,6 +65,17 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.agent.App)
 	}
 	return nil
+}
+
+// toolLists are the tool lists discovery decoded: every agent of every
+// session on the same device (every case of a replayed suite) gets the
+// same list, decoded once. Learn copies the slice; the infos are shared.
+var toolLists memo.Bytes[[]command.ToolInfo]
+
+func decodeTools(b []byte) ([]command.ToolInfo, error) {
+	var tools []command.ToolInfo
+	err := json.Unmarshal(b, &tools)
+	return tools, err
 }
 
 // listTools discovers the way a UFO device client answers: list_tools,
