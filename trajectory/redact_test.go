@@ -170,3 +170,26 @@ func BenchmarkRedactor(b *testing.B) {
 		}
 	})
 }
+
+// TestMayHoldLarge: a line is decoded to move values out only when it can
+// hold one: a long string under an external key, or a result or
+// parameters object or array near the threshold's size; a long line of
+// small tool schemas ("parameters":{...} each) is written as it is.
+func TestMayHoldLarge(t *testing.T) {
+	small := `{"name":"t","parameters":{"type":"object","properties":{"p":{"type":"string","description":"a } in a string"}}}}`
+	line := `{"type":"model_call","call":{"request":{"tools":[` + strings.Repeat(small+",", 60) + small + `]}}}`
+	if len(line) < 4096 {
+		t.Fatalf("the line is %d bytes", len(line))
+	}
+	if mayHoldLarge([]byte(line), 4096) {
+		t.Error("a line of small schemas is taken for one holding a large value")
+	}
+	big := `{"type":"command","parameters":{"text":[` + strings.Repeat(`"word",`, 400) + `"end"]}}`
+	if !mayHoldLarge([]byte(big), 4096) {
+		t.Error("a parameters object of 2.8 KB (over half the threshold) is not moved out")
+	}
+	str := `{"type":"x","content":"` + strings.Repeat("y", 5000) + `"}`
+	if !mayHoldLarge([]byte(str), 4096) {
+		t.Error("a long content string is not moved out")
+	}
+}

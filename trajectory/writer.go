@@ -311,9 +311,20 @@ func (w *Writer) Flush() error {
 // is that long). It saves decoding and encoding again the lines that hold
 // no such value (a session_start with its config, say).
 func mayHoldLarge(line []byte, threshold int) bool {
-	if bytes.Contains(line, []byte(`"result":{`)) || bytes.Contains(line, []byte(`"result":[`)) ||
-		bytes.Contains(line, []byte(`"parameters":{`)) || bytes.Contains(line, []byte(`"parameters":[`)) {
-		return true
+	// A structured value is re-encoded before it is measured: keys sorted,
+	// numbers as written, so about as long as in line. Half the threshold
+	// leaves room for what re-encoding can lengthen (1e21 is 1e+21).
+	for _, key := range [][]byte{[]byte(`"result":`), []byte(`"parameters":`)} {
+		for rest := line; ; {
+			i := bytes.Index(rest, key)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(key):]
+			if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') && valueLen(rest) >= threshold/2 {
+				return true
+			}
+		}
 	}
 	for i := 0; i < len(line); i++ {
 		if line[i] != '"' {
@@ -339,6 +350,29 @@ func mayHoldLarge(line []byte, threshold int) bool {
 		}
 	}
 	return false
+}
+
+// valueLen is the length of the JSON object or array b starts with (all
+// of b when it is not closed).
+func valueLen(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(b)
 }
 
 // delta returns c written as a continuation of the recent request that
