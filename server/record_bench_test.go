@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,15 +74,6 @@ func runBenchDevice(url string) int {
 	return 0
 }
 
-// processCPU is the CPU time, user and system, this process has spent.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkServedTaskRecording: the server CPU a trivial served task costs
 // (trivialScript's four model calls and a command, real agents built by
 // server.Sessions from the default config, a device in another process),
@@ -131,7 +121,7 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 	}
 	task := func(on bool) time.Duration {
 		record.Store(on)
-		cpu := processCPU(b)
+		cpu := processCPU()
 		info, err := s.Dispatch("bench", "call noop once", "bench", "bench")
 		for errors.Is(err, server.ErrBusy) { // the last task is freeing its slot
 			time.Sleep(50 * time.Microsecond)
@@ -144,7 +134,7 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 		if err != nil || got.Status != server.StatusCompleted {
 			b.Fatalf("task %s: %s %s %v", got.ID, got.Status, got.Error, err)
 		}
-		return processCPU(b) - cpu
+		return processCPU() - cpu
 	}
 	for range 3 { // warm both paths
 		task(true)
