@@ -114,5 +114,16 @@ func Running(s Status) Result {
 }
 
 // Running reports whether the command has not ended: it was left running
-// in the background (see WithDetach).
-func (r Result) Running() bool { return r.Status == None }
+// in the background (see WithDetach). Status none alone does not say so:
+// UFO's result statuses include none, so a UFO device may send it for a
+// command that has ended; the result must carry a Status of a running
+// command (as Running makes it).
+func (r Result) Running() bool {
+	if r.Status != None || len(r.Result) == 0 {
+		return false
+	}
+	var s struct {
+		State State `json:"state"`
+	}
+	return json.Unmarshal(r.Result, &s) == nil && s.State == StateRunning
+}
