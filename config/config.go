@@ -97,6 +97,11 @@ type Agent struct {
 	MaxRetries     int      `yaml:"max_retries"`
 	RetryBackoff   Duration `yaml:"retry_backoff"`
 	CommandTimeout Duration `yaml:"command_timeout"`
+	// DetachAfter leaves an app agent's command that runs longer than
+	// this running in the background: the model sees its latest output
+	// and can check it (command_status) or stop it (cancel_command). Zero
+	// waits for every command.
+	DetachAfter    Duration `yaml:"detach_after"`
 	MaxResultChars int      `yaml:"max_result_chars"`
 	// ArtifactHead is how much of a value over max_result_chars a request
 	// shows; the model reads the rest with read_artifact.
@@ -364,6 +369,9 @@ func (c *Config) Validate() error {
 	}
 	if a.CommandTimeout.D() <= 0 {
 		errs = append(errs, "agent.command_timeout must be positive")
+	}
+	if a.DetachAfter.D() < 0 {
+		errs = append(errs, "agent.detach_after must not be negative (0 waits for every command)")
 	}
 	if _, _, _, err := a.Pipelines(); err != nil {
 		errs = append(errs, err.Error())

@@ -26,7 +26,7 @@ func TestDefaultsNeedNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Model != "openai:gpt-4o" || c.Agent.MaxSteps != 20 || c.Agent.CommandTimeout.D() != 5*time.Minute ||
-		!c.Tools.Shell.Enabled || !c.Tools.Files.Enabled {
+		c.Agent.DetachAfter.D() != 30*time.Second || !c.Tools.Shell.Enabled || !c.Tools.Files.Enabled {
 		t.Errorf("defaults %+v", c)
 	}
 }
@@ -59,6 +59,7 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		"agent: {max_stepz: 3}\n":                 "max_stepz",
 		"agent: {command_timeout: soon}\n":        "not a duration",
 		"agent: {max_steps: 0}\n":                 "max_steps",
+		"agent: {detach_after: -1s}\n":            "agent.detach_after must not be negative",
 		"models: {\"openai:*\": {mode: smoke}}\n": "smoke",
 		"model: [1, 2\n":                          "saucer.yaml",
 		"agent: {context: {preset: cheap}}\n":     `agent.context: preset "cheap" is not economy, balanced, full or window`,
