@@ -91,6 +91,12 @@ func (cs *calls) end(cl *call, r command.Result) {
 	detached := cl.detached
 	p := cl.progressLocked()
 	cl.mu.Unlock()
+	if detached && cl.report != nil {
+		// Before done: whoever waits for the end (command_status with a
+		// wait) answers after the caller was told of it, so a remote
+		// server hears of the end before that answer.
+		cl.report(p)
+	}
 	close(cl.done)
 	cs.mu.Lock()
 	cs.ended = append(cs.ended, cl.cmd.CallID)
@@ -101,9 +107,6 @@ func (cs *calls) end(cl *call, r command.Result) {
 		cs.ended = cs.ended[1:]
 	}
 	cs.mu.Unlock()
-	if detached && cl.report != nil {
-		cl.report(p)
-	}
 }
 
 // running lists the calls that have not ended.
