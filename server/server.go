@@ -118,6 +118,12 @@ type Options struct {
 	// devices and tasks other servers hold go to them, and the server
 	// where a device registers takes over its tasks.
 	Cluster Cluster
+	// OnProgress, when set, is told of each running command's progress as
+	// the API takes it (GET /api/tasks/{id} shows the latest in
+	// "progress"): a device's tool reports, a few a second at most per
+	// command. It is called on the device connection's reader: it must
+	// return quickly.
+	OnProgress func(taskID string, p ProgressInfo)
 }
 
 // Server is the agent server. Handler serves /ws and /api/.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
@@ -62,6 +63,8 @@ type TaskInfo struct {
 	Usage   llm.Usage `json:"usage"`
 	Cost    string    `json:"cost,omitempty"`
 	CostUSD *float64  `json:"cost_usd,omitempty"`
+	// Progress is the latest progress of its running commands.
+	Progress []ProgressInfo `json:"progress,omitempty"`
 }
 
 // setSpent shows what the model calls used and cost.
@@ -111,6 +114,8 @@ type task struct {
 	done      chan struct{}
 	// pending are the agents' questions and approvals, in order.
 	pending []*PendingInfo
+	// progress is the latest progress of running commands, by call id.
+	progress map[string]ProgressInfo
 }
 
 // frozen says the task's record and journal no longer change here: the
@@ -138,6 +143,7 @@ func (t *task) snapshot() TaskInfo {
 	for _, it := range t.pending {
 		info.Pending = append(info.Pending, *it)
 	}
+	info.Progress = t.progressListLocked()
 	return info
 }
 
@@ -146,6 +152,9 @@ func (t *task) snapshot() TaskInfo {
 func (t *task) onState(cs dispatcher.CommandState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if cs.State.Terminal() {
+		delete(t.progress, cs.CallID)
+	}
 	if i, ok := t.cmdIndex[cs.CallID]; ok {
 		if t.info.Commands[i].State.Terminal() && !cs.State.Terminal() {
 			return
@@ -356,8 +365,13 @@ func (s *Server) start(t *task) {
 		t.onState(cs)
 		s.persist(t)
 	}
+	onProgress := func(p command.Progress) {
+		if !p.State.Terminal() { // onState has a command's end
+			s.commandProgress(t.target.id, progressInfo(p))
+		}
+	}
 	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName,
-		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState}}
+		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState, OnProgress: onProgress}}
 	observe := func(e agent.Event) {
 		t.observe(e)
 		if e.Kind == agent.EventStep {
