@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm/scripted"
@@ -223,5 +224,59 @@ func TestBackgroundCommandOverAIP(t *testing.T) {
 	}
 	if c := states["cmd-5"]; c.ToolName != command.CommandStatus || c.State != command.StateCompleted {
 		t.Errorf("command_status: %+v", c)
+	}
+}
+
+// leftScript leaves waitingCommand in the background and ends the task.
+const leftScript = `
+replies:
+  - tool_calls:
+      - name: assign_subtask
+        arguments: {app: shell, subtask: "Start the build"}
+  - tool_calls:
+      - name: execute_command
+        arguments: {command: "` + waitingCommand + `"}
+  - expect: "still running: "
+    tool_calls:
+      - name: finish_task
+        arguments: {result: "The build runs."}
+  - tool_calls:
+      - name: finish_task
+        arguments: {result: "Started."}
+`
+
+// A task's end stops the commands it left in the background on its
+// device (the device client cancels them when it hears task_end): none
+// goes on unwatched.
+func TestTaskEndStopsBackgroundCommands(t *testing.T) {
+	f := newFixture(t, server.Options{NewSession: progressSessions(t, leftScript, 300*time.Millisecond, func(agent.Event) {})})
+	dir := t.TempDir()
+	logs := make(chan string, 64)
+	connect(t, f.wsURL, "dev1", realDevice(t, dir), func(o *remote.Options) {
+		o.Logf = func(format string, args ...any) {
+			select {
+			case logs <- fmt.Sprintf(format, args...):
+			default:
+			}
+		}
+	})
+	d, code := dispatch(t, f, "dev1", "start the build")
+	if code != 200 {
+		t.Fatalf("dispatch: %d", code)
+	}
+	if info := f.waitTask(t, d.TaskID); info.Status != server.StatusCompleted {
+		t.Fatalf("task ended %s: %s", info.Status, info.Error)
+	}
+	want := "ended: cancelled its background command cmd-4: ok"
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case line := <-logs:
+			if strings.Contains(line, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the device did not say %q", want)
+		}
 	}
 }
