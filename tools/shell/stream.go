@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -70,6 +71,13 @@ func (ls *lineStream) write(i int, p []byte) {
 	if ls.closed {
 		return
 	}
+	if len(p) == 0 {
+		return
+	}
+	if bytes.IndexByte(p, '\r') < 0 {
+		ls.writeLinesLocked(i, p)
+		return
+	}
 	added := false
 	for _, b := range p {
 		switch {
@@ -88,6 +96,53 @@ func (ls *lineStream) write(i int, p []byte) {
 	}
 	if added {
 		ls.scheduleLocked()
+	}
+}
+
+// writeLinesLocked takes output without a carriage return, as the byte
+// loop of write would, in time linear in its lines' ends alone: only the
+// lines that can still be among the latest are copied (a command that
+// prints megabytes must not spend its time here).
+func (ls *lineStream) writeLinesLocked(i int, p []byte) {
+	if ls.afterCR[i] && p[0] == '\n' {
+		p = p[1:] // the \n of a \r\n ends nothing
+	}
+	ls.afterCR[i] = false
+	n := bytes.Count(p, []byte{'\n'})
+	if n == 0 {
+		ls.appendPartialLocked(i, p)
+		return
+	}
+	last := bytes.LastIndexByte(p, '\n')
+	body, rest := p[:last], p[last+1:]
+	if n > tailLines {
+		// Lines before the latest tailLines are only counted.
+		start := len(body)
+		for range tailLines {
+			start = bytes.LastIndexByte(body[:start], '\n')
+		}
+		ls.lines += n - tailLines
+		ls.partial[i] = ls.partial[i][:0]
+		body = body[start+1:]
+	}
+	for {
+		line, more, found := bytes.Cut(body, []byte{'\n'})
+		ls.appendPartialLocked(i, line)
+		ls.endLineLocked(i)
+		if !found {
+			break
+		}
+		body = more
+	}
+	ls.appendPartialLocked(i, rest)
+	ls.scheduleLocked()
+}
+
+// appendPartialLocked adds to the line being written, up to what a report
+// could show of it.
+func (ls *lineStream) appendPartialLocked(i int, b []byte) {
+	if room := 4*lineBytes - len(ls.partial[i]); room > 0 {
+		ls.partial[i] = append(ls.partial[i], b[:min(room, len(b))]...)
 	}
 }
 
