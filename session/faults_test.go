@@ -591,11 +591,14 @@ func faultRows() []faultRow {
 		// Timeouts: typed, retried, and they name the bound.
 		{name: "connect timeout", shape: oaiJSON, connectTimeout: true, timeouts: "connect: 150ms",
 			status: fsm.Error, say: "connect 150ms", requests: 0, calls: []string{"error:timeout", "error:timeout", "error:timeout"}},
-		retried("first byte timeout", antJSON, hang(), "timeout", "first_byte: 150ms"),
-		retried("first byte timeout", oaiJSON, hang(), "timeout", "first_byte: 150ms"),
-		retried("idle timeout", oaiSSE, stall(), "timeout", "idle: 150ms"),
-		retried("idle timeout", antSSE, stall(), "timeout", "idle: 150ms"),
-		retried("total timeout", ollama, drip(), "timeout", "total: 300ms"),
+		// The bounds hold for the happy requests after the fault too: they
+		// leave a loaded machine room (150ms timed out happy requests at
+		// load 45).
+		retried("first byte timeout", antJSON, hang(), "timeout", "first_byte: 1s"),
+		retried("first byte timeout", oaiJSON, hang(), "timeout", "first_byte: 1s"),
+		retried("idle timeout", oaiSSE, stall(), "timeout", "idle: 1s"),
+		retried("idle timeout", antSSE, stall(), "timeout", "idle: 1s"),
+		retried("total timeout", ollama, drip(), "timeout", "total: 2s"),
 
 		// Fallback: a model that is down, or too small, is passed over.
 		{name: "fallback when unavailable", shape: oaiJSON,
