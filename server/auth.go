@@ -284,8 +284,11 @@ func newLoginLimiter() *loginLimiter { return &loginLimiter{full: map[string]tim
 func (l *loginLimiter) wait(ip string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	over := time.Until(l.full[ip]) - (loginBurst-1)*loginEvery
-	return max(over, 0)
+	full, ok := l.full[ip]
+	if !ok {
+		return 0
+	}
+	return max(time.Until(full)-(loginBurst-1)*loginEvery, 0)
 }
 
 // fail counts a wrong key from ip.
