@@ -442,4 +442,3 @@ func (t *task) commandChangedLocked(cs dispatcher.CommandState) {
 	}
 	t.publishLocked(EventCommand, cs)
 }
-
