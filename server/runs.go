@@ -241,7 +241,7 @@ func runInfo(id, dir string, tr *trajectory.Trajectory) RunInfo {
 			}
 			st.Error = strings.Join(errs, "; ")
 			for i, c := range e.Commands {
-				a := ActionInfo{CallID: c.CallID, Tool: c.ToolName, Namespace: c.Namespace, Call: cut(c.String(), cutCall)}
+				a := ActionInfo{CallID: c.CallID, Tool: c.ToolName, Namespace: c.Namespace, Call: cut(callLine(c), cutCall)}
 				if i < len(e.Results) {
 					res := e.Results[i]
 					a.Status = string(res.Status)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -179,7 +181,7 @@ func (t *task) stepDetails(st *StepInfo, e agent.Event) {
 		st.Usage = &u
 	}
 	for i, c := range e.Commands {
-		a := ActionInfo{CallID: c.CallID, Tool: c.ToolName, Namespace: c.Namespace, Call: cut(s.redact(c.String()), cutCall)}
+		a := ActionInfo{CallID: c.CallID, Tool: c.ToolName, Namespace: c.Namespace, Call: cut(s.redact(callLine(c)), cutCall)}
 		if i < len(e.Results) {
 			r := e.Results[i]
 			a.Status = string(r.Status)
@@ -191,6 +193,23 @@ func (t *task) stepDetails(st *StepInfo, e agent.Event) {
 		}
 		st.Actions = append(st.Actions, a)
 	}
+}
+
+// callLine is a command as a line, namespace.tool{arguments}, its JSON
+// as written (command.String escapes <, > and & for HTML).
+func callLine(c command.Command) string {
+	name := c.ToolName
+	if c.Namespace != "" {
+		name = c.Namespace + "." + name
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if c.Parameters == nil {
+		return name + "{}"
+	}
+	enc.Encode(c.Parameters)
+	return name + strings.TrimSuffix(b.String(), "\n")
 }
 
 // resultText is a result's payload as text: a JSON string's value, else

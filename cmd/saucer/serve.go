@@ -20,7 +20,6 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/constellation"
-	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
@@ -201,9 +200,8 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if err != nil {
 		return fmt.Errorf("redact: %w (check record.redact and record.redact_patterns)", err)
 	}
-	prices := pricesFor(cfg)
 	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st, Cluster: cluster,
-		Redactor: red, Cost: func(u llm.Usage) (float64, bool) { return prices.Cost(cfg.Model, u) },
+		Redactor: red,
 		RunsDir: runsDir(cfg, ""), EvalsDir: f.evals,
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
