@@ -89,6 +89,14 @@ function useWorld(onExpired: () => void): World {
 function App() {
   const [state, setState] = useState<"loading" | "login" | "in">("loading");
   useEffect(() => {
+    // saucer run --console prints a link that carries its key: log in
+    // with it, and take it out of the address.
+    const m = location.hash.match(/^#key=([^&]+)/);
+    if (m) {
+      history.replaceState(null, "", location.pathname + "#/tasks");
+      login(decodeURIComponent(m[1])).then(() => setState("in"), () => setState("login"));
+      return;
+    }
     session().then((ok) => setState(ok ? "in" : "login"), () => setState("login"));
   }, []);
   if (state === "loading") return <main class="boot"><p>Loading the console…</p></main>;
