@@ -94,14 +94,7 @@ func newSite(t testing.TB, byRequest scripts) *site {
 	writeEval(t, filepath.Join(evalsDir, "nightly"))
 	cfgs := map[string]*config.Config{}
 	for req, script := range byRequest {
-		path := filepath.Join(t.TempDir(), "script.yaml")
-		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg := config.Default()
-		cfg.Model = "scripted:" + path
-		cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
-		cfgs[req] = cfg
+		cfgs[req] = scriptConfig(t, script)
 	}
 	newSession := func(spec server.SessionSpec) (server.Runner, error) {
 		cfg := cfgs[spec.Request]
@@ -159,6 +152,19 @@ func connectDevice(t testing.TB, url, id, dir string) {
 	}
 }
 
+// scriptConfig is the default config with a scripted model playing
+// script.
+func scriptConfig(t testing.TB, script string) *config.Config {
+	path := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Model = "scripted:" + path
+	cfg.Agent.RetryBackoff = config.Duration(time.Millisecond)
+	return cfg
+}
+
 // writeEval writes an eval's results directory with its reports.
 func writeEval(t testing.TB, dir string) {
 	t.Helper()
@@ -173,7 +179,7 @@ func writeEval(t testing.TB, dir string) {
 
 // waitFor waits until the JavaScript expression is true in the page.
 func waitFor(_ context.Context, expr string) step {
-	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(10*time.Millisecond))
 }
 
 type step = chromedp.Action[chromedp.Void]
