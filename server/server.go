@@ -162,6 +162,12 @@ type Server struct {
 	startedAt  time.Time
 	peers      *peers // nil when alone
 	events     *hub
+	// clusterSeen is the other servers' tasks and clients as the
+	// server's stream last read them (see readCluster).
+	clusterSeen struct {
+		sync.Mutex
+		m map[string][]byte
+	}
 	logins     *loginLimiter
 	replays    chan struct{} // one replay at a time
 	handler    http.Handler

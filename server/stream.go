@@ -113,6 +113,9 @@ func (s *Server) keepAlive() time.Duration {
 func (s *Server) serverEvents(w http.ResponseWriter, r *http.Request) {
 	s.stream(w, r, "", func() (any, string, error) {
 		mark := s.events.mark()
+		if s.peers != nil && !forwarded(r) {
+			s.readCluster() // what others change after the snapshot is published
+		}
 		return s.snapshot(r), mark, nil
 	})
 }
@@ -378,51 +381,59 @@ func (s *Server) watchCluster() {
 	}
 	tick := time.NewTicker(clusterPoll)
 	defer tick.Stop()
-	seen := map[string][]byte{}
 	for {
 		select {
 		case <-tick.C:
 		case <-s.ctx.Done():
 			return
 		}
-		if s.events.active.Load() == 0 {
-			clear(seen)
+		if s.events.active.Load() > 0 {
+			s.readCluster()
 			continue
 		}
-		me := s.serverID()
-		now := map[string][]byte{}
-		for _, t := range s.clusterTasks(nil) {
-			if _, mine := s.Task(t.ID); mine {
-				continue // its own events say more, and sooner
-			}
-			b, _ := json.Marshal(summaryOf(t))
-			key := "t" + t.ID
-			now[key] = b
-			if !bytes.Equal(seen[key], b) && len(seen) > 0 {
-				s.events.publish(EventTask, t.ID, json.RawMessage(b))
-			}
+		s.clusterSeen.Lock()
+		s.clusterSeen.m = nil // read afresh when someone listens again
+		s.clusterSeen.Unlock()
+	}
+}
+
+// readCluster reads the other servers' tasks and clients from the store
+// and publishes what changed since the last reading. A stream's snapshot
+// reads once first: what changes after its snapshot is published.
+func (s *Server) readCluster() {
+	s.clusterSeen.Lock()
+	defer s.clusterSeen.Unlock()
+	first := s.clusterSeen.m == nil
+	now := map[string][]byte{}
+	for _, t := range s.clusterTasks(nil) {
+		if _, mine := s.Task(t.ID); mine {
+			continue // its own events say more, and sooner
 		}
-		for _, c := range s.clusterClients(nil) {
-			if c.Server == me {
-				continue
-			}
-			b, _ := json.Marshal(c)
-			key := "c" + c.ClientID
-			now[key] = b
-			if !bytes.Equal(seen[key], b) && len(seen) > 0 {
-				s.events.publish(EventClient, "", json.RawMessage(b))
-			}
-		}
-		for key := range seen {
-			if _, ok := now[key]; !ok && key[0] == 'c' {
-				s.events.publish(EventClientGone, "", map[string]string{"client_id": key[1:]})
-			}
-		}
-		seen = now
-		if len(seen) == 0 {
-			seen["-"] = nil // the first reading is done
+		b, _ := json.Marshal(summaryOf(t))
+		key := "t" + t.ID
+		now[key] = b
+		if !first && !bytes.Equal(s.clusterSeen.m[key], b) {
+			s.events.publish(EventTask, t.ID, json.RawMessage(b))
 		}
 	}
+	me := s.serverID()
+	for _, c := range s.clusterClients(nil) {
+		if c.Server == me {
+			continue
+		}
+		b, _ := json.Marshal(c)
+		key := "c" + c.ClientID
+		now[key] = b
+		if !first && !bytes.Equal(s.clusterSeen.m[key], b) {
+			s.events.publish(EventClient, "", json.RawMessage(b))
+		}
+	}
+	for key := range s.clusterSeen.m {
+		if _, ok := now[key]; !ok && key[0] == 'c' {
+			s.events.publish(EventClientGone, "", map[string]string{"client_id": key[1:]})
+		}
+	}
+	s.clusterSeen.m = now
 }
 
 // clusterPoll is how often a server reads the other servers' tasks and
