@@ -113,7 +113,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitFor(ctx, hasText("li.step .action.success", `echo approved > alpha.txt`)),
 		waitFor(ctx, hasText("li.step .action pre.out", "streamed-ok")),
 		waitFor(ctx, hasText("li.step .action pre.err", "not run: the user declined to approve it")),
-		waitFor(ctx, hasText(".usage", "model calls")))
+		waitFor(ctx, hasText(".usage", "% of the prompt cached")))
 	if b, err := os.ReadFile(filepath.Join(s.dir, "alpha.txt")); err != nil || string(b) != "approved\n" {
 		t.Errorf("the approved command: alpha.txt = %q, %v", b, err)
 	}

@@ -56,9 +56,9 @@ type RunInfo struct {
 	Apps    map[string]string   `json:"apps,omitempty"`
 	Error   string              `json:"error,omitempty"`
 	// ModelCalls counts its model calls, Usage their tokens.
-	ModelCalls int       `json:"model_calls"`
-	Usage      llm.Usage `json:"usage"`
-	Steps   []StepInfo          `json:"steps"`
+	ModelCalls int        `json:"model_calls"`
+	Usage      llm.Usage  `json:"usage"`
+	Steps      []StepInfo `json:"steps"`
 }
 
 // ReplayInfo is how a replay of a recorded run went: the model answered

@@ -42,7 +42,7 @@ func TestRunsThroughTheAPI(t *testing.T) {
 			wrote = wrote || (act.Tool == "write_file" && act.Status == "success" && strings.Contains(act.Output, "hello.txt"))
 		}
 	}
-	if !wrote || len(run.Steps) != 7 || run.Steps[0].N != 1 || run.Usage.ModelCalls != 7 || run.Usage.CachedTokens == 0 || run.Status != "FINISH" {
+	if !wrote || len(run.Steps) != 7 || run.Steps[0].N != 1 || run.ModelCalls != 7 || run.Usage.CachedTokens == 0 || run.Status != "FINISH" {
 		t.Errorf("run: %d steps, usage %+v, status %s, write_file seen %v", len(run.Steps), run.Usage, run.Status, wrote)
 	}
 

@@ -188,7 +188,7 @@ func TestTaskEventStream(t *testing.T) {
 	if !stepWithOutput {
 		t.Error("no step event carried write_file's call and its output")
 	}
-	if end := decode[server.TaskSummary](t, read[len(read)-1]); end.Status != server.StatusCompleted || end.Steps == 0 || end.Usage.ModelCalls != 5 {
+	if end := decode[server.TaskSummary](t, read[len(read)-1]); end.Status != server.StatusCompleted || end.Steps == 0 || end.Usage.PromptTokens == 0 || end.Cost == "" {
 		t.Errorf("end: %s", read[len(read)-1].Data)
 	}
 

@@ -17,7 +17,6 @@ import (
 	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/console"
-	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 )
@@ -46,7 +45,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(server.Options{Token: key, Redactor: red, RunsDir: runs, Cost: func(u llm.Usage) (float64, bool) { return base.Cost(cfg.Model, u) },
+	srv, err := server.New(server.Options{Token: key, Redactor: red, RunsDir: runs,
 		AskTimeout: cfg.Remote.AskTimeout.D(), CommandTimeout: cfg.Agent.CommandTimeout.D(),
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 			r, err := sessions(spec)

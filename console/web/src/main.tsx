@@ -2,7 +2,7 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { APIError, call, login, logout, session, stream } from "./api";
-import type { Client, CommandState, Decision, EvalSummary, Pending, Progress, ReplayInfo, RunInfo, RunSummary, Step, TaskInfo, TaskSummary } from "./types";
+import type { Usage, Client, CommandState, Decision, EvalSummary, Pending, Progress, ReplayInfo, RunInfo, RunSummary, Step, TaskInfo, TaskSummary } from "./types";
 
 // ---- routing: #/tasks, #/tasks/ID, #/devices, #/runs, #/runs/ID, #/evals
 
@@ -24,12 +24,15 @@ const go = (path: string) => (location.hash = "#/" + path);
 const time = (s?: string) => (s ? new Date(s).toLocaleTimeString() : "");
 const secs = (ms?: number) => (ms === undefined ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
-function usageLine(u?: TaskInfo["usage"]): string {
-  if (!u || !u.model_calls) return "no model calls yet";
-  const tokens = u.prompt_tokens + u.completion_tokens;
-  const cached = u.prompt_tokens ? Math.round((100 * u.cached_tokens) / u.prompt_tokens) : 0;
-  const cost = u.cost_known ? `$${u.cost_usd.toFixed(4)}` : "cost unknown";
-  return `${u.model_calls} model calls · ${tokens} tokens (${u.prompt_tokens} prompt, ${u.completion_tokens} completion) · ${cached}% of the prompt cached · ${cost}`;
+function usageLine(u?: Usage, cost?: string, calls?: number): string {
+  if (!u || !(u.prompt_tokens + u.completion_tokens)) return "no tokens used yet";
+  const cached = u.prompt_tokens ? Math.round((100 * (u.cached_tokens || 0)) / u.prompt_tokens) : 0;
+  const parts = [];
+  if (calls) parts.push(`${calls} model calls`);
+  parts.push(`${u.prompt_tokens + u.completion_tokens} tokens${u.estimated ? " (estimated)" : ""} (${u.prompt_tokens} prompt, ${u.completion_tokens} completion)`);
+  parts.push(`${cached}% of the prompt cached`);
+  if (cost) parts.push(cost);
+  return parts.join(" · ");
 }
 
 function Status({ s }: { s: string }) {
@@ -401,7 +404,7 @@ function useTask(id: string) {
           }
           case "task":
           case "end":
-            Object.assign(next, { status: data.status, error: data.error, ended_at: data.ended_at, usage: data.usage });
+            Object.assign(next, { status: data.status, error: data.error, ended_at: data.ended_at, usage: data.usage, cost: data.cost });
             break;
         }
         return next;
@@ -444,7 +447,7 @@ function TaskView({ id }: { id: string; summary?: TaskSummary }) {
         <Status s={info.status} /> on <a href="#/devices">{info.client_id}</a> · started {time(info.created_at)}
         {info.ended_at && <> · ended {time(info.ended_at)}</>} · <a href={`#/runs/${info.id}`}>recording</a>
       </p>
-      <p class="usage">{usageLine(info.usage)}</p>
+      <p class="usage">{usageLine(info.usage, info.cost)}</p>
       {info.error && <p class="error failure" role="alert">Failed: {info.error}</p>}
       {info.result && <p class="result">Answer: {info.result}</p>}
       {info.status === "running" && <button class="decline" onClick={cancel}>Cancel task</button>}
@@ -625,7 +628,7 @@ function RunView({ id }: { id: string }) {
       <p class="meta">{run.model} · {new Date(run.started_at).toLocaleString()} · {run.status ? <Status s={run.status} /> : "no end recorded"}</p>
       {run.answer && <p class="result">Answer: {run.answer}</p>}
       {run.error && <p class="error">{run.error}</p>}
-      <p class="usage">{usageLine(run.usage)}</p>
+      <p class="usage">{usageLine(run.usage, undefined, run.model_calls)}</p>
       <div class="row">
         <button onClick={doReplay} disabled={replay === "running"}>{replay === "running" ? "Replaying…" : "Replay against the recording"}</button>
       </div>

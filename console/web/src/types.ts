@@ -1,12 +1,11 @@
 // The API's shapes, as package server writes them.
 
 export interface Usage {
-  model_calls: number;
   prompt_tokens: number;
   completion_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
-  cost_known: boolean;
+  cached_tokens?: number;
+  total_tokens: number;
+  estimated?: boolean;
 }
 
 export interface Pending {
@@ -36,6 +35,7 @@ export interface TaskSummary {
   error?: string;
   steps: number;
   usage: Usage;
+  cost?: string;
   open: Pending[];
 }
 
@@ -118,6 +118,7 @@ export interface TaskInfo {
   steps_omitted?: number;
   pending: Pending[];
   usage: Usage;
+  cost?: string;
   progress?: Progress[];
 }
 
@@ -154,6 +155,7 @@ export interface RunSummary {
 export interface RunInfo extends RunSummary {
   mode?: string;
   error?: string;
+  model_calls: number;
   usage: Usage;
   steps: Step[];
 }
