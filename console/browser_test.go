@@ -19,6 +19,8 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/llm/scripted"
+	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools/files"
@@ -84,24 +86,38 @@ type site struct {
 	runs string
 }
 
-// scripts picks each task's scripted model by its request.
+// scripts picks each task's scripted model by its request. A script
+// that starts with unpricedNoUsage plays a model without a price whose
+// provider reports no token usage (Saucer counts the tokens).
 type scripts map[string]string
+
+// unpricedNoUsage marks a script as a model without a price
+// (openai-compatible:local) whose replies carry no usage.
+const unpricedNoUsage = "# unpriced, no usage reported\n"
 
 func newSite(t testing.TB, byRequest scripts) *site {
 	t.Helper()
 	s := &site{dir: t.TempDir(), runs: t.TempDir()}
 	evalsDir := t.TempDir()
 	writeEval(t, filepath.Join(evalsDir, "nightly"))
-	cfgs := map[string]*config.Config{}
+	cfgs, opts := map[string]*config.Config{}, map[string]session.Options{}
 	for req, script := range byRequest {
 		cfgs[req] = scriptConfig(t, script)
+		if strings.HasPrefix(script, unpricedNoUsage) {
+			sc, err := scripted.Parse([]byte(script), "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs[req].Model = "openai-compatible:local"
+			opts[req] = session.Options{Model: tokens.Counted(scripted.New(*sc), cfgs[req].Model)}
+		}
 	}
 	newSession := func(spec server.SessionSpec) (server.Runner, error) {
 		cfg := cfgs[spec.Request]
 		if cfg == nil {
 			return nil, fmt.Errorf("the test has no script for %q", spec.Request)
 		}
-		return server.RecordTo(s.runs, cfg, trajectory.Options{}, server.Sessions(cfg, session.Options{}))(spec)
+		return server.RecordTo(s.runs, cfg, trajectory.Options{}, server.Sessions(cfg, opts[spec.Request]))(spec)
 	}
 	srv, err := server.New(server.Options{Token: key, NewSession: newSession, RunsDir: s.runs, EvalsDir: evalsDir,
 		CancelGrace: 200 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }})

@@ -54,6 +54,50 @@ replies:
   - tool_calls: [{name: finish_task, arguments: {result: "hello.txt written"}}]
 `
 
+// countScript is a model without a price whose provider reports no
+// usage: Saucer counts its tokens.
+const countScript = unpricedNoUsage + `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: files, subtask: "Write count to count.txt"}}]
+    usage: {prompt_tokens: 0, completion_tokens: 0}
+  - tool_calls: [{name: write_file, arguments: {path: count.txt, content: "1\n"}}]
+    usage: {prompt_tokens: 0, completion_tokens: 0}
+  - tool_calls: [{name: finish_task, arguments: {result: "Wrote count.txt"}}]
+    usage: {prompt_tokens: 0, completion_tokens: 0}
+  - tool_calls: [{name: finish_task, arguments: {result: "count.txt written"}}]
+    usage: {prompt_tokens: 0, completion_tokens: 0}
+`
+
+// TestConsoleShowsCostTruthfully: a task whose model has no price shows
+// "cost unknown" (never $0.0000) in the list, on its page and on its
+// recording's page; tokens Saucer counted, because the provider reported
+// none, are marked estimated. A free model's task shows its $0.0000.
+func TestConsoleShowsCostTruthfully(t *testing.T) {
+	s := newSite(t, scripts{"Count for me": countScript, "Write hello": helloScript})
+	var unpriced, free server.DispatchResponse
+	postJSON(t, s.url+"/api/dispatch", `{"client_id":"box","request":"Count for me"}`, &unpriced)
+	if info := waitEnded(t, s.srv, unpriced.TaskID); info.Status != server.StatusCompleted || !info.Usage.Estimated || info.Cost != "cost unknown" {
+		t.Fatalf("the unpriced task: %s %s, usage %+v, cost %q", info.Status, info.Error, info.Usage, info.Cost)
+	}
+	postJSON(t, s.url+"/api/dispatch", `{"client_id":"box","request":"Write hello"}`, &free)
+	waitEnded(t, s.srv, free.TaskID)
+	ctx := browser(t)
+	row := func(id string) string { return `tr[data-task="` + id + `"] td.cost` }
+	run(t, ctx, "the list",
+		chromedp.Navigate(s.url+"/#key="+key), waitFor(ctx, hasText(".conn", "live")),
+		waitFor(ctx, hasText(row(unpriced.TaskID), "cost unknown")), waitFor(ctx, hasText(row(free.TaskID), "$0.0000")))
+	run(t, ctx, "the unpriced task",
+		chromedp.Navigate(s.url+"/#/tasks/"+unpriced.TaskID), waitFor(ctx, hasText("article.task .status", "completed")),
+		waitFor(ctx, hasText(".usage", "cost unknown")), waitFor(ctx, hasText(".usage", "estimated: the provider reported none")),
+		waitFor(ctx, hasText(".usage", "~")), waitFor(ctx, hasText("li.step .tokens", "(estimated)")))
+	run(t, ctx, "its recording",
+		chromedp.Navigate(s.url+"/#/runs/"+unpriced.TaskID), waitFor(ctx, hasText(".stepnav", "Step 1 of")),
+		waitFor(ctx, hasText(".usage", "cost unknown")), waitFor(ctx, hasText(".usage", "estimated")))
+	if page := get(t, ctx, "the recording's text", chromedp.TextContent(chromedp.CSS("main"))); strings.Contains(page, "$0.0000") {
+		t.Errorf("the unpriced run shows $0.0000:\n%s", page)
+	}
+}
+
 // TestConsoleInBrowser drives the console in Debian's chromium as a person
 // would: a wrong key is refused and the right one lets in; a task is
 // dispatched from the page; its question is answered and one approval

@@ -55,9 +55,14 @@ type RunInfo struct {
 	Device  *command.DeviceInfo `json:"device,omitempty"`
 	Apps    map[string]string   `json:"apps,omitempty"`
 	Error   string              `json:"error,omitempty"`
-	// ModelCalls counts its model calls, Usage their tokens.
+	// ModelCalls counts its model calls, Usage their tokens. Cost and
+	// CostUSD are what the recording's end says they cost (see TaskInfo);
+	// empty when the recording has no end, or was made before costs were
+	// recorded: the console then says "cost unknown".
 	ModelCalls int        `json:"model_calls"`
 	Usage      llm.Usage  `json:"usage"`
+	Cost       string     `json:"cost,omitempty"`
+	CostUSD    *float64   `json:"cost_usd,omitempty"`
 	Steps      []StepInfo `json:"steps"`
 }
 
@@ -211,6 +216,7 @@ func runInfo(id, dir string, tr *trajectory.Trajectory) RunInfo {
 	if end := tr.End(); end != nil {
 		t := tr.Events[len(tr.Events)-1].Time
 		info.EndedAt, info.Status, info.Answer, info.Error = &t, end.Status, end.Answer, end.Error
+		info.Cost, info.CostUSD = end.Cost, end.CostUSD
 	}
 	lastShot := map[string]*shotData{}
 	for _, e := range tr.Events {

@@ -2,7 +2,7 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { APIError, call, login, logout, session, stream } from "./api";
-import type { Usage, Client, CommandState, Decision, EvalSummary, Pending, Progress, ReplayInfo, RunInfo, RunSummary, Step, TaskInfo, TaskSummary } from "./types";
+import type { Client, CommandState, Decision, EvalSummary, Pending, Progress, ReplayInfo, RunInfo, RunSummary, Step, TaskInfo, TaskSummary, Usage } from "./types";
 
 // ---- routing: #/tasks, #/tasks/ID, #/devices, #/runs, #/runs/ID, #/evals
 
@@ -24,15 +24,27 @@ const go = (path: string) => (location.hash = "#/" + path);
 const time = (s?: string) => (s ? new Date(s).toLocaleTimeString() : "");
 const secs = (ms?: number) => (ms === undefined ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
+// usageLine says what a task's or a run's model calls used and cost.
+// Tokens Saucer counted because the provider reported none are marked
+// "~", and the cost is the server's words ("$0.0123", "~$0.0123
+// (estimated)", "cost unknown"): a cost the server did not give is
+// unknown, never $0.
 function usageLine(u?: Usage, cost?: string, calls?: number): string {
   if (!u || !(u.prompt_tokens + u.completion_tokens)) return "no tokens used yet";
+  const est = u.estimated ? "~" : "";
   const cached = u.prompt_tokens ? Math.round((100 * (u.cached_tokens || 0)) / u.prompt_tokens) : 0;
   const parts = [];
   if (calls) parts.push(`${calls} model calls`);
-  parts.push(`${u.prompt_tokens + u.completion_tokens} tokens${u.estimated ? " (estimated)" : ""} (${u.prompt_tokens} prompt, ${u.completion_tokens} completion)`);
+  parts.push(`${est}${u.prompt_tokens + u.completion_tokens} tokens (${est}${u.prompt_tokens} prompt, ${est}${u.completion_tokens} completion${u.estimated ? ", estimated: the provider reported none" : ""})`);
   parts.push(`${cached}% of the prompt cached`);
-  if (cost) parts.push(cost);
+  parts.push(costText(u, cost));
   return parts.join(" · ");
+}
+
+// costText is a cost as the list and the pages show it.
+function costText(u?: Usage, cost?: string): string {
+  if (cost) return cost;
+  return u && u.prompt_tokens + u.completion_tokens ? "cost unknown" : "";
 }
 
 function Status({ s }: { s: string }) {
@@ -302,7 +314,7 @@ function Tasks({ tasks, clients, waiting }: { tasks: TaskSummary[]; clients: Map
         <h2 id="tasks-h">Tasks</h2>
         {tasks.length === 0 ? <p>No tasks yet.</p> : (
           <table class="tasks">
-            <thead><tr><th scope="col">Task</th><th scope="col">Device</th><th scope="col">Status</th><th scope="col">Steps</th><th scope="col">Started</th></tr></thead>
+            <thead><tr><th scope="col">Task</th><th scope="col">Device</th><th scope="col">Status</th><th scope="col">Steps</th><th scope="col">Cost</th><th scope="col">Started</th></tr></thead>
             <tbody>
               {tasks.map((t) => (
                 <tr data-task={t.id}>
@@ -310,6 +322,7 @@ function Tasks({ tasks, clients, waiting }: { tasks: TaskSummary[]; clients: Map
                   <td>{t.client_id}</td>
                   <td><Status s={t.status} /></td>
                   <td>{t.steps}</td>
+                  <td class="cost">{costText(t.usage, t.cost)}</td>
                   <td>{time(t.created_at)}</td>
                 </tr>
               ))}
@@ -503,11 +516,18 @@ function LiveCommand({ c, p }: { c: CommandState; p?: Progress }) {
   );
 }
 
+// stepTokens is a step's tokens, "~" when Saucer counted them.
+function stepTokens(u: Usage): string {
+  const est = u.estimated ? "~" : "";
+  const cached = u.cached_tokens && u.prompt_tokens ? ` (${Math.round((100 * u.cached_tokens) / u.prompt_tokens)}% cached)` : "";
+  return `${est}${u.prompt_tokens}+${est}${u.completion_tokens} tokens${cached}${u.estimated ? " (estimated)" : ""}`;
+}
+
 function StepItem({ s, cmds }: { s: Step; cmds?: Map<string, CommandState> }) {
   return (
     <li class="step" data-n={s.n} id={`step-${s.n}`}>
       <p class="head"><strong>{s.agent}</strong> step {s.step} <Status s={s.status || "…"} /> <span class="dim">{secs(s.duration_ms)}</span>
-        {s.usage && <span class="dim"> · {s.usage.prompt_tokens}+{s.usage.completion_tokens} tokens{s.usage.cached_tokens ? ` (${Math.round((100 * s.usage.cached_tokens) / s.usage.prompt_tokens)}% cached)` : ""}</span>}
+        {s.usage && <span class="dim tokens"> · {stepTokens(s.usage)}</span>}
       </p>
       {s.thought && <p class="thought">{s.thought}</p>}
       {(s.actions || []).map((a) => {
@@ -628,7 +648,7 @@ function RunView({ id }: { id: string }) {
       <p class="meta">{run.model} · {new Date(run.started_at).toLocaleString()} · {run.status ? <Status s={run.status} /> : "no end recorded"}</p>
       {run.answer && <p class="result">Answer: {run.answer}</p>}
       {run.error && <p class="error">{run.error}</p>}
-      <p class="usage">{usageLine(run.usage, undefined, run.model_calls)}</p>
+      <p class="usage">{usageLine(run.usage, run.cost, run.model_calls)}</p>
       <div class="row">
         <button onClick={doReplay} disabled={replay === "running"}>{replay === "running" ? "Replaying…" : "Replay against the recording"}</button>
       </div>

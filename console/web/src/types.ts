@@ -72,7 +72,7 @@ export interface Step {
   duration_ms: number;
   error?: string;
   actions?: Action[];
-  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  usage?: Usage;
   screenshot?: Screenshot;
 }
 
@@ -157,6 +157,7 @@ export interface RunInfo extends RunSummary {
   error?: string;
   model_calls: number;
   usage: Usage;
+  cost?: string;
   steps: Step[];
 }
 
