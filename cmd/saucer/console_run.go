@@ -15,6 +15,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/server"
@@ -45,8 +46,12 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	if err != nil {
 		return nil, err
 	}
+	// Ctrl-C works as in a run without the console: the first cancels the
+	// task, whose round waits for the command in progress to end (its
+	// CancelGrace is the command's own limit) and records its result; the
+	// second (base.Abort) stops that command on the device.
 	srv, err := server.New(server.Options{Token: key, Redactor: red, RunsDir: runs,
-		AskTimeout: cfg.Remote.AskTimeout.D(), CommandTimeout: cfg.Agent.CommandTimeout.D(),
+		AskTimeout: cfg.Remote.AskTimeout.D(), CommandTimeout: cfg.Agent.CommandTimeout.D(), CancelGrace: cfg.Agent.CommandTimeout.D(),
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 			r, err := sessions(spec)
 			if err != nil {
@@ -73,7 +78,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	if id == "" {
 		id = "local"
 	}
-	c, err := remote.New(dev, remote.Options{URL: "ws://" + ln.Addr().String() + "/ws", Token: key, ClientID: id,
+	c, err := remote.New(abortableDevice{dev, base.Abort}, remote.Options{URL: "ws://" + ln.Addr().String() + "/ws", Token: key, ClientID: id,
 		HeartbeatInterval: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second})
 	if err != nil {
 		return nil, err
@@ -130,4 +135,17 @@ func (r reportingRunner) Run(ctx context.Context, request string) *agent.Outcome
 	default:
 	}
 	return o
+}
+
+// abortableDevice is the run's device with each command stopped when
+// abort ends (the second Ctrl-C), as session.Options.Abort stops a local
+// run's: the server's dispatcher, which the agents use here, never
+// reaches the command in progress.
+type abortableDevice struct {
+	*client.Client
+	abort context.Context
+}
+
+func (d abortableDevice) Execute(ctx context.Context, cmd command.Command) command.Result {
+	return session.Abortable(d.Client, d.abort).Execute(ctx, cmd)
 }
