@@ -21,17 +21,24 @@ func TestClusterStreams(t *testing.T) {
 	if _, ok := alpha.srv.Task(d.TaskID); !ok {
 		t.Fatal("the task does not run on alpha")
 	}
-	s := beta.openEvents(t, "/api/tasks/"+d.TaskID+"/events", "")
-	if e := s.next(); e.Type != server.EventSnapshot || decode[server.TaskInfo](t, e).ID != d.TaskID {
-		t.Fatalf("first event through beta: %s %s", e.Type, e.Data)
-	}
-	var question server.PendingInfo
-	s.until(func(e server.Event) bool {
-		if e.Type == server.EventPending {
-			question = decode[server.PendingInfo](t, e)
+	// Once the question waits on alpha, beta's stream of the task starts:
+	// its snapshot holds the question (a stream started earlier would
+	// get it as an event or in the snapshot, as the race goes).
+	alpha.openEvents(t, "/api/tasks/"+d.TaskID+"/events", "").until(func(e server.Event) bool {
+		if e.Type == server.EventSnapshot {
+			return openQuestion(decode[server.TaskInfo](t, e).Pending).ID != ""
 		}
-		return question.Kind == "question" && question.Status == "open"
+		return e.Type == server.EventPending && openQuestion([]server.PendingInfo{decode[server.PendingInfo](t, e)}).ID != ""
 	})
+	s := beta.openEvents(t, "/api/tasks/"+d.TaskID+"/events", "")
+	first := s.next()
+	if first.Type != server.EventSnapshot || decode[server.TaskInfo](t, first).ID != d.TaskID {
+		t.Fatalf("first event through beta: %s %s", first.Type, first.Data)
+	}
+	question := openQuestion(decode[server.TaskInfo](t, first).Pending)
+	if question.ID == "" {
+		t.Fatalf("beta's snapshot has no open question: %s", first.Data)
+	}
 	beta.api(t, "POST", "/api/tasks/"+d.TaskID+"/pending/"+question.ID, map[string]string{"answer": "out.txt"}, nil)
 	s.until(func(e server.Event) bool {
 		return e.Type == server.EventPending && decode[server.PendingInfo](t, e).Answer == "out.txt"
@@ -53,4 +60,14 @@ func TestClusterStreams(t *testing.T) {
 	all.until(func(e server.Event) bool {
 		return e.Type == server.EventTask && decode[server.TaskSummary](t, e).ID == d.TaskID
 	})
+}
+
+// openQuestion is the open question among ps, or none.
+func openQuestion(ps []server.PendingInfo) server.PendingInfo {
+	for _, p := range ps {
+		if p.Kind == "question" && p.Status == "open" {
+			return p
+		}
+	}
+	return server.PendingInfo{}
 }
