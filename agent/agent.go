@@ -91,6 +91,11 @@ const (
 	// EventFallback comes when a model is passed over for its fallback;
 	// Err says which, for which, and why.
 	EventFallback EventKind = "fallback"
+	// EventProgress reports a running command's progress (Progress): its
+	// tool's reports as they come, and the end of a command left running
+	// in the background. It names the agent and step that dispatched the
+	// command, and may come after that step, or that agent, has ended.
+	EventProgress EventKind = "progress"
 )
 
 // Event is what an Observer is told.
@@ -127,7 +132,9 @@ type Event struct {
 	Phase   strategy.Phase
 	// Note is set when an app agent ends.
 	Note *memory.Note
-	Err  error
+	// Progress is set on progress events.
+	Progress *command.Progress
+	Err      error
 }
 
 // Outcome is how a session ended.

@@ -61,6 +61,19 @@ type observedDispatcher struct {
 }
 
 func (d *observedDispatcher) Execute(ctx context.Context, cmds []command.Command) []command.Result {
+	// The commands' progress reports become events of this agent and
+	// step, also those that come after it (a command left running in the
+	// background); a callback the caller set still gets them.
+	pe := about(EventProgress, d.pc)
+	outer := command.ProgressFrom(ctx)
+	ctx = command.WithProgress(ctx, func(p command.Progress) {
+		if outer != nil {
+			outer(p)
+		}
+		e := pe
+		e.Progress = &p
+		d.s.emit(e)
+	})
 	start := time.Now()
 	results := d.next.Execute(ctx, cmds)
 	e := about(EventDispatch, d.pc)

@@ -439,6 +439,13 @@ func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 			b = append(b, `,"queued_by":`...)
 			b = appendString(b, l.QueuedBy)
 		}
+		if l.DetachAfter > 0 {
+			b = append(b, `,"detach_after_ms":`...)
+			b = strconv.AppendInt(b, l.DetachAfter.Milliseconds(), 10)
+		}
+		if l.Progress {
+			b = append(b, `,"progress":true`...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil

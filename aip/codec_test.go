@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
@@ -393,5 +394,47 @@ func TestDecodeEscapes(t *testing.T) {
 		if _, err := aip.DecodeClient([]byte(bad)); err == nil {
 			t.Errorf("accepted invalid JSON %q", bad)
 		}
+	}
+}
+
+// Saucer's background and progress requests travel in the lifecycle and
+// come back as they went; bad values are refused with the field's name.
+func TestLifecycleDetachAndProgress(t *testing.T) {
+	m := aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, ResponseID: "r",
+		Actions:   []command.Command{{ToolName: "x", ToolType: command.Action, CallID: "c"}},
+		Lifecycle: &aip.Lifecycle{DetachAfter: 1500 * time.Millisecond, Progress: true}}
+	b, _ := m.Append(nil)
+	if !bytes.Contains(b, []byte(`"detach_after_ms":1500,"progress":true}`)) {
+		t.Errorf("encoded %s", b)
+	}
+	back, err := aip.DecodeServer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := back.Lifecycle; l == nil || l.DetachAfter != 1500*time.Millisecond || !l.Progress {
+		t.Errorf("decoded %+v", back.Lifecycle)
+	}
+	for _, bad := range []string{`{"detach_after_ms":"soon"}`, `{"detach_after_ms":-1}`, `{"progress":"yes"}`} {
+		_, err := aip.DecodeServer([]byte(`{"type":"command","status":"continue","response_id":"r","actions":[],"lifecycle":` + bad + `}`))
+		if err == nil || !strings.Contains(err.Error(), "lifecycle.") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// A progress report's tool fields travel on the heartbeat and come back.
+func TestProgressReportRoundTrip(t *testing.T) {
+	m := aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: "d",
+		Progress: &aip.Progress{ResponseID: "r", CallID: "c", State: "running", ElapsedMS: 1200, Progress: 7, Total: 10, Message: "line 6\nline 7"}}
+	b, err := m.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := aip.DecodeClient(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Progress == nil || *back.Progress != *m.Progress {
+		t.Errorf("got %+v from %s", back.Progress, b)
 	}
 }

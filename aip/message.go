@@ -138,6 +138,16 @@ type Lifecycle struct {
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	QueuedBy  string    `json:"queued_by,omitempty"`
+	// DetachAfter (JSON "detach_after_ms", in milliseconds) asks the
+	// device to leave a command that runs longer than this in the
+	// background: it answers the frame at once with that command's Result
+	// in status none (command.Running), skips the rest, and reports the
+	// command's end later as a progress report with its final state.
+	// Zero: every command is waited for.
+	DetachAfter time.Duration `json:"-"`
+	// Progress asks the device to send the commands' progress reports as
+	// they come (Progress on heartbeats), not only at each heartbeat.
+	Progress bool `json:"progress,omitempty"`
 }
 
 // Expired reports whether a command of this frame may no longer start.
@@ -183,17 +193,28 @@ func ResendsOf(meta map[string]any) *Resends {
 	return nil
 }
 
-// Progress is a Saucer device's report that a command is running (JSON
-// field "progress" on a heartbeat, which UFO servers simply acknowledge).
+// Progress is a Saucer device's report that a command is running, and how
+// it is doing (JSON field "progress" on a heartbeat, which UFO servers
+// simply acknowledge). A device sends one at each heartbeat while a
+// command runs; to a server that asked for them (Lifecycle.Progress), one
+// for each of the tool's reports too (a few a second at most), and one
+// when a command left in the background ends.
 type Progress struct {
 	ResponseID string `json:"response_id"`
 	CallID     string `json:"call_id"`
-	// State is "running".
+	// State is "running", or how a command left in the background ended
+	// (a command.State: completed, failed, cancelled).
 	State string `json:"state"`
 	// Index is the command's position in its frame.
 	Index int `json:"index"`
 	// Elapsed is how long the command has run, in milliseconds.
 	ElapsedMS int64 `json:"elapsed_ms"`
+	// Progress, Total and Message are the tool's latest report
+	// (notifications/progress), when it sent one; Message is the latest
+	// lines of a command's output.
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
 }
 
 // Timestamp formats t the way UFO does: ISO-8601 in UTC with microseconds

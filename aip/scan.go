@@ -3,6 +3,7 @@ package aip
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -428,12 +429,39 @@ func (s *scanner) lifecycle() (*Lifecycle, error) {
 			v, err := s.str("queued_by")
 			l.QueuedBy = v
 			return err
+		case "detach_after_ms":
+			v, err := s.anyValue(1)
+			switch n := v.(type) {
+			case nil:
+			case float64:
+				if n < 0 || n > math.MaxInt64/int64Ms {
+					return badFrame("lifecycle.detach_after_ms %v is out of range", n)
+				}
+				l.DetachAfter = time.Duration(n * float64(time.Millisecond))
+			default:
+				return badFrame("lifecycle.detach_after_ms must be a number or null")
+			}
+			return err
+		case "progress":
+			v, err := s.anyValue(1)
+			switch b := v.(type) {
+			case nil:
+			case bool:
+				l.Progress = b
+			default:
+				return badFrame("lifecycle.progress must be true, false or null")
+			}
+			return err
 		}
 		_, err := s.value(1)
 		return err
 	})
 	return l, err
 }
+
+// int64Ms is a millisecond in nanoseconds, for the range check of a
+// duration in milliseconds.
+const int64Ms = float64(time.Millisecond)
 
 // time reads a lifecycle field, an RFC 3339 time or null (the zero
 // time), into t.

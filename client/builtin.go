@@ -68,6 +68,8 @@ func (c *Client) builtin(ctx context.Context, cmd command.Command) (command.Resu
 		return c.listTools(cmd), true
 	case command.GetDeviceInfo:
 		return command.Succeeded(cmd.CallID, c.opts.Device), true
+	case command.CommandStatus, command.CancelCommand:
+		return c.control(ctx, cmd), true
 	case Describe:
 		ns, err := stringParam(cmd.Parameters, "namespace")
 		if err != nil {
@@ -135,6 +137,12 @@ func (c *Client) Describe(namespace string) Interface {
 		Args: obj(`"namespace":{"type":"string"}`)}
 	in.Commands[GetState] = CommandSpec{Description: "Device info and the state of every MCP server.", Args: obj(""),
 		Returns: json.RawMessage(`{"type":"object","properties":{"device":{"type":"object"},"servers":{"type":"array"},"display":{"type":"boolean"}}}`)}
+	in.Commands[command.CommandStatus] = CommandSpec{Description: "How a command is doing: its latest progress while it runs (one left running in the background), its result once it has ended; wait: seconds to wait for its end first (at most 60).",
+		ToolType: command.DataCollection, Args: json.RawMessage(`{"type":"object","properties":{"call_id":{"type":"string"},"wait":{"type":"number","minimum":0}},"required":["call_id"]}`),
+		Returns: json.RawMessage(`{"type":"object"}`)}
+	in.Commands[command.CancelCommand] = CommandSpec{Description: "Stop a running command (its tool is cancelled; a shell command is killed with every process it started) and say how it ended.",
+		ToolType: command.Action, Args: json.RawMessage(`{"type":"object","properties":{"call_id":{"type":"string"}},"required":["call_id"]}`),
+		Returns: json.RawMessage(`{"type":"object"}`)}
 	if c.opts.Screenshot != nil {
 		in.Commands[Screenshot] = CommandSpec{Description: "Capture the display.", Args: obj(""),
 			Returns: json.RawMessage(`{"type":"object","properties":{"mime_type":{"const":"image/png"},"data":{"type":"string","contentEncoding":"base64"}}}`)}

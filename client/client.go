@@ -218,6 +218,7 @@ type Client struct {
 	log         *slog.Logger
 	conns       []*conn // in the order given to New
 	byNamespace map[string]*conn
+	calls       calls // the commands it runs, and those that ended lately
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -357,6 +358,7 @@ func (c *Client) Device() command.DeviceInfo { return c.opts.Device }
 // nothing outlives it. Calling it again returns the first result.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.calls.cancelAll(errors.New("the device client was closed"))
 		var wg sync.WaitGroup
 		errs := make([]error, len(c.conns))
 		for i, cn := range c.conns {

@@ -18,32 +18,8 @@ import (
 // noAction is UFO's answer to a command without a tool name.
 const noAction = "No action taken."
 
-// Execute runs one command and always returns its Result, carrying the
-// command's call id and the namespace that ran it. Nothing is returned as a
-// Go error: an unknown tool (with the closest names), arguments that do not
-// fit the tool's input schema (naming the argument), a tool of a forbidden
-// risk class, a dead server (with its last words), a tool's own error, a
-// transport failure, a panic in an in-process tool, a timeout (per tool,
-// per server or Options.CallTimeout) and a result over
-// Options.MaxResultBytes all come back as failure Results the model can
-// read. Progress reports go to the callback set with WithProgress.
-//
-// The built-in commands get_mcp_tools ({namespace?, tool_type?}),
-// list_tools ({tool_type?}), get_device_info, describe ({namespace?}),
-// get_state and, where a display exists, screenshot are answered by the
-// client itself, unless the command's namespace names a server that has a
-// tool of that name. An empty tool name succeeds with "No action taken.".
-//
-// A tool is found by the command's namespace and name; without a namespace,
-// by name alone when exactly one server offers it. The command's tool_type
-// is not checked: routing is by name.
-func (c *Client) Execute(ctx context.Context, cmd command.Command) command.Result {
-	r := c.execute(ctx, cmd)
-	r.CallID = cmd.CallID
-	return r
-}
-
-func (c *Client) execute(ctx context.Context, cmd command.Command) command.Result {
+// execute runs one command; cl, when not nil, tracks it.
+func (c *Client) execute(ctx context.Context, cmd command.Command, cl *call) command.Result {
 	if cmd.ToolName == "" {
 		return withNamespace(command.Succeeded(cmd.CallID, noAction), cmd.Namespace)
 	}
@@ -67,7 +43,12 @@ func (c *Client) execute(ctx context.Context, cmd command.Command) command.Resul
 		return withNamespace(command.Failed(cmd.CallID, fmt.Sprintf("policy: %s.%s is a %s tool, and this device does not run %s tools",
 			ns, cmd.ToolName, t.risk, t.risk)), ns)
 	}
-	return withNamespace(c.call(ctx, cn, cmd), ns)
+	if cl != nil {
+		cl.mu.Lock()
+		cl.ns = ns
+		cl.mu.Unlock()
+	}
+	return withNamespace(c.call(ctx, cn, cmd, cl), ns)
 }
 
 func withNamespace(r command.Result, ns string) command.Result {
@@ -195,7 +176,7 @@ func (c *Client) namespaceList() string {
 // goroutine so that a tool that ignores its context cannot hold the caller
 // past the timeout, and so that a panicking in-process tool becomes a
 // failure instead of bringing the device down.
-func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) command.Result {
+func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, cl *call) command.Result {
 	timeout := cn.srv.timeoutFor(cmd.ToolName, c.opts.CallTimeout)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
@@ -203,26 +184,37 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) comman
 	if args == nil {
 		args = map[string]any{}
 	}
-	var onProgress func(Progress)
-	if fn := progressFrom(ctx); fn != nil {
-		// Reports end when the call returns, even for a tool that goes on
-		// after its timeout: the caller hears nothing of a call it has had
-		// the result of.
-		var mu sync.Mutex
-		ended := false
-		defer func() {
-			mu.Lock()
-			ended = true
-			mu.Unlock()
-		}()
-		onProgress = func(p Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !ended {
-				p.CallID, p.Namespace, p.Tool = cmd.CallID, cn.srv.Namespace, cmd.ToolName
-				fn(p)
-			}
+	// Every call asks for progress (a progressToken), whether or not
+	// anyone listens now: a command left running in the background is
+	// asked about later. Reports end when the call returns, even for a
+	// tool that goes on after its timeout: the caller hears nothing of a
+	// call it has had the result of.
+	fn := progressFrom(ctx)
+	var mu sync.Mutex
+	ended := false
+	defer func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+	}()
+	onProgress := func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ended:
+		case cl != nil:
+			cl.progress(p)
+		case fn != nil:
+			p.CallID, p.Namespace, p.Tool, p.State = cmd.CallID, cn.srv.Namespace, cmd.ToolName, command.StateRunning
+			fn(p)
 		}
+	}
+	settled := func() {}
+	if cl != nil {
+		cl.mu.Lock()
+		cl.inProcess = cn.kind == KindBuiltin && cn.srv.MCP != nil
+		cl.mu.Unlock()
+		settled = func() { close(cl.settled) }
 	}
 	type reply struct {
 		res *mcp.CallToolResult
@@ -230,6 +222,7 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) comman
 	}
 	replies := make(chan reply, 1) // buffered: a late reply must not block its goroutine forever
 	go func() {
+		defer settled()
 		defer func() {
 			if p := recover(); p != nil {
 				replies <- reply{err: fmt.Errorf("tool panicked: %v", p)}
@@ -242,9 +235,17 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command) comman
 	select {
 	case r = <-replies:
 	case <-ctx.Done():
+		wait := time.Duration(0)
+		if errors.Is(context.Cause(ctx), errCancelledByCommand) {
+			// Asked to stop: a tool that does so says what it had done
+			// (a shell command's output so far).
+			wait = DefaultCancelWait
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
 		select {
-		case r = <-replies: // it finished just in time
-		default:
+		case r = <-replies: // it finished just in time, or stopped when asked
+		case <-t.C:
 			return command.Failed(cmd.CallID, interrupted(ctx, cmd, timeout)+cn.lastWords())
 		}
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,41 +75,75 @@ func TestGoToolProgressReachesTheCaller(t *testing.T) {
 		}
 		mu.Lock()
 		want := []client.Progress{
-			{CallID: id, Namespace: "work", Tool: "steps", Progress: 1, Total: 3, Message: "step 1"},
-			{CallID: id, Namespace: "work", Tool: "steps", Progress: 2, Total: 3, Message: "step 2"},
-			{CallID: id, Namespace: "work", Tool: "steps", Progress: 3, Total: 3, Message: "step 3"},
+			{CallID: id, Namespace: "work", Tool: "steps", Progress: 1, Total: 3, Message: "step 1", State: command.StateRunning},
+			{CallID: id, Namespace: "work", Tool: "steps", Progress: 2, Total: 3, Message: "step 2", State: command.StateRunning},
+			{CallID: id, Namespace: "work", Tool: "steps", Progress: 3, Total: 3, Message: "step 3", State: command.StateRunning},
 		}
-		if !slices.Equal(got, want) {
+		if !slices.Equal(untimed(got), want) {
 			t.Fatalf("call %d: progress before the result:\n got %+v\nwant %+v", i, got, want)
 		}
 		mu.Unlock()
 	}
 }
 
+// The same over stdio, to Saucer's own server in another process
+// (`saucer mcp`): its reports are written before its result, so none is
+// lost to the race with it.
+func TestGoToolProgressOverStdioComesBeforeTheResult(t *testing.T) {
+	srv := peer("steps")
+	srv.Namespace = "work"
+	c := newClient(t, []client.Server{srv}, fastOpts())
+	for i := range 50 {
+		var mu sync.Mutex
+		var got []client.Progress
+		ctx := client.WithProgress(context.Background(), func(p client.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, p)
+		})
+		id := fmt.Sprint("s-", i)
+		if r := c.Execute(ctx, command.Command{Namespace: "work", ToolName: "steps", CallID: id}); text(t, r) != "done" {
+			t.Fatalf("result %+v", r)
+		}
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n != 3 {
+			t.Fatalf("call %d: %d of 3 reports came before the result", i, n)
+		}
+	}
+}
+
 // A tool that goes on after its timeout reports to nobody: the caller has
 // its result (the timeout) and hears no more of the call.
 func TestProgressEndsWithTheCall(t *testing.T) {
-	returned, reported := make(chan struct{}), make(chan struct{})
+	started, returned, reported := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	s := &tools.Server{Name: "work"}
-	s.Add(tools.New("overrun", "ignores its timeout and reports after it", tools.Annotations{Risk: tools.RiskRead},
+	s.Add(tools.New("overrun", "ignores its caller's end and reports after it", tools.Annotations{Risk: tools.RiskRead},
 		func(ctx context.Context, in struct{}) (string, error) {
+			close(started)
 			<-returned
 			tools.ReportProgress(ctx, tools.Progress{Progress: 1, Message: "still here"})
 			close(reported)
 			return "late", nil
 		}))
-	srv := client.Server{Namespace: "work", MCP: s, CallTimeout: 50 * time.Millisecond}
-	c := newClient(t, []client.Server{srv}, fastOpts())
+	c := newClient(t, []client.Server{{Namespace: "work", MCP: s}}, fastOpts())
 	var mu sync.Mutex
 	var got []client.Progress
-	ctx := client.WithProgress(context.Background(), func(p client.Progress) {
+	ctx, cancel := context.WithCancelCause(client.WithProgress(context.Background(), func(p client.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, p)
-	})
+	}))
+	// The caller gives up once the tool runs (a timeout under load could
+	// come before the handler started, and test nothing).
+	go func() {
+		<-started
+		cancel(errors.New("the caller gave up"))
+	}()
 	r := c.Execute(ctx, command.Command{Namespace: "work", ToolName: "overrun"})
 	close(returned)
-	if r.OK() || !strings.Contains(r.Error, "timed out") {
+	if r.OK() || !strings.Contains(r.Error, "the caller gave up") {
 		t.Fatalf("result %+v", r)
 	}
 	select {
@@ -121,4 +156,13 @@ func TestProgressEndsWithTheCall(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("progress after the call returned: %+v", got)
 	}
+}
+
+// untimed is ps without their elapsed times, which vary.
+func untimed(ps []client.Progress) []client.Progress {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].ElapsedMS = 0
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/internal/mcpserve"
+	"github.com/saucerhq/saucer/tools"
 	"github.com/saucerhq/saucer/tools/shell"
 )
 
@@ -42,6 +43,11 @@ func runPeer(mode string) int {
 			return 1
 		}
 		return 0
+	case "steps": // a Saucer Go tool that reports progress, over stdio
+		if err := mcpserve.Stdio(context.Background(), stepsServer(), os.Stdin, os.Stdout); err != nil {
+			return 1
+		}
+		return 0
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: the config file /etc/peer.conf is missing")
 		return 3
@@ -61,6 +67,20 @@ func runPeer(mode string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	return 2
+}
+
+// stepsServer offers a Go tool that reports three steps and returns at
+// once: its last report is sent just before its result.
+func stepsServer() *tools.Server {
+	s := &tools.Server{Name: "work"}
+	s.Add(tools.New("steps", "reports three steps", tools.Annotations{Risk: tools.RiskRead},
+		func(ctx context.Context, in struct{}) (string, error) {
+			for i := 1; i <= 3; i++ {
+				tools.ReportProgress(ctx, tools.Progress{Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)})
+			}
+			return "done", nil
+		}))
+	return s
 }
 
 // goodServer is a well-behaved server with tools that exercise the client:

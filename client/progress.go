@@ -4,35 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/saucerhq/saucer/command"
 )
 
 // Progress is one progress report of a running tool call: an MCP
 // notifications/progress, tagged with the command it belongs to.
-type Progress struct {
-	CallID    string  `json:"call_id"`
-	Namespace string  `json:"namespace"`
-	Tool      string  `json:"tool_name"`
-	Progress  float64 `json:"progress"`
-	// Total is zero when the tool does not know it.
-	Total   float64 `json:"total,omitempty"`
-	Message string  `json:"message,omitempty"`
-}
-
-type progressKey struct{}
+type Progress = command.Progress
 
 // WithProgress returns a context under which every tool call reports its
-// progress to fn while it runs. The dispatcher passes the context through,
-// so a dispatcher's caller sets it to stream progress as events. fn is
-// called on the connection's reader goroutine: it must return quickly.
+// progress to fn while it runs (command.WithProgress). The dispatcher
+// passes the context through, so a dispatcher's caller sets it to stream
+// progress as events. fn is called on the connection's reader goroutine:
+// it must return quickly.
 func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
+	return command.WithProgress(ctx, fn)
 }
 
 // progressFrom returns the callback set by WithProgress, or nil.
-func progressFrom(ctx context.Context) func(Progress) {
-	fn, _ := ctx.Value(progressKey{}).(func(Progress))
-	return fn
-}
+func progressFrom(ctx context.Context) func(Progress) { return command.ProgressFrom(ctx) }
 
 // deliverProgress routes a notifications/progress to the call that asked
 // for it, by its token. Reports for calls that have ended are dropped.

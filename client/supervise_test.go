@@ -224,11 +224,11 @@ func TestProgressReachesTheDispatchersCaller(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			want := []client.Progress{
-				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 1, Total: 3, Message: "step 1"},
-				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 2, Total: 3, Message: "step 2"},
-				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 3, Total: 3, Message: "step 3"},
+				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 1, Total: 3, Message: "step 1", State: command.StateRunning},
+				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 2, Total: 3, Message: "step 2", State: command.StateRunning},
+				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 3, Total: 3, Message: "step 3", State: command.StateRunning},
 			}
-			if !slices.Equal(got, want) {
+			if !slices.Equal(untimed(got), want) {
 				t.Errorf("progress events before the result:\n got %+v\nwant %+v", got, want)
 			}
 		})

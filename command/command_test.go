@@ -142,3 +142,22 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("%s %s", c, c.Key())
 	}
 }
+
+// A result left running in the background is told by its status and its
+// payload: UFO's devices may answer status none for a command that ended.
+func TestRunningNeedsARunningStatus(t *testing.T) {
+	if r := command.Running(command.Status{CallID: "c", Tool: "run", State: command.StateRunning}); !r.Running() {
+		t.Errorf("Running's own result: %+v", r)
+	}
+	for _, r := range []command.Result{
+		{Status: command.None, CallID: "c"},
+		{Status: command.None, CallID: "c", Result: json.RawMessage(`null`)},
+		{Status: command.None, CallID: "c", Result: json.RawMessage(`"ok"`)},
+		{Status: command.None, CallID: "c", Result: json.RawMessage(`{"state":"completed"}`)},
+		{Status: command.Success, CallID: "c", Result: json.RawMessage(`{"state":"running"}`)},
+	} {
+		if r.Running() {
+			t.Errorf("%s %s taken for a command still running", r.Status, r.Result)
+		}
+	}
+}

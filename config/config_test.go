@@ -26,7 +26,7 @@ func TestDefaultsNeedNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Model != "openai:gpt-4o" || c.Agent.MaxSteps != 20 || c.Agent.CommandTimeout.D() != 5*time.Minute ||
-		!c.Tools.Shell.Enabled || !c.Tools.Files.Enabled {
+		c.Agent.DetachAfter.D() != 30*time.Second || !c.Tools.Shell.Enabled || !c.Tools.Files.Enabled {
 		t.Errorf("defaults %+v", c)
 	}
 }
@@ -59,10 +59,12 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		"agent: {max_stepz: 3}\n":                 "max_stepz",
 		"agent: {command_timeout: soon}\n":        "not a duration",
 		"agent: {max_steps: 0}\n":                 "max_steps",
+		"agent: {detach_after: -1s}\n":            "agent.detach_after must not be negative",
 		"models: {\"openai:*\": {mode: smoke}}\n": "smoke",
 		"model: [1, 2\n":                          "saucer.yaml",
 		"agent: {context: {preset: cheap}}\n":     `agent.context: preset "cheap" is not economy, balanced, full or window`,
 		"agent: {context: {recent: 4}}\n":         "recent, condensed and block belong to the window preset, not balanced: remove them, or set preset: window",
+		"tools: {desktop: {display: mine}}\n":     "neither an X display (:1, host:0.0) nor a desktop of its own (own, xvfb, sway, weston)",
 	}
 	for body, want := range cases {
 		_, err := config.Load(write(t, body), nil)
@@ -72,6 +74,11 @@ func TestBadConfigIsAClearError(t *testing.T) {
 	}
 	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml"), nil); err == nil {
 		t.Error("a missing file was accepted")
+	}
+	for _, good := range []string{":1", "localhost:10.0", "own", "xvfb", "sway", "weston", ""} {
+		if _, err := config.Load(write(t, "tools: {desktop: {display: \""+good+"\"}}\n"), nil); err != nil {
+			t.Errorf("display %q: %v", good, err)
+		}
 	}
 }
 

@@ -22,6 +22,19 @@ type Record struct {
 	// RedactPatterns are more regular expressions whose matches are
 	// removed, on top of the built-in API-key shapes.
 	RedactPatterns []string `yaml:"redact_patterns"`
+	// Keep prunes old runs from Dir when a run or a server starts.
+	Keep Keep `yaml:"keep"`
+}
+
+// Keep says which recorded runs stay (zero: all). A run that may be
+// running (no session_end, written to within a day) and the one starting
+// are never removed.
+type Keep struct {
+	// Age removes runs last written longer ago (720h: 30 days).
+	Age Duration `yaml:"age"`
+	// Size removes the oldest runs until those left take at most this
+	// much ("5GiB").
+	Size Size `yaml:"size"`
 }
 
 // secretEnv are the environment variables that hold provider credentials.

@@ -76,7 +76,10 @@ func NewLocal(exec Executor, opts LocalOptions) *Local {
 // after X" at the deadline, even if its executor ignores its context.
 //
 // After a command fails, the rest are Skipped, naming the failed call id:
-// later actions usually depend on earlier ones, as in UFO's client.
+// later actions usually depend on earlier ones, as in UFO's client. The
+// same goes after a command left running in the background (its Result
+// has status none: see command.WithDetach, which ctx may carry to the
+// executor).
 func (l *Local) Execute(ctx context.Context, cmds []command.Command) []command.Result {
 	results := make([]command.Result, len(cmds))
 	ids := make([]string, len(cmds))
@@ -86,22 +89,33 @@ func (l *Local) Execute(ctx context.Context, cmds []command.Command) []command.R
 			ids[i] = l.newID()
 		}
 	}
-	failed := ""
+	stopped := ""
 	for i, cmd := range cmds {
 		cmd.CallID = ids[i]
 		switch {
 		case ctx.Err() != nil:
 			results[i] = skipped(cmd, fmt.Sprintf("cancelled before it ran: %v", context.Cause(ctx)))
-		case failed != "":
-			results[i] = skipped(cmd, fmt.Sprintf("skipped: an earlier command (call_id %s) failed", failed))
+		case stopped != "":
+			results[i] = skipped(cmd, stopped)
 		default:
 			results[i] = l.run(ctx, cmd)
-			if results[i].Status == command.Failure {
-				failed = cmd.CallID
-			}
+			stopped = StoppedBy(results[i])
 		}
 	}
 	return results
+}
+
+// StoppedBy is why the commands after one with result r do not run, or ""
+// when they do: r failed, or its command was left running in the
+// background (command.WithDetach), which later actions usually depend on.
+func StoppedBy(r command.Result) string {
+	switch {
+	case r.Status == command.Failure:
+		return fmt.Sprintf("skipped: an earlier command (call_id %s) failed", r.CallID)
+	case r.Running():
+		return fmt.Sprintf("skipped: an earlier command (call_id %s) is still running in the background", r.CallID)
+	}
+	return ""
 }
 
 func skipped(cmd command.Command, why string) command.Result {

@@ -289,3 +289,39 @@ func BenchmarkLocalExecute(b *testing.B) {
 		}
 	}
 }
+
+// A command left running in the background stops the batch as a failure
+// would: its result says it runs, the rest are skipped; command_status and
+// cancel_command reach it through the same dispatcher.
+func TestBackgroundCommandSkipsTheRest(t *testing.T) {
+	d := dispatcher.NewLocal(newClient(t), dispatcher.LocalOptions{})
+	started := make(chan struct{})
+	var once sync.Once
+	ctx := command.WithDetach(context.Background(), 100*time.Millisecond)
+	ctx = command.WithProgress(ctx, func(p command.Progress) {
+		if strings.Contains(p.Message, "started") {
+			once.Do(func() { close(started) })
+		}
+	})
+	results := d.Execute(ctx, []command.Command{shellCmd("echo started; sleep 30"), shellCmd("echo after")})
+	if !results[0].Running() {
+		t.Fatalf("long command: %+v", results[0])
+	}
+	want := "skipped: an earlier command (call_id " + results[0].CallID + ") is still running in the background"
+	if results[1].Status != command.Skipped || results[1].Error != want {
+		t.Errorf("the next command: %+v, want %q", results[1], want)
+	}
+	// Its output has reached the shell's stream (under load, later than
+	// the detach).
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the background command never reported its output")
+	}
+	res := d.Execute(context.Background(), []command.Command{{ToolName: command.CancelCommand, Parameters: map[string]any{"call_id": results[0].CallID}}})
+	var s command.Status
+	if err := json.Unmarshal(res[0].Result, &s); err != nil || s.State != command.StateCancelled || s.Result == nil ||
+		!strings.Contains(s.Result.Error, "was stopped by its caller") || !strings.Contains(s.Result.Error, "started") {
+		t.Errorf("cancel: %+v %+v (%v)", res[0], s, err)
+	}
+}

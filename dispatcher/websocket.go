@@ -89,6 +89,11 @@ type Round struct {
 	// OnState, when set, is told of every lifecycle change. It must not
 	// block.
 	OnState func(CommandState)
+	// OnProgress, when set, is told of every progress report of the
+	// round's commands (the tool's reports, and the end of a command left
+	// in the background), as is the callback the round's context carries
+	// (command.WithProgress). It must not block.
+	OnProgress func(command.Progress)
 	// OnFrame, when set, is given each new round's command frame before
 	// it is sent (a durable server records it there, so that after a
 	// restart it can wait for the same round instead of sending its
@@ -130,12 +135,16 @@ type WebSocket struct {
 	// has seen from its memory instead of running it again.
 	dedupes bool
 	// away runs while the device is away; gone is set when it ran out.
-	away     clock.Timer
-	gone     bool
-	rounds   map[string]*round // waiting, by response_id
-	order    []*round          // waiting, oldest first, for re-sending
-	finished map[string]bool   // recently answered response ids
-	finOrder []string
+	away   clock.Timer
+	gone   bool
+	rounds map[string]*round // waiting, by response_id
+	order  []*round          // waiting, oldest first, for re-sending
+	// background are the commands the device left running in the
+	// background after their round was answered, by call_id: their
+	// progress and their end still arrive.
+	background map[string]*backgroundCommand
+	finished   map[string]bool // recently answered response ids
+	finOrder   []string
 }
 
 // round is one command frame waiting for its results.
@@ -151,6 +160,16 @@ type round struct {
 	// or sent before a restart of the server). Guarded by mu.
 	sent  bool
 	ended bool // the round has been settled; no more progress
+	// report is the progress callback of the round's context.
+	report func(command.Progress)
+}
+
+// backgroundCommand is a command left running on the device after its
+// round ended.
+type backgroundCommand struct {
+	r     *round
+	state CommandState
+	ended bool // its end was reported (perhaps before its round was settled)
 }
 
 // ending is how a round ends without results.
@@ -181,7 +200,8 @@ func NewWebSocket(link Link, opts WebSocketOptions) *WebSocket {
 	if opts.NewID == nil {
 		opts.NewID = NewUUID
 	}
-	return &WebSocket{link: link, opts: opts, rounds: map[string]*round{}, finished: map[string]bool{}}
+	return &WebSocket{link: link, opts: opts, rounds: map[string]*round{}, finished: map[string]bool{},
+		background: map[string]*backgroundCommand{}}
 }
 
 // Session returns a Dispatcher whose rounds carry r's session values.
@@ -213,6 +233,14 @@ func (w *WebSocket) Execute(ctx context.Context, cmds []command.Command) []comma
 //   - when ctx is cancelled: the device's results if they come within
 //     CancelGrace (the device stops between commands), else cancelled
 //     failures.
+//
+// The frame asks a Saucer device for its commands' progress reports as
+// they come (Lifecycle.Progress), which go to Round.OnProgress and to the
+// callback ctx carries (command.WithProgress), and to leave a command
+// that runs longer than command.DetachFrom(ctx) in the background
+// (Lifecycle.DetachAfter): its result then has status none and its state
+// stays running until the device reports its end. A UFO device ignores
+// both and is waited for.
 func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command) []command.Result {
 	if len(cmds) == 0 {
 		return []command.Result{}
@@ -227,7 +255,8 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 	frame := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, Actions: actions,
 		SessionID: info.SessionID, TaskName: info.TaskName, AgentName: info.AgentName,
 		ResponseID: w.opts.NewID(), Timestamp: aip.Timestamp(now),
-		Lifecycle: &aip.Lifecycle{CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), QueuedBy: info.QueuedBy}}
+		Lifecycle: &aip.Lifecycle{CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), QueuedBy: info.QueuedBy,
+			DetachAfter: command.DetachFrom(ctx), Progress: true}}
 	for i, c := range cmds {
 		if c.CallID == "" {
 			c.CallID = w.opts.NewID()
@@ -267,7 +296,7 @@ func (w *WebSocket) wait(ctx context.Context, info Round, frame *aip.ServerMessa
 	now := clk.Now()
 	actions := frame.Actions
 	r := &round{info: info, frame: frame, clock: clk, done: make(chan struct{}), fail: make(chan ending, 1),
-		states: make([]CommandState, len(actions)), sent: sent}
+		states: make([]CommandState, len(actions)), sent: sent, report: command.ProgressFrom(ctx)}
 	created, expires := now, now.Add(deadline)
 	if lc := frame.Lifecycle; lc != nil {
 		created, expires = lc.CreatedAt, lc.ExpiresAt
@@ -362,7 +391,20 @@ func (w *WebSocket) goneAway() {
 			waiting = append(waiting, r)
 		}
 	}
+	// Commands left in the background will not report their end.
+	var lost []backgroundCommand
+	for id, bg := range w.background {
+		bg.state.State, bg.state.Error = command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command ran in the background; its outcome is unknown", w.opts.AwayTimeout)
+		bg.state.UpdatedAt = bg.r.clock.Now()
+		lost = append(lost, *bg)
+		delete(w.background, id)
+	}
 	w.mu.Unlock()
+	for _, bg := range lost {
+		if bg.r.info.OnState != nil {
+			bg.r.info.OnState(bg.state)
+		}
+	}
 	if w.opts.OnGone != nil {
 		w.opts.OnGone()
 	}
@@ -455,18 +497,27 @@ func (w *WebSocket) finish(r *round, actions []command.Command, cancelNote strin
 		}
 		out[i] = res
 		st := &r.states[i]
-		switch res.Status {
-		case command.Failure:
+		switch {
+		case res.Status == command.Failure:
 			st.State, st.Error = command.StateFailed, res.Error
-		case command.Skipped:
+		case res.Status == command.Skipped:
 			st.State, st.Error = command.StateCancelled, res.Error
 			if cancelNote != "" && st.Error == "" {
 				st.Error = cancelNote
+			}
+		case res.Running(): // left running in the background (Deliver noted it)
+			st.State = command.StateRunning
+			if bg := w.background[c.CallID]; bg != nil && bg.r == r && bg.ended {
+				*st = bg.state // its end came first
+				delete(w.background, c.CallID)
 			}
 		default:
 			st.State = command.StateCompleted
 		}
 		st.UpdatedAt = now
+		if bg := w.background[c.CallID]; bg != nil && bg.r == r {
+			bg.state = *st
+		}
 	}
 	return out
 }
@@ -524,31 +575,87 @@ func (w *WebSocket) Deliver(m *aip.ClientMessage) error {
 		return fmt.Errorf("%w (response_id %s)", ErrDuplicateResults, m.PrevResponseID)
 	}
 	r.results = m
+	// Commands left running in the background are known from now on: the
+	// device may report their end before the round is settled.
+	for _, res := range m.ActionResults {
+		if !res.Running() {
+			continue
+		}
+		for _, st := range r.states {
+			if st.CallID == res.CallID {
+				st.State = command.StateRunning
+				w.background[res.CallID] = &backgroundCommand{r: r, state: st}
+			}
+		}
+	}
 	close(r.done)
 	return nil
 }
 
-// Progress records a device's report that a command is running.
+// Progress records a device's report that a command is running, and how
+// it is doing: the command's state becomes running (OnState), and a
+// report that carries the tool's progress, or the end of a command left
+// in the background, goes to the round's progress callbacks.
 func (w *WebSocket) Progress(p *aip.Progress) {
 	w.mu.Lock()
-	r := w.rounds[p.ResponseID]
-	if r == nil || r.ended {
+	var st *CommandState
+	var r *round
+	bg := w.background[p.CallID]
+	if bg != nil {
+		r, st = bg.r, &bg.state
+	} else if r = w.rounds[p.ResponseID]; r != nil && !r.ended {
+		for i := range r.states {
+			if r.states[i].CallID == p.CallID && !r.states[i].State.Terminal() {
+				st = &r.states[i]
+				break
+			}
+		}
+	}
+	if st == nil || st.State.Terminal() {
 		w.mu.Unlock()
 		return
 	}
-	for i := range r.states {
-		st := &r.states[i]
-		if st.CallID == p.CallID && !st.State.Terminal() {
-			st.State, st.ElapsedMS, st.UpdatedAt = command.StateRunning, p.ElapsedMS, r.clock.Now()
-			cp := *st
-			w.mu.Unlock()
-			if r.info.OnState != nil {
-				r.info.OnState(cp)
-			}
-			return
+	// Only a command left in the background ends by a report; the others
+	// end with their round's results.
+	state := command.State(p.State)
+	if !state.Terminal() || bg == nil {
+		state = command.StateRunning
+	}
+	st.State, st.ElapsedMS, st.UpdatedAt = state, p.ElapsedMS, r.clock.Now()
+	if state.Terminal() {
+		bg.ended = true
+		if r.ended {
+			delete(w.background, p.CallID)
 		}
 	}
+	cp := *st
 	w.mu.Unlock()
+	if r.info.OnState != nil {
+		r.info.OnState(cp)
+	}
+	if p.Progress == 0 && p.Total == 0 && p.Message == "" && !state.Terminal() {
+		return // a heartbeat's "still running": nothing new from the tool
+	}
+	pr := command.Progress{CallID: cp.CallID, Namespace: cp.Namespace, Tool: cp.ToolName, Progress: p.Progress, Total: p.Total,
+		Message: p.Message, State: state, ElapsedMS: p.ElapsedMS}
+	if r.info.OnProgress != nil {
+		r.info.OnProgress(pr)
+	}
+	if r.report != nil {
+		r.report(pr)
+	}
+}
+
+// Background lists the commands left running in the background on the
+// device, as their states.
+func (w *WebSocket) Background() []CommandState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]CommandState, 0, len(w.background))
+	for _, bg := range w.background {
+		out = append(out, bg.state)
+	}
+	return out
 }
 
 // Disconnected says the device's connection is gone: its away clock

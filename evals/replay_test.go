@@ -82,6 +82,9 @@ func TestReplayIsIdentical(t *testing.T) {
 	// Every type of event was recorded, and the model calls hold full
 	// requests and raw replies.
 	for _, typ := range trajectory.Types {
+		if typ == trajectory.TypeProgress {
+			continue // only a command that runs a while reports progress; the demo's do not
+		}
 		if len(tr.Of(typ)) == 0 {
 			t.Errorf("no %s event", typ)
 		}

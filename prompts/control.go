@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/saucerhq/saucer/command"
 )
 
 // Names of the control tools: in tools mode the agents call these, besides
@@ -148,6 +150,42 @@ var appControl = sync.OnceValue(func() []ControlTool {
 			Description: "Read more of a value too long to show whole (a result shortened to its start, with an artifact handle): " +
 				"bytes from offset, or with grep the lines that match.",
 			Parameters: schemaOf(&ReadArtifactArgs{}),
+		},
+	}
+})
+
+// StatusArgs are the arguments of command_status.
+type StatusArgs struct {
+	CallID string  `json:"call_id" jsonschema:"required" jsonschema_description:"The call_id of the command, as its result gave it."`
+	Wait   float64 `json:"wait,omitempty" jsonschema_description:"Seconds to wait for the command to end before answering (at most 60); 0 answers at once."`
+}
+
+// CancelArgs are the arguments of cancel_command.
+type CancelArgs struct {
+	CallID string `json:"call_id" jsonschema:"required" jsonschema_description:"The call_id of the command to stop."`
+}
+
+// BackgroundTools look after a command left running in the background
+// (its result says "running" with a call_id): they are offered to an app
+// agent beside the app's tools once one of its commands was left so
+// (agent.detach_after), and run on the device, which answers them itself
+// (command.CommandStatus, command.CancelCommand). The slice is shared:
+// callers must not change it.
+func BackgroundTools() []ControlTool { return background() }
+
+var background = sync.OnceValue(func() []ControlTool {
+	return []ControlTool{
+		{
+			Name: command.CommandStatus,
+			Description: "See how a command that is still running in the background is doing: its latest output or progress, " +
+				"and its result once it has ended. Set wait to wait for its end a while instead of asking again and again.",
+			Parameters: schemaOf(&StatusArgs{}),
+		},
+		{
+			Name: command.CancelCommand,
+			Description: "Stop a command that is still running in the background (a shell command is killed with every process it started) " +
+				"and see how it ended. Use it when its output shows it is stuck or doing the wrong thing.",
+			Parameters: schemaOf(&CancelArgs{}),
 		},
 	}
 })

@@ -17,6 +17,8 @@ func TestControlTools(t *testing.T) {
 			map[string][]any{AssignTool: {"app", "subtask"}, FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}}},
 		{"app", AppControlTools(), []string{FinishTool, FailTool, AskUserTool, ApprovalTool, ReadArtifactTool},
 			map[string][]any{FinishTool: {"result"}, FailTool: {"reason"}, AskUserTool: {"question"}, ApprovalTool: {"reason"}, ReadArtifactTool: {"handle"}}},
+		{"background", BackgroundTools(), []string{"command_status", "cancel_command"},
+			map[string][]any{"command_status": {"call_id"}, "cancel_command": {"call_id"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

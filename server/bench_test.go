@@ -227,6 +227,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("SAUCER_BENCH_CLIENTS_URL"); url != "" {
 		os.Exit(runIdleClients(url))
 	}
+	if url := os.Getenv("SAUCER_BENCH_DEVICE_URL"); url != "" {
+		os.Exit(runBenchDevice(url))
+	}
 	os.Exit(m.Run())
 }
 

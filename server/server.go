@@ -136,6 +136,12 @@ type Options struct {
 	// SessionTTL is how long a console login lasts (DefaultSessionTTL
 	// when zero).
 	SessionTTL time.Duration
+	// OnProgress, when set, is told of each running command's progress as
+	// the API takes it (GET /api/tasks/{id} shows the latest in
+	// "progress"): a device's tool reports, a few a second at most per
+	// command. It is called on the device connection's reader: it must
+	// return quickly.
+	OnProgress func(taskID string, p ProgressInfo)
 }
 
 // Server is the agent server. Handler serves /ws and /api/.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
@@ -53,8 +54,10 @@ var _ Runner = (*agent.Session)(nil)
 // run: saucer replay and saucer eval work on remote sessions too. The
 // directory is named by the task's id, never by anything a client sent.
 func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
+	// Every task runs with the same config: encode it once.
+	configYAML := sync.OnceValues(cfg.YAML)
 	return func(spec SessionSpec) (Runner, error) {
-		cfgYAML, err := cfg.YAML()
+		cfgYAML, err := configYAML()
 		if err != nil {
 			return nil, err
 		}

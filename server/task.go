@@ -12,6 +12,7 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
@@ -165,6 +166,9 @@ func (t *task) snapshot() TaskInfo {
 func (t *task) onState(cs dispatcher.CommandState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if cs.State.Terminal() {
+		delete(t.progress, cs.CallID)
+	}
 	if i, ok := t.cmdIndex[cs.CallID]; ok {
 		if t.info.Commands[i].State.Terminal() && !cs.State.Terminal() {
 			return
@@ -382,8 +386,13 @@ func (s *Server) start(t *task) {
 		t.onState(cs)
 		s.persist(t)
 	}
+	onProgress := func(p command.Progress) {
+		if !p.State.Terminal() { // onState has a command's end
+			s.commandProgress(t.target.id, progressInfo(p))
+		}
+	}
 	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName,
-		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState}}
+		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState, OnProgress: onProgress}}
 	observe := func(e agent.Event) {
 		t.watchAgents(e)
 		t.observe(e)

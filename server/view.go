@@ -403,8 +403,10 @@ var ErrUnknownCommand = errors.New("no running command with that call id")
 // commandProgress is how a running command's progress reaches the API:
 // the task of device clientID that runs the command p.CallID keeps it as
 // the command's latest (GET /api/tasks/{id} shows it in progress) and its
-// stream sends it (a progress event). Progress for a command that has
-// ended, or that no task here runs, is dropped (ErrUnknownCommand).
+// stream sends it (a progress event), and Options.OnProgress is told.
+// Progress for a command that has ended, or that no task here runs, is
+// dropped (ErrUnknownCommand). A device's reports come here from its
+// connection's reader (see start).
 func (s *Server) commandProgress(clientID string, p ProgressInfo) error {
 	s.mu.Lock()
 	var ts []*task
@@ -430,7 +432,11 @@ func (s *Server) commandProgress(clientID string, p ProgressInfo) error {
 			}
 			t.progress[p.CallID] = p
 			t.publishLocked(EventProgress, p)
+			id := t.info.ID
 			t.mu.Unlock()
+			if s.opts.OnProgress != nil {
+				s.opts.OnProgress(id, p)
+			}
 			return nil
 		}
 		t.mu.Unlock()

@@ -118,7 +118,10 @@ func runArtifacts(t *testing.T, count int, recorded bool) {
 	}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	cfgYAML := fmt.Sprintf("model: openai:gpt-4o\nproviders: {openai: {base_url: %q, api_key: k-test}}\ntools: {shell: {max_output: 8388608}}\n", hs.URL+"/v1")
+	// Every command is waited for (detach_after 0): on a loaded machine
+	// the huge output's way through the device client can take past the
+	// default 30s, and the step would get it as still running.
+	cfgYAML := fmt.Sprintf("model: openai:gpt-4o\nproviders: {openai: {base_url: %q, api_key: k-test}}\ntools: {shell: {max_output: 8388608}}\nagent: {detach_after: 0s}\n", hs.URL+"/v1")
 	cfg, err := config.FromYAML([]byte(cfgYAML))
 	if err != nil {
 		t.Fatal(err)

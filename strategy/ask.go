@@ -11,6 +11,7 @@ import (
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/memo"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
@@ -506,6 +507,12 @@ func compactJSON(v any) string {
 	return string(b)
 }
 
+// schemas are the tools' input schemas written canonically, once for each
+// schema however many agents offer the tool.
+var schemas memo.Bytes[json.RawMessage]
+
+func canonical(b []byte) (json.RawMessage, error) { return prompts.CanonicalJSON(b), nil }
+
 // NativeTools is what the model may call in tools mode: the host's control
 // tools, or an app's tools plus finish and fail.
 func NativeTools(pc *Context) []llm.Tool {
@@ -517,7 +524,7 @@ func NativeTools(pc *Context) []llm.Tool {
 		return out
 	}
 	for _, t := range pc.tools {
-		params := prompts.CanonicalJSON(t.InputSchema)
+		params, _ := schemas.Get(t.InputSchema, canonical)
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/memo"
 	"github.com/saucerhq/saucer/prompts"
 )
 
@@ -40,7 +42,8 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	}
 	var tools []command.ToolInfo
 	if results[0].OK() {
-		if err := json.Unmarshal(results[0].Result, &tools); err != nil {
+		var err error
+		if tools, err = toolLists.Get(results[0].Result, decodeTools); err != nil {
 			return fmt.Errorf("discover: the device's tool list is not a list of tool infos: %w", err)
 		}
 	} else {
@@ -63,6 +66,44 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.agent.App)
 	}
 	return nil
+}
+
+// toolLists are the tool lists discovery decoded: every agent of every
+// session on the same device (every case of a replayed suite) gets the
+// same list, decoded once. Learn copies the slice; the infos are shared.
+var toolLists memo.Bytes[[]command.ToolInfo]
+
+func decodeTools(b []byte) ([]command.ToolInfo, error) {
+	var tools []command.ToolInfo
+	err := json.Unmarshal(b, &tools)
+	return tools, err
+}
+
+// offerBackgroundTools adds command_status and cancel_command to an app
+// agent's tools once one of its commands was left running in the
+// background (until then they would only lengthen every request), unless
+// it has them, or the app has tools of those names (they would hide the
+// device's own).
+func offerBackgroundTools(pc *Context) {
+	if pc.agent.Role != fsm.App || !slices.ContainsFunc(pc.results, command.Result.Running) {
+		return
+	}
+	for _, t := range pc.tools {
+		if command.IsBackgroundControl(t.Name) {
+			return
+		}
+	}
+	app := pc.agent.App
+	out := slices.Clone(pc.tools)
+	for _, ct := range prompts.BackgroundTools() {
+		tt, risk := command.DataCollection, "read"
+		if ct.Name == command.CancelCommand {
+			tt, risk = command.Action, "write"
+		}
+		out = append(out, command.ToolInfo{Name: ct.Name, Namespace: app, ToolType: tt, Description: ct.Description,
+			InputSchema: ct.Parameters, Meta: map[string]any{"saucer/risk": risk}})
+	}
+	pc.tools, pc.native = out, nil
 }
 
 // listTools discovers the way a UFO device client answers: list_tools,
@@ -201,6 +242,9 @@ func ResultText(r command.Result, max int) string {
 				b.Write(prompts.CanonicalJSON(stripImages(r.Result)))
 			}
 		}
+	case command.None: // left running in the background: its status
+		b.WriteString("still running: ")
+		b.Write(prompts.CanonicalJSON(r.Result))
 	default:
 		b.WriteString(string(r.Status))
 		if r.Error != "" {

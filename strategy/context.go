@@ -206,6 +206,12 @@ type Limits struct {
 	// Context bounds how much of the history each request carries; zero
 	// fields take memory.DefaultPolicy.
 	Context memory.Policy
+	// DetachAfter leaves an app agent's command that runs longer than
+	// this in the background (command.WithDetach): the model gets its
+	// latest progress and, from then on, the tools command_status and
+	// cancel_command (prompts.BackgroundTools). Zero: commands are waited
+	// for.
+	DetachAfter time.Duration
 }
 
 // BeginStep starts step number step (in round round, for a host agent):

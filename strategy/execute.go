@@ -65,7 +65,8 @@ func (executeStrategy) Execute(ctx context.Context, pc *Context) error {
 			pc.status = fsm.Continue
 		}
 	}
-	pc.results = runInOrder(ctx, pc, pc.commands, d.Actions)
+	pc.results = runInOrder(command.WithDetach(ctx, pc.limits.DetachAfter), pc, pc.commands, d.Actions)
+	offerBackgroundTools(pc)
 	if pc.status == fsm.Finish && !allOK(pc.results) {
 		// The model finished in the same breath as acting, but the action
 		// failed: let it see the failure instead of ending on it.
@@ -105,8 +106,12 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 			break
 		}
 	}
+	why := "skipped: an earlier action in this step failed"
+	if slices.ContainsFunc(results, command.Result.Running) {
+		why = "skipped: an earlier action in this step is still running in the background"
+	}
 	for i := len(results); i < len(cmds); i++ {
-		results = append(results, command.SkippedResult("", "skipped: an earlier action in this step failed"))
+		results = append(results, command.SkippedResult("", why))
 	}
 	return results
 }

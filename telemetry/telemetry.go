@@ -19,7 +19,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -54,7 +53,7 @@ type Exporter struct {
 // NewExporter connects nothing yet: spans are batched and sent as they
 // end.
 func NewExporter(ctx context.Context, o Options) (*Exporter, error) {
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"), otlptracehttp.WithHeaders(o.Headers))
+	exp, err := newOTLPHTTP(o.Endpoint, o.Headers)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w (check telemetry.otlp_endpoint)", err)
 	}

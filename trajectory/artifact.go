@@ -46,16 +46,18 @@ type Ref struct {
 // result payloads. Only these may hold a Ref in a line (see the schema).
 var externalKeys = map[string]bool{"content": true, "data": true, "arguments": true, "parameters": true, "result": true}
 
-// store writes artifacts into a trajectory's artifacts directory, once per
-// content.
+// store names artifacts by their content and hands each new one to the
+// writer's queue once; the background writer puts them on disk before the
+// line that refers to them.
 type store struct {
-	dir     string // the trajectory directory
 	written map[string]bool
 	// moved remembers each value moved out, by the digest of the value as
 	// given (before redaction): a value that recurs (a command's result in
 	// its dispatch and in its step) is redacted and hashed once, which
 	// for megabytes of output is most of what recording costs.
 	moved map[[sha256.Size]byte]Ref
+	// queued are the artifacts of the line being encoded.
+	queued []artifact
 }
 
 // once moves a value out the first time it is seen and returns the same
@@ -81,26 +83,46 @@ func (s *store) once(kind string, raw []byte, move func() (Ref, error)) (Ref, er
 	return ref, nil
 }
 
+// artifact is one file to write under the trajectory directory.
+type artifact struct {
+	rel  string
+	data []byte
+}
+
 func (s *store) put(data []byte, encoding, mediaType string) (Ref, error) {
 	sum := sha256.Sum256(data)
 	h := hex.EncodeToString(sum[:])
 	rel := filepath.ToSlash(filepath.Join(ArtifactsDir, h+extension(mediaType)))
 	ref := Ref{Digest: "sha256:" + h, Path: rel, Encoding: encoding, MediaType: mediaType, Size: len(data)}
-	if s.written[rel] {
-		return ref, nil
+	if !s.written[rel] {
+		s.written[rel] = true
+		s.queued = append(s.queued, artifact{rel, data})
 	}
-	full := filepath.Join(s.dir, filepath.FromSlash(rel))
-	if _, err := os.Stat(full); err != nil {
-		tmp := full + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return Ref{}, fmt.Errorf("trajectory: write artifact: %w", err)
-		}
-		if err := os.Rename(tmp, full); err != nil {
-			return Ref{}, fmt.Errorf("trajectory: write artifact: %w", err)
-		}
-	}
-	s.written[rel] = true
 	return ref, nil
+}
+
+// writeArtifact puts a on disk under dir, unless it is there already: in a
+// temporary file renamed into place, so that a file under an artifact's
+// name is always whole.
+func writeArtifact(dir string, a artifact, made *bool) error {
+	full := filepath.Join(dir, filepath.FromSlash(a.rel))
+	if !*made {
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("trajectory: write artifact: %w", err)
+		}
+		*made = true
+	}
+	if _, err := os.Stat(full); err == nil {
+		return nil
+	}
+	tmp := full + ".tmp"
+	if err := os.WriteFile(tmp, a.data, 0o644); err != nil {
+		return fmt.Errorf("trajectory: write artifact: %w", err)
+	}
+	if err := os.Rename(tmp, full); err != nil {
+		return fmt.Errorf("trajectory: write artifact: %w", err)
+	}
+	return nil
 }
 
 func extension(mediaType string) string {

@@ -9,11 +9,15 @@ import (
 
 // Normalize returns a copy of the events with everything that differs
 // between two runs of the same session blanked out: times, durations,
-// latencies and the session id. Two normalized trajectories are equal
-// exactly when the runs did the same thing.
+// latencies, the session id and the progress reports (which of them are
+// recorded, and where, depends on timing). Two normalized trajectories are
+// equal exactly when the runs did the same thing.
 func Normalize(events []Event) []Event {
-	out := make([]Event, len(events))
-	for i, e := range events {
+	out := make([]Event, 0, len(events))
+	for _, e := range events {
+		if e.Type == TypeProgress {
+			continue
+		}
 		e.Time = time.Time{}
 		e.DurationMS = 0
 		e.TimingsMS = nil
@@ -33,7 +37,8 @@ func Normalize(events []Event) []Event {
 			end.DurationMS = 0
 			e.End = &end
 		}
-		out[i] = e
+		e.Seq = len(out) + 1 // numbered without the progress reports
+		out = append(out, e)
 	}
 	return out
 }

@@ -45,6 +45,12 @@
 //   - step: the finished step: status, decision, commands and results,
 //     observations, usage, attempts, duration, timings per phase, errors.
 //   - transition: an agent's state machine moved "from" → "to".
+//   - progress: a running command's report (call id, tool, progress,
+//     total, message: its latest output lines, state, elapsed), named
+//     with the agent and step that dispatched it; at most one a second per
+//     command, plus its last (before the dispatch that brings its result,
+//     or when a command left in the background ends). Their place depends
+//     on timing: Normalize leaves them out.
 //   - session_end (last when the session ended): status, answer, whether
 //     it was cancelled, rounds, steps, usage, cost ("$0.0123", "~$0.0123
 //     (estimated)" or "cost unknown", with cost_usd unless unknown),

@@ -32,10 +32,16 @@ const (
 	TypeTransition   Type = "transition"
 	TypeAgentEnd     Type = "agent_end"
 	TypeSessionEnd   Type = "session_end"
+	// TypeProgress is a running command's progress report, recorded at
+	// most once a second per command, plus its last report (seed 004's
+	// throttled progress records). Its place among the other events
+	// depends on timing: Normalize leaves it out, and a replay neither
+	// needs nor produces it.
+	TypeProgress Type = "progress"
 )
 
 // Types lists every event type.
-var Types = []Type{TypeSessionStart, TypeAgentStart, TypeModelCall, TypeDispatch, TypeDecision, TypeStep, TypeTransition, TypeAgentEnd, TypeSessionEnd}
+var Types = []Type{TypeSessionStart, TypeAgentStart, TypeModelCall, TypeDispatch, TypeDecision, TypeStep, TypeTransition, TypeAgentEnd, TypeSessionEnd, TypeProgress}
 
 // Event is one line of trajectory.jsonl. Seq, Time and Type are always set;
 // which other fields are set depends on Type (see required and the schema).
@@ -43,7 +49,7 @@ type Event struct {
 	// Seq numbers the lines from 1 without gaps.
 	Seq  int       `json:"seq" jsonschema:"minimum=1"`
 	Time time.Time `json:"time"`
-	Type Type      `json:"type" jsonschema:"enum=session_start,enum=agent_start,enum=model_call,enum=dispatch,enum=decision,enum=step,enum=transition,enum=agent_end,enum=session_end"`
+	Type Type      `json:"type" jsonschema:"enum=session_start,enum=agent_start,enum=model_call,enum=dispatch,enum=decision,enum=step,enum=transition,enum=agent_end,enum=session_end,enum=progress"`
 
 	// Who: the agent ("host", "app:files#1", or "check" for a checker's
 	// commands), its role (host, app), its app and subtask.
@@ -89,6 +95,8 @@ type Event struct {
 	Note *Note `json:"note,omitempty"`
 	// End is set on session_end.
 	End *End `json:"end,omitempty"`
+	// Progress is set on progress events.
+	Progress *command.Progress `json:"progress,omitempty"`
 }
 
 // Session describes a recorded session: what was asked, of which model,
@@ -238,6 +246,7 @@ var required = map[Type][]string{
 	TypeTransition:   {"agent", "from", "to"},
 	TypeAgentEnd:     {"agent", "role"},
 	TypeSessionEnd:   {"end"},
+	TypeProgress:     {"agent", "progress"},
 }
 
 // MS converts a duration to the milliseconds the format writes.

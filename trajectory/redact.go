@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
 // Redacted replaces every secret the writer finds.
@@ -37,10 +38,127 @@ func DefaultPatterns() []string {
 // Redactor removes secrets from everything a Writer writes: the literal
 // values it was given (API keys from the config and the environment) and
 // anything matching its patterns. A nil *Redactor redacts nothing.
+//
+// It reads a text once: one pass looks for the places where a secret or a
+// match can be (a literal secret's first bytes, a pattern's literal: "sk-",
+// "://", "=", ...), and each pattern runs only around those places. The
+// result is the same as replacing the literal secrets and then each
+// pattern's matches in turn over the whole text, which is what it falls
+// back to on the rare text where two of them overlap.
 type Redactor struct {
 	secrets  []string
-	patterns []*regexp.Regexp
 	replacer *strings.Replacer
+	rules    []rule
+	// hooks[c] are the literals that may begin at a byte c.
+	hooks [256][]hook
+	first byteSet // the bytes that have hooks
+	// rescan: a pattern's literal could be made by a replacement, so the
+	// places where it can match are looked for again after one.
+	rescan bool
+}
+
+// rule is one pattern and where its matches can be.
+type rule struct {
+	re    *regexp.Regexp
+	group int // the "secret" group's index, -1 for the whole match
+	// lits are literals every match holds; none: the pattern runs over
+	// the whole text (a pattern of the user's without a literal prefix).
+	lits []string
+	fold bool // lits match ASCII letters of either case
+	// at is re anchored at its start, for patterns whose matches begin
+	// with one of lits (back is nil).
+	at *regexp.Regexp
+	// back and fwd are the bytes a match may hold before and after one of
+	// lits, for patterns with a literal in the middle; end is a byte that
+	// may close a match after fwd's run (0: none).
+	back, fwd *byteSet
+	end       byte
+	// worth, when set, says whether a match can hold the literal at at,
+	// given the window [lo, hi) around it; false skips the window (a match
+	// using a later literal in it is found from that one).
+	worth func(s string, lo, at, hi int) bool
+}
+
+type byteSet [256]bool
+
+func bytesOf(f func(c byte) bool) *byteSet {
+	var s byteSet
+	for c := range 256 {
+		s[c] = f(byte(c))
+	}
+	return &s
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
+
+// anchors say where DefaultPatterns' matches can be. A pattern named here
+// must have no match without one of its literals, and none that reaches
+// further than back and fwd allow around it: TestRedactorMatchesRegexps
+// checks each against its plain regular expression.
+var anchors = map[string]rule{
+	`sk-[A-Za-z0-9_\-]{16,}`:    {lits: []string{"sk-"}},
+	`(?:AKIA|ASIA)[0-9A-Z]{16}`: {lits: []string{"AKIA", "ASIA"}},
+	// The scheme before "://", the user, a colon and the password after it,
+	// up to the '@'.
+	`[A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@"'\\]+:(?P<secret>[^\s/@"'\\]+)@`: {lits: []string{"://"},
+		back: bytesOf(func(c byte) bool { return isLetter(c) || isDigit(c) || c == '+' || c == '.' || c == '-' }),
+		fwd:  bytesOf(func(c byte) bool { return !strings.ContainsRune("\t\n\f\r /@\"'\\", rune(c)) }), end: '@',
+		worth: func(s string, lo, at, hi int) bool {
+			return lo < at && s[hi-1] == '@' && strings.IndexByte(s[at+3:hi], ':') >= 0
+		}},
+	// The name before "=" (bytes from 0x80 up: under (?i), the Kelvin sign
+	// is a k and the long s an s) and the value after it.
+	`(?i)(?:secret|password|passwd|token|api_?key|access_key)[A-Za-z_]*=(?P<secret>[^\s"'\\&;]{6,})`: {lits: []string{"="},
+		back: bytesOf(func(c byte) bool { return isLetter(c) || c == '_' || c >= 0x80 }),
+		fwd:  bytesOf(func(c byte) bool { return !strings.ContainsRune("\t\n\f\r \"'\\&;", rune(c)) }),
+		worth: func(s string, lo, at, hi int) bool {
+			return hi-at > 6 && namesSecret(s[lo:at])
+		}},
+	`gh[pousr]_[A-Za-z0-9]{30,}`:          {lits: []string{"gh"}},
+	`xox[abposr]-[A-Za-z0-9\-]{10,}`:      {lits: []string{"xox"}},
+	`AIza[0-9A-Za-z_\-]{35}`:              {lits: []string{"AIza"}},
+	`(?i)bearer [A-Za-z0-9._~+/=\-]{16,}`: {lits: []string{"bearer "}, fold: true},
+}
+
+// secretNames are the names the assignment pattern looks for, in lower
+// case.
+var secretNames = []string{"secret", "password", "passwd", "token", "apikey", "api_key", "access_key"}
+
+// namesSecret reports whether name (letters, '_', bytes from 0x80) holds
+// one of secretNames in any case, or a byte from 0x80 (which the pattern
+// may read as a letter: it decides).
+func namesSecret(name string) bool {
+	if len(name) < 5 {
+		return false
+	}
+	var buf [64]byte
+	low := buf[:0]
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 0x80 {
+			return true
+		}
+		if isLetter(c) {
+			c |= 0x20
+		}
+		low = append(low, c)
+	}
+	for _, n := range secretNames {
+		if strings.Contains(string(low), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// hook is a literal that may begin at some byte: the literal secret i
+// (rule -1), or rule's literal lit.
+type hook struct {
+	rule   int
+	secret int
+	lit    string
+	fold   bool
 }
 
 // NewRedactor builds a redactor from literal secrets and regular
@@ -68,10 +186,11 @@ func NewRedactor(secrets []string, patterns []string) (*Redactor, error) {
 		}
 	}
 	// Longest first, so that a secret containing another is removed whole.
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
 	var pairs []string
-	for _, s := range r.secrets {
+	for i, s := range r.secrets {
 		pairs = append(pairs, s, Redacted)
+		r.hooks[s[0]] = append(r.hooks[s[0]], hook{rule: -1, secret: i, lit: s})
 	}
 	if len(pairs) > 0 {
 		r.replacer = strings.NewReplacer(pairs...)
@@ -81,9 +200,52 @@ func NewRedactor(secrets []string, patterns []string) (*Redactor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redact: pattern %q: %w", p, err)
 		}
-		r.patterns = append(r.patterns, re)
+		ru, ok := anchors[p]
+		if !ok {
+			// A pattern of the user's runs from its literal prefix where it
+			// has one, else over the whole text.
+			if prefix, _ := re.LiteralPrefix(); prefix != "" {
+				ru = rule{lits: []string{prefix}}
+			}
+		}
+		ru.re, ru.group = re, re.SubexpIndex("secret")
+		if len(ru.lits) > 0 && ru.back == nil {
+			ru.at = regexp.MustCompile(`\A(?:` + p + `)`)
+		}
+		for _, lit := range ru.lits {
+			h := hook{rule: len(r.rules), lit: lit, fold: ru.fold}
+			r.hooks[lit[0]] = append(r.hooks[lit[0]], h)
+			if ru.fold && isLetter(lit[0]) {
+				r.hooks[lit[0]^0x20] = append(r.hooks[lit[0]^0x20], h)
+			}
+		}
+		r.rules = append(r.rules, ru)
+		for _, lit := range ru.lits {
+			r.rescan = r.rescan || madeByReplacing(lit, ru.fold)
+		}
+	}
+	for c, hs := range r.hooks {
+		r.first[c] = len(hs) > 0
 	}
 	return r, nil
+}
+
+// madeByReplacing reports whether replacing text with Redacted can make
+// an occurrence of lit: lit lies in it, or overlaps its start or its end.
+func madeByReplacing(lit string, fold bool) bool {
+	red := Redacted
+	if fold {
+		red, lit = strings.ToLower(red), strings.ToLower(lit)
+	}
+	if strings.Contains(red, lit) {
+		return true
+	}
+	for k := 1; k < len(red) && k < len(lit); k++ {
+		if strings.HasPrefix(lit, red[len(red)-k:]) || strings.HasSuffix(lit, red[:k]) {
+			return true
+		}
+	}
+	return false
 }
 
 // String redacts s.
@@ -91,54 +253,198 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	if r.replacer != nil {
-		s = r.replacer.Replace(s)
-	}
-	for _, re := range r.patterns {
-		s = replace(re, s)
-	}
-	return s
+	out, _ := r.redact(s)
+	return out
 }
 
-// replace redacts re's matches in s: the "secret" group where re has one,
-// else the whole match.
-func replace(re *regexp.Regexp, s string) string {
-	g := re.SubexpIndex("secret")
-	if g < 0 {
-		return re.ReplaceAllLiteralString(s, Redacted)
+// Bytes redacts b, returning b itself when nothing matched.
+func (r *Redactor) Bytes(b []byte) []byte {
+	if r == nil || len(b) == 0 {
+		return b
 	}
-	var b strings.Builder
-	last := 0
-	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-		if m[2*g] < 0 {
+	// Read b in place: redact keeps nothing of it and builds a new text
+	// only when something matches.
+	out, changed := r.redact(unsafe.String(unsafe.SliceData(b), len(b)))
+	if !changed {
+		return b
+	}
+	return []byte(out)
+}
+
+// span is a part of the text to replace.
+type span struct{ lo, hi int }
+
+// cand is where one of a rule's literals begins, and its length.
+type cand struct{ at, n int }
+
+// redact returns s redacted and whether anything was. It does what
+// replacing the literal secrets and then each pattern's matches in turn
+// over the whole text does, step after step, but finds the places where
+// each can match in one pass: a replacement drops the places it covers
+// and moves the others, and makes none (no literal can begin, end or lie
+// in "[REDACTED]"; NewRedactor checks).
+func (r *Redactor) redact(s string) (string, bool) {
+	cands := r.candidates(s)
+	changed := false
+	for i := -1; i < len(r.rules); i++ {
+		if len(cands[i+1]) == 0 && (i < 0 || len(r.rules[i].lits) > 0) {
 			continue
 		}
-		b.WriteString(s[last:m[2*g]])
+		spans := r.matches(s, i, cands[i+1])
+		if len(spans) == 0 {
+			continue
+		}
+		s, changed = replaceSpans(s, spans), true
+		if r.rescan {
+			cands = r.candidates(s)
+			continue
+		}
+		for j := i + 2; j < len(cands); j++ {
+			cands[j] = shift(cands[j], spans)
+		}
+	}
+	return s, changed
+}
+
+func replaceSpans(s string, spans []span) string {
+	var b strings.Builder
+	b.Grow(len(s) + len(spans)*len(Redacted))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp.lo])
 		b.WriteString(Redacted)
-		last = m[2*g+1]
+		last = sp.hi
 	}
 	b.WriteString(s[last:])
 	return b.String()
 }
 
-// Bytes redacts b, returning b itself when nothing matched.
-func (r *Redactor) Bytes(b []byte) []byte {
-	if r == nil {
-		return b
-	}
-	out := b
-	for _, s := range r.secrets {
-		if bytes.Contains(out, []byte(s)) {
-			out = []byte(r.replacer.Replace(string(out)))
-			break
+// shift moves cands to where they are once spans are replaced, dropping
+// those a span covers part of.
+func shift(cands []cand, spans []span) []cand {
+	out := cands[:0]
+	delta, k := 0, 0
+	for _, c := range cands {
+		for k < len(spans) && spans[k].hi <= c.at {
+			delta += len(Redacted) - (spans[k].hi - spans[k].lo)
+			k++
 		}
-	}
-	for _, re := range r.patterns {
-		if re.Match(out) {
-			out = []byte(replace(re, string(out)))
+		if k < len(spans) && c.at+c.n > spans[k].lo {
+			continue // the literal is (partly) replaced
 		}
+		out = append(out, cand{c.at + delta, c.n})
 	}
 	return out
+}
+
+// candidates is the one pass over s: for the literal secrets (index 0)
+// and each rule, where one of its literals begins, in order.
+func (r *Redactor) candidates(s string) [][]cand {
+	cands := make([][]cand, len(r.rules)+1)
+	for i := 0; i < len(s); i++ {
+		if !r.first[s[i]] {
+			continue
+		}
+		for _, h := range r.hooks[s[i]] {
+			if hasLiteral(s[i:], h.lit, h.fold) {
+				cs := cands[h.rule+1]
+				if n := len(cs); n > 0 && cs[n-1].at == i {
+					continue // an earlier, longer secret begins here too
+				}
+				cands[h.rule+1] = append(cs, cand{i, len(h.lit)})
+			}
+		}
+	}
+	return cands
+}
+
+func hasLiteral(s, lit string, fold bool) bool {
+	if len(s) < len(lit) {
+		return false
+	}
+	if !fold {
+		return s[:len(lit)] == lit
+	}
+	for i := range len(lit) {
+		if c := s[i]; c != lit[i] && !(isLetter(c) && c^0x20 == lit[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// matches finds in s the spans to replace of rule i (-1: the literal
+// secrets) from its candidates: left to right without overlapping, as a
+// scan of the whole text finds them.
+func (r *Redactor) matches(s string, i int, cands []cand) []span {
+	var spans []span
+	last := 0 // where the last match ended
+	if i < 0 {
+		for _, c := range cands {
+			if c.at < last {
+				continue
+			}
+			for _, sec := range r.secrets { // longest first
+				if strings.HasPrefix(s[c.at:], sec) {
+					spans = append(spans, span{c.at, c.at + len(sec)})
+					last = c.at + len(sec)
+					break
+				}
+			}
+		}
+		return spans
+	}
+	ru := &r.rules[i]
+	add := func(off int, m []int) {
+		last = off + m[1]
+		if ru.group > 0 {
+			if m[2*ru.group] < 0 {
+				return
+			}
+			spans = append(spans, span{off + m[2*ru.group], off + m[2*ru.group+1]})
+			return
+		}
+		spans = append(spans, span{off + m[0], off + m[1]})
+	}
+	switch {
+	case len(ru.lits) == 0:
+		for _, m := range ru.re.FindAllStringSubmatchIndex(s, -1) {
+			add(0, m)
+		}
+	case ru.back == nil:
+		for _, c := range cands {
+			if c.at < last {
+				continue
+			}
+			if m := ru.at.FindStringSubmatchIndex(s[c.at:]); m != nil && m[1] > 0 {
+				add(c.at, m)
+			}
+		}
+	default:
+		for _, c := range cands {
+			if c.at < last {
+				continue
+			}
+			lo := c.at
+			for lo > last && ru.back[s[lo-1]] {
+				lo--
+			}
+			hi := c.at + c.n
+			for hi < len(s) && ru.fwd[s[hi]] {
+				hi++
+			}
+			if hi < len(s) && ru.end != 0 && s[hi] == ru.end {
+				hi++
+			}
+			if ru.worth != nil && !ru.worth(s, lo, c.at, hi) {
+				continue
+			}
+			for _, m := range ru.re.FindAllStringSubmatchIndex(s[lo:hi], -1) {
+				add(lo, m)
+			}
+		}
+	}
+	return spans
 }
 
 // JSON redacts one JSON document (an event line). Working on the bytes is fast; when that

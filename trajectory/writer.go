@@ -1,7 +1,7 @@
 package trajectory
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,30 +29,58 @@ type Options struct {
 	ArtifactThreshold int
 	// Now stamps events that have no time; nil means time.Now.
 	Now func() time.Time
+	// OnError, when set, is told of the first write that fails (a full
+	// disk, say), once, as soon as the background writer meets it.
+	OnError func(error)
 }
 
+// MaxQueued is how many bytes of lines and artifacts may wait for the
+// disk: Write waits while more do.
+const MaxQueued = 32 << 20
+
 // Writer appends events to a trajectory directory. It numbers them, stamps
-// them, redacts secrets, moves large values into artifacts and writes each
-// event as one line, flushed at once so that an interrupted session keeps
-// everything up to its last event. Safe for concurrent use.
+// them, redacts secrets, moves large values into artifacts and hands each
+// event's line to a background writer, which puts the artifacts a line
+// refers to on disk before the line, and the lines that wait together in
+// one write: a session does not wait for the disk (unless more than
+// MaxQueued bytes wait), and an interrupted session keeps every event
+// written before it stopped (Close writes what waits). Safe for concurrent
+// use.
 type Writer struct {
-	mu        sync.Mutex
+	mu        sync.Mutex // the encoding state below
 	dir       string
-	f         *os.File
-	buf       *bufio.Writer
 	seq       int
 	threshold int
 	redactor  *Redactor
 	store     store
 	now       func() time.Time
 	closed    bool
-	// good is the size of the file up to its last whole line; failed is
-	// the write error that stopped the writer.
-	good   int64
-	failed error
 	// recent are the last model calls' full requests, which later
 	// requests are written as continuations of.
 	recent []recentCall
+
+	q     queue
+	f     *os.File
+	done  chan struct{} // the background writer has stopped
+	onErr func(error)
+}
+
+// queue is what waits for the background writer.
+type queue struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	items   []queued
+	bytes   int
+	closing bool
+	// failed is the write error that stopped the writer.
+	failed error
+}
+
+// queued is one event line and the new artifacts it refers to.
+type queued struct {
+	seq       int
+	line      []byte
+	artifacts []artifact
 }
 
 type recentCall struct {
@@ -64,11 +92,15 @@ type recentCall struct {
 // enough for a host agent and its app agents taking turns.
 const recentCalls = 8
 
-// Create makes dir (and dir/artifacts) and starts its trajectory.jsonl. It
-// refuses a directory that already holds a trajectory.
+// Create makes dir and starts its trajectory.jsonl (dir/artifacts is made
+// with the first artifact). It refuses a directory that already holds a
+// trajectory.
 func Create(dir string, opts Options) (*Writer, error) {
-	if err := os.MkdirAll(filepath.Join(dir, ArtifactsDir), 0o755); err != nil {
-		return nil, fmt.Errorf("trajectory: %w", err)
+	// One mkdir for the usual case, a new directory in an existing one.
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("trajectory: %w", err)
+		}
 	}
 	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -77,8 +109,9 @@ func Create(dir string, opts Options) (*Writer, error) {
 		}
 		return nil, fmt.Errorf("trajectory: %w", err)
 	}
-	w := &Writer{dir: dir, f: f, buf: bufio.NewWriterSize(f, 64<<10), threshold: opts.ArtifactThreshold,
-		redactor: opts.Redactor, store: store{dir: dir, written: map[string]bool{}}, now: opts.Now}
+	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
+		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
+	w.q.cond.L = &w.q.mu
 	if w.threshold == 0 {
 		w.threshold = DefaultArtifactThreshold
 	}
@@ -91,22 +124,32 @@ func Create(dir string, opts Options) (*Writer, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
+	go w.background()
 	return w, nil
 }
 
 // Dir is the trajectory's directory.
 func (w *Writer) Dir() string { return w.dir }
 
-// Write numbers e (Seq), stamps it (Time, when zero) and appends it. The
-// caller's event is not changed.
+// Err is the write error that stopped the writer, if any.
+func (w *Writer) Err() error {
+	w.q.mu.Lock()
+	defer w.q.mu.Unlock()
+	return w.q.failed
+}
+
+// Write numbers e (Seq), stamps it (Time, when zero) and queues its line.
+// The caller's event is not changed. It returns the error that stopped
+// the background writer, if one has (that write's event and those after
+// it are not in the recording).
 func (w *Writer) Write(e Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return errors.New("trajectory: write after close")
 	}
-	if w.failed != nil {
-		return w.failed
+	if err := w.Err(); err != nil {
+		return err
 	}
 	if e.Type == "" {
 		return errors.New("trajectory: event without a type")
@@ -120,13 +163,16 @@ func (w *Writer) Write(e Event) error {
 	if e.Type == TypeModelCall && e.Call != nil {
 		e.Call = w.delta(e.Call)
 	}
+	w.store.queued = nil
 	line, err := json.Marshal(e)
 	if err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: encode %s event: %w", e.Type, err)
 	}
-	// A line shorter than the threshold cannot hold a value that long.
-	if len(line) >= w.threshold {
+	// A line shorter than the threshold cannot hold a value that long, nor
+	// can one whose strings are all shorter and that has no structured
+	// result or parameters.
+	if len(line) >= w.threshold && mayHoldLarge(line, w.threshold) {
 		v, err := decodeGeneric(line)
 		if err == nil {
 			v, err = w.externalize(v)
@@ -143,18 +189,190 @@ func (w *Writer) Write(e Event) error {
 		w.seq--
 		return fmt.Errorf("trajectory: redact %s event: %w", e.Type, err)
 	}
-	w.buf.Write(line)
-	w.buf.WriteByte('\n')
-	if err := w.buf.Flush(); err != nil {
-		// Cut the part of the line that made it to the disk, so that what
-		// was written stays a readable trajectory; write nothing more.
-		w.buf.Reset(w.f)
-		w.f.Truncate(w.good)
-		w.failed = fmt.Errorf("trajectory: write %s: %w (the recording keeps its first %d events)", filepath.Join(w.dir, EventsFile), err, w.seq-1)
-		return w.failed
-	}
-	w.good += int64(len(line) + 1)
+	w.enqueue(queued{seq: e.Seq, line: line, artifacts: w.store.queued})
 	return nil
+}
+
+// enqueue hands an item to the background writer, waiting while more than
+// MaxQueued bytes wait for the disk.
+func (w *Writer) enqueue(it queued) {
+	size := len(it.line) + 1
+	for _, a := range it.artifacts {
+		size += len(a.data)
+	}
+	q := &w.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.bytes > 0 && q.bytes+size > MaxQueued && q.failed == nil {
+		q.cond.Wait()
+	}
+	if q.failed != nil {
+		return // the write error is returned by the next Write and Close
+	}
+	q.items = append(q.items, it)
+	q.bytes += size
+	q.cond.Broadcast()
+}
+
+// background writes what is queued, each time all that waits: the
+// artifacts first, then the lines in one write. After a failed write it
+// cuts the part of a line that reached the disk, so that what was written
+// stays a readable trajectory, and writes nothing more.
+func (w *Writer) background() {
+	defer close(w.done)
+	q := &w.q
+	var good int64 // the file's size up to its last whole line
+	var buf []byte
+	made := false // the artifacts directory exists
+	for {
+		q.mu.Lock()
+		for len(q.items) == 0 && !q.closing {
+			q.cond.Wait()
+		}
+		items := q.items
+		q.items = nil
+		q.mu.Unlock()
+		if len(items) == 0 {
+			return // closing, and all is written
+		}
+		var err error
+		buf = buf[:0]
+		written := items[0].seq - 1 // the last event in buf
+		for _, it := range items {
+			for _, a := range it.artifacts {
+				if err = writeArtifact(w.dir, a, &made); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+			buf = append(append(buf, it.line...), '\n')
+			written = it.seq
+		}
+		if len(buf) > 0 {
+			if _, werr := w.f.Write(buf); werr != nil {
+				err = werr
+				written = items[0].seq - 1
+			} else {
+				good += int64(len(buf))
+			}
+		}
+		size := 0
+		for _, it := range items {
+			size += len(it.line) + 1
+			for _, a := range it.artifacts {
+				size += len(a.data)
+			}
+		}
+		q.mu.Lock()
+		q.bytes -= size
+		first := err != nil && q.failed == nil
+		if first {
+			w.f.Truncate(good)
+			q.failed = fmt.Errorf("trajectory: write %s: %w (the recording keeps its first %d events)", filepath.Join(w.dir, EventsFile), err, written)
+			q.items = nil
+		}
+		q.cond.Broadcast()
+		failed := q.failed
+		q.mu.Unlock()
+		if first && w.onErr != nil {
+			w.onErr(failed)
+		}
+		if failed != nil {
+			// Nothing more is written; wait for Close.
+			q.mu.Lock()
+			for !q.closing {
+				q.items = nil
+				q.cond.Wait()
+			}
+			q.mu.Unlock()
+			return
+		}
+	}
+}
+
+// Flush waits until every event written so far is on disk (or the writer
+// has failed) and returns the writer's error.
+func (w *Writer) Flush() error {
+	q := &w.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.bytes > 0 && q.failed == nil {
+		q.cond.Wait()
+	}
+	return q.failed
+}
+
+// mayHoldLarge reports whether an encoded event line can hold a value that
+// moves into an artifact: a string of threshold bytes or more (as encoded,
+// which is never shorter than the string) under one of externalKeys, or a
+// result or parameters object or array (which moves out when its encoding
+// is that long). It saves decoding and encoding again the lines that hold
+// no such value (a session_start with its config, say).
+func mayHoldLarge(line []byte, threshold int) bool {
+	// A structured value is re-encoded before it is measured: keys sorted,
+	// numbers as written, so about as long as in line. Half the threshold
+	// leaves room for what re-encoding can lengthen (1e21 is 1e+21).
+	for _, key := range [][]byte{[]byte(`"result":`), []byte(`"parameters":`)} {
+		for rest := line; ; {
+			i := bytes.Index(rest, key)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(key):]
+			if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') && valueLen(rest) >= threshold/2 {
+				return true
+			}
+		}
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] != '"' {
+			continue
+		}
+		start := i
+		for i++; i < len(line) && line[i] != '"'; i++ {
+			if line[i] == '\\' {
+				i++
+			}
+		}
+		if i-start-1 < threshold {
+			continue
+		}
+		// A value: its key and a colon before it.
+		before := line[:start]
+		if !bytes.HasSuffix(before, []byte(`":`)) {
+			continue
+		}
+		k := bytes.LastIndexByte(before[:len(before)-2], '"')
+		if k >= 0 && externalKeys[string(before[k+1:len(before)-2])] {
+			return true
+		}
+	}
+	return false
+}
+
+// valueLen is the length of the JSON object or array b starts with (all
+// of b when it is not closed).
+func valueLen(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(b)
 }
 
 // delta returns c written as a continuation of the recent request that
@@ -189,7 +407,9 @@ func (w *Writer) delta(c *Call) *Call {
 	return &out
 }
 
-// Close flushes and closes the file. Closing twice is harmless.
+// Close writes what waits, stops the background writer and closes the
+// file. It returns the error that stopped the writer, if any. Closing
+// twice is harmless.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -197,7 +417,12 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	err := w.buf.Flush()
+	w.q.mu.Lock()
+	w.q.closing = true
+	w.q.cond.Broadcast()
+	w.q.mu.Unlock()
+	<-w.done
+	err := w.Err()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}

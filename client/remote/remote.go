@@ -153,6 +153,11 @@ type Client struct {
 	// server re-sends to the same run the frames it may have got, which it
 	// answers from its memory (with a journal, any later run does too).
 	instance string
+	// progress sends the tools' progress reports.
+	progress *progressOut
+	// background are the commands left running in the background, by
+	// call id, with their session: its end cancels them.
+	background map[string]string
 }
 
 // recentRounds bounds the cache of answered rounds.
@@ -194,7 +199,8 @@ func New(dev Device, opts Options) (*Client, error) {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
 	c := &Client{dev: dev, opts: opts, urls: urls, inQuery: make([]atomic.Bool, len(urls)), up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
-		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}, instance: dispatcher.NewUUID()}
+		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}, instance: dispatcher.NewUUID(),
+		progress: newProgressOut(), background: map[string]string{}}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
 		if err != nil {
@@ -233,6 +239,9 @@ func (c *Client) recentResults() []*aip.ClientMessage {
 // connection the server has not yet dropped) are retried with backoff.
 func (c *Client) Run(ctx context.Context) error {
 	defer c.drainers.Wait()
+	pctx, stopProgress := context.WithCancel(ctx)
+	defer stopProgress()
+	go c.sendProgress(pctx)
 	for attempt := 0; ; attempt++ {
 		conn, err := c.connect(ctx)
 		if ctx.Err() != nil {
@@ -443,6 +452,14 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 				Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
 			continue
 		}
+		if m.Type == aip.TypeCommand && controlOnly(m) {
+			// How a background command is doing, or stopping it, is
+			// answered at once, not after the round running now.
+			if c.see(m) {
+				go c.answerNow(ctx, m)
+			}
+			continue
+		}
 		if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
 			go c.read(ctx, conn) // a successor reads (pings, cancellations) meanwhile
 			c.drain(ctx)
@@ -496,6 +513,7 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 			RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now()),
 			Metadata: map[string]any{"platform": c.dev.Device().Platform}})
 	case aip.TypeTaskEnd:
+		c.cancelBackground(ctx, m.SessionID)
 		c.mu.Lock()
 		if cancel := c.running[m.SessionID]; cancel != nil && m.Status == aip.StatusFailed {
 			cancel(fmt.Errorf("the server ended the task: %s", m.Error))
@@ -513,6 +531,55 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 	case aip.TypeError:
 		c.opts.Logf("the server reports an error: %s", m.Error)
 	}
+}
+
+// controlOnly reports a command frame made only of command_status and
+// cancel_command.
+func controlOnly(m *aip.ServerMessage) bool {
+	for _, a := range m.Actions {
+		if !command.IsBackgroundControl(a.ToolName) {
+			return false
+		}
+	}
+	return len(m.Actions) > 0
+}
+
+// see notes a frame as seen, and reports whether it is new: a frame seen
+// before is answered from the cache once it has run.
+func (c *Client) see(m *aip.ServerMessage) bool {
+	c.mu.Lock()
+	res, seen := c.rounds[m.ResponseID]
+	if !seen {
+		c.rounds[m.ResponseID] = nil
+		c.order = append(c.order, m.ResponseID)
+		if len(c.order) > recentRounds {
+			delete(c.rounds, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	if seen && res != nil {
+		c.deliver(context.Background(), res)
+	}
+	return !seen
+}
+
+// answerNow runs a frame of control commands beside the queue.
+func (c *Client) answerNow(ctx context.Context, m *aip.ServerMessage) {
+	results := make([]command.Result, len(m.Actions))
+	for i, cmd := range m.Actions {
+		results[i] = c.dev.Execute(ctx, cmd)
+		results[i].CallID = cmd.CallID
+	}
+	res := &aip.ClientMessage{Type: aip.TypeCommandResults, Status: m.Status, ClientType: aip.ClientDevice,
+		ClientID: c.opts.ClientID, SessionID: m.SessionID, ActionResults: results, PrevResponseID: m.ResponseID,
+		RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+	c.mu.Lock()
+	if _, ok := c.rounds[m.ResponseID]; ok {
+		c.rounds[m.ResponseID] = res
+	}
+	c.mu.Unlock()
+	c.deliver(ctx, res)
 }
 
 // enqueue queues a command frame, unless it is a frame seen before: one
@@ -598,6 +665,10 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 		jerr = c.journal.begin(m)
 	}
 	run := context.WithoutCancel(rctx) // a command runs to its end; the next ones see the cancellation
+	if l := m.Lifecycle; l != nil && l.DetachAfter > 0 {
+		run = command.WithDetach(run, l.DetachAfter)
+	}
+	background := ""
 	for i, cmd := range m.Actions {
 		switch {
 		case jerr != nil:
@@ -606,6 +677,8 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 			results[i] = command.SkippedResult(cmd.CallID, fmt.Sprintf("cancelled before it ran: %v", context.Cause(rctx)))
 		case failed:
 			results[i] = command.SkippedResult(cmd.CallID, SkippedAfterFailure)
+		case background != "":
+			results[i] = command.SkippedResult(cmd.CallID, background)
 		case m.Lifecycle.Expired(time.Now()):
 			results[i] = command.Failed(cmd.CallID, fmt.Sprintf("%s expired at %s before it could run (queued by %s)",
 				cmd.ToolName, m.Lifecycle.ExpiresAt.Format(time.RFC3339Nano), m.Lifecycle.QueuedBy))
@@ -616,7 +689,14 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 					break
 				}
 			}
-			results[i] = c.runCommand(run, m.ResponseID, i, cmd)
+			results[i] = c.runCommand(command.WithProgress(run, c.reporter(ctx, m, i)), m.ResponseID, i, cmd)
+			if results[i].Running() {
+				c.mu.Lock()
+				c.background[cmd.CallID] = m.SessionID
+				c.mu.Unlock()
+				results[i].CallID = cmd.CallID
+				background = dispatcher.StoppedBy(results[i])
+			}
 			if c.journal != nil {
 				results[i].CallID = cmd.CallID
 				c.journal.done(m.ResponseID, i, results[i])

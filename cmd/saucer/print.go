@@ -35,12 +35,20 @@ type printer struct {
 	// estimated is set once the run has said that token figures are
 	// Saucer's own count.
 	estimated bool
+	// shown is when each running command's progress was last printed, by
+	// call id; now is the clock (a test's own).
+	shown map[string]time.Time
+	now   func() time.Time
 }
+
+// progressEvery is the least time between two printed progress lines of
+// one command: a shell command reports its output four times a second.
+const progressEvery = 2 * time.Second
 
 // newPrinter prints to w with red's secrets hidden, in what it shortens
 // and in everything it writes.
 func newPrinter(w io.Writer, red *trajectory.Redactor) *printer {
-	return &printer{w: redacting{w, red}, red: red}
+	return &printer{w: redacting{w, red}, red: red, shown: map[string]time.Time{}, now: time.Now}
 }
 
 // tokenText shows a token count, "~" marking Saucer's own count.
@@ -107,7 +115,7 @@ func (p *printer) short(s string, max int) string {
 
 func (p *printer) event(e agent.Event) {
 	switch e.Kind {
-	case agent.EventModelCall, agent.EventDispatch, agent.EventTransition:
+	case agent.EventModelCall, agent.EventDispatch, agent.EventTransition, agent.EventProgress:
 	default:
 		p.endStream()
 	}
@@ -124,12 +132,47 @@ func (p *printer) event(e agent.Event) {
 		io.WriteString(p.w, retryLine(e))
 	case agent.EventFallback:
 		fmt.Fprintf(p.w, "    %v\n", e.Err)
+	case agent.EventProgress:
+		p.progress(e)
 	case agent.EventAgentEnd:
 		p.last = e.Agent
 		if e.Note != nil {
 			fmt.Fprintf(p.w, "← %s %s: %s\n", e.Agent, e.Note.Status, p.short(e.Note.Result, 160))
 		}
 	}
+}
+
+// progress shows how a running command is doing: its latest output line
+// (or progress out of total), every progressEvery at most, and the end of
+// a command left running in the background. A running command's line
+// waits while a reply is being streamed, not to cut it.
+func (p *printer) progress(e agent.Event) {
+	pr := e.Progress
+	if pr == nil {
+		return
+	}
+	if pr.State.Terminal() {
+		p.endStream()
+		delete(p.shown, pr.CallID)
+		fmt.Fprintf(p.w, "    %s (call %s, %s) ended in the background: %s\n", pr.Tool, pr.CallID, e.Agent, pr.State)
+		return
+	}
+	now := p.now()
+	if p.streaming != "" || now.Sub(p.shown[pr.CallID]) < progressEvery {
+		return
+	}
+	p.shown[pr.CallID] = now
+	what := pr.Message
+	if i := strings.LastIndexByte(strings.TrimRight(what, "\n"), '\n'); i >= 0 {
+		what = what[i+1:] // the latest line of output
+	}
+	switch {
+	case pr.Total > 0:
+		what = fmt.Sprintf("%g/%g %s", pr.Progress, pr.Total, what)
+	case what == "":
+		what = fmt.Sprintf("%g", pr.Progress)
+	}
+	fmt.Fprintf(p.w, "    … %s %s: %s\n", pr.Tool, (time.Duration(pr.ElapsedMS) * time.Millisecond).Round(time.Second), p.short(what, 120))
 }
 
 // decision prints the step's first line as soon as the model has decided:
@@ -199,9 +242,11 @@ func retryLine(e agent.Event) string {
 }
 
 func (p *printer) resultLine(r command.Result) string {
-	switch r.Status {
-	case command.Success:
+	switch {
+	case r.Status == command.Success:
 		return "ok " + p.short(string(r.Result), 100)
+	case r.Running():
+		return "still running in the background (call " + r.CallID + ")"
 	default:
 		return string(r.Status) + ": " + p.short(r.Error, 140)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
@@ -66,5 +67,53 @@ func TestConsoleHidesTheStartOfCutSecrets(t *testing.T) {
 	}
 	if !strings.Contains(got, "the key is "+trajectory.Redacted+" and") || !strings.HasSuffix(got, " done\n") {
 		t.Errorf("streamed text lost:\n%s", got)
+	}
+}
+
+// A running command's progress shows its latest output line every two
+// seconds at most, redacted, never in the middle of a streamed reply; a
+// command left in the background says so in its step, and its end is
+// told when it comes.
+func TestConsoleShowsProgress(t *testing.T) {
+	red, err := trajectory.NewRedactor([]string{"hunter2-secret"}, trajectory.DefaultPatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	p := newPrinter(&out, red)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.now = func() time.Time { return clock }
+	report := func(after time.Duration, msg string, state command.State) {
+		clock = clock.Add(after)
+		p.event(agent.Event{Kind: agent.EventProgress, Agent: "app:shell#1", Step: 1,
+			Progress: &command.Progress{CallID: "c1", Tool: "execute_command", Message: msg, State: state, ElapsedMS: 3000}})
+	}
+	report(0, "compiling a\ncompiling b", command.StateRunning)
+	report(500*time.Millisecond, "compiling c", command.StateRunning) // too soon
+	p.chunk("app:shell#1", llm.Chunk{Text: "thinking about "})
+	report(2*time.Second, "compiling d", command.StateRunning) // not in a streamed line
+	p.endStream()
+	report(0, "password hunter2-secret", command.StateRunning)
+	p.event(agent.Event{Kind: agent.EventStep, Agent: "app:shell#1", Step: 1, Commands: []command.Command{{ToolName: "execute_command"}},
+		Results: []command.Result{command.Running(command.Status{CallID: "c1", Tool: "execute_command", State: command.StateRunning})}})
+	report(0, "", command.StateCompleted)
+
+	want := []string{
+		"    … execute_command 3s: compiling b",
+		"  app:shell#1 … thinking about ",
+		"    … execute_command 3s: password [REDACTED]",
+		"    execute_command{} → still running in the background (call c1)",
+		"    execute_command (call c1, app:shell#1) ended in the background: completed",
+	}
+	got := out.String()
+	for _, w := range want {
+		if !strings.Contains(got, w+"\n") {
+			t.Errorf("no line %q in\n%s", w, got)
+		}
+	}
+	for _, not := range []string{"compiling c", "compiling d", "hunter2"} {
+		if strings.Contains(got, not) {
+			t.Errorf("%q shown:\n%s", not, got)
+		}
 	}
 }

@@ -45,12 +45,26 @@ func (r redacting) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// pruneRuns removes the runs record.keep does not keep from dir, before a
+// run or a server starts; what it cannot remove is a warning.
+func pruneRuns(cfg *config.Config, dir string, errw io.Writer) {
+	k := cfg.Record.Keep
+	removed, err := trajectory.Prune(dir, trajectory.Keep{Age: k.Age.D(), Size: int64(k.Size)}, time.Now())
+	if len(removed) > 0 {
+		fmt.Fprintf(errw, "saucer: record.keep removed %d old runs from %s\n", len(removed), dir)
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "saucer: warning: record.keep: %v\n", err)
+	}
+}
+
 // startRecording opens runs/<id>/ for a run, or returns nil when the run is
 // not recorded.
-func startRecording(cfg *config.Config, dev *client.Client, f *runFlags, task, workdir string) (*record.Recorder, error) {
+func startRecording(cfg *config.Config, dev *client.Client, f *runFlags, task, workdir string, errw io.Writer) (*record.Recorder, error) {
 	if f.noRecord || !cfg.Record.Enabled {
 		return nil, nil
 	}
+	pruneRuns(cfg, runsDir(cfg, f.runs), errw)
 	red, err := redactorFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w (check record.redact and record.redact_patterns)", err)

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -236,5 +238,38 @@ replies:
 				t.Errorf("replay: exit %d\n%s", code, out)
 			}
 		})
+	}
+}
+
+// TestRunPrunesOldRuns: record.keep in the config removes an old finished
+// run before a run starts, says so, and leaves a recent one and the new run.
+func TestRunPrunesOldRuns(t *testing.T) {
+	runs := t.TempDir()
+	old := time.Now().Add(-60 * 24 * time.Hour)
+	for _, name := range []string{"old", "recent"} {
+		w, err := trajectory.Create(filepath.Join(runs, name), trajectory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(trajectory.Event{Type: trajectory.TypeSessionStart, Session: &trajectory.Session{Format: trajectory.Format}})
+		w.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: &trajectory.End{Status: "FINISH"}})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chtimes(filepath.Join(runs, "old", trajectory.EventsFile), old, old)
+	cfg := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(cfg, []byte("record:\n  keep:\n    age: 720h\n"), 0o644)
+	out, code := saucer(t, demoArgs(t.TempDir(), "--runs", runs, "--config", cfg)...)
+	if code != 0 || !strings.Contains(out, "record.keep removed 1 old runs") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	entries, _ := os.ReadDir(runs)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if len(left) != 2 || slices.Contains(left, "old") || !slices.Contains(left, "recent") {
+		t.Fatalf("runs left: %v", left)
 	}
 }

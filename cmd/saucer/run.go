@@ -113,7 +113,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 			opts.OnChunk = p.chunk
 		}
 	}
-	rec, err := startRecording(cfg, dev, f, task, f.workdir)
+	rec, err := startRecording(cfg, dev, f, task, f.workdir, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

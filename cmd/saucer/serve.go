@@ -91,6 +91,7 @@ func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, 
 		return sessions, nil
 	}
 	// Every task is recorded, as a local run is: runs/<task id>/.
+	pruneRuns(cfg, runsDir(cfg, ""), os.Stderr)
 	red, err := redactorFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w (check record.redact and record.redact_patterns)", err)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -38,9 +39,42 @@ func New(s *tools.Server) *server.MCPServer {
 
 // Stdio serves s on in and out until ctx ends or in closes. out carries
 // the protocol: nothing else may be written to it.
+//
+// A tool's progress notifications are written by the handler itself,
+// before it returns, so that they reach the client before the result:
+// mcp-go's stdio server writes notifications from a goroutine of its own,
+// which loses the race with the result most times.
 func Stdio(ctx context.Context, s *tools.Server, in io.Reader, out io.Writer) error {
-	return server.NewStdioServer(New(s)).Listen(ctx, in, out)
+	lw := &lineWriter{w: out}
+	ss := server.NewStdioServer(New(s))
+	ss.SetContextFunc(func(ctx context.Context) context.Context { return context.WithValue(ctx, directKey{}, lw) })
+	return ss.Listen(ctx, in, lw)
 }
+
+// lineWriter serialises writes to the protocol stream: mcp-go writes each
+// message in one call, and so do the handlers' direct notifications.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// notify writes one notification as a JSON-RPC line.
+func (l *lineWriter) notify(method string, params map[string]any) error {
+	b, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	_, err = l.Write(append(b, '\n'))
+	return err
+}
+
+type directKey struct{}
 
 // HTTP is a streamable HTTP endpoint serving s.
 func HTTP(s *tools.Server) http.Handler {
@@ -116,6 +150,7 @@ func handler(t *tools.Tool) server.ToolHandlerFunc {
 		progress, _ := ctx.Value(progressKey{}).(func(tools.Progress))
 		if progress == nil && req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token, srv := req.Params.Meta.ProgressToken, server.ServerFromContext(ctx)
+			direct, _ := ctx.Value(directKey{}).(*lineWriter)
 			progress = func(p tools.Progress) {
 				params := map[string]any{"progressToken": token, "progress": p.Progress}
 				if p.Total != 0 {
@@ -126,6 +161,10 @@ func handler(t *tools.Tool) server.ToolHandlerFunc {
 				}
 				// A report the session cannot take (its queue is full, the
 				// client left) is lost; the call goes on.
+				if direct != nil {
+					_ = direct.notify("notifications/progress", params)
+					return
+				}
 				_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
 			}
 		}

@@ -283,7 +283,7 @@ func (d *Desktop) centre(ctx context.Context, c Control, w Window) (int, int, er
 	if err := d.dbusMethod(ctx, c.ref, ifComponent+".GetExtents", &ext, uint32(0)); err != nil {
 		return 0, 0, d.controlErr(c, "read its position", err)
 	}
-	r := Rect{int(ext.X), int(ext.Y), int(ext.W), int(ext.H)}
+	r := Rect{int(ext.X), int(ext.Y), int(ext.W), int(ext.H)}.add(w.dx, w.dy)
 	if r.empty() {
 		return 0, 0, fmt.Errorf("control %d (%s %q) has no area on the screen now (hidden or scrolled away)", c.ID, c.Role, c.Name)
 	}
@@ -352,11 +352,14 @@ func (d *Desktop) Type(ctx context.Context, id int, window, text string, termina
 		return nil, err
 	}
 	defer unlock()
-	w, _, err := d.focusFor(ctx, id, window, terminal)
+	w, c, err := d.focusFor(ctx, id, window, terminal)
 	if err != nil {
 		return nil, err
 	}
 	return d.act(ctx, w, id, func() (string, error) {
+		if did, ok, err := d.insertText(ctx, c, w, text); ok || err != nil {
+			return did, err
+		}
 		if err := d.x.typeText(text); err != nil {
 			return "", err
 		}
@@ -642,6 +645,9 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	cmd.Env = append(os.Environ(), d.opts.Env...)
 	if d.opts.Display != "" {
 		cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
+	}
+	if d.opts.Wayland != "" {
+		cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
 	}
 	if d.opts.Bus != "" {
 		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)

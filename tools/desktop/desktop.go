@@ -1,8 +1,10 @@
 // Package desktop is Saucer's MCP server for Linux desktop applications
-// on X11: it reads a window's controls through the AT-SPI accessibility
-// bus (D-Bus), takes screenshots and drives input through the X server
-// (XTest), and marks each control's box and id on the screenshot
-// (set-of-marks) for vision models. docs/desktop.md explains the design.
+// on X11 and Wayland: it reads a window's controls and acts on them
+// through the AT-SPI accessibility bus (D-Bus), takes screenshots and
+// drives the pointer and keyboard through the display server (XTest on
+// X11, the wlroots protocols on Wayland; screen.go is the seam), and marks
+// each control's box and id on the screenshot (set-of-marks) for vision
+// models. docs/desktop.md explains the design.
 package desktop
 
 import (
@@ -26,6 +28,10 @@ type Options struct {
 	// Display is the X display (default $DISPLAY); Bus the session D-Bus
 	// address (default $DBUS_SESSION_BUS_ADDRESS).
 	Display, Bus string
+	// Wayland is the Wayland display, a socket's path or name (default
+	// $WAYLAND_DISPLAY when no X display is named or set); SwaySock
+	// sway's IPC socket (default $SWAYSOCK).
+	Wayland, SwaySock string
 	// Fetch picks how a window's tree is read: "cache" (one
 	// org.a11y.atspi.Cache.GetItems call per application, falling back to
 	// a walk where an application offers no cache), "walk" (a level-order
@@ -60,14 +66,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Desktop observes and drives the windows of one X11 session. Its
+// Desktop observes and drives the windows of one X11 or Wayland session. Its
 // methods are safe for concurrent use (they run one at a time).
 type Desktop struct {
 	opts Options
 
 	mu   sync.Mutex
 	a    *a11y
-	x    *display
+	x    screen
 	ids  idMap[int]
 	wins idMap[string]
 	last map[ref]*Observation // the latest observation of each window
@@ -108,7 +114,7 @@ func (d *Desktop) disconnect() {
 // connect opens the connections that are not open.
 func (d *Desktop) connect(ctx context.Context) error {
 	if d.x == nil {
-		x, err := dialX(d.opts.Display)
+		x, err := dialScreen(d.opts)
 		if err != nil {
 			return err
 		}
@@ -173,6 +179,9 @@ type Window struct {
 	Bounds Rect   `json:"bounds"`
 	Active bool   `json:"active,omitempty"`
 	ref    ref
+	// dx, dy turn the application's boxes into screen positions (under
+	// Wayland they are relative to the window).
+	dx, dy int
 }
 
 // Control is one control of a window.
@@ -199,6 +208,9 @@ type Observation struct {
 	Nodes int `json:"nodes"`
 	// PNG is the screenshot, annotated when asked, if one was taken.
 	PNG []byte `json:"-"`
+	// NoScreenshot says why none was taken where one was asked for (a
+	// compositor without screen capture).
+	NoScreenshot string `json:"no_screenshot,omitempty"`
 	// Timing of the parts, for the benchmark.
 	Timing Timing `json:"-"`
 	byID   map[int]*Control
@@ -276,6 +288,7 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 		w.ID = d.wins.id(w.ref)
 		out = append(out, w)
 	}
+	d.place(out)
 	return out, nil
 }
 
@@ -405,6 +418,7 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	obs.Timing.Tree, obs.Timing.Details = t1.Sub(t0), t2.Sub(t1)
 	for i, n := range keep {
 		det := dets[i]
+		det.bounds = det.bounds.add(w.dx, w.dy)
 		if det.bounds.empty() || clip(det.bounds, w.Bounds).empty() {
 			continue
 		}
@@ -467,6 +481,10 @@ func (d *Desktop) capture(obs *Observation, marks bool) error {
 		_ = d.x.raise(xw.id)
 	}
 	img, area, err := d.x.capture(obs.Window.Bounds)
+	if errors.Is(err, errCannot) {
+		obs.NoScreenshot = err.Error()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -497,19 +515,7 @@ func (d *Desktop) xwindow(w Window) (xwin, bool) {
 	if err != nil {
 		return xwin{}, false
 	}
-	var same []xwin
-	for _, x := range xs {
-		if int(x.pid) == w.PID {
-			if x.title == w.Title {
-				return x, true
-			}
-			same = append(same, x)
-		}
-	}
-	if len(same) == 1 {
-		return same[0], true
-	}
-	return xwin{}, false
+	return matchWindow(xs, w)
 }
 
 // Text renders the observation for a model: one line per control.
@@ -517,6 +523,9 @@ func (o *Observation) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Window %s %q (%s, pid %d) at %d,%d %dx%d: %d controls. Use the number in [brackets] as the control id.\n",
 		o.Window.ID, o.Window.Title, o.Window.App, o.Window.PID, o.Window.Bounds.X, o.Window.Bounds.Y, o.Window.Bounds.W, o.Window.Bounds.H, len(o.Controls))
+	if o.NoScreenshot != "" {
+		fmt.Fprintf(&b, "(No screenshot: %s.)\n", o.NoScreenshot)
+	}
 	for _, c := range o.Controls {
 		b.WriteString(c.line())
 		b.WriteByte('\n')

@@ -42,7 +42,7 @@ func dialX(name string) (*display, error) {
 		name = os.Getenv("DISPLAY")
 	}
 	if name == "" {
-		return nil, errors.New("no X display: DISPLAY is not set (Wayland sessions are not supported yet; see docs/desktop.md)")
+		return nil, errors.New("no X display: DISPLAY is not set")
 	}
 	conn, err := xgb.NewConnDisplay(name)
 	if err != nil {
@@ -299,10 +299,13 @@ func (d *display) atom(name string) (xproto.Atom, error) {
 	return rep.Atom, nil
 }
 
+// xwin is a display server's application window: an X window, or (under
+// sway) a container, whose id is then sway's.
 type xwin struct {
 	id    xproto.Window
 	pid   uint32
 	title string
+	box   Rect // where its content is on the screen, where the server says (sway)
 }
 
 // topLevels lists the client windows: those a window manager lists in

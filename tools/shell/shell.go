@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -55,6 +56,10 @@ type Options struct {
 	// on the host: Dir and cwd are paths inside, and commands get the
 	// jail's environment plus Env and the call's, never the host's.
 	Jail Jail
+	// ReportEvery is the least time between two progress reports of a
+	// running command's output (the "output" stream); a command that ends
+	// sooner reports nothing. Default: DefaultReportEvery.
+	ReportEvery time.Duration
 	// Persistent runs every command in one long-lived shell, as a terminal
 	// does: cd, variables and su carry over between calls. A call with
 	// fresh set still gets a shell of its own. Build such a server with
@@ -117,6 +122,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultMaxOutput
 	}
+	if o.ReportEvery <= 0 {
+		o.ReportEvery = DefaultReportEvery
+	}
 	return o
 }
 
@@ -172,12 +180,15 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	if opts.Persistent {
 		jobs = "Do not read standard input. Background jobs (cmd &) keep running in the shell; a timeout kills the shell with them and the next call starts a new shell."
 	}
+	// A fresh shell's output streams while it runs (the persistent
+	// shell's is read when the command ends: only its fresh calls stream).
+	streams := []string{StreamOutput}
 	s := &tools.Server{Name: "shell", Instructions: instructions}
 	s.Add(tools.New("execute_command",
 		what+fmt.Sprintf("A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
 			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. ",
 			r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput)+jobs,
-		tools.Annotations{Title: "Run a shell command", Risk: tools.RiskDestructive, OpenWorld: true},
+		tools.Annotations{Title: "Run a shell command", Risk: tools.RiskDestructive, OpenWorld: true, Streams: streams},
 		r.execute))
 	return s, stop, nil
 }
@@ -333,6 +344,8 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	}
 	tag := newTag()
 	stdout, stderr := newCapped(r.opts.MaxOutput), newCapped(r.opts.MaxOutput)
+	lines := newLineStream(ctx, r.opts.ReportEvery)
+	defer lines.close()
 	build := func(group *cmdGroup) *exec.Cmd {
 		var cmd *exec.Cmd
 		tagEnv := tagVar + "=" + tag
@@ -360,7 +373,7 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		// A background child that keeps our pipes open must not hold the call
 		// forever once the shell itself has exited.
 		cmd.WaitDelay = 2 * time.Second
-		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, streamWriter{lines, 0}), io.MultiWriter(stderr, streamWriter{lines, 1})
 		return cmd
 	}
 	// A jail puts its commands in its own cgroup; on the host, each
@@ -383,6 +396,7 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if err == nil {
 		err = cmd.Wait()
 	}
+	lines.close() // the last lines are reported before the result
 	out := ExecuteOutput{
 		Stdout:    stdout.String(),
 		Stderr:    stderr.String(),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/trajectory"
@@ -29,23 +30,43 @@ type Recorder struct {
 	mu    sync.Mutex
 	calls int
 	err   error
+	told  bool // OnError was told of err
 	// switched holds the fallback switches of the model call in progress,
 	// recorded with it.
 	switched []string
 	// OnError, when set before the session starts, is told of the first
-	// write that fails (a full disk, say), once: a run stops then rather
-	// than go on unrecorded.
+	// write that fails (a full disk, say), once, from the writer's
+	// goroutine: a run stops then rather than go on unrecorded.
 	OnError func(error)
+	// progress throttles the commands' progress reports, by call id.
+	progress map[string]*progressSlot
+	finished bool
+	now      func() time.Time
+}
+
+// ProgressEvery is the least time between two recorded progress reports
+// of one command; the command's last report is recorded too.
+const ProgressEvery = time.Second
+
+// progressSlot is a command's throttled progress: when its last report was
+// recorded, and the latest one that was not (yet).
+type progressSlot struct {
+	last    time.Time
+	pending *trajectory.Event
 }
 
 // Start creates the trajectory directory dir and writes session_start. An
 // empty s.ID is filled from the directory's name; s.Format and s.Version
 // are filled in.
 func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder, error) {
+	r := &Recorder{start: time.Now(), progress: map[string]*progressSlot{}, now: time.Now}
+	// The background writer tells of a failed write as soon as it meets it.
+	opts.OnError = func(err error) { r.failed(err) }
 	w, err := trajectory.Create(dir, opts)
 	if err != nil {
 		return nil, err
 	}
+	r.w = w
 	if s.ID == "" {
 		s.ID = filepath.Base(dir)
 	}
@@ -53,7 +74,6 @@ func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder
 	if s.Version == "" {
 		s.Version = Version()
 	}
-	r := &Recorder{w: w, start: time.Now()}
 	if err := w.Write(trajectory.Event{Type: trajectory.TypeSessionStart, Session: &s}); err != nil {
 		w.Close()
 		return nil, err
@@ -73,25 +93,50 @@ func (r *Recorder) Err() error {
 }
 
 // Write appends an event of the caller's own (a checker's commands, say).
+// The event reaches the disk in the background: a write that fails is
+// returned by a later Write, told to OnError and returned by Finish.
 func (r *Recorder) Write(e trajectory.Event) error {
 	err := r.w.Write(e)
 	if err != nil {
-		r.mu.Lock()
-		first := r.err == nil
-		if first {
-			r.err = err
-		}
-		r.mu.Unlock()
-		if first && r.OnError != nil {
-			r.OnError(err)
-		}
+		r.failed(err)
 	}
 	return err
 }
 
-// Observe records an agent event.
-func (r *Recorder) Observe(e agent.Event) {
+// failed keeps the first error and tells OnError of it, once.
+func (r *Recorder) failed(err error) {
 	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	err, onErr := r.err, r.OnError
+	tell := !r.told && onErr != nil
+	r.told = r.told || tell
+	r.mu.Unlock()
+	if tell {
+		onErr(err)
+	}
+}
+
+// Observe records an agent event. Progress reports are throttled: at most
+// one per ProgressEvery per command, plus its last (written before the
+// dispatch that brings its result, or when a command left in the
+// background reports its end). Events that come after Finish (a
+// background command still reporting) are not recorded.
+func (r *Recorder) Observe(e agent.Event) {
+	if e.Kind == agent.EventProgress {
+		r.observeProgress(e)
+		return
+	}
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return
+	}
+	var last []trajectory.Event
+	if e.Kind == agent.EventDispatch {
+		last = r.lastProgressLocked(e.Results)
+	}
 	if e.Kind == agent.EventFallback && e.Err != nil {
 		r.switched = append(r.switched, e.Err.Error())
 	}
@@ -102,6 +147,9 @@ func (r *Recorder) Observe(e agent.Event) {
 	}
 	n := r.calls
 	r.mu.Unlock()
+	for _, p := range last {
+		r.Write(p)
+	}
 	if te, ok := Convert(e, n); ok {
 		if te.Call != nil && len(switched) > 0 {
 			te.Call.Fallbacks = switched
@@ -110,9 +158,79 @@ func (r *Recorder) Observe(e agent.Event) {
 	}
 }
 
+// observeProgress records a progress report, or keeps it for later.
+func (r *Recorder) observeProgress(e agent.Event) {
+	te, ok := Convert(e, 0)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return
+	}
+	id := e.Progress.CallID
+	slot := r.progress[id]
+	if slot == nil {
+		slot = &progressSlot{}
+		r.progress[id] = slot
+	}
+	now := r.now()
+	switch {
+	case e.Progress.State.Terminal():
+		delete(r.progress, id) // its last report
+	case slot.last.IsZero() || now.Sub(slot.last) >= ProgressEvery:
+		slot.last, slot.pending = now, nil
+	default:
+		slot.pending = &te
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	// Observers are told one event at a time (agent.Session), so this
+	// write keeps its place.
+	r.Write(te)
+}
+
+// lastProgressLocked takes the kept last reports of the commands whose
+// results have come, to be written before the dispatch that brings them.
+// A command left running in the background goes on. Called with r.mu
+// held.
+func (r *Recorder) lastProgressLocked(results []command.Result) []trajectory.Event {
+	var out []trajectory.Event
+	for _, res := range results {
+		slot := r.progress[res.CallID]
+		if slot == nil || res.Running() {
+			continue
+		}
+		if slot.pending != nil {
+			out = append(out, *slot.pending)
+		}
+		delete(r.progress, res.CallID)
+	}
+	return out
+}
+
 // Finish writes session_end from the outcome and closes the trajectory.
 // It returns the first error met while recording.
 func (r *Recorder) Finish(o *agent.Outcome) error {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.progress))
+	for id := range r.progress {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var last []trajectory.Event
+	for _, id := range ids {
+		if p := r.progress[id].pending; p != nil {
+			last = append(last, *p)
+		}
+	}
+	r.progress, r.finished = map[string]*progressSlot{}, true
+	r.mu.Unlock()
+	for _, p := range last {
+		r.Write(p)
+	}
 	end := &trajectory.End{Status: string(o.Status), Answer: o.Answer, Cancelled: o.Cancelled, Rounds: o.Rounds,
 		Steps: o.Steps, Usage: o.Usage, DurationMS: trajectory.MS(time.Since(r.start)), Cost: o.Cost.String(), CostUSD: o.Cost.USDPointer()}
 	if o.Err != nil {
@@ -120,7 +238,11 @@ func (r *Recorder) Finish(o *agent.Outcome) error {
 	}
 	end.Budget = o.Budget
 	r.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: end})
-	return errors.Join(r.Err(), r.w.Close())
+	cerr := r.w.Close()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	return cerr
 }
 
 // Convert turns an agent event into a trajectory event; n is the model
@@ -169,6 +291,12 @@ func Convert(e agent.Event, n int) (trajectory.Event, bool) {
 		}
 	case agent.EventTransition:
 		te.Type, te.From, te.To = trajectory.TypeTransition, string(e.From), string(e.To)
+	case agent.EventProgress:
+		if e.Progress == nil {
+			return te, false
+		}
+		p := *e.Progress
+		te.Type, te.Progress = trajectory.TypeProgress, &p
 	case agent.EventAgentEnd:
 		te.Type, te.Subtask, te.Round, te.Step = trajectory.TypeAgentEnd, e.Subtask, 0, 0
 		if e.Note != nil {

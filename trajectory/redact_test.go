@@ -1,0 +1,195 @@
+package trajectory
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// regexpRedact is how redaction was done before the one-pass scan, kept
+// as the reference: the literal secrets replaced, then each pattern's
+// matches in turn, each a regular expression over the whole text.
+func regexpRedact(secrets, patterns []string, s string) string {
+	key := strings.Join(secrets, "\x00") + "\x01" + strings.Join(patterns, "\x00")
+	ref, ok := refs[key]
+	if !ok {
+		r, err := NewRedactor(secrets, nil)
+		if err != nil {
+			panic(err)
+		}
+		ref.replacer = r.replacer
+		for _, p := range patterns {
+			ref.res = append(ref.res, regexp.MustCompile(p))
+		}
+		refs[key] = ref
+	}
+	if ref.replacer != nil {
+		s = ref.replacer.Replace(s)
+	}
+	for _, re := range ref.res {
+		g := re.SubexpIndex("secret")
+		if g < 0 {
+			s = re.ReplaceAllLiteralString(s, Redacted)
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+			if m[2*g] < 0 {
+				continue
+			}
+			b.WriteString(s[last:m[2*g]])
+			b.WriteString(Redacted)
+			last = m[2*g+1]
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return s
+}
+
+var refs = map[string]struct {
+	replacer *strings.Replacer
+	res      []*regexp.Regexp
+}{}
+
+// pieces build texts full of near-secrets: the patterns' literals, their
+// characters, the bytes that end a match, and secrets cut short.
+var pieces = []string{
+	"sk-", "sk-ant-", "AKIA", "ASIA", "://", "postgres://", "u:", ":", "@", "/", "=", "&", ";", " ", "\t", "\n", `"`, `'`, `\`, `\"`,
+	"token", "TOKEN", "password", "passwd", "api_key", "apikey", "ACCESS_KEY", "secret", "MY_SECRET_", "Bearer ", "bearer ", "BEARER ",
+	"ghp_", "gho_", "gh", "xoxb-", "xox", "AIza", "[REDACTED]", "\u212a", "\u017f", "é", "\xff", "-", "_", ".", "+", "~",
+	"abcdefghijklmnop", "0123456789ABCDEF", "ZZZZ", "q", "7", "hunter2-password", `pa"ss\word`,
+}
+
+func randomText(rng *rand.Rand) string {
+	var b strings.Builder
+	for n := rng.IntN(24); n >= 0; n-- {
+		if rng.IntN(4) == 0 {
+			for k := rng.IntN(40); k >= 0; k-- {
+				b.WriteByte("abcXYZ0189_-"[rng.IntN(12)])
+			}
+			continue
+		}
+		b.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+var testSecrets = []string{"hunter2-password", `pa"ss\word`, "sk-proj-0123456789abcdefXYZ"}
+
+// TestRedactorMatchesRegexps: the one-pass redactor gives exactly what
+// the regular expressions over the whole text give, on random texts built
+// from the patterns' literals, secrets and the bytes around them.
+func TestRedactorMatchesRegexps(t *testing.T) {
+	user := append(DefaultPatterns(), `corp_[a-z]{8}`, `(?i)x[0-9]+y`, `D\]tail=[a-z]+`)
+	r, err := NewRedactor(testSecrets, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.rescan {
+		t.Error(`a user pattern starting "D]" (the end of [REDACTED]) does not make the redactor look again after a replacement`)
+	}
+	plain, _ := NewRedactor(testSecrets, DefaultPatterns())
+	if plain.rescan {
+		t.Error("a default pattern's literal can be made by a replacement")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	changed := 0
+	for range 4000 {
+		s := randomText(rng)
+		for _, c := range []struct {
+			r        *Redactor
+			patterns []string
+		}{{plain, DefaultPatterns()}, {r, user}} {
+			want := regexpRedact(testSecrets, c.patterns, s)
+			if got := c.r.String(s); got != want {
+				t.Fatalf("redacting %q\n got %q\nwant %q", s, got, want)
+			}
+			if got := string(c.r.Bytes([]byte(s))); got != want {
+				t.Fatalf("redacting bytes %q\n got %q\nwant %q", s, got, want)
+			}
+			if want != s {
+				changed++
+			}
+		}
+	}
+	if changed < 1300 {
+		t.Errorf("only %d of 8000 texts held a secret: the generator tests too little", changed)
+	}
+}
+
+// FuzzRedactor compares the one-pass redactor with the regular
+// expressions on any text.
+func FuzzRedactor(f *testing.F) {
+	for _, s := range []string{"token=abcdefgh", "postgres://u:pw@h", "Bearer abcdefghijklmnop1", "x sk-0123456789abcdefXYZ y", "ab://u:p&ss@h token=ab" + `pa"ss\word`} {
+		f.Add(s)
+	}
+	r, err := NewRedactor(testSecrets, DefaultPatterns())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := r.String(s), regexpRedact(testSecrets, DefaultPatterns(), s); got != want {
+			t.Fatalf("redacting %q\n got %q\nwant %q", s, got, want)
+		}
+	})
+}
+
+// BenchmarkRedactor: MB/s of the one-pass redactor and of the regular
+// expressions it replaced, on a 64 KB event line like a tool's output
+// (a directory listing, with the '=' and ':' a recording is full of) and
+// no secret in it.
+func BenchmarkRedactor(b *testing.B) {
+	var line strings.Builder
+	line.WriteString(`{"seq":12,"type":"dispatch","results":[{"status":"success","result":{"stdout":"`)
+	for i := 0; line.Len() < 64<<10; i++ {
+		line.WriteString(`-rw-r--r-- 1 root root  4096 Nov 26 02:47 file` + string(rune('a'+i%26)) + `.go (size=4096, mode=0644, url=https://example.com/a?b=c)\n`)
+	}
+	line.WriteString(`"}}]}`)
+	s := line.String()
+	r, err := NewRedactor(testSecrets, DefaultPatterns())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("onepass", func(b *testing.B) {
+		b.SetBytes(int64(len(s)))
+		for b.Loop() {
+			if r.String(s) != s {
+				b.Fatal("redacted a text without secrets")
+			}
+		}
+	})
+	b.Run("regexps", func(b *testing.B) {
+		b.SetBytes(int64(len(s)))
+		for b.Loop() {
+			if regexpRedact(testSecrets, DefaultPatterns(), s) != s {
+				b.Fatal("redacted a text without secrets")
+			}
+		}
+	})
+}
+
+// TestMayHoldLarge: a line is decoded to move values out only when it can
+// hold one: a long string under an external key, or a result or
+// parameters object or array near the threshold's size; a long line of
+// small tool schemas ("parameters":{...} each) is written as it is.
+func TestMayHoldLarge(t *testing.T) {
+	small := `{"name":"t","parameters":{"type":"object","properties":{"p":{"type":"string","description":"a } in a string"}}}}`
+	line := `{"type":"model_call","call":{"request":{"tools":[` + strings.Repeat(small+",", 60) + small + `]}}}`
+	if len(line) < 4096 {
+		t.Fatalf("the line is %d bytes", len(line))
+	}
+	if mayHoldLarge([]byte(line), 4096) {
+		t.Error("a line of small schemas is taken for one holding a large value")
+	}
+	big := `{"type":"command","parameters":{"text":[` + strings.Repeat(`"word",`, 400) + `"end"]}}`
+	if !mayHoldLarge([]byte(big), 4096) {
+		t.Error("a parameters object of 2.8 KB (over half the threshold) is not moved out")
+	}
+	str := `{"type":"x","content":"` + strings.Repeat("y", 5000) + `"}`
+	if !mayHoldLarge([]byte(str), 4096) {
+		t.Error("a long content string is not moved out")
+	}
+}
