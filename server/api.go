@@ -12,10 +12,11 @@ import (
 	"github.com/saucerhq/saucer/server/store"
 )
 
-// authed wraps an API handler with the API-key check.
+// authed wraps an API handler with the check of the API key or the
+// console's session (see authenticate).
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if forwarded(r) || s.authorize(w, r) {
+		if forwarded(r) || s.authenticate(w, r) {
 			h(w, r)
 		}
 	}
@@ -32,7 +33,8 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrBadRequest):
 		status = http.StatusBadRequest
-	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrNoTask), errors.Is(err, ErrNoPending):
+	case errors.Is(err, ErrNoDevice), errors.Is(err, ErrNoTask), errors.Is(err, ErrNoPending), errors.Is(err, ErrNotFound),
+		errors.Is(err, ErrUnknownCommand):
 		status = http.StatusNotFound
 	case errors.Is(err, ErrSettled):
 		status = http.StatusConflict

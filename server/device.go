@@ -81,17 +81,24 @@ func (s *Server) Clients() []ClientInfo {
 	defer s.mu.Unlock()
 	out := make([]ClientInfo, 0, len(s.devices))
 	for _, d := range s.devices {
-		ci := ClientInfo{ClientID: d.id, ClientType: d.clientType, TargetID: d.targetID, Platform: d.platform,
-			Status: "connected", ConnectedAt: d.connectedAt, RunningTasks: d.tasks, Device: d.info, Namespaces: d.namespaces}
-		if d.conn == nil {
-			ci.Status, ci.LastSeen = "away", d.awaySince
-		} else {
-			ci.LastSeen = d.conn.LastSeen()
-		}
-		out = append(out, ci)
+		out = append(out, s.clientInfoLocked(d))
 	}
 	sortClients(out)
 	return out
+}
+
+// clientInfoLocked is a client as the API shows it. Called with s.mu
+// held.
+func (s *Server) clientInfoLocked(d *device) ClientInfo {
+	ci := ClientInfo{ClientID: d.id, ClientType: d.clientType, TargetID: d.targetID, Platform: d.platform,
+		Status: "connected", ConnectedAt: d.connectedAt, RunningTasks: d.tasks, Device: d.info, Namespaces: d.namespaces,
+		Server: s.serverID()}
+	if d.conn == nil {
+		ci.Status, ci.LastSeen = "away", d.awaySince
+	} else {
+		ci.LastSeen = d.conn.LastSeen()
+	}
+	return ci
 }
 
 func sortClients(cs []ClientInfo) {
@@ -221,6 +228,7 @@ func (s *Server) register(conn *aip.Conn) *device {
 	d.resumes = nil
 	s.mu.Unlock()
 	s.putDevice(d)
+	s.publishClient(d)
 
 	if err := ack(s.ack("")); err != nil {
 		s.mu.Lock()
@@ -299,6 +307,7 @@ func (s *Server) disconnect(d *device, conn *aip.Conn) {
 	s.disconnectLocked(d, conn)
 	stays := s.devices[d.id] == d
 	s.mu.Unlock()
+	s.publishClient(d)
 	if s.peers != nil && stays {
 		// Other servers stop sending its API calls here.
 		s.putDevice(d)
@@ -374,6 +383,7 @@ func (s *Server) forgetIfGone(d *device) {
 	if gone {
 		s.logf("%s %s did not come back within %s; forgotten", d.clientType, d.id, s.opts.AwayTimeout)
 		s.deleteDevice(d.id)
+		s.publishClient(d)
 	}
 }
 

@@ -124,6 +124,7 @@ func (t *task) addPending(s *Server, it *PendingInfo) *PendingInfo {
 		t.settle(it, "timed_out", "timeout", nil, &f)
 	})
 	it.expireStop = timer.Stop
+	t.publishLocked(EventPending, *it)
 	s.logf("task %s: %s %s from %s is waiting (GET /api/tasks/%s/pending)", t.info.ID, it.Kind, it.ID, it.Agent, t.info.ID)
 	t.mu.Unlock()
 	s.persistNow(t)
@@ -158,6 +159,7 @@ func (t *task) settle(it *PendingInfo, status, by string, answer *string, approv
 	}
 	it.expireStop()
 	close(it.settled)
+	t.publishLocked(EventPending, *it)
 	t.mu.Unlock()
 	t.srv.persistNow(t)
 	return true

@@ -28,8 +28,8 @@ import (
 // output).
 const waitingCommand = `echo line 1; echo line 2; echo line 3; while [ ! -e go ]; do sleep 0.05; done; printf 'fin%sed' ish`
 
-// progressScript runs waitingCommand in the shell app.
-const progressScript = `
+// waitingScript runs waitingCommand in the shell app.
+const waitingScript = `
 replies:
   - tool_calls:
       - name: assign_subtask
@@ -106,7 +106,7 @@ func TestProgressEndToEnd(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	f := newFixture(t, server.Options{NewSession: progressSessions(t, progressScript, 0, observe),
+	f := newFixture(t, server.Options{NewSession: progressSessions(t, waitingScript, 0, observe),
 		OnProgress: func(task string, p server.ProgressInfo) {
 			select {
 			case hook <- hooked{task, p}:

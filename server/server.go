@@ -27,6 +27,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 // Runner runs one task; *agent.Session is one.
@@ -118,6 +119,23 @@ type Options struct {
 	// devices and tasks other servers hold go to them, and the server
 	// where a device registers takes over its tasks.
 	Cluster Cluster
+
+	// Redactor hides secrets in what the API shows of a task's work (its
+	// thoughts, commands, outputs), as it does in recordings; nil shows
+	// them as they are. A replay through the API compares with it.
+	Redactor *trajectory.Redactor
+	// RunsDir is where tasks and local runs are recorded (runs/<id>/):
+	// GET /api/runs browses them. Empty: no recordings are served.
+	RunsDir string
+	// EvalsDir is an eval results directory, or a directory of them:
+	// GET /api/evals serves their reports. Empty: none.
+	EvalsDir string
+	// KeepAlive is how often an idle event stream sends a comment
+	// (DefaultKeepAlive when zero).
+	KeepAlive time.Duration
+	// SessionTTL is how long a console login lasts (DefaultSessionTTL
+	// when zero).
+	SessionTTL time.Duration
 	// OnProgress, when set, is told of each running command's progress as
 	// the API takes it (GET /api/tasks/{id} shows the latest in
 	// "progress"): a device's tool reports, a few a second at most per
@@ -149,6 +167,15 @@ type Server struct {
 	storeWaits atomic.Int32 // tasks waiting for the store to have room (see keep)
 	startedAt  time.Time
 	peers      *peers // nil when alone
+	events     *hub
+	// clusterSeen is the other servers' tasks and clients as the
+	// server's stream last read them (see readCluster).
+	clusterSeen struct {
+		sync.Mutex
+		m map[string][]byte
+	}
+	logins     *loginLimiter
+	replays    chan struct{} // one replay at a time
 	handler    http.Handler
 	handlerOne sync.Once
 }
@@ -190,7 +217,8 @@ func New(opts Options) (*Server, error) {
 	if opts.NewID == nil {
 		opts.NewID = dispatcher.NewTimeUUID
 	}
-	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now(), store: opts.Store}
+	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now(), store: opts.Store,
+		events: newHub(), logins: newLoginLimiter(), replays: make(chan struct{}, 1)}
 	if s.store == nil {
 		s.store = store.NewMemory()
 	}
@@ -207,6 +235,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.peers != nil {
 		s.joinCluster()
+		go s.watchCluster()
 	}
 	return s, nil
 }
@@ -224,6 +253,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.routeTask(s.cancelTask)))
 		mux.HandleFunc("GET /api/tasks/{id}/pending", s.authed(s.routeTask(s.listPending)))
 		mux.HandleFunc("POST /api/tasks/{id}/pending/{pid}", s.authed(s.routeTask(s.settlePending)))
+		s.consoleRoutes(mux)
 		s.handler = mux
 	})
 	return s.handler

@@ -83,6 +83,16 @@ type StepInfo struct {
 	Failed     int    `json:"failed"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	// N is the step's place in the task's steps, from 1.
+	N int `json:"n"`
+	// Result is what the step's decision gave as its result.
+	Result string `json:"result,omitempty"`
+	// Actions are its commands with their results.
+	Actions []ActionInfo `json:"actions,omitempty"`
+	// Usage is its model calls' tokens.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	// Screenshot is the one the model saw, with the point clicked.
+	Screenshot *Screenshot `json:"screenshot,omitempty"`
 }
 
 // task is one session on a device.
@@ -114,8 +124,12 @@ type task struct {
 	done      chan struct{}
 	// pending are the agents' questions and approvals, in order.
 	pending []*PendingInfo
-	// progress is the latest progress of running commands, by call id.
+	// progress is the latest progress of running commands, by call id;
+	// lastShot the latest screenshot each agent's model saw, for its next
+	// step; shots the latest screenshots, for the API.
 	progress map[string]ProgressInfo
+	lastShot map[string]*shotData
+	shots    []*shotData
 }
 
 // frozen says the task's record and journal no longer change here: the
@@ -160,8 +174,10 @@ func (t *task) onState(cs dispatcher.CommandState) {
 			return
 		}
 		t.info.Commands[i] = cs
+		t.commandChangedLocked(cs)
 		return
 	}
+	defer t.commandChangedLocked(cs)
 	cmds := t.info.Commands
 	if n := len(cmds); n == 0 || !cs.CreatedAt.Before(cmds[n-1].CreatedAt) {
 		t.cmdIndex[cs.CallID] = n
@@ -201,10 +217,14 @@ func (t *task) observe(e agent.Event) {
 	} else if len(e.Errors) > 0 {
 		st.Error = errors.Join(e.Errors...).Error()
 	}
+	t.stepDetails(&st, e)
 	t.mu.Lock()
+	st.N = t.info.StepsOmitted + len(t.info.Steps) + 1
+	t.attachShotLocked(&st, e)
 	t.info.Steps = append(t.info.Steps, st)
 	t.cost = t.cost.Add(e.Cost)
 	t.info.setSpent(t.info.Usage.Add(e.Usage), t.cost)
+	t.publishLocked(EventStep, st)
 	t.mu.Unlock()
 }
 
@@ -258,6 +278,7 @@ func (s *Server) newTaskLocked(target, requester *device, request, taskName, que
 	if requester != nil {
 		t.info.RequesterID = requester.id
 	}
+	t.publishLocked("", nil)
 	t.ctx, t.cancel = context.WithCancelCause(s.ctx)
 	s.tasks[t.info.ID] = t
 	s.taskWG.Add(1)
@@ -373,6 +394,7 @@ func (s *Server) start(t *task) {
 	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName,
 		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState, OnProgress: onProgress}}
 	observe := func(e agent.Event) {
+		t.watchAgents(e)
 		t.observe(e)
 		if e.Kind == agent.EventStep {
 			s.persist(t)
@@ -445,6 +467,7 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	sendEnd := !t.endSent
 	t.endSent = true
 	info := t.info
+	t.srv.events.publish(EventEnd, info.ID, t.summaryLocked())
 	t.mu.Unlock()
 	s.saveNow(t)
 

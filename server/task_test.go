@@ -14,6 +14,7 @@ import (
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 const writeScript = `
@@ -96,7 +97,8 @@ func TestFullTaskOverAIP(t *testing.T) {
 }
 
 // The task API shows what a task's model calls used and cost, and a
-// model without a price as "cost unknown" (no dollar figure), never $0.
+// model without a price as "cost unknown" (no dollar figure), never $0;
+// its recorded run says the same.
 func TestTaskShowsItsCost(t *testing.T) {
 	for _, tc := range []struct {
 		prices map[string]config.Price
@@ -111,7 +113,9 @@ func TestTaskShowsItsCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{Model: scripted.New(*s)})})
+		runs := t.TempDir()
+		f := newFixture(t, server.Options{RunsDir: runs,
+			NewSession: server.RecordTo(runs, cfg, trajectory.Options{}, server.Sessions(cfg, session.Options{Model: scripted.New(*s)}))})
 		connect(t, f.wsURL, "dev1", realDevice(t, t.TempDir()), nil)
 		var d server.DispatchResponse
 		if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1", Request: "Write 'Hello over AIP' to notes/hello.txt and show it"}, &d); code != 200 {
@@ -127,6 +131,11 @@ func TestTaskShowsItsCost(t *testing.T) {
 		}
 		if info.CostUSD != nil && *info.CostUSD != float64(u.PromptTokens+u.CompletionTokens) {
 			t.Errorf("cost $%v for %+v at $1 a token", *info.CostUSD, u)
+		}
+		// The recorded run says the same.
+		var run server.RunInfo
+		if code := f.api(t, "GET", "/api/runs/"+d.TaskID, nil, &run); code != 200 || run.Cost != info.Cost || (run.CostUSD == nil) != (info.CostUSD == nil) {
+			t.Errorf("the recorded run: %d, cost %q (%v), want the task's %q", code, run.Cost, run.CostUSD, info.Cost)
 		}
 	}
 }

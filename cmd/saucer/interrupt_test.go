@@ -271,10 +271,21 @@ func testCtrlCAtAQuestion(t *testing.T, bin string) {
 // During a long command, the first Ctrl-C says at once that the run stops
 // after it (and how to stop it now), the command going on; the second
 // stops the command (its process is killed) and the run exits 130.
-func testCtrlCTwiceDuringALongCommand(t *testing.T, bin string) {
+func testCtrlCTwiceDuringALongCommand(t *testing.T, bin string) { ctrlCTwice(t, bin) }
+
+// The same with --console: the device then serves the run's agents
+// through the console's server, whose dispatcher never reaches the
+// command in progress (the second Ctrl-C left it running, and the run
+// waiting for it).
+func testCtrlCTwiceDuringALongCommandWithConsole(t *testing.T, bin string) {
+	ctrlCTwice(t, bin, "--console", "127.0.0.1:0")
+}
+
+func ctrlCTwice(t *testing.T, bin string, extra ...string) {
 	dir, work := t.TempDir(), t.TempDir()
-	p := startOnPTY(t, bin, "run", "-c", longShell(t, dir), "-m", script(t, dir, shellCall("echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 600"), shellCall("touch after")),
-		"-C", work, "--no-record", "wait a long time")
+	args := append([]string{"run", "-c", longShell(t, dir), "-m", script(t, dir, shellCall("echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 600"), shellCall("touch after")),
+		"-C", work, "--no-record"}, extra...)
+	p := startOnPTY(t, bin, append(args, "wait a long time")...)
 	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(work, "pid"), p)))
 	if err != nil || pid <= 0 {
 		t.Fatalf("pid %d: %v", pid, err)
@@ -364,11 +375,12 @@ func testSIGTERMTwiceStopsAnEval(t *testing.T, bin string) {
 func TestInterrupts(t *testing.T) {
 	bin := saucerBinary(t)
 	for name, test := range map[string]func(*testing.T, string){
-		"CtrlCAtTheApprovalPrompt":     testCtrlCAtTheApprovalPrompt,
-		"CtrlCAtAQuestion":             testCtrlCAtAQuestion,
-		"CtrlCTwiceDuringALongCommand": testCtrlCTwiceDuringALongCommand,
-		"SIGTERMStopsAfterTheCommand":  testSIGTERMStopsAfterTheCommand,
-		"SIGTERMTwiceStopsAnEval":      testSIGTERMTwiceStopsAnEval,
+		"CtrlCAtTheApprovalPrompt":                testCtrlCAtTheApprovalPrompt,
+		"CtrlCAtAQuestion":                        testCtrlCAtAQuestion,
+		"CtrlCTwiceDuringALongCommand":            testCtrlCTwiceDuringALongCommand,
+		"CtrlCTwiceDuringALongCommandWithConsole": testCtrlCTwiceDuringALongCommandWithConsole,
+		"SIGTERMStopsAfterTheCommand":             testSIGTERMStopsAfterTheCommand,
+		"SIGTERMTwiceStopsAnEval":                 testSIGTERMTwiceStopsAnEval,
 	} {
 		t.Run(name, func(t *testing.T) { test(t, bin) })
 	}

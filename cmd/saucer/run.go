@@ -30,6 +30,7 @@ type runFlags struct {
 	noRecord            bool
 	stream, noStream    bool
 	runs                string
+	console             string
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -59,6 +60,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&f.noRecord, "no-record", false, "do not record this run's trajectory")
 	cmd.Flags().BoolVar(&f.noStream, "no-stream", false, "do not show the model's text as it arrives (shown by default on a terminal)")
 	cmd.Flags().BoolVar(&f.stream, "stream", false, "show the model's text as it arrives even when stdout is not a terminal")
+	cmd.Flags().StringVar(&f.console, "console", "", "open the web console for this run at `ADDR` (default 127.0.0.1:0, a free port): questions and approvals wait there, not on the terminal")
+	cmd.Flags().Lookup("console").NoOptDefVal = "127.0.0.1:0"
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory for recorded runs (default: $SAUCER_RUNS, else record.dir from the config: runs)")
 	return cmd
 }
@@ -135,14 +138,21 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		}
 		opts.Observers = append(opts.Observers, tracer.Observe)
 	}
-	sess, err := session.New(cfg, opts)
-	if err != nil {
-		return err
-	}
 	if !f.quiet {
 		fmt.Fprintf(out, "saucer: %s (%s mode) on %s\n", cfg.Model, cfg.ModeFor(cfg.Model), dev.Device().Hostname)
 	}
-	o := sess.Run(ctx, task)
+	var o *agent.Outcome
+	if f.console != "" {
+		if o, err = runWithConsole(ctx, out, cfg, dev, opts, task, f.console, runsDir(cfg, f.runs), f.yes); err != nil {
+			return err
+		}
+	} else {
+		sess, err := session.New(cfg, opts)
+		if err != nil {
+			return err
+		}
+		o = sess.Run(ctx, task)
+	}
 	if tracer != nil {
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := tracer.End(flush, o); err != nil {

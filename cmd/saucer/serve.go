@@ -18,6 +18,7 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
@@ -35,6 +36,7 @@ type remoteFlags struct {
 	serverID                     string
 	request, taskName, workdir   string
 	app                          string
+	evals                        string
 	connectWait                  time.Duration
 	sandbox                      bool
 }
@@ -66,6 +68,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().BoolVar(&f.standby, "standby", false, "with an SQLite --store: wait until the server using it stops or dies, then take over (on PostgreSQL every server is active: no standby needed)")
 	cmd.Flags().StringVar(&f.serverID, "server-id", "", "this server's name among those sharing a PostgreSQL --store (default: HOSTNAME-RANDOM)")
+	cmd.Flags().StringVar(&f.evals, "evals", "", "an eval results directory (saucer eval -o DIR), or a directory of them, whose reports the console and GET /api/evals serve")
 	cmd.Flags().StringVar(&f.store, "store", "", "where tasks and devices are kept: sqlite:PATH, postgres://USER@HOST:PORT/DB or memory (default from config: sqlite:RUNS/saucer-server.db)")
 	return cmd
 }
@@ -194,7 +197,12 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	if member != nil {
 		cluster, lost = member, member.Lost()
 	}
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return fmt.Errorf("redact: %w (check record.redact and record.redact_patterns)", err)
+	}
 	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st, Cluster: cluster,
+		Redactor: red, RunsDir: runsDir(cfg, ""), EvalsDir: f.evals,
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
@@ -217,7 +225,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	// Idle keep-alive connections are dropped: an unauthenticated client
 	// that opens many and sends nothing must not lock devices out.
-	hs := &http.Server{Handler: constellation.Handler(orch, token, srv.Handler()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
+	hs := &http.Server{Handler: console.Handler(constellation.Handler(orch, token, srv.Handler())), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
 	scheme := "ws"
 	serveErr := make(chan error, 1)
 	if r.TLSCert != "" {
@@ -227,6 +235,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 		go func() { serveErr <- hs.Serve(ln) }()
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "saucer serve: %s (%s mode) on %s://%s/ws\n", cfg.Model, cfg.ModeFor(cfg.Model), scheme, ln.Addr())
+	fmt.Fprintf(cmd.OutOrStdout(), "saucer serve: console at %s://%s/ (log in with the server's key)\n", strings.Replace(scheme, "ws", "http", 1), ln.Addr())
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
