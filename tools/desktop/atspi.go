@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,9 @@ func (r ref) String() string { return r.Bus + string(r.Path) }
 // a11y is a connection to the AT-SPI bus of one session.
 type a11y struct {
 	conn *dbus.Conn
+	// pids are the applications' process ids by bus name, for telling a
+	// busy application from a frozen one.
+	pids map[string]int
 }
 
 // dialA11y finds the AT-SPI bus through org.a11y.Bus on the session bus
@@ -64,7 +69,7 @@ func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
 	// every application, those that start later included.
 	_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
 		CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, "object:children-changed").Err
-	return &a11y{conn: conn}, nil
+	return &a11y{conn: conn, pids: map[string]int{}}, nil
 }
 
 // a11yBusAddress asks the session bus for the accessibility bus's address.
@@ -86,10 +91,15 @@ func (a *a11y) Close() error { return a.conn.Close() }
 func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 
 // appTimeout is how long an application may leave Saucer's calls
-// unanswered before it is "not responding": a batch of calls waits while
-// its application keeps answering, and gives up once none of its calls
-// has been answered for this long.
-const appTimeout = 400 * time.Millisecond
+// unanswered, doing nothing, before it is "not responding": a batch of
+// calls waits while its application keeps answering or keeps working
+// (its process uses the processor, as LibreOffice does building a large
+// reply), and gives up once it has done neither for this long (a stopped
+// or deadlocked process), or after appBusyLimit in all.
+const (
+	appTimeout   = 400 * time.Millisecond
+	appBusyLimit = 10 * time.Second
+)
 
 // errNotResponding is a batch given up on.
 var errNotResponding = errors.New("not responding")
@@ -102,6 +112,7 @@ type batch struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  []call
+	bus    string // the application's (the first call's)
 }
 
 func (a *a11y) batch(ctx context.Context) *batch {
@@ -118,6 +129,9 @@ type call struct {
 }
 
 func (b *batch) call(r ref, method string, args ...any) call {
+	if b.bus == "" {
+		b.bus = r.Bus
+	}
 	c := call{b.a.obj(r).GoWithContext(b.ctx, method, 0, make(chan *dbus.Call, 1), args...), new(bool)}
 	b.calls = append(b.calls, c)
 	return c
@@ -134,18 +148,52 @@ func (b *batch) wait() error {
 	defer b.cancel()
 	timer := time.NewTimer(appTimeout)
 	defer timer.Stop()
+	pid := b.a.pids[b.bus]
+	cpu := cpuTime(pid)
+	limit := time.Now().Add(appBusyLimit)
 	for _, c := range b.calls {
-		select {
-		case <-c.c.Done:
-			*c.answered = true
-			timer.Reset(appTimeout)
-		case <-timer.C:
-			return errNotResponding
-		case <-b.ctx.Done():
-			return b.ctx.Err()
+		for waiting := true; waiting; {
+			select {
+			case <-c.c.Done:
+				*c.answered, waiting = true, false
+				timer.Reset(appTimeout)
+			case <-timer.C:
+				now := cpuTime(pid)
+				if now <= cpu || time.Now().After(limit) {
+					return errNotResponding
+				}
+				cpu = now // working on it: wait on
+				timer.Reset(appTimeout)
+			case <-b.ctx.Done():
+				return b.ctx.Err()
+			}
 		}
 	}
 	return nil
+}
+
+// cpuTime is the processor time process pid has used, in clock ticks
+// (0 when unknown: a process of another namespace, or gone).
+func cpuTime(pid int) uint64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	// After the command: state(0) ... utime(11) stime(12).
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	s, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + s
 }
 
 // do sends one call and waits for it with the application's deadline.

@@ -281,10 +281,13 @@ type Table struct {
 	FirstColumn int `json:"first_column,omitempty"`
 	LastColumn  int `json:"last_column,omitempty"`
 	// Listed is how many of the cells in view are listed as controls: all
-	// of them when there are at most maxListedCells, else those with text
-	// or the focus. NotRead counts cells in view beyond the bound.
-	Listed  int `json:"listed"`
-	NotRead int `json:"not_read,omitempty"`
+	// of them when there are at most maxListedCells; of a larger view (a
+	// spreadsheet's), when its cells were read (CellsRead: the
+	// observation asked for cells by role or name), those with text or
+	// the focus. NotRead counts cells in view beyond the bound.
+	Listed    int  `json:"listed"`
+	CellsRead bool `json:"cells_read"`
+	NotRead   int  `json:"not_read,omitempty"`
 }
 
 // Cell is a table cell's place: its table's id, row and column from 1
@@ -369,6 +372,7 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 			app = &appInfo{bus: r.Bus}
 			app.pid, _ = d.a.pid(ctx, r.Bus)
 			d.apps[r.Bus] = app
+			d.a.pids[r.Bus] = app.pid
 		}
 		if d.stillFrozen(app) {
 			out = append(out, d.frozenWindows(app)...)
@@ -385,6 +389,7 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 		if !seen[bus] {
 			app.endProbe()
 			delete(d.apps, bus)
+			delete(d.a.pids, bus)
 		}
 	}
 	type winCalls struct {
@@ -632,7 +637,7 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	}
 	grids := map[*node]*grid{}
 	for _, n := range t.managed {
-		g, err := d.a.readGrid(ctx, n, s.area)
+		g, err := d.a.readGrid(ctx, n, s.area, o.Page.wantsCells())
 		if err != nil {
 			if gone(err) {
 				continue // the container went away while we looked
@@ -684,8 +689,12 @@ func (d *Desktop) newControl(n *node, r ref, det details, w Window) Control {
 // view (all of them up to maxListedCells, else those with text or the
 // focus).
 func (d *Desktop) addGrid(obs *Observation, c Control, n *node, g *grid, w Window) {
-	listAll := len(g.cells) <= maxListedCells
-	tab := &Table{Rows: g.rows, Columns: g.cols, NotRead: g.cut}
+	inView := 0
+	if g.r0 >= 0 {
+		inView = (g.r1 - g.r0 + 1) * (g.c1 - g.c0 + 1)
+	}
+	listAll := inView <= maxListedCells
+	tab := &Table{Rows: g.rows, Columns: g.cols, NotRead: g.cut, CellsRead: len(g.cells) > 0 || inView == 0}
 	if g.r0 >= 0 {
 		tab.FirstRow, tab.LastRow, tab.FirstColumn, tab.LastColumn = g.r0+1, g.r1+1, g.c0+1, g.c1+1
 	}

@@ -221,10 +221,11 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	d.launched = append(d.launched, p)
 	deadline := time.NewTimer(d.opts.LaunchTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(d.opts.Settle)
 	defer tick.Stop()
 	exited := false
 	done := p.done
+	var prev []Window
 	for {
 		select {
 		case <-ctx.Done():
@@ -265,10 +266,26 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 				mine = append(mine, w)
 			}
 		}
-		if len(mine) > 0 {
+		// Some applications replace their first window at once
+		// (LibreOffice's document window): a window counts once it is
+		// still there a settle time later.
+		if len(mine) > 0 && sameWindows(mine, prev) {
 			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), NewWindows: mine, Window: &mine[0]}, nil
 		}
+		prev = mine
 	}
+}
+
+func sameWindows(a, b []Window) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ref != b[i].ref {
+			return false
+		}
+	}
+	return true
 }
 
 func stderrNote(p *launched) string {

@@ -59,8 +59,10 @@ func parseCellRef(r ref) (table ref, row, col int, ok bool) {
 }
 
 // readGrid reads what the managed container n shows within area (the
-// window's area, in the application's coordinates).
-func (a *a11y) readGrid(ctx context.Context, n *node, area Rect) (*grid, error) {
+// window's area, in the application's coordinates): its size, the range
+// of cells in view, and those cells if there are at most maxListedCells
+// of them or cells is set (then at most maxCells).
+func (a *a11y) readGrid(ctx context.Context, n *node, area Rect, cells bool) (*grid, error) {
 	g := &grid{r0: -1}
 	b := a.batch(ctx)
 	var ext call
@@ -90,11 +92,12 @@ func (a *a11y) readGrid(ctx context.Context, n *node, area Rect) (*grid, error) 
 	if g.rows <= 0 || g.cols <= 0 {
 		return g, nil
 	}
-	r0, c0, err := a.topLeftCell(ctx, n.ref, view, g)
+	r0, c0, r1, c1, err := a.corners(ctx, n.ref, view, g)
 	if err != nil || r0 < 0 {
 		return g, err
 	}
-	// Along the first column and the first row until the view ends.
+	// Without the bottom-right corner (a list shorter than its view), go
+	// along the first column and the first row until the view ends.
 	last := func(fixed int, alongRows bool) (int, error) {
 		end := r0
 		if !alongRows {
@@ -122,73 +125,85 @@ func (a *a11y) readGrid(ctx context.Context, n *node, area Rect) (*grid, error) 
 			}
 		}
 	}
-	r1, err := last(c0, true)
-	if err != nil {
-		return g, err
-	}
-	c1, err := last(r0, false)
-	if err != nil {
-		return g, err
+	if r1 < r0 || c1 < c0 {
+		if r1, err = last(c0, true); err != nil {
+			return g, err
+		}
+		if c1, err = last(r0, false); err != nil {
+			return g, err
+		}
 	}
 	g.r0, g.r1, g.c0, g.c1 = r0, r1, c0, c1
+	if (r1-r0+1)*(c1-c0+1) > maxListedCells && !cells {
+		return g, nil // a spreadsheet's view: its cells are read when asked for
+	}
 	return g, a.readCells(ctx, n, view, g)
 }
 
-// topLeftCell finds the cell at the view's top-left corner: the first of
-// a few points down the view's left edge (a header may cover the top)
-// that the table says is on a cell. A table that cannot say what is at a
+// corners finds the cells at the view's top-left and bottom-right
+// corners: the first of a few points in from each corner (a header may
+// cover the top, a scroll bar the edge) that the table says is on a cell.
+// r1 and c1 are -1 when no point near the bottom-right is on a cell (a
+// list shorter than its view). A table that cannot say what is at a
 // point is scanned from its first row, in chunks, up to 1024 rows.
-func (a *a11y) topLeftCell(ctx context.Context, table ref, view Rect, g *grid) (row, col int, err error) {
+func (a *a11y) corners(ctx context.Context, table ref, view Rect, g *grid) (r0, c0, r1, c1 int, err error) {
 	const probes = 12
 	b := a.batch(ctx)
-	var at [probes]call
+	var at [2 * probes]call
 	for k := range probes {
 		at[k] = b.call(table, ifComponent+".GetAccessibleAtPoint", int32(view.X+2), int32(view.Y+2+6*k), uint32(0))
+		at[probes+k] = b.call(table, ifComponent+".GetAccessibleAtPoint", int32(view.X+view.W-3), int32(view.Y+view.H-3-6*k), uint32(0))
 	}
 	if err := b.wait(); err != nil {
-		return -1, -1, err
+		return -1, -1, -1, -1, err
 	}
-	var hits []ref
-	for k := range probes {
+	hits := make([]ref, len(at))
+	b = a.batch(ctx)
+	idx := make([]call, len(at))
+	for k := range at {
 		var r childRef
 		if at[k].store(&r) == nil && r.Path != nullPath && r.Path != "" && r.ref() != table {
-			hits = append(hits, r.ref())
+			hits[k] = r.ref()
+			idx[k] = b.call(hits[k], ifAccessible+".GetIndexInParent")
 		}
 	}
-	if len(hits) > 0 {
-		b = a.batch(ctx)
-		idx := make([]call, len(hits))
-		for i, h := range hits {
-			idx[i] = b.call(h, ifAccessible+".GetIndexInParent")
+	if err := b.wait(); err != nil {
+		return -1, -1, -1, -1, err
+	}
+	b = a.batch(ctx)
+	type rc struct{ row, col call }
+	rcs := make([]rc, len(at))
+	for k := range at {
+		var index int32
+		if idx[k].c != nil && idx[k].store(&index) == nil && index >= 0 {
+			rcs[k] = rc{b.call(table, ifTable+".GetRowAtIndex", index), b.call(table, ifTable+".GetColumnAtIndex", index)}
 		}
-		if err := b.wait(); err != nil {
-			return -1, -1, err
+	}
+	if err := b.wait(); err != nil {
+		return -1, -1, -1, -1, err
+	}
+	r0, c0, r1, c1 = -1, -1, -1, -1
+	for k, x := range rcs {
+		var r, c int32
+		if x.row.c == nil || x.row.store(&r) != nil || x.col.store(&c) != nil || r < 0 || c < 0 {
+			continue
 		}
-		b = a.batch(ctx)
-		type rc struct{ row, col call }
-		rcs := make([]rc, len(hits))
-		for i := range hits {
-			var index int32
-			if idx[i].store(&index) == nil && index >= 0 {
-				rcs[i] = rc{b.call(table, ifTable+".GetRowAtIndex", index), b.call(table, ifTable+".GetColumnAtIndex", index)}
-			}
+		if k < probes && r0 < 0 {
+			r0, c0 = int(r), int(c)
 		}
-		if err := b.wait(); err != nil {
-			return -1, -1, err
+		if k >= probes && r1 < 0 {
+			r1, c1 = int(r), int(c)
 		}
-		for _, x := range rcs {
-			var r, c int32
-			if x.row.c != nil && x.row.store(&r) == nil && x.col.store(&c) == nil && r >= 0 && c >= 0 {
-				return int(r), int(c), nil
-			}
-		}
+	}
+	if r0 >= 0 {
+		return r0, c0, r1, c1, nil
 	}
 	// No answer at any point: scan the first column from the top.
 	for from := 0; from < min(g.rows, 1024); from += 64 {
 		to := min(from+63, g.rows-1)
 		boxes, err := a.cellBoxes(ctx, table, 0, from, to, true)
 		if err != nil {
-			return -1, -1, err
+			return -1, -1, -1, -1, err
 		}
 		for i, bx := range boxes {
 			if bx.Y+bx.H > view.Y && bx.Y < view.Y+view.H && !bx.empty() {
@@ -197,19 +212,19 @@ func (a *a11y) topLeftCell(ctx context.Context, table ref, view Rect, g *grid) (
 				for cfrom := 0; cfrom < min(g.cols, 256); cfrom += 64 {
 					cboxes, err := a.cellBoxes(ctx, table, row, cfrom, min(cfrom+63, g.cols-1), false)
 					if err != nil {
-						return -1, -1, err
+						return -1, -1, -1, -1, err
 					}
 					for j, cb := range cboxes {
 						if cb.overlaps(view) {
-							return row, cfrom + j, nil
+							return row, cfrom + j, -1, -1, nil
 						}
 					}
 				}
-				return -1, -1, nil
+				return -1, -1, -1, -1, nil
 			}
 		}
 	}
-	return -1, -1, nil
+	return -1, -1, -1, -1, nil
 }
 
 // cellBoxes reads the boxes of the cells from..to of a column (alongRows)

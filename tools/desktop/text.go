@@ -105,6 +105,13 @@ func (o *Observation) Page(p Page) (string, []Control, error) {
 	return b.String(), shown, nil
 }
 
+// wantsCells reports whether the page asks for table cells (by role, or
+// by a name, which a cell's text may hold): then a spreadsheet's cells in
+// view are read, not only its size and range.
+func (p Page) wantsCells() bool {
+	return strings.EqualFold(p.Role, "table cell") || p.Name != ""
+}
+
 func (p Page) keeps(c Control, w Window) bool {
 	if p.Role != "" && !strings.EqualFold(c.Role, p.Role) {
 		return false
@@ -170,10 +177,13 @@ func (c Control) line() string {
 		if t.FirstRow > 0 {
 			fmt.Fprintf(&b, ", in view rows %d-%d, columns %d-%d", t.FirstRow, t.LastRow, t.FirstColumn, t.LastColumn)
 			inView := (t.LastRow - t.FirstRow + 1) * (t.LastColumn - t.FirstColumn + 1)
-			if t.Listed == inView {
+			switch {
+			case t.Listed == inView:
 				b.WriteString(" (each listed below)")
-			} else {
-				fmt.Fprintf(&b, " (%d cells; the %d with text or the focus are listed below; act on any cell in view by this id with its row and column)", inView, t.Listed)
+			case !t.CellsRead:
+				fmt.Fprintf(&b, " (%d cells, not read: observe with role \"table cell\" to list those with text; act on any cell by this id with row and column, or cell as in B7)", inView)
+			default:
+				fmt.Fprintf(&b, " (%d cells; the %d with text or the focus are listed below; act on any cell by this id with row and column, or cell as in B7)", inView, t.Listed)
 			}
 		}
 	}

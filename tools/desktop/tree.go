@@ -120,6 +120,11 @@ func (a *a11y) fetchTree(ctx context.Context, s scope, useCache bool) (*tree, er
 		infos := make([]info, len(level))
 		for i, n := range level {
 			n.depth = depth
+			if n.known && n.states.has(stManagesDescendants) {
+				// at-spi2-atk's cache does not count such a container's
+				// children: ask.
+				infos[i].count = b.prop(n.ref, ifAccessible, "ChildCount")
+			}
 			if !n.known {
 				walked = true
 				infos[i] = info{role: b.call(n.ref, ifAccessible+".GetRole"), name: b.prop(n.ref, ifAccessible, "Name"),
@@ -150,6 +155,12 @@ func (a *a11y) fetchTree(ctx context.Context, s scope, useCache bool) (*tree, er
 					continue // an object that went away while we looked
 				}
 				n.states, n.ifaces, n.childCount, n.known = statesOf(words), ifacesOf(names), int(count), true
+			}
+			if n.known && in.count.c != nil && in.role.c == nil {
+				var count int32
+				if in.count.storeVariant(&count) == nil {
+					n.childCount = int(count)
+				}
 			}
 			if in.box.c != nil {
 				var e extents

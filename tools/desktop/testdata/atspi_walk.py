@@ -128,11 +128,12 @@ def rel(box):
     return {"x": box[0] - wbox[0], "y": box[1] - wbox[1], "w": box[2], "h": box[3]}
 
 
-def add(o, role, box, cell=None):
+def add(o, role, box, cell=None, table=None):
     c = {"role": role, "name": clean_name(o.name)}
     c.update(rel(box))
     if cell is not None:
         c["row"], c["column"] = cell
+        c["table"] = rel(table)
     controls.append(c)
 
 
@@ -142,7 +143,7 @@ def shown(o, st, box):
     return st.contains(pyatspi.STATE_VISIBLE) and overlaps(box, area)
 
 
-def table_cells(o, view):
+def table_cells(o, view, tbox):
     """Scans a table's rows from the first and its columns from the first,
     keeping the cells whose box overlaps the view."""
     t = o.queryTable()
@@ -162,7 +163,7 @@ def table_cells(o, view):
             cb = extents(cell)
             if overlaps(cb, view):
                 row_seen = True
-                add(cell, cell.getRoleName(), cb, (r, c))
+                add(cell, cell.getRoleName(), cb, (r, c), tbox)
             elif row_seen:
                 break  # past the view's right edge
         if row_seen:
@@ -183,7 +184,7 @@ def walk(o, depth):
             continue
         role = k.getRoleName()
         if st.contains(pyatspi.STATE_MANAGES_DESCENDANTS) and has(k, "Table"):
-            table_cells(k, intersect(box, area))
+            table_cells(k, intersect(box, area), box)
             if overlaps(box, area) and is_control(k, role):
                 add(k, role, box)
             continue
