@@ -181,29 +181,41 @@ type appInfo struct {
 	// probe, while set, is a call to an application that stopped
 	// answering: it is listed as not responding, without waiting on it,
 	// until the probe is answered.
-	probe       *dbus.Call
-	probeCancel context.CancelFunc
-	windows     []Window // as last listed
+	probe   *probe
+	windows []Window // as last listed
+}
+
+// probe is a call that says when a frozen application answers again.
+type probe struct {
+	done   chan struct{} // closed once answered (or given up after a minute)
+	err    error
+	cancel context.CancelFunc
 }
 
 func (app *appInfo) frozen() bool { return app.probe != nil }
 
 func (app *appInfo) endProbe() {
-	if app.probeCancel != nil {
-		app.probeCancel()
+	if app.probe != nil {
+		app.probe.cancel()
 	}
-	app.probe, app.probeCancel = nil, nil
+	app.probe = nil
 }
 
-// notResponding marks app as not answering and starts a probe, a call
-// that says when it answers again.
+// notResponding marks app as not answering and starts a probe.
 func (d *Desktop) notResponding(app *appInfo) {
 	if app.frozen() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	app.probe = d.a.obj(ref{app.bus, rootPath}).GoWithContext(ctx, ifAccessible+".GetChildren", 0, make(chan *dbus.Call, 1))
-	app.probeCancel = cancel
+	p := &probe{done: make(chan struct{}), cancel: cancel}
+	ch := make(chan *dbus.Call, 1)
+	d.a.obj(ref{app.bus, rootPath}).GoWithContext(ctx, ifAccessible+".GetChildren", 0, ch)
+	go func() {
+		c := <-ch
+		p.err = c.Err
+		close(p.done)
+	}()
+	app.probe = p
 }
 
 // stillFrozen reports whether a frozen app's probe is unanswered; an
@@ -213,11 +225,11 @@ func (d *Desktop) stillFrozen(app *appInfo) bool {
 		return false
 	}
 	select {
-	case <-app.probe.Done:
+	case <-app.probe.done:
 	default:
 		return true
 	}
-	err := app.probe.Err
+	err := app.probe.err
 	app.endProbe()
 	if err == nil || gone(err) {
 		return false

@@ -558,6 +558,7 @@ func (d *display) covered(x xwin) ([]Rect, error) {
 			continue
 		}
 		r := clip(Rect{int(g.X), int(g.Y), int(g.Width) + 2*int(g.BorderWidth), int(g.Height) + 2*int(g.BorderWidth)}, x.box)
+		r = clip(r, Rect{0, 0, int(d.screen.WidthInPixels), int(d.screen.HeightInPixels)}) // nothing repaints off screen
 		if !r.empty() {
 			out = append(out, r)
 		}
@@ -591,24 +592,26 @@ func (d *display) bringToFront(x xwin, timeout time.Duration) (string, error) {
 	if err := d.raise(x.top); err != nil {
 		return "", err
 	}
-	// What was reported up to now is the server's own doing while it
-	// raised the window (or older): the application repaints after this.
+	// What the server paints itself when it raises the window (the
+	// window's background) is not the application's repaint. The server
+	// paints after handling the requests it read with the raise, and
+	// stamps each event with the sequence number of this connection's
+	// last request handled: a second round trip, sent once the first is
+	// answered, is handled after that painting, so the application's
+	// repaint is what comes stamped with it or later.
 	if _, err := xproto.GetInputFocus(d.conn).Reply(); err != nil {
 		return "", d.xerr("raise a window", err)
 	}
-	for drained := false; !drained; {
-		select {
-		case <-d.damages:
-		default:
-			drained = true
-		}
+	sync := xproto.GetInputFocus(d.conn)
+	if _, err := sync.Reply(); err != nil {
+		return "", d.xerr("raise a window", err)
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for len(stale) > 0 {
 		select {
 		case ev := <-d.damages:
-			if ev.Damage != id {
+			if ev.Damage != id || int16(ev.Sequence-sync.Sequence) < 0 {
 				continue
 			}
 			a := ev.Area
