@@ -406,7 +406,8 @@ func (d *Desktop) Type(ctx context.Context, t Target, window, text string, termi
 		}
 		var ok bool
 		n := int32(len([]rune(text)))
-		if err := d.a.do(ctx, ed, ifEditableText+".InsertText", &ok, caret, text, n); err != nil || !ok {
+		// InsertText's length counts bytes (of UTF-8), the caret characters.
+		if err := d.a.do(ctx, ed, ifEditableText+".InsertText", &ok, caret, text, int32(len(text))); err != nil || !ok {
 			return "", fmt.Errorf("the focused control refused the text (it may be read-only): %v", err)
 		}
 		_ = d.a.do(ctx, ed, ifText+".SetCaretOffset", &ok, caret+n)

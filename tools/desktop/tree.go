@@ -50,9 +50,11 @@ type scope struct {
 }
 
 // shown reports whether n is on screen as far as its states and box say.
+// Without SHOWING, an object with no box at all (GTK 4's stack pages,
+// which only group) is judged by VISIBLE alone.
 func (s scope) shown(n *node) bool {
 	if s.noShowing {
-		return n.states.has(stVisible) && n.box.overlaps(s.area)
+		return n.states.has(stVisible) && (!n.has(hasComponent) || n.box.overlaps(s.area))
 	}
 	return n.states.has(stShowing)
 }
@@ -131,7 +133,7 @@ func (a *a11y) fetchTree(ctx context.Context, s scope, useCache bool) (*tree, er
 					state: b.call(n.ref, ifAccessible+".GetState"), ifaces: b.call(n.ref, ifAccessible+".GetInterfaces"),
 					count: b.prop(n.ref, ifAccessible, "ChildCount")}
 			}
-			if s.noShowing && depth > 0 {
+			if s.noShowing && depth > 0 && (!n.known || n.has(hasComponent)) {
 				infos[i].box = b.call(n.ref, ifComponent+".GetExtents", uint32(0))
 			}
 		}

@@ -140,7 +140,8 @@ def add(o, role, box, cell=None, table=None):
 def shown(o, st, box):
     if sets_showing:
         return st.contains(pyatspi.STATE_SHOWING)
-    return st.contains(pyatspi.STATE_VISIBLE) and overlaps(box, area)
+    # An object with no box at all (GTK 4's stack pages) only groups.
+    return st.contains(pyatspi.STATE_VISIBLE) and (not has(o, "Component") or overlaps(box, area))
 
 
 def table_cells(o, view, tbox):
