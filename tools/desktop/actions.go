@@ -318,6 +318,40 @@ func (d *Desktop) centre(ctx context.Context, c Control, w Window) (int, int, Re
 	return x, y, r, nil
 }
 
+// selectCell clicks a table's cell and waits until the cell, read again,
+// is focused or selected: the click reached it. A sheet that moved
+// between reading the cell's box and the click (LibreOffice lays itself
+// out late) had another cell clicked: the cell is read and clicked
+// again, up to three times.
+func (d *Desktop) selectCell(ctx context.Context, c Control, w Window) error {
+	cell := Target{ID: c.Cell.Table, Row: c.Cell.Row, Column: c.Cell.Column}
+	for try := 0; try < 3; try++ {
+		x, y, _, err := d.centre(ctx, c, w)
+		if err != nil {
+			return err
+		}
+		if err := d.x.click(x, y, 1, 1); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			rv, err := d.control(ctx, cell)
+			if err != nil {
+				return err
+			}
+			if rv.c.st.has(stFocused) || rv.c.st.has(stSelected) {
+				return nil
+			}
+			c = rv.c
+			select {
+			case <-time.After(25 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return fmt.Errorf("clicking %s did not select it (three tries): the table may be moving or covered; observe again", describe(c))
+}
+
 // focusFor gives the keyboard focus to the target (none: leave the focus
 // where it is, in window) and refuses a terminal unless allowed. A cell is
 // clicked, which selects it.
@@ -344,9 +378,13 @@ func (d *Desktop) focusFor(ctx context.Context, t Target, window string, termina
 		}
 	}
 	c := rv.c
-	if t.ID != 0 && (c.Cell != nil || !c.st.has(stFocused)) {
+	if c.Cell != nil {
+		if err := d.selectCell(ctx, c, w); err != nil {
+			return w, rv, err
+		}
+	} else if t.ID != 0 && !c.st.has(stFocused) {
 		var ok bool
-		if c.Cell != nil || d.a.do(ctx, c.ref, ifComponent+".GrabFocus", &ok) != nil || !ok {
+		if d.a.do(ctx, c.ref, ifComponent+".GrabFocus", &ok) != nil || !ok {
 			x, y, _, err := d.centre(ctx, c, w)
 			if err != nil {
 				return w, rv, err
@@ -498,18 +536,14 @@ func (d *Desktop) SetValue(ctx context.Context, t Target, value string) (*Effect
 		if !d.x.canType(value + "\n") {
 			return nil, fmt.Errorf("the value has more distinct characters outside the keyboard map than the %d free keys of %s: set it in parts", len(d.x.spares), d.x.name)
 		}
-		x, y, _, err := d.centre(ctx, c, w)
-		if err != nil {
-			return nil, err
-		}
 		return d.act(ctx, w, t, func() (string, error) {
-			if err := d.x.click(x, y, 1, 1); err != nil {
+			if err := d.selectCell(ctx, c, w); err != nil {
 				return "", err
 			}
 			if err := d.x.typeText(value + "\n"); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("clicked %s, typed %d characters and pressed Return", describe(c), len([]rune(value))), nil
+			return fmt.Sprintf("selected %s, typed %d characters and pressed Return", describe(c), len([]rune(value))), nil
 		})
 	case rv.ifs&hasValue != 0:
 		var f float64
@@ -541,12 +575,8 @@ func (d *Desktop) Select(ctx context.Context, t Target) (*Effect, error) {
 	}
 	c, w := rv.c, rv.w
 	if c.Cell != nil {
-		x, y, _, err := d.centre(ctx, c, w)
-		if err != nil {
-			return nil, err
-		}
 		return d.act(ctx, w, t, func() (string, error) {
-			if err := d.x.click(x, y, 1, 1); err != nil {
+			if err := d.selectCell(ctx, c, w); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("selected %s by clicking it", describe(c)), nil

@@ -339,10 +339,12 @@ func desktopExec(name string) ([]string, error) {
 }
 
 // execArgs splits an Exec value as the desktop entry specification says:
+// first the escapes of every string value (\s \n \t \r \\), then
 // arguments separated by spaces, double quotes around one that holds
 // spaces (with \" \` \$ \\ escaped inside), and field codes (%f, %U, ...)
 // dropped, as Saucer opens no files through them; %% is a percent sign.
 func execArgs(s string) ([]string, error) {
+	s = strings.NewReplacer(`\\`, `\`, `\s`, " ", `\n`, "\n", `\t`, "\t", `\r`, "\r").Replace(s)
 	var args []string
 	var cur strings.Builder
 	inArg, quoted := false, false

@@ -331,7 +331,9 @@ func (a *a11y) readItems(ctx context.Context, items []gridItem) error {
 	for i, it := range items {
 		r := it.node.ref
 		ps[i] = pending{b.call(r, ifAccessible+".GetRole"), b.prop(r, ifAccessible, "Name"), b.call(r, ifAccessible+".GetState"),
-			b.call(r, ifComponent+".GetExtents", uint32(0)), b.call(r, ifText+".GetText", int32(0), int32(maxText)),
+			// -1: to the end (LibreOffice refuses an end past it); a cell's
+			// text is short.
+			b.call(r, ifComponent+".GetExtents", uint32(0)), b.call(r, ifText+".GetText", int32(0), int32(-1)),
 			b.prop(r, ifAccessible, "ChildCount")}
 	}
 	if err := b.wait(); err != nil {
@@ -350,6 +352,7 @@ func (a *a11y) readItems(ctx context.Context, items []gridItem) error {
 		n.states, n.known = statesOf(words), true
 		items[i].det.box = e.rect()
 		_ = p.text.store(&items[i].det.text)
+		items[i].det.text = capText(items[i].det.text)
 		if p.count.storeVariant(&count) == nil && count > 0 && count <= 8 && strings.TrimSpace(n.name+items[i].det.text) == "" {
 			n.childCount = int(count)
 			holders = append(holders, n)

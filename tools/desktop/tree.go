@@ -368,6 +368,7 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 		return nil, err
 	}
 	out := make([]details, len(nodes))
+	var retry []int // texts refused for an end past theirs (LibreOffice)
 	for i, p := range ps {
 		d := &out[i]
 		d.box = nodes[i].box
@@ -389,8 +390,8 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 				}
 			}
 		}
-		if p.text.c != nil {
-			_ = p.text.store(&d.text)
+		if p.text.c != nil && p.text.store(&d.text) != nil {
+			retry = append(retry, i)
 		}
 		if p.val.c != nil {
 			var v float64
@@ -399,5 +400,28 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 			}
 		}
 	}
+	if len(retry) > 0 {
+		b := a.batch(ctx)
+		texts := make([]call, len(retry))
+		for j, i := range retry {
+			texts[j] = b.call(nodes[i].ref, ifText+".GetText", int32(0), int32(-1))
+		}
+		if err := b.wait(); err != nil {
+			return nil, err
+		}
+		for j, i := range retry {
+			if texts[j].store(&out[i].text) == nil {
+				out[i].text = capText(out[i].text)
+			}
+		}
+	}
 	return out, nil
+}
+
+// capText bounds a text read whole to maxText characters.
+func capText(s string) string {
+	if r := []rune(s); len(r) > maxText {
+		return string(r[:maxText])
+	}
+	return s
 }

@@ -450,6 +450,7 @@ func (d *display) topLevels() ([]xwin, error) {
 	nameAtom, _ := d.atom("_NET_WM_NAME")
 	utf8Atom, _ := d.atom("UTF8_STRING")
 	startupAtom, _ := d.atom("_NET_STARTUP_ID")
+	leaderAtom, _ := d.atom("WM_CLIENT_LEADER")
 	tree, err := xproto.QueryTree(d.conn, d.root()).Reply()
 	if err != nil {
 		return nil, d.xerr("list windows", err)
@@ -487,11 +488,13 @@ func (d *display) topLevels() ([]xwin, error) {
 		}
 		titles := make([]xproto.GetPropertyCookie, len(found))
 		startups := make([]xproto.GetPropertyCookie, len(found))
+		leaders := make([]xproto.GetPropertyCookie, len(found))
 		geoms := make([]xproto.GetGeometryCookie, len(found))
 		origins := make([]xproto.TranslateCoordinatesCookie, len(found))
 		for i, x := range found {
 			titles[i] = xproto.GetProperty(d.conn, false, x.id, nameAtom, utf8Atom, 0, 256)
 			startups[i] = xproto.GetProperty(d.conn, false, x.id, startupAtom, utf8Atom, 0, 64)
+			leaders[i] = xproto.GetProperty(d.conn, false, x.id, leaderAtom, xproto.AtomWindow, 0, 1)
 			geoms[i] = xproto.GetGeometry(d.conn, xproto.Drawable(x.id))
 			origins[i] = xproto.TranslateCoordinates(d.conn, x.id, d.root(), 0, 0)
 		}
@@ -504,6 +507,14 @@ func (d *display) topLevels() ([]xwin, error) {
 			}
 			if st, err := startups[i].Reply(); err == nil {
 				x.startupID = string(st.Value)
+			}
+			// GTK 4 puts the startup id of its latest activation on its
+			// client leader window, not on the window opened for it.
+			if l, err := leaders[i].Reply(); err == nil && x.startupID == "" && l.ValueLen == 1 && len(l.Value) >= 4 {
+				leader := xproto.Window(xgb.Get32(l.Value))
+				if st, err := xproto.GetProperty(d.conn, false, leader, startupAtom, utf8Atom, 0, 64).Reply(); err == nil {
+					x.startupID = string(st.Value)
+				}
 			}
 			g, err1 := geoms[i].Reply()
 			o, err2 := origins[i].Reply()
