@@ -67,7 +67,7 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	}
 	// A page of the control list that fits the result's limit with the
 	// guide: a long list is paged by the tool, never cut here.
-	if room := pc.Limits.MaxResultChars - len(desktopGuide) - 100; pc.Limits.MaxResultChars > 0 && room >= minObserveChars {
+	if room := pc.limits.MaxResultChars - len(desktopGuide) - 100; pc.limits.MaxResultChars > 0 && room >= minObserveChars {
 		args["max_chars"] = room
 	}
 	c := command.Command{ToolName: "observe", Namespace: ns, Parameters: args, ToolType: command.DataCollection}

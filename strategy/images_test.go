@@ -57,20 +57,20 @@ func (s *observeStub) Execute(_ context.Context, cmds []command.Command) []comma
 func TestDesktopObservePagesToTheLimit(t *testing.T) {
 	s, _ := newDesktopObserve(nil)
 	stub := &observeStub{}
-	pc := &Context{Dispatcher: stub, Limits: Limits{MaxResultChars: 16000}, Agent: Agent{App: "desktop"}}
+	pc := NewContext(Setup{Dispatcher: stub, Limits: Limits{MaxResultChars: 16000}, Agent: Agent{App: "desktop"}})
 	if err := s.Execute(context.Background(), pc); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := stub.args["max_chars"], 16000-len(desktopGuide)-100; got != want {
 		t.Fatalf("observe was asked for pages of %v characters, want %d", got, want)
 	}
-	obs := pc.Observations[0].Content
+	obs := pc.Observations()[0].Content
 	if strings.Contains(obs, "truncated") || len(obs) > 16000 {
 		t.Fatalf("the observation was cut (%d characters): %s", len(obs), obs[len(obs)-80:])
 	}
 	// No limit: no page size either.
 	stub.args = nil
-	pc = &Context{Dispatcher: stub, Agent: Agent{App: "desktop"}}
+	pc = NewContext(Setup{Dispatcher: stub, Agent: Agent{App: "desktop"}})
 	if err := s.Execute(context.Background(), pc); err != nil {
 		t.Fatal(err)
 	}
