@@ -270,10 +270,48 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		// (LibreOffice's document window): a window counts once it is
 		// still there a settle time later.
 		if len(mine) > 0 && sameWindows(mine, prev) {
+			mine = d.settle(ctx, mine, deadline.C)
 			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), NewWindows: mine, Window: &mine[0]}, nil
 		}
 		prev = mine
 	}
+}
+
+// settle waits until the first of a launched application's windows reads
+// the same twice in a row (up to five reads, or until the launch's
+// deadline): some build their accessibility tree once asked (Chromium's
+// page arrives after its first read) or change their title as they
+// load. It returns the windows as they are then.
+func (d *Desktop) settle(ctx context.Context, ws []Window, deadline <-chan time.Time) []Window {
+	prev := ""
+	for range 5 {
+		obs, err := d.observe(ctx, ws[0], ObserveOptions{})
+		if err != nil {
+			break
+		}
+		text := obs.Window.Title + "\n" + obs.Text()
+		if text == prev {
+			break
+		}
+		prev = text
+		select {
+		case <-time.After(d.opts.Settle):
+		case <-deadline:
+			return ws
+		case <-ctx.Done():
+			return ws
+		}
+		if now, err := d.windows(ctx); err == nil {
+			for i := range ws {
+				for _, w := range now {
+					if w.ref == ws[i].ref {
+						ws[i] = w
+					}
+				}
+			}
+		}
+	}
+	return ws
 }
 
 func sameWindows(a, b []Window) bool {
