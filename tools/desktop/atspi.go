@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -44,6 +45,34 @@ type a11y struct {
 	// pids are the applications' process ids by bus name, for telling a
 	// busy application from a frozen one.
 	pids map[string]int
+	// changes counts each application's object events (children,
+	// states, properties changed): a window's tree read when the count
+	// was n still holds while it is n.
+	mu      sync.Mutex
+	changes map[string]uint64
+}
+
+// The object events that may change a tree's shape, states or names.
+var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change"}
+
+// version is the count of application bus's object events so far.
+func (a *a11y) version(bus string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changes[bus]
+}
+
+// listen counts the object events the applications send.
+func (a *a11y) listen(ch chan *dbus.Signal) {
+	for sig := range ch {
+		switch sig.Name {
+		case "org.a11y.atspi.Event.Object.ChildrenChanged", "org.a11y.atspi.Event.Object.StateChanged",
+			"org.a11y.atspi.Event.Object.PropertyChange":
+			a.mu.Lock()
+			a.changes[sig.Sender]++
+			a.mu.Unlock()
+		}
+	}
 }
 
 // dialA11y finds the AT-SPI bus through org.a11y.Bus on the session bus
@@ -64,12 +93,23 @@ func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
 	}
-	// Toolkit bridges (GTK's atk-bridge) serve their object cache only
-	// once some client listens for events; registering one turns it on in
-	// every application, those that start later included.
-	_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
-		CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, "object:children-changed").Err
-	return &a11y{conn: conn, pids: map[string]int{}}, nil
+	a := &a11y{conn: conn, pids: map[string]int{}, changes: map[string]uint64{}}
+	// Applications send the events some client listens for (and GTK's
+	// atk-bridge serves its object cache only once one does): Saucer
+	// listens for those that change a tree, to reuse a window's tree
+	// while its application sends none.
+	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchInterface("org.a11y.atspi.Event.Object")); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("listen for accessibility events: %w", err)
+	}
+	ch := make(chan *dbus.Signal, 1024)
+	conn.Signal(ch)
+	go a.listen(ch)
+	for _, ev := range treeEvents {
+		_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
+			CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, ev).Err
+	}
+	return a, nil
 }
 
 // a11yBusAddress asks the session bus for the accessibility bus's address.

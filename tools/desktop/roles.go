@@ -127,6 +127,19 @@ var container = map[string]bool{
 	"invalid": true, "extended": true,
 }
 
+// impliedActions are roles whose action goes without saying (a button
+// clicks): an observation does not read nor list their actions.
+var impliedActions = map[string]bool{
+	"push button": true, "toggle button": true, "check box": true, "radio button": true, "menu item": true,
+	"check menu item": true, "radio menu item": true, "menu": true, "link": true, "page tab": true,
+	"push button menu": true,
+}
+
+// valued roles show a number: their Value is read.
+var valued = map[string]bool{
+	"slider": true, "spin button": true, "scroll bar": true, "progress bar": true, "level bar": true, "dial": true,
+}
+
 // readable roles carry text the model may need to read.
 var readable = map[string]bool{
 	"label": true, "static": true, "heading": true, "status bar": true, "alert": true, "notification": true,

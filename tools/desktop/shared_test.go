@@ -20,7 +20,7 @@ var shared struct {
 	mu   sync.Mutex
 	s    *desktoptest.Session
 	d    *Desktop
-	apps map[string]Window
+	apps map[string]*launched
 }
 
 func TestMain(m *testing.M) {
@@ -50,35 +50,51 @@ func sharedDesktop(t testing.TB) (*desktoptest.Session, *Desktop) {
 		if err := s.PrepareLibreOffice(); err != nil {
 			t.Fatal(err)
 		}
-		shared.s, shared.apps = s, map[string]Window{}
+		shared.s, shared.apps = s, map[string]*launched{}
 		shared.d = New(Options{Display: s.Display, Bus: s.BusAddr, Env: s.Env, LaunchTimeout: 90 * time.Second})
 	}
 	return shared.s, shared.d
 }
 
 // sharedApp is the window of an application on the shared desktop,
-// launched on first use under name.
+// launched on first use under name: its launch's first window as it is
+// now (LibreOffice replaces its first window with another).
 func sharedApp(t testing.TB, name string, cmd ...string) (*desktoptest.Session, *Desktop, Window) {
 	t.Helper()
 	desktoptest.Require(t, cmd[0])
 	s, d := sharedDesktop(t)
 	shared.mu.Lock()
-	w, ok := shared.apps[name]
+	p, ok := shared.apps[name]
 	shared.mu.Unlock()
-	if ok {
-		return s, d, w
+	if !ok {
+		if _, err := d.Launch(context.Background(), cmd, ""); err != nil {
+			t.Fatal(err)
+		}
+		p = d.launched[len(d.launched)-1]
+		shared.mu.Lock()
+		shared.apps[name] = p
+		shared.mu.Unlock()
 	}
-	eff, err := d.Launch(context.Background(), cmd, "")
+	ws, err := d.Windows(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = eff.NewWindows[0]
-	// LibreOffice opens its start window before the document's: wait for
-	// the one named.
-	shared.mu.Lock()
-	shared.apps[name] = w
-	shared.mu.Unlock()
-	return s, d, w
+	var mine []Window
+	for _, w := range ws {
+		if p.owns(w.PID) {
+			mine = append(mine, w)
+		}
+	}
+	for _, w := range mine {
+		if !dialogRoles[w.Role] {
+			return s, d, w
+		}
+	}
+	if len(mine) > 0 {
+		return s, d, mine[0] // a dialog of its own (the file chooser)
+	}
+	t.Fatalf("%s has no window open: %+v", name, ws)
+	return nil, nil, Window{}
 }
 
 // walked is the independent walk's view of a window

@@ -75,7 +75,8 @@ func (d *Desktop) control(ctx context.Context, t Target) (resolved, error) {
 		what = fmt.Sprintf("control %d (%s %q of window %s)", t.ID, c.Role, c.Name, w.ID)
 	}
 	b := d.a.batch(ctx)
-	state, ifs := b.call(r, ifAccessible+".GetState"), b.call(r, ifAccessible+".GetInterfaces")
+	// Its actions too: an observation leaves out those its role implies.
+	state, ifs, acts := b.call(r, ifAccessible+".GetState"), b.call(r, ifAccessible+".GetInterfaces"), b.call(r, ifAction+".GetActions")
 	if err := b.wait(); err != nil {
 		if app != nil && errors.Is(err, errNotResponding) {
 			d.notResponding(app)
@@ -96,6 +97,10 @@ func (d *Desktop) control(ctx context.Context, t Target) (resolved, error) {
 		return resolved{}, fmt.Errorf("control %d is no longer shown in its window (it changed since it was observed): observe again for current ids", t.ID)
 	}
 	c.st = statesOf(words)
+	var list []struct{ Name, Description, Key string }
+	if acts.store(&list) == nil {
+		c.Actions = userActions(list)
+	}
 	return resolved{c: c, w: w, ifs: ifacesOf(names)}, nil
 }
 
@@ -147,9 +152,7 @@ func (d *Desktop) cell(ctx context.Context, tc Control, w Window, t Target) (res
 	if is&hasAction != 0 {
 		var acts []struct{ Name, Description, Key string }
 		if d.a.do(ctx, r, ifAction+".GetActions", &acts) == nil {
-			for _, x := range acts {
-				c.Actions = append(c.Actions, x.Name)
-			}
+			c.Actions = userActions(acts)
 		}
 	}
 	return resolved{c: c, w: w, ifs: is}, nil

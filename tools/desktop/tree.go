@@ -344,23 +344,28 @@ type details struct {
 	value   *float64
 }
 
-// details fetches the details of nodes, all calls in flight together.
+// details fetches the details of nodes, all calls in flight together:
+// each one's box (unless the walk read it), its actions unless its role
+// implies them (a button clicks; they are read when it is acted on), its
+// text, and its value if its role has one (a slider's; LibreOffice gives
+// its buttons a Value interface too).
 func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 	type pending struct{ ext, act, text, val call }
 	b := a.batch(ctx)
 	ps := make([]pending, len(nodes))
 	for i, n := range nodes {
 		p := &ps[i]
+		role := roleName(n.role)
 		if !n.hasBox {
 			p.ext = b.call(n.ref, ifComponent+".GetExtents", uint32(0))
 		}
-		if n.has(hasAction) {
+		if n.has(hasAction) && !impliedActions[role] {
 			p.act = b.call(n.ref, ifAction+".GetActions")
 		}
 		if n.has(hasText) {
 			p.text = b.call(n.ref, ifText+".GetText", int32(0), int32(maxText))
 		}
-		if n.has(hasValue) {
+		if n.has(hasValue) && valued[role] {
 			p.val = b.prop(n.ref, ifValue, "CurrentValue")
 		}
 	}
@@ -381,13 +386,7 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 		if p.act.c != nil {
 			var acts []struct{ Name, Description, Key string }
 			if p.act.store(&acts) == nil {
-				for _, x := range acts {
-					// GTK 4 lists its widgets' internal actions (clipboard.copy,
-					// menu.popup) beside the user's: only the latter count.
-					if x.Name != "" && !strings.Contains(x.Name, ".") {
-						d.actions = append(d.actions, x.Name)
-					}
-				}
+				d.actions = userActions(acts)
 			}
 		}
 		if p.text.c != nil && p.text.store(&d.text) != nil {
@@ -416,6 +415,18 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 		}
 	}
 	return out, nil
+}
+
+// userActions are the names of the actions a user does: GTK 4 lists its
+// widgets' internal actions (clipboard.copy, menu.popup) beside them.
+func userActions(acts []struct{ Name, Description, Key string }) []string {
+	var out []string
+	for _, x := range acts {
+		if x.Name != "" && !strings.Contains(x.Name, ".") {
+			out = append(out, x.Name)
+		}
+	}
+	return out
 }
 
 // capText bounds a text read whole to maxText characters.

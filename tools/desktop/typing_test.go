@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTypeNonASCII types text with characters outside the keyboard map
@@ -57,14 +58,29 @@ func TestTypeNonASCII(t *testing.T) {
 func saveAs(t *testing.T, d *Desktop, w Window, file string) {
 	t.Helper()
 	ctx := context.Background()
-	eff, err := d.Keys(ctx, Target{}, w.ID, []string{"ctrl+s"}, false)
+	before, err := d.Windows(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(eff.NewWindows) != 1 {
-		t.Fatalf("ctrl+s opened %+v, want a dialog", eff.NewWindows)
+	if _, err := d.Keys(ctx, Target{}, w.ID, []string{"ctrl+s"}, false); err != nil {
+		t.Fatal(err)
 	}
-	dlg, err := d.Observe(ctx, eff.NewWindows[0].ID, ObserveOptions{})
+	// The dialog may come after the action's effect was read (GTK 4's
+	// file chooser is slow to open on a loaded machine): wait for it.
+	var opened []Window
+	for deadline := time.Now().Add(30 * time.Second); len(opened) == 0; {
+		now, err := d.Windows(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opened, _ = diffWindows(before, now); len(opened) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("ctrl+s opened no dialog in 30s: %+v", now)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	dlg, err := d.Observe(ctx, opened[0].ID, ObserveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +97,16 @@ func saveAs(t *testing.T, d *Desktop, w Window, file string) {
 	if _, err := d.SetValue(ctx, Target{ID: name.ID}, file); err != nil {
 		t.Fatal(err)
 	}
-	eff, err = d.Keys(ctx, Target{ID: name.ID}, "", []string{"Return"}, false)
-	if err != nil {
+	if _, err := d.Keys(ctx, Target{ID: name.ID}, "", []string{"Return"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if len(eff.ClosedWindows) != 1 {
-		t.Fatalf("Return in the name field closed %+v, want the dialog (%s)", eff.ClosedWindows, eff.Did)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := os.Stat(file); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Return in the save dialog's name field did not write %s in 30s", file)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
