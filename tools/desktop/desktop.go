@@ -84,7 +84,12 @@ type readTree struct {
 	t       *tree
 	version uint64
 	area    Rect
+	at      time.Time
 }
+
+// maxTreeAge bounds how long a tree is reused without events, against a
+// toolkit that sends none.
+const maxTreeAge = 10 * time.Second
 
 // New returns a Desktop; it connects on first use, so that a missing
 // display is a failure of the call that needs it, with its reason.
@@ -652,14 +657,15 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	// follows its objects' boxes, which change without events).
 	version := d.a.version(w.ref.Bus)
 	rt, ok := d.trees[w.ref]
-	reuse := ok && rt.version == version && rt.area == s.area && !app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
+	reuse := ok && rt.version == version && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
+		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
 	t := rt.t
 	if !reuse {
 		var err error
 		if t, err = d.a.fetchTree(ctx, s, d.opts.Fetch != "walk"); err != nil {
 			return nil, d.appErr(w, app, err)
 		}
-		d.trees[w.ref] = readTree{t: t, version: version, area: s.area}
+		d.trees[w.ref] = readTree{t: t, version: version, area: s.area, at: time.Now()}
 	}
 	obs.Fetch, obs.Nodes, obs.Cut, obs.Reused = t.fetch, t.read, t.cut, reuse
 	t1 := time.Now()
