@@ -130,14 +130,16 @@ func (a *a11y) Close() error { return a.conn.Close() }
 
 func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 
-// appTimeout is how long an application may leave Saucer's calls
-// unanswered, doing nothing, before it is "not responding": a batch of
-// calls waits while its application keeps answering or keeps working
-// (its process uses the processor, as LibreOffice does building a large
-// reply), and gives up once it has done neither for this long (a stopped
-// or deadlocked process), or after appBusyLimit in all.
+// An application that leaves Saucer's calls unanswered is looked at
+// every appTimeout: a stopped process (SIGSTOP, a debugger) is "not
+// responding" at once; one that is working (it used the processor, or is
+// runnable or in an uninterruptible wait: on a loaded machine a starved
+// process uses nothing while it waits for a processor) is waited on, up
+// to appBusyLimit in all; one that does neither for appIdleLimit (a
+// deadlock, or a wait on a peer that never answers) is not responding.
 const (
 	appTimeout   = 400 * time.Millisecond
+	appIdleLimit = 2 * time.Second
 	appBusyLimit = 10 * time.Second
 )
 
@@ -182,8 +184,9 @@ func (b *batch) prop(r ref, iface, name string) call {
 }
 
 // wait waits for every call of the batch. It returns errNotResponding
-// when the application answered none of the outstanding calls for
-// appTimeout (the calls are then abandoned), or the context's error.
+// when the application is stopped, or idle or busy past its limits with
+// calls unanswered (the calls are then abandoned), or the context's
+// error.
 func (b *batch) wait() error {
 	defer b.cancel()
 	timer := time.NewTimer(appTimeout)
@@ -191,18 +194,26 @@ func (b *batch) wait() error {
 	pid := b.a.pids[b.bus]
 	cpu := cpuTime(pid)
 	limit := time.Now().Add(appBusyLimit)
+	var idle time.Duration // unanswered and doing nothing, so far
 	for _, c := range b.calls {
 		for waiting := true; waiting; {
 			select {
 			case <-c.c.Done:
-				*c.answered, waiting = true, false
+				*c.answered, waiting, idle = true, false, 0
 				timer.Reset(appTimeout)
 			case <-timer.C:
-				now := cpuTime(pid)
-				if now <= cpu || time.Now().After(limit) {
+				now, state := cpuTime(pid), procState(pid)
+				switch {
+				case state == 'T' || state == 't' || time.Now().After(limit):
 					return errNotResponding
+				case now > cpu || state == 'R' || state == 'D':
+					idle = 0 // working on it: wait on
+				default:
+					if idle += appTimeout; idle >= appIdleLimit {
+						return errNotResponding
+					}
 				}
-				cpu = now // working on it: wait on
+				cpu = now
 				timer.Reset(appTimeout)
 			case <-b.ctx.Done():
 				return b.ctx.Err()
@@ -215,18 +226,7 @@ func (b *batch) wait() error {
 // cpuTime is the processor time process pid has used, in clock ticks
 // (0 when unknown: a process of another namespace, or gone).
 func cpuTime(pid int) uint64 {
-	if pid <= 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
@@ -234,6 +234,33 @@ func cpuTime(pid int) uint64 {
 	u, _ := strconv.ParseUint(f[11], 10, 64)
 	s, _ := strconv.ParseUint(f[12], 10, 64)
 	return u + s
+}
+
+// procState is the state letter of process pid's main thread (R running
+// or runnable, S sleeping, D in an uninterruptible wait, T stopped, ...),
+// 0 when unknown.
+func procState(pid int) byte {
+	if f := procStat(pid); len(f) > 0 && len(f[0]) > 0 {
+		return f[0][0]
+	}
+	return 0
+}
+
+// procStat is /proc/PID/stat's fields after the command, which may hold
+// spaces and parentheses (nil when unknown).
+func procStat(pid int) []string {
+	if pid <= 0 {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 // do sends one call and waits for it with the application's deadline.

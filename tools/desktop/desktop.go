@@ -257,8 +257,8 @@ func (d *Desktop) stillFrozen(app *appInfo) bool {
 
 // notRespondingErr says which application does not answer.
 func notRespondingErr(app *appInfo) error {
-	return fmt.Errorf("the application %s (pid %d) is not responding: it has not answered for %s (it may be busy, hung or stopped); other applications still work",
-		app.name, app.pid, appTimeout)
+	return fmt.Errorf("the application %s (pid %d) is not responding: it leaves calls unanswered (it may be stopped, hung or overloaded); other applications still work",
+		app.name, app.pid)
 }
 
 // Window is a top-level window of an application.

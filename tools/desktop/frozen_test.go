@@ -1,10 +1,14 @@
 package desktop
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFrozenAppCostsOneApp stops an application (SIGSTOP) and checks that
@@ -97,5 +101,69 @@ func TestFrozenAppCostsOneApp(t *testing.T) {
 	}
 	if _, err := d.Click(ctx, Target{ID: seven.ID}, "", 1); err != nil {
 		t.Fatalf("clicking 7 once galculator is back: %v", err)
+	}
+}
+
+// TestSlowAppIsWaitedOn: an application that answers nothing and uses no
+// processor for a while (its main loop waits 1.5 s, as one waiting on a
+// slow peer does, or on a loaded machine) is waited on, not called not
+// responding after a fraction of a second; one that stays so (a
+// deadlock) is not responding, and the other applications still work.
+func TestSlowAppIsWaitedOn(t *testing.T) {
+	_, d := start(t, "/usr/bin/python3", "galculator")
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "marker")
+	if err := syscall.Mkfifo(marker, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := os.OpenFile(marker, os.O_RDWR, 0) // read-write: opening waits for no writer
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	w := launch(t, d, "/usr/bin/python3", "testdata/sleepy.py", marker)
+	calc := launch(t, d, "galculator")
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.PID <= 0 {
+		t.Fatalf("the window has no process id (%d): refusing to signal it", w.PID)
+	}
+	// The application says "asleep" down a pipe before each sleep.
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	asleep := func() {
+		t.Helper()
+		select {
+		case <-lines:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the application did not go to sleep in 30 s")
+		}
+	}
+	if err := syscall.Kill(w.PID, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	asleep()
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatalf("observing an application asleep for 1.5 s: %v", err)
+	}
+	mustFind(t, obs, "push button", "Hello")
+
+	if err := syscall.Kill(w.PID, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(w.PID, syscall.SIGKILL) })
+	asleep()
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err == nil || !strings.Contains(err.Error(), "is not responding") {
+		t.Fatalf("observing an application asleep for minutes: %v", err)
+	}
+	if _, err := d.Observe(ctx, calc.ID, ObserveOptions{}); err != nil {
+		t.Fatalf("observing galculator beside a hung application: %v", err)
 	}
 }

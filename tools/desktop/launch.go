@@ -63,16 +63,7 @@ func (p *launched) owns(pid int) bool {
 
 // parentPID reads a process's parent from /proc (0 if it is gone).
 func parentPID(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid ...: the command may hold spaces and parens.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := procStat(pid) // state ppid ...
 	if len(f) < 2 {
 		return 0
 	}
