@@ -298,11 +298,24 @@ func (d *Desktop) centre(ctx context.Context, c Control, w Window) (int, int, Re
 	}
 	r := e.rect().add(w.dx, w.dy)
 	if !r.overlaps(d.screenArea(w)) && c.Cell != nil {
+		// A cell out of view is brought into it: by ScrollTo where the
+		// toolkit has it (LibreOffice), else by giving it the focus, which
+		// moves a list's cursor there and scrolls to it (GTK's tree view
+		// has no ScrollTo for its cells, and scrolls at its next frame).
 		var ok bool
 		const scrollAnywhere = 6 // ATSPI_SCROLL_ANYWHERE
-		if d.a.do(ctx, c.ref, ifComponent+".ScrollTo", &ok, uint32(scrollAnywhere)) == nil && ok &&
-			d.a.do(ctx, c.ref, ifComponent+".GetExtents", &e, uint32(0)) == nil {
-			r = e.rect().add(w.dx, w.dy)
+		if (d.a.do(ctx, c.ref, ifComponent+".ScrollTo", &ok, uint32(scrollAnywhere)) == nil && ok) ||
+			(d.a.do(ctx, c.ref, ifComponent+".GrabFocus", &ok) == nil && ok) {
+			for deadline := time.Now().Add(time.Second); d.a.do(ctx, c.ref, ifComponent+".GetExtents", &e, uint32(0)) == nil; {
+				if r = e.rect().add(w.dx, w.dy); r.overlaps(d.screenArea(w)) || time.Now().After(deadline) {
+					break
+				}
+				select {
+				case <-time.After(25 * time.Millisecond):
+				case <-ctx.Done():
+					return 0, 0, r, ctx.Err()
+				}
+			}
 		}
 	}
 	if !r.overlaps(d.screenArea(w)) {
