@@ -167,3 +167,38 @@ func TestSlowAppIsWaitedOn(t *testing.T) {
 		t.Fatalf("observing galculator beside a hung application: %v", err)
 	}
 }
+
+// TestTreeReusedForALimitedTime: a window's tree is reused while its
+// application sends no event that changes it, but not past maxTreeAge,
+// against a toolkit that sends none.
+func TestTreeReusedForALimitedTime(t *testing.T) {
+	_, d := start(t, "galculator")
+	ctx := context.Background()
+	w := launch(t, d, "galculator")
+	reused := func() bool {
+		t.Helper()
+		obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustFind(t, obs, "toggle button", "7")
+		return obs.Reused
+	}
+	reused()
+	// An application still settling sends events for a while: the tree
+	// is reused once two observations meet no event between them.
+	for try := 0; !reused(); try++ {
+		if try == 20 {
+			t.Fatal("galculator's tree was never reused in 20 observations")
+		}
+	}
+	d.mu.Lock()
+	for r, rt := range d.trees {
+		rt.at = rt.at.Add(-maxTreeAge)
+		d.trees[r] = rt
+	}
+	d.mu.Unlock()
+	if reused() {
+		t.Fatalf("a tree read %s ago was reused", maxTreeAge)
+	}
+}
