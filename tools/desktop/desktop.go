@@ -314,9 +314,13 @@ type Table struct {
 	// spreadsheet's), when its cells were read (CellsRead: the
 	// observation asked for cells by role or name), those with text or
 	// the focus. NotRead counts cells in view beyond the bound.
-	Listed    int  `json:"listed"`
-	CellsRead bool `json:"cells_read"`
-	NotRead   int  `json:"not_read,omitempty"`
+	Listed int `json:"listed"`
+	// Selected counts the rows selected whole; SelectedRows names them
+	// (from 1) when there are at most 20, in view or not.
+	Selected     int   `json:"selected,omitempty"`
+	SelectedRows []int `json:"selected_rows,omitempty"`
+	CellsRead    bool  `json:"cells_read"`
+	NotRead      int   `json:"not_read,omitempty"`
 }
 
 // Cell is a table cell's place: its table's id, row and column from 1
@@ -738,7 +742,10 @@ func (d *Desktop) addGrid(obs *Observation, c Control, n *node, g *grid, w Windo
 		inView = (g.r1 - g.r0 + 1) * (g.c1 - g.c0 + 1)
 	}
 	listAll := inView <= maxListedCells
-	tab := &Table{Rows: g.rows, Columns: g.cols, NotRead: g.cut, CellsRead: len(g.cells) > 0 || inView == 0}
+	tab := &Table{Rows: g.rows, Columns: g.cols, NotRead: g.cut, CellsRead: len(g.cells) > 0 || inView == 0, Selected: g.selected}
+	for _, r := range g.selectedRows {
+		tab.SelectedRows = append(tab.SelectedRows, r+1)
+	}
 	if g.r0 >= 0 {
 		tab.FirstRow, tab.LastRow, tab.FirstColumn, tab.LastColumn = g.r0+1, g.r1+1, g.c0+1, g.c1+1
 	}

@@ -25,7 +25,16 @@ type grid struct {
 	headers        []gridItem
 	cells          []gridItem
 	cut            int // cells in view not read (the bound)
+	// selected counts the rows selected whole (Table's NSelectedRows),
+	// and selectedRows names them (0-based) when there are at most
+	// maxSelectedRows: a list's selection may lie out of view.
+	selected     int
+	selectedRows []int
 }
+
+// maxSelectedRows is the most selected rows named one by one (a
+// spreadsheet's select-all selects a million).
+const maxSelectedRows = 20
 
 // gridItem is one cell (or column header) read.
 type gridItem struct {
@@ -69,9 +78,19 @@ func (a *a11y) readGrid(ctx context.Context, n *node, area Rect, cells bool) (*g
 	if !n.hasBox {
 		ext = b.call(n.ref, ifComponent+".GetExtents", uint32(0))
 	}
-	nr, nc := b.prop(n.ref, ifTable, "NRows"), b.prop(n.ref, ifTable, "NColumns")
+	nr, nc, ns := b.prop(n.ref, ifTable, "NRows"), b.prop(n.ref, ifTable, "NColumns"), b.prop(n.ref, ifTable, "NSelectedRows")
 	if err := b.wait(); err != nil {
 		return nil, err
+	}
+	var selected int32
+	if ns.storeVariant(&selected) == nil && selected > 0 {
+		g.selected = int(selected)
+		var rows []int32
+		if selected <= maxSelectedRows && a.do(ctx, n.ref, ifTable+".GetSelectedRows", &rows) == nil {
+			for _, r := range rows {
+				g.selectedRows = append(g.selectedRows, int(r))
+			}
+		}
 	}
 	if ext.c != nil {
 		var e extents

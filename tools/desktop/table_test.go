@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +45,9 @@ func TestLongListRowByCoordinates(t *testing.T) {
 		if c.ID == list.ID {
 			if c.Table.FirstRow > 4000 || c.Table.LastRow < 4000 {
 				t.Fatalf("after selecting row 4000 the list shows rows %d-%d", c.Table.FirstRow, c.Table.LastRow)
+			}
+			if !slices.Equal(c.Table.SelectedRows, []int{4000}) || !strings.Contains(obs.Text(), "selected rows 4000") {
+				t.Fatalf("the list's selection reads %v:\n%s", c.Table.SelectedRows, obs.Text())
 			}
 			return
 		}

@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -186,6 +187,12 @@ func (c Control) line() string {
 				fmt.Fprintf(&b, " (%d cells; the %d with text or the focus are listed below; act on any cell by this id with row and column, or cell as in B7)", inView, t.Listed)
 			}
 		}
+		switch {
+		case len(t.SelectedRows) > 0:
+			fmt.Fprintf(&b, ", selected rows %s", joinInts(t.SelectedRows))
+		case t.Selected > 0:
+			fmt.Fprintf(&b, ", %d rows selected", t.Selected)
+		}
 	}
 	if cl := c.Cell; cl != nil {
 		if cl.Row == 0 {
@@ -202,4 +209,13 @@ func (c Control) line() string {
 	}
 	fmt.Fprintf(&b, " @%d,%d %dx%d", c.Bounds.X, c.Bounds.Y, c.Bounds.W, c.Bounds.H)
 	return b.String()
+}
+
+// joinInts writes numbers as "3, 7, 12".
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ", ")
 }
