@@ -185,16 +185,44 @@ type Tools struct {
 	Desktop Desktop `yaml:"desktop"`
 }
 
-// Desktop configures the desktop tool (X11 applications through AT-SPI).
+// Desktop configures the desktop tool (applications on X11 or Wayland,
+// through AT-SPI).
 type Desktop struct {
 	Enabled     bool   `yaml:"enabled"`
 	Description string `yaml:"description"`
-	// Display and Bus default to $DISPLAY and $DBUS_SESSION_BUS_ADDRESS.
+	// Display is the person's X display (default $DISPLAY), or one of
+	// OwnDisplays: a desktop of its own that Saucer starts for the
+	// session. Bus defaults to $DBUS_SESSION_BUS_ADDRESS.
 	Display string `yaml:"display"`
 	Bus     string `yaml:"bus"`
+	// Wayland is the person's Wayland display, a socket name or path
+	// (default $WAYLAND_DISPLAY, used when no X display is named or set);
+	// SwaySocket sway's IPC socket (default $SWAYSOCK).
+	Wayland    string `yaml:"wayland"`
+	SwaySocket string `yaml:"sway_socket"`
 	// Fetch is how a window's controls are read: cache or walk.
 	Fetch         string   `yaml:"fetch"`
 	LaunchTimeout Duration `yaml:"launch_timeout"`
+}
+
+// OwnDisplays are the values of tools.desktop.display that give a session
+// a desktop of its own ("own" is Xvfb).
+var OwnDisplays = []string{"own", "xvfb", "sway", "weston"}
+
+// Own names the display server of a desktop of its own, if the config
+// asks for one.
+func (d Desktop) Own() (string, bool) {
+	if slices.Contains(OwnDisplays, d.Display) {
+		return d.Display, true
+	}
+	return "", false
+}
+
+func (d Desktop) validate() error {
+	if _, own := d.Own(); own || d.Display == "" || strings.Contains(d.Display, ":") {
+		return nil
+	}
+	return fmt.Errorf("tools.desktop.display: %q is neither an X display (:1, host:0.0) nor a desktop of its own (%s)", d.Display, strings.Join(OwnDisplays, ", "))
 }
 
 // Shell configures the shell tool.
@@ -341,6 +369,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err.Error())
 	}
 	errs = append(errs, c.validateDevice()...)
+	if err := c.Tools.Desktop.validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	for i, r := range a.Approve {
 		if err := r.Validate(); err != nil {
 			errs = append(errs, fmt.Sprintf("agent.approve[%d]: %v", i, err))

@@ -63,6 +63,7 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		"model: [1, 2\n":                          "saucer.yaml",
 		"agent: {context: {preset: cheap}}\n":     `agent.context: preset "cheap" is not economy, balanced, full or window`,
 		"agent: {context: {recent: 4}}\n":         "recent, condensed and block belong to the window preset, not balanced: remove them, or set preset: window",
+		"tools: {desktop: {display: mine}}\n":     "neither an X display (:1, host:0.0) nor a desktop of its own (own, xvfb, sway, weston)",
 	}
 	for body, want := range cases {
 		_, err := config.Load(write(t, body), nil)
@@ -72,6 +73,11 @@ func TestBadConfigIsAClearError(t *testing.T) {
 	}
 	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml"), nil); err == nil {
 		t.Error("a missing file was accepted")
+	}
+	for _, good := range []string{":1", "localhost:10.0", "own", "xvfb", "sway", "weston", ""} {
+		if _, err := config.Load(write(t, "tools: {desktop: {display: \""+good+"\"}}\n"), nil); err != nil {
+			t.Errorf("display %q: %v", good, err)
+		}
 	}
 }
 

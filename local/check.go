@@ -2,10 +2,12 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/tools/desktop"
+	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // DesktopChecks checks what the selected desktop servers (app's set, or
@@ -21,15 +23,14 @@ func DesktopChecks(ctx context.Context, cfg *config.Config, workdir, app string)
 	if workdir, err = filepath.Abs(workdir); err != nil {
 		return nil, err
 	}
-	dc := cfg.Tools.Desktop
-	opts := desktop.Options{Display: dc.Display, Bus: dc.Bus, Dir: workdir}
+	opts := desktopOptions(cfg, workdir, nil)
 	var out []desktop.Finding
 	for _, name := range names {
 		if !cfg.MCP.IsDesktop(name) {
 			continue
 		}
 		if out == nil {
-			out = desktop.Check(ctx, opts)
+			out = displayChecks(ctx, cfg, opts)
 		}
 		def, named := cfg.MCP.Servers[name]
 		if !named || def.Kind != "desktop" || def.Command == "" {
@@ -40,4 +41,23 @@ func DesktopChecks(ctx context.Context, cfg *config.Config, workdir, app string)
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// displayChecks checks the display and buses the desktop servers will
+// use: the person's (desktop.Check), or, with a desktop of its own
+// (tools.desktop.display: own, xvfb, sway, weston), that this machine
+// can start one; its buses are its own, started with it.
+func displayChecks(ctx context.Context, cfg *config.Config, opts desktop.Options) []desktop.Finding {
+	name, own := cfg.Tools.Desktop.Own()
+	if !own {
+		return desktop.Check(ctx, opts)
+	}
+	kind, err := display.ParseKind(name)
+	if err != nil {
+		return []desktop.Finding{{What: "display", Detail: "tools.desktop.display: " + err.Error(), Fix: "set tools.desktop.display to own, xvfb, sway or weston, or to the X display to use"}}
+	}
+	if miss := display.Missing(kind); miss != "" {
+		return []desktop.Finding{{What: "display", Detail: fmt.Sprintf("a desktop of its own (%s) cannot start: missing %s", kind, miss), Fix: "install the packages named"}}
+	}
+	return []desktop.Finding{{What: "display", OK: true, Detail: fmt.Sprintf("a desktop of its own (%s), with its own session and AT-SPI buses, started for each session", kind)}}
 }

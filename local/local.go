@@ -20,6 +20,7 @@ import (
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools"
 	"github.com/saucerhq/saucer/tools/desktop"
+	"github.com/saucerhq/saucer/tools/desktop/display"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
 )
@@ -59,27 +60,45 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 			return nil, err
 		}
 	}
-	servers, err := servers(cfg, workdir, o.App, sb)
+	own, err := ownDisplay(ctx, cfg, o.App)
 	if err != nil {
 		if sb != nil {
 			sb.Close()
 		}
 		return nil, err
 	}
+	// What the device started goes with it: the display after the
+	// servers (and the applications they launched), then the sandbox.
+	release := func() error {
+		var err error
+		if own != nil {
+			err = own.Close()
+		}
+		if sb != nil {
+			err = errors.Join(err, sb.Close())
+		}
+		return err
+	}
+	servers, err := servers(cfg, workdir, o.App, sb, own)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	for _, x := range o.Extra {
 		for _, s := range servers {
 			if s.Namespace == x.Namespace {
+				release()
 				return nil, fmt.Errorf("extra MCP server %q: the config already has a server of that name", x.Namespace)
 			}
 		}
 	}
 	opts := ClientOptions(cfg)
-	if sb != nil {
-		opts.OnClose = sb.Close
+	if sb != nil || own != nil {
+		opts.OnClose = release
 	}
 	c, err := client.New(ctx, append(servers, o.Extra...), opts)
-	if err != nil && sb != nil {
-		sb.Close()
+	if err != nil {
+		release()
 	}
 	return c, err
 }
@@ -119,11 +138,12 @@ func ClientOptions(cfg *config.Config) client.Options {
 // Servers turns the config's server set into client servers: Saucer's own
 // in-process, the others as stdio or http servers.
 func Servers(cfg *config.Config, workdir, app string) ([]client.Server, error) {
-	return servers(cfg, workdir, app, nil)
+	return servers(cfg, workdir, app, nil, nil)
 }
 
-// servers is Servers with the sandbox the tools run in, if any.
-func servers(cfg *config.Config, workdir, app string, sb *sandbox.Sandbox) ([]client.Server, error) {
+// servers is Servers with the sandbox the tools run in and the desktop
+// of its own the desktop servers use, if any.
+func servers(cfg *config.Config, workdir, app string, sb *sandbox.Sandbox, own *display.Display) ([]client.Server, error) {
 	workdir, err := filepath.Abs(workdir)
 	if err != nil {
 		return nil, err
@@ -140,7 +160,7 @@ func servers(cfg *config.Config, workdir, app string, sb *sandbox.Sandbox) ([]cl
 	}
 	var servers []client.Server
 	for _, name := range names {
-		s, ok, err := serverFor(cfg, workdir, name, sb)
+		s, ok, err := serverFor(cfg, workdir, name, sb, own)
 		if err != nil {
 			return nil, err
 		}
@@ -156,10 +176,10 @@ func servers(cfg *config.Config, workdir, app string, sb *sandbox.Sandbox) ([]cl
 
 // serverFor builds one named server; ok is false for a builtin that is
 // disabled.
-func serverFor(cfg *config.Config, workdir, name string, sb *sandbox.Sandbox) (client.Server, bool, error) {
+func serverFor(cfg *config.Config, workdir, name string, sb *sandbox.Sandbox, own *display.Display) (client.Server, bool, error) {
 	def, defined := cfg.MCP.Servers[name]
 	if !defined || def.Kind == "builtin" {
-		return builtin(cfg, workdir, name, def, sb)
+		return builtin(cfg, workdir, name, def, sb, own)
 	}
 	s := client.Server{
 		Namespace: name, Description: def.Description, ToolType: command.ToolType(def.ToolType),
@@ -175,13 +195,13 @@ func serverFor(cfg *config.Config, workdir, name string, sb *sandbox.Sandbox) (c
 		// A named desktop application: a desktop server whose default
 		// window is that application's, and which launches it when asked
 		// to launch nothing in particular.
-		dc := cfg.Tools.Desktop
 		app := []string{}
 		if def.Command != "" {
 			app = append([]string{def.Command}, def.Args...)
 		}
-		d := desktop.New(desktop.Options{Display: dc.Display, Bus: dc.Bus, Fetch: dc.Fetch,
-			LaunchTimeout: dc.LaunchTimeout.D(), Dir: workdir, App: app})
+		o := desktopOptions(cfg, workdir, own)
+		o.App = app
+		d := desktop.New(o)
 		s.MCP, s.Close = desktop.NewServer(d), d.Close
 		if s.Description == "" {
 			s.Description = fmt.Sprintf("The desktop application %s: observe its window and act on its controls.", name)
@@ -258,23 +278,38 @@ func Builtin(cfg *config.Config, workdir, name string) (srv *tools.Server, stop 
 	if err != nil {
 		return nil, nil, err
 	}
-	s, ok, err := builtin(cfg, workdir, name, config.MCPServer{}, nil)
-	if err != nil {
-		return nil, nil, err
+	var own *display.Display
+	if name == "desktop" && cfg.Tools.Desktop.Enabled {
+		if own, err = startOwnDisplay(context.Background(), cfg); err != nil {
+			return nil, nil, err
+		}
 	}
-	if !ok {
+	s, ok, err := builtin(cfg, workdir, name, config.MCPServer{}, nil, own)
+	if err != nil || !ok {
+		if own != nil {
+			own.Close()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 		return nil, nil, fmt.Errorf("tools.%s is disabled in the config", name)
 	}
-	stop = s.Close
-	if stop == nil {
-		stop = func() error { return nil }
+	stop = func() error {
+		var err error
+		if s.Close != nil {
+			err = s.Close()
+		}
+		if own != nil {
+			err = errors.Join(err, own.Close())
+		}
+		return err
 	}
 	return s.MCP, stop, nil
 }
 
 // builtin builds Saucer's own shell or files server from tools: and the
 // shell policy.
-func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb *sandbox.Sandbox) (client.Server, bool, error) {
+func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb *sandbox.Sandbox, own *display.Display) (client.Server, bool, error) {
 	s := client.Server{Namespace: name, ToolType: command.ToolType(def.ToolType), Allow: def.Allow, Deny: def.Deny,
 		CallTimeout: def.CallTimeout.D()}
 	applyCommon(&s, def)
@@ -290,6 +325,10 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 				ScrubURLPasswords: p.ScrubURLPasswords}}
 		if sb != nil {
 			o.Dir, o.Jail = sb.WorkDir(), sb
+		} else if own != nil {
+			// What the agent starts from the shell shows on its own
+			// desktop too, never on the person's.
+			o.Env = own.SessionEnv
 		}
 		srv, stop, err := shell.Start(o)
 		if err != nil {
@@ -331,8 +370,7 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 		if dc.Fetch != "" && dc.Fetch != "cache" && dc.Fetch != "walk" {
 			return s, false, fmt.Errorf("tools.desktop.fetch: %q is not cache or walk", dc.Fetch)
 		}
-		d := desktop.New(desktop.Options{Display: dc.Display, Bus: dc.Bus, Fetch: dc.Fetch,
-			LaunchTimeout: dc.LaunchTimeout.D(), Dir: workdir})
+		d := desktop.New(desktopOptions(cfg, workdir, own))
 		s.Description, s.MCP, s.Close = dc.Description, desktop.NewServer(d), d.Close
 	default:
 		return s, false, fmt.Errorf("mcp: no server %q", name)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // TestDoctorChecksTheDesktop: with desktop servers in use, doctor checks
@@ -49,5 +50,28 @@ func TestDoctorChecksTheDesktop(t *testing.T) {
 	}
 	if code != 0 {
 		t.Errorf("working desktop: exit %d\n%s", code, out)
+	}
+}
+
+// TestDoctorChecksAWaylandAndAnOwnDisplay: doctor reports a Wayland
+// display the config names as the desktop's (with what its compositor
+// offers), and, with a desktop of its own, that one can start, rather
+// than checking the person's display it will not use.
+func TestDoctorChecksAWaylandAndAnOwnDisplay(t *testing.T) {
+	desktoptest.RequireKind(t, display.Sway)
+	s := desktoptest.StartKind(t, display.Sway)
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf("mcp:\n  use: [desktop]\ntools:\n  desktop: {display: \"\", wayland: %q, sway_socket: %q, bus: %q}\n",
+		s.Wayland, s.SwaySock, s.BusAddr)), 0o644)
+	out, code := saucer(t, "doctor", "--skip-provider", "-c", cfgFile, "-C", dir)
+	if want := "ok   desktop display: " + s.Wayland + " (sway, window management through sway's IPC, screen capture"; !strings.Contains(out, want) || code != 0 {
+		t.Errorf("sway: exit %d, output lacks %q\n%s", code, want, out)
+	}
+
+	os.WriteFile(cfgFile, []byte("mcp:\n  use: [desktop]\ntools:\n  desktop: {display: own}\n"), 0o644)
+	out, code = saucer(t, "doctor", "--skip-provider", "-c", cfgFile, "-C", dir)
+	if want := "ok   desktop display: a desktop of its own (xvfb)"; !strings.Contains(out, want) || code != 0 || strings.Contains(out, "session bus") {
+		t.Errorf("own: exit %d, output lacks %q (or checks the person's buses)\n%s", code, want, out)
 	}
 }

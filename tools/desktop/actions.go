@@ -440,6 +440,11 @@ func (d *Desktop) Type(ctx context.Context, t Target, window, text string, termi
 	}
 	if d.x.canType(text) {
 		return d.act(ctx, w, t, func() (string, error) {
+			// Under Wayland, where a compositor may offer no keyboard,
+			// through AT-SPI's EditableText first.
+			if did, ok, err := d.insertText(ctx, rv.c, w, text); ok || err != nil {
+				return did, err
+			}
 			if err := d.x.typeText(text); err != nil {
 				return "", err
 			}
@@ -483,7 +488,7 @@ func (d *Desktop) editable(ctx context.Context, rv resolved, w Window) (ref, err
 			}
 		}
 	}
-	return ref{}, fmt.Errorf("the text has more distinct characters outside the keyboard map than the %d free keys of %s, and the focused control has no editable text to insert it into: type it in parts", len(d.x.spares), d.x.name)
+	return ref{}, fmt.Errorf("the text has more distinct characters outside the keyboard map than %s, and the focused control has no editable text to insert it into: type it in parts", d.x.freeKeys())
 }
 
 // Keys presses key chords in order ("ctrl+s", "Return").
@@ -547,7 +552,7 @@ func (d *Desktop) SetValue(ctx context.Context, t Target, value string) (*Effect
 		})
 	case c.Cell != nil && c.st.has(stEditable):
 		if !d.x.canType(value + "\n") {
-			return nil, fmt.Errorf("the value has more distinct characters outside the keyboard map than the %d free keys of %s: set it in parts", len(d.x.spares), d.x.name)
+			return nil, fmt.Errorf("the value has more distinct characters outside the keyboard map than %s: set it in parts", d.x.freeKeys())
 		}
 		return d.act(ctx, w, t, func() (string, error) {
 			if err := d.selectCell(ctx, c, w); err != nil {

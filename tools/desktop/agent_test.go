@@ -33,6 +33,12 @@ func runDesktopTask(t *testing.T, s *desktoptest.Session, app, task string, repl
 			t.Setenv(k, v)
 		}
 	}
+	return runTask(t, `{display: "`+s.Display+`", bus: "`+s.BusAddr+`"}`, task, replies)
+}
+
+// runTask is runDesktopTask with tools.desktop set to desktopYAML.
+func runTask(t *testing.T, desktopYAML, task string, replies []scripted.Reply) (*agent.Outcome, *scripted.Model, string) {
+	t.Helper()
 	workdir := t.TempDir()
 	cfgFile := filepath.Join(t.TempDir(), "saucer.yaml")
 	cfgYAML := `
@@ -42,7 +48,7 @@ mcp:
     calculator: {kind: desktop, command: galculator, description: "The calculator (galculator)."}
     editor: {kind: desktop, command: mousepad, description: "The text editor (mousepad)."}
 tools:
-  desktop: {display: "` + s.Display + `", bus: "` + s.BusAddr + `"}
+  desktop: ` + desktopYAML + `
 `
 	if err := os.WriteFile(cfgFile, []byte(cfgYAML), 0o644); err != nil {
 		t.Fatal(err)

@@ -24,17 +24,17 @@ type Finding struct {
 
 // Check looks at what the desktop tools need, each part on its own so
 // that one missing part does not hide the state of the others: the X
-// display (with XTEST for input), the session D-Bus, the AT-SPI bus (its
+// display (X11 with XTEST for input, or Wayland), the session D-Bus, the AT-SPI bus (its
 // registry answering, with the applications registered on it), and, for
 // a desktop of one application (Options.App), that application's
 // command. It starts nothing and touches no window.
 func Check(ctx context.Context, opts Options) []Finding {
 	var out []Finding
-	if x, err := dialX(opts.Display); err != nil {
+	if x, err := dialScreen(opts); err != nil {
 		out = append(out, Finding{What: "display", Detail: err.Error(),
-			Fix: "run inside the desktop session, or set DISPLAY (or tools.desktop.display) to a running X server, e.g. Xvfb :99"})
+			Fix: "run inside the desktop session, or set DISPLAY or WAYLAND_DISPLAY (or tools.desktop.display / wayland) to a running X server or Wayland compositor, e.g. Xvfb :99; or give the desktop a display of its own: tools.desktop.display: own"})
 	} else {
-		out = append(out, Finding{What: "display", OK: true, Detail: x.name + " (X11, XTEST for input)"})
+		out = append(out, Finding{What: "display", OK: true, Detail: describeScreen(x)})
 		x.Close()
 	}
 	out = append(out, checkBuses(ctx, opts.Bus)...)
@@ -42,6 +42,17 @@ func Check(ctx context.Context, opts Options) []Finding {
 		out = append(out, CheckApp(opts.App, opts.Dir))
 	}
 	return out
+}
+
+// describeScreen names a display and what input it offers.
+func describeScreen(x screen) string {
+	switch x := x.(type) {
+	case *display:
+		return x.name + " (X11, XTEST for input)"
+	case *wayland:
+		return x.name + " (" + x.kind() + ", " + x.offers() + ")"
+	}
+	return x.kind()
 }
 
 // checkBuses checks the session bus, then the AT-SPI bus it leads to.

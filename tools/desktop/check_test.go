@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // findings indexes Check's findings by what they looked at.
@@ -69,7 +70,7 @@ func TestCheckSaysWhatIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := exec.Command(desktoptest.DBusDaemon, "--config-file="+conf, "--nofork", "--nosyslog", "--print-address=3")
+	bus := exec.Command(owndisplay.BusDaemon, "--config-file="+conf, "--nofork", "--nosyslog", "--print-address=3")
 	bus.ExtraFiles = []*os.File{w}
 	if err := bus.Start(); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
 // Package desktop is Saucer's MCP server for Linux desktop applications
-// on X11: it reads a window's controls through the AT-SPI accessibility
-// bus (D-Bus), takes screenshots and drives input through the X server
-// (XTest), and marks each control's box and id on the screenshot
-// (set-of-marks) for vision models. docs/desktop.md explains the design.
+// on X11 and Wayland: it reads a window's controls and acts on them
+// through the AT-SPI accessibility bus (D-Bus), takes screenshots and
+// drives the pointer and keyboard through the display server (XTest on
+// X11, the wlroots protocols on Wayland; screen.go is the seam), and marks
+// each control's box and id on the screenshot (set-of-marks) for vision
+// models. docs/desktop.md explains the design.
 package desktop
 
 import (
@@ -26,6 +28,10 @@ type Options struct {
 	// Display is the X display (default $DISPLAY); Bus the session D-Bus
 	// address (default $DBUS_SESSION_BUS_ADDRESS).
 	Display, Bus string
+	// Wayland is the Wayland display, a socket's path or name (default
+	// $WAYLAND_DISPLAY when no X display is named or set); SwaySock
+	// sway's IPC socket (default $SWAYSOCK).
+	Wayland, SwaySock string
 	// Fetch picks how a window's tree is read: "cache" (each
 	// application's object cache in one call, completed by walking where
 	// it is partial), "walk" (a level-order walk, each level's calls in
@@ -60,14 +66,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Desktop observes and drives the windows of one X11 session. Its
+// Desktop observes and drives the windows of one X11 or Wayland session. Its
 // methods are safe for concurrent use (they run one at a time).
 type Desktop struct {
 	opts Options
 
 	mu       sync.Mutex
 	a        *a11y
-	x        *display
+	x        screen
 	ids      idMap[int]
 	wins     idMap[string]
 	last     map[ref]*Observation // the latest observation of each window
@@ -131,7 +137,7 @@ func (d *Desktop) disconnect() {
 // connect opens the connections that are not open.
 func (d *Desktop) connect(ctx context.Context) error {
 	if d.x == nil {
-		x, err := dialX(d.opts.Display)
+		x, err := dialScreen(d.opts)
 		if err != nil {
 			return err
 		}
@@ -274,8 +280,9 @@ type Window struct {
 	// answering: the window is as last seen.
 	NotResponding bool `json:"not_responding,omitempty"`
 	ref           ref
-	// dx, dy turn the application's boxes into screen positions (GTK 4
-	// gives boxes relative to the window).
+	// dx, dy turn the application's boxes into screen positions (GTK 4,
+	// and every toolkit under Wayland, gives boxes relative to the
+	// window).
 	dx, dy int
 }
 
@@ -355,6 +362,9 @@ type Observation struct {
 	// Stale says why the screenshot may not show the window as it is
 	// (it did not repaint in time after being raised); empty when fresh.
 	Stale string `json:"stale,omitempty"`
+	// NoScreenshot says why none was taken where one was asked for (a
+	// compositor without screen capture).
+	NoScreenshot string `json:"no_screenshot,omitempty"`
 	// Drawn are the ids marked on the screenshot.
 	Drawn []int `json:"-"`
 	// Timing of the parts, for the benchmark.
@@ -494,13 +504,14 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 				continue
 			}
 			w.Role, w.Active, w.Bounds = roleName(role), st.has(stActive), e.rect()
-			if aw.app.gtk4 && w.Bounds.X == 0 && w.Bounds.Y == 0 {
+			if aw.app.gtk4 && w.Bounds.X == 0 && w.Bounds.Y == 0 && !d.x.windowRelative() {
 				// GTK 4 gives boxes relative to the window: its X window
-				// says where that is.
+				// says where that is (under Wayland place does it for
+				// every toolkit).
 				if xs == nil {
 					xs, _ = d.x.topLevels()
 				}
-				if xw, ok := matchX(xs, w); ok {
+				if xw, ok := matchWindow(xs, w); ok {
 					w.dx, w.dy = xw.box.X+(xw.box.W-w.Bounds.W)/2, xw.box.Y+(xw.box.H-w.Bounds.H)/2
 					w.Bounds = w.Bounds.add(w.dx, w.dy)
 				}
@@ -511,6 +522,7 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 		aw.app.windows = mine
 		out = append(out, mine...)
 	}
+	d.place(out)
 	return out, nil
 }
 
@@ -641,7 +653,7 @@ func (d *Desktop) Observe(ctx context.Context, window string, o ObserveOptions) 
 
 // screenArea is the part of w on the screen.
 func (d *Desktop) screenArea(w Window) Rect {
-	return clip(w.Bounds, Rect{0, 0, int(d.x.screen.WidthInPixels), int(d.x.screen.HeightInPixels)})
+	return clip(w.Bounds, d.x.area())
 }
 
 func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Observation, error) {
@@ -795,6 +807,10 @@ func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
 		obs.Stale = stale
 	}
 	img, area, err := d.x.capture(obs.Window.Bounds)
+	if errors.Is(err, errCannot) {
+		obs.NoScreenshot = err.Error()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -833,23 +849,7 @@ func (d *Desktop) xwindow(w Window) (xwin, bool) {
 	if err != nil {
 		return xwin{}, false
 	}
-	return matchX(xs, w)
-}
-
-func matchX(xs []xwin, w Window) (xwin, bool) {
-	var same []xwin
-	for _, x := range xs {
-		if int(x.pid) == w.PID {
-			if x.title == w.Title {
-				return x, true
-			}
-			same = append(same, x)
-		}
-	}
-	if len(same) == 1 {
-		return same[0], true
-	}
-	return xwin{}, false
+	return matchWindow(xs, w)
 }
 
 // Control returns the control with the id from the latest observation

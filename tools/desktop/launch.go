@@ -196,6 +196,9 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	if d.opts.Display != "" {
 		cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
 	}
+	if d.opts.Wayland != "" {
+		cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
+	}
 	if d.opts.Bus != "" {
 		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
 	}
@@ -253,7 +256,7 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 			if xs == nil {
 				xs, _ = d.x.topLevels()
 			}
-			if xw, ok := matchX(xs, w); ok && xw.startupID == p.startupID {
+			if xw, ok := matchWindow(xs, w); ok && xw.startupID == p.startupID {
 				mine = append(mine, w)
 			}
 		}

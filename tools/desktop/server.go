@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/saucerhq/saucer/tools"
 )
@@ -88,7 +89,7 @@ type launchArgs struct {
 
 // NewServer builds the desktop MCP server (name "desktop") over d.
 func NewServer(d *Desktop) *tools.Server {
-	s := &tools.Server{Name: "desktop", Instructions: "Sees and drives the applications on this X11 desktop. observe lists a window's controls, each with a numeric id, " +
+	s := &tools.Server{Name: "desktop", Instructions: "Sees and drives the applications on this desktop. observe lists a window's controls, each with a numeric id, " +
 		"and attaches a screenshot with the ids drawn on the controls; act on a control by its id. Ids stay the same while " +
 		"the control exists; an id whose control is gone is refused: observe again. Every action returns what changed."}
 	read := tools.Annotations{Risk: tools.RiskRead, Idempotent: true}
@@ -115,7 +116,7 @@ func NewServer(d *Desktop) *tools.Server {
 				return nil, err
 			}
 			out := tools.Content{tools.Text(text)}
-			if shot {
+			if shot && len(obs.PNG) > 0 { // none where the compositor offers no capture: the text says so
 				out = append(out, tools.Image(obs.PNG, "image/png"))
 			}
 			return out, nil
@@ -125,6 +126,9 @@ func NewServer(d *Desktop) *tools.Server {
 			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: true})
 			if err != nil {
 				return nil, err
+			}
+			if obs.NoScreenshot != "" {
+				return nil, errors.New(obs.NoScreenshot)
 			}
 			return tools.Content{tools.Image(obs.PNG, "image/png")}, nil
 		}))

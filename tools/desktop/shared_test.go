@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // The applications that start slowly (LibreOffice takes seconds, more on
@@ -43,7 +44,7 @@ func sharedDesktop(t testing.TB) (*desktoptest.Session, *Desktop) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.s == nil {
-		s, err := desktoptest.New(context.Background())
+		s, err := desktoptest.New(context.Background(), owndisplay.Xvfb)
 		if err != nil {
 			t.Fatal(err)
 		}

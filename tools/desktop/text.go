@@ -93,6 +93,9 @@ func (o *Observation) Page(p Page) (string, []Control, error) {
 	if o.Stale != "" {
 		b.WriteString("Note: " + o.Stale + "\n")
 	}
+	if o.NoScreenshot != "" {
+		fmt.Fprintf(&b, "(No screenshot: %s.)\n", o.NoScreenshot)
+	}
 	if o.Cut > 0 {
 		fmt.Fprintf(&b, "Note: %d objects of this window were not read (it is larger than an observation reads); narrow it with role, name or region, or scroll.\n", o.Cut)
 	}

@@ -86,10 +86,15 @@ func TestDesktopExec(t *testing.T) {
 
 func TestNoDisplay(t *testing.T) {
 	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
 	d := New(Options{})
 	defer d.Close()
 	_, err := d.Windows(t.Context())
-	if err == nil || err.Error() != "no X display: DISPLAY is not set (Wayland sessions are not supported yet; see docs/desktop.md)" {
+	if err == nil || !strings.HasPrefix(err.Error(), "no display: neither DISPLAY nor WAYLAND_DISPLAY is set") {
+		t.Fatalf("%v", err)
+	}
+	d = New(Options{Wayland: filepath.Join(t.TempDir(), "wayland-9")})
+	if _, err := d.Windows(t.Context()); err == nil || !strings.Contains(err.Error(), "connect to the Wayland compositor at") {
 		t.Fatalf("%v", err)
 	}
 	d = New(Options{Display: ":987"})

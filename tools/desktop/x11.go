@@ -53,7 +53,7 @@ func dialX(name string) (*display, error) {
 		name = os.Getenv("DISPLAY")
 	}
 	if name == "" {
-		return nil, errors.New("no X display: DISPLAY is not set (Wayland sessions are not supported yet; see docs/desktop.md)")
+		return nil, errors.New("no X display: DISPLAY is not set")
 	}
 	conn, err := xgb.NewConnDisplay(name)
 	if err != nil {
@@ -429,12 +429,16 @@ func (d *display) atom(name string) (xproto.Atom, error) {
 	return rep.Atom, nil
 }
 
+// xwin is a display server's application window: an X window, or (under
+// sway) a container, whose id is then sway's.
 type xwin struct {
 	id    xproto.Window
 	top   xproto.Window // its ancestor among the root's children (a frame, or itself)
 	pid   uint32
 	title string
-	box   Rect // on the screen
+	// box is where its content is on the screen: X11 gives it for every
+	// window, sway for its containers.
+	box Rect
 	// startupID is its startup notification id (_NET_STARTUP_ID).
 	startupID string
 }

@@ -1,0 +1,63 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/tools/desktop"
+	"github.com/saucerhq/saucer/tools/desktop/display"
+)
+
+// ownDisplay starts the desktop of its own that the config asks for
+// (tools.desktop.display: own, xvfb, sway or weston) when a desktop server
+// is among the device's servers (app's set, or mcp.use), so that the
+// agent's applications and input never reach the person's session; nil
+// when the config names the person's display, or no desktop is served.
+func ownDisplay(ctx context.Context, cfg *config.Config, app string) (*display.Display, error) {
+	if _, own := cfg.Tools.Desktop.Own(); !own {
+		return nil, nil
+	}
+	names, err := cfg.MCP.Selected(app)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, cfg.MCP.IsDesktop) {
+		return nil, nil
+	}
+	return startOwnDisplay(ctx, cfg)
+}
+
+// startOwnDisplay starts the desktop of its own the config names, or
+// returns nil when it names the person's display.
+func startOwnDisplay(ctx context.Context, cfg *config.Config) (*display.Display, error) {
+	name, own := cfg.Tools.Desktop.Own()
+	if !own {
+		return nil, nil
+	}
+	kind, err := display.ParseKind(name)
+	if err != nil {
+		return nil, fmt.Errorf("tools.desktop.display: %w", err)
+	}
+	d, err := display.Start(ctx, display.Options{Kind: kind})
+	if err != nil {
+		return nil, fmt.Errorf("tools.desktop.display: %s: %w", name, err)
+	}
+	return d, nil
+}
+
+// desktopOptions are a desktop server's options from the config; on own,
+// the desktop of its own, when the session has one.
+func desktopOptions(cfg *config.Config, workdir string, own *display.Display) desktop.Options {
+	dc := cfg.Tools.Desktop
+	o := desktop.Options{Display: dc.Display, Bus: dc.Bus, Wayland: dc.Wayland, SwaySock: dc.SwaySocket,
+		Fetch: dc.Fetch, LaunchTimeout: dc.LaunchTimeout.D(), Dir: workdir}
+	if _, isOwn := dc.Own(); isOwn {
+		o.Display, o.Wayland, o.SwaySock, o.Bus = "", "", "", ""
+	}
+	if own != nil {
+		o.Display, o.Wayland, o.SwaySock, o.Bus, o.Env = own.X11, own.Wayland, own.SwaySock, own.Bus, own.Env
+	}
+	return o
+}

@@ -1,0 +1,621 @@
+// Package display starts a desktop of its own for a Saucer session: a
+// private display server (Xvfb, or a headless sway or weston compositor),
+// a session D-Bus and the AT-SPI accessibility bus, so that the
+// applications a desktop agent launches, and its clicks and keys, never
+// reach the person's own session. Everything it starts carries a tag in
+// its environment and runs in a process group of its own; Close stops it
+// all and removes the display's folder, and the first Start of a later
+// Saucer removes what a Saucer killed with SIGKILL left.
+package display
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// Kind is the display server.
+type Kind string
+
+const (
+	// Xvfb is a virtual X11 server: the X11 backend drives it (XTest,
+	// GetImage, EWMH).
+	Xvfb Kind = "xvfb"
+	// Sway is a headless sway (wlroots) compositor: windows through its
+	// IPC, pixels through wlr-screencopy, input through the virtual
+	// pointer and keyboard protocols.
+	Sway Kind = "sway"
+	// Weston is a headless weston with its kiosk shell: AT-SPI only (the
+	// tree and the actions; no screenshots, no pointer or keyboard).
+	Weston Kind = "weston"
+)
+
+// Kinds are the display servers a desktop of its own can run on.
+var Kinds = []Kind{Xvfb, Sway, Weston}
+
+// ParseKind reads a kind by name ("own" is Xvfb).
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(strings.ToLower(s)); k {
+	case "own":
+		return Xvfb, nil
+	case Xvfb, Sway, Weston:
+		return k, nil
+	}
+	return "", fmt.Errorf("%q is not a display server Saucer can start: use own (Xvfb), xvfb, sway or weston", s)
+}
+
+// Executables the kinds need, by kind; the buses are needed by all.
+var (
+	BusDaemon   = "dbus-daemon"
+	BusLauncher = "/usr/libexec/at-spi-bus-launcher"
+	servers     = map[Kind]string{Xvfb: "Xvfb", Sway: "sway", Weston: "weston"}
+	packages    = map[Kind]string{Xvfb: "xvfb", Sway: "sway", Weston: "weston"}
+)
+
+// Missing lists what kind needs and this machine lacks, with the Debian
+// packages that bring it; "" when nothing is missing.
+func Missing(kind Kind) string {
+	var miss, pkgs []string
+	for exe, pkg := range map[string]string{servers[kind]: packages[kind], BusDaemon: "dbus-daemon", BusLauncher: "at-spi2-core"} {
+		if _, err := exec.LookPath(exe); err != nil {
+			miss, pkgs = append(miss, exe), append(pkgs, pkg)
+		}
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
+}
+
+// Options configure a display.
+type Options struct {
+	Kind Kind
+	// Width and Height of the screen; default 1280x800.
+	Width, Height int
+}
+
+// Display is a running desktop of its own.
+type Display struct {
+	Kind Kind
+	// X11 is the X display (":N") of Xvfb; Wayland the absolute path of
+	// the compositor's socket; SwaySock sway's IPC socket.
+	X11, Wayland, SwaySock string
+	// Bus is the private session bus's address.
+	Bus string
+	// Env is what the applications on this display need: the display and
+	// the bus, a private home and runtime folder, accessibility on, and
+	// the person's display and accessibility variables emptied, so that
+	// no toolkit falls back to them.
+	Env []string
+	// SessionEnv is Env without the private home and XDG folders: what
+	// the session's other tools (the shell) need so that whatever they
+	// start shows on this display and talks to this bus, never the
+	// person's, while their files stay the person's.
+	SessionEnv []string
+
+	dir string
+	tag string
+	// a11yAddr is the AT-SPI bus's address, once it is up.
+	a11yAddr string
+	mu       sync.Mutex
+	procs    []*proc
+	ended    bool
+}
+
+// proc is a started process and a channel closed when it has exited.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts a display of kind, its session bus and the AT-SPI bus.
+// Close stops them.
+func Start(ctx context.Context, o Options) (_ *Display, err error) {
+	if _, ok := servers[o.Kind]; !ok {
+		return nil, fmt.Errorf("display kind %q: use xvfb, sway or weston", o.Kind)
+	}
+	if m := Missing(o.Kind); m != "" {
+		return nil, fmt.Errorf("a desktop of its own on %s needs %s", o.Kind, m)
+	}
+	if o.Width <= 0 || o.Height <= 0 {
+		o.Width, o.Height = 1280, 800
+	}
+	sweepOnce.Do(sweep)
+	dir, err := os.MkdirTemp("", dirPrefix+ownerTag()+"-")
+	if err != nil {
+		return nil, err
+	}
+	d := &Display{Kind: o.Kind, dir: dir, tag: filepath.Base(dir)}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	for _, sub := range []string{"home", "xdg", "config", "data", "cache"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	switch o.Kind {
+	case Xvfb:
+		err = d.startXvfb(ctx, o)
+	case Sway:
+		err = d.startSway(ctx, o)
+	case Weston:
+		err = d.startWeston(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.startBus(ctx); err != nil {
+		return nil, err
+	}
+	d.SessionEnv = append(d.displayEnv(), "DBUS_SESSION_BUS_ADDRESS="+d.Bus, "AT_SPI_BUS_ADDRESS=",
+		"NO_AT_BRIDGE=0", "GTK_A11Y=atspi", "QT_ACCESSIBILITY=1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
+		tagVar+"="+d.tag)
+	d.Env = append(slices.Clone(d.SessionEnv),
+		"XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg"), "HOME="+filepath.Join(dir, "home"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GSETTINGS_BACKEND=memory", "LANG=C.UTF-8")
+	if err := d.start(d.command(BusLauncher, "--launch-immediately")); err != nil {
+		return nil, fmt.Errorf("start the AT-SPI bus launcher: %w", err)
+	}
+	if err := waitFor(ctx, 15*time.Second, d.a11yReady); err != nil {
+		return nil, fmt.Errorf("the AT-SPI bus did not come up: %w", err)
+	}
+	// The applications are given this AT-SPI bus's address rather than an
+	// empty one: GTK 4 takes an empty AT_SPI_BUS_ADDRESS as the address
+	// and then has no accessibility at all ("Unrecognized accessibility
+	// backend").
+	for _, env := range [][]string{d.SessionEnv, d.Env} {
+		if i := slices.Index(env, "AT_SPI_BUS_ADDRESS="); i >= 0 {
+			env[i] = "AT_SPI_BUS_ADDRESS=" + d.a11yAddr
+		}
+	}
+	return d, nil
+}
+
+// displayEnv names this display and empties the others.
+func (d *Display) displayEnv() []string {
+	if d.Kind == Xvfb {
+		return []string{"DISPLAY=" + d.X11, "XAUTHORITY=" + filepath.Join(d.dir, "xauth"), "WAYLAND_DISPLAY=",
+			"GDK_BACKEND=x11", "QT_QPA_PLATFORM=xcb", "SWAYSOCK="}
+	}
+	return []string{"WAYLAND_DISPLAY=" + d.Wayland, "DISPLAY=", "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland",
+		"SWAYSOCK=" + d.SwaySock, "XDG_SESSION_TYPE=wayland"}
+}
+
+// Dir is the display's private folder (the applications' home is in it).
+func (d *Display) Dir() string { return d.dir }
+
+// Home is the applications' home folder.
+func (d *Display) Home() string { return filepath.Join(d.dir, "home") }
+
+// Command prepares a process that runs on the display and its bus.
+func (d *Display) Command(name string, args ...string) *exec.Cmd {
+	return d.command(name, args...)
+}
+
+func (d *Display) command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Env = append(os.Environ(), d.Env...)
+	c.Dir = d.Home()
+	return c
+}
+
+// Launch starts an application on the display. Close stops it (or the
+// caller, earlier, through the Cmd's Process; do not Wait on it).
+func (d *Display) Launch(name string, args ...string) (*exec.Cmd, error) {
+	c := d.command(name, args...)
+	if err := d.start(c); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// start runs c in a process group of its own, tagged, stopped by Close.
+func (d *Display) start(c *exec.Cmd) error {
+	_, err := d.startProc(c)
+	return err
+}
+
+func (d *Display) startProc(c *exec.Cmd) (*proc, error) {
+	if c.SysProcAttr == nil {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	c.SysProcAttr.Setpgid, c.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	c.Env = append(c.Env, tagVar+"="+d.tag)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		return nil, errors.New("the display has been closed")
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{c, make(chan struct{})}
+	go func() {
+		_ = c.Wait()
+		close(p.done)
+	}()
+	d.procs = append(d.procs, p)
+	return p, nil
+}
+
+// Pids are the process ids the display started (to check none is left).
+func (d *Display) Pids() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var pids []int
+	for _, p := range d.procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	return pids
+}
+
+// Close stops everything the display started, newest first, each with
+// its whole process group, then whatever else carries its tag (services
+// the buses started), and removes its folder.
+func (d *Display) Close() error {
+	d.mu.Lock()
+	procs := d.procs
+	d.procs, d.ended = nil, true
+	d.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		pid := procs[i].cmd.Process.Pid
+		if pid <= 0 {
+			continue
+		}
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		select {
+		case <-procs[i].done:
+		case <-time.After(2 * time.Second):
+		}
+		// The group may hold children (the AT-SPI launcher's own bus),
+		// and a process that ignored SIGTERM.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-procs[i].done
+	}
+	killTagged(d.tag)
+	if d.dir != "" {
+		return os.RemoveAll(d.dir)
+	}
+	return nil
+}
+
+// startXvfb starts Xvfb with -displayfd, which picks a free display and
+// writes its number once the server is ready, behind a cookie (xauth.go).
+func (d *Display) startXvfb(ctx context.Context, o Options) error {
+	auth, cookie := filepath.Join(d.dir, "xauth"), randomBytes(16)
+	if err := writeXauthority(auth, cookie); err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	x := exec.Command(servers[Xvfb], "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
+		"-nolisten", "tcp", "-noreset", "-auth", auth) // no reset: it would forget the user let in
+	x.ExtraFiles = []*os.File{w}
+	err = d.start(x)
+	w.Close()
+	if err != nil {
+		return fmt.Errorf("start Xvfb: %w", err)
+	}
+	line, err := readLine(ctx, r, 15*time.Second)
+	if err != nil {
+		return fmt.Errorf("Xvfb did not report a display: %w", err)
+	}
+	d.X11 = ":" + line
+	return allowLocalUser(line, cookie)
+}
+
+// compositorUser is who a compositor runs as. sway refuses to run as
+// root; as root, Saucer runs it as nobody, with a runtime folder of its
+// own that the applications (root) reach.
+func compositorUser() *syscall.Credential {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	return &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}
+}
+
+// runtimeDir makes the compositor's runtime folder, owned by cred.
+func (d *Display) runtimeDir(cred *syscall.Credential) (string, error) {
+	run := filepath.Join(d.dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		return "", err
+	}
+	if cred != nil {
+		// The folder above must be passable for the compositor's user.
+		if err := os.Chmod(d.dir, 0o711); err != nil {
+			return "", err
+		}
+		if err := os.Chown(run, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", err
+		}
+	}
+	return run, nil
+}
+
+// startSway starts a headless sway (software rendering, no input
+// devices, no Xwayland) whose configuration writes its Wayland socket and
+// IPC socket into a FIFO once it runs.
+func (d *Display) startSway(ctx context.Context, o Options) error {
+	cred := compositorUser()
+	run, err := d.runtimeDir(cred)
+	if err != nil {
+		return err
+	}
+	ready := filepath.Join(run, "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		if err := os.Chown(ready, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	conf := filepath.Join(run, "config")
+	// Windows float at the size they ask for, as on Xvfb: tiled, each
+	// would fill the screen, and every screenshot would be a screenful
+	// (8 times galculator's pixels, and as many more to encode and for
+	// the model to read).
+	text := fmt.Sprintf(`# Saucer's headless sway: one output, no Xwayland, no bar.
+output HEADLESS-1 resolution %dx%d position 0 0
+xwayland disable
+focus_on_window_activation focus
+for_window [tiling] floating enable
+exec printf '%%s\n%%s\n' "$WAYLAND_DISPLAY" "$SWAYSOCK" > %s
+`, o.Width, o.Height, ready)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return err
+	}
+	// Opened read-write, the FIFO's open does not wait for sway, and the
+	// read can have a deadline.
+	f, err := os.OpenFile(ready, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c := exec.Command(servers[Sway], "-c", conf)
+	c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "WLR_BACKENDS=headless", "WLR_LIBINPUT_NO_DEVICES=1",
+		"WLR_RENDERER=pixman", "WAYLAND_DISPLAY=", "DISPLAY=", "HOME="+run)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	c.Stderr = &tail{}
+	p, err := d.startProc(c)
+	if err != nil {
+		return fmt.Errorf("start sway: %w", err)
+	}
+	_ = f.SetReadDeadline(time.Now().Add(15 * time.Second))
+	lines, err := readLines(ctx, f, 2, p.done)
+	if err != nil {
+		return fmt.Errorf("sway did not start: %w%s", err, c.Stderr.(*tail).note())
+	}
+	d.Wayland, d.SwaySock = lines[0], lines[1]
+	if !filepath.IsAbs(d.Wayland) {
+		d.Wayland = filepath.Join(run, d.Wayland)
+	}
+	return nil
+}
+
+// startWeston starts a headless weston with its kiosk shell (each window
+// fills the screen) and waits for its readiness message (sd_notify).
+func (d *Display) startWeston(ctx context.Context, o Options) error {
+	run, err := d.runtimeDir(nil)
+	if err != nil {
+		return err
+	}
+	notify := filepath.Join(run, "notify")
+	l, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	c := exec.Command(servers[Weston], "--backend=headless-backend.so", "--socket=wayland-saucer",
+		fmt.Sprintf("--width=%d", o.Width), fmt.Sprintf("--height=%d", o.Height), "--shell=kiosk-shell.so",
+		"--no-config", "--idle-time=0", "--modules=systemd-notify.so")
+	c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "NOTIFY_SOCKET="+notify, "WAYLAND_DISPLAY=", "DISPLAY=")
+	c.Stderr = &tail{}
+	if err := d.start(c); err != nil {
+		return fmt.Errorf("start weston: %w", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 256)
+		_ = l.SetReadDeadline(time.Now().Add(15 * time.Second))
+		for {
+			n, _, err := l.ReadFrom(buf)
+			if err != nil {
+				got <- err
+				return
+			}
+			if strings.Contains(string(buf[:n]), "READY=1") {
+				got <- nil
+				return
+			}
+		}
+	}()
+	select {
+	case err = <-got:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("weston did not start: %w%s", err, c.Stderr.(*tail).note())
+	}
+	d.Wayland = filepath.Join(run, "wayland-saucer")
+	return nil
+}
+
+// startBus starts the private session bus on a socket in the display's
+// folder (a path, not an abstract socket: it is the same in every network
+// namespace).
+func (d *Display) startBus(ctx context.Context) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c := exec.Command(BusDaemon, "--session", "--nofork", "--nosyslog", "--print-address=3",
+		"--address=unix:path="+filepath.Join(d.dir, "bus"))
+	c.Env = append(os.Environ(), d.displayEnv()...)
+	c.Env = append(c.Env, "HOME="+d.Home(), "XDG_RUNTIME_DIR="+filepath.Join(d.dir, "xdg"))
+	c.ExtraFiles = []*os.File{w}
+	err = d.start(c)
+	w.Close()
+	if err != nil {
+		return fmt.Errorf("start the session D-Bus: %w", err)
+	}
+	line, err := readLine(ctx, r, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("the session D-Bus did not print its address: %w", err)
+	}
+	d.Bus = line
+	return nil
+}
+
+// a11yReady reports whether the AT-SPI registry answers.
+func (d *Display) a11yReady() error {
+	conn, err := dbus.Connect(d.Bus)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var addr string
+	if err := conn.Object("org.a11y.Bus", "/org/a11y/bus").Call("org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
+		return err
+	}
+	d.a11yAddr = addr
+	a11y, err := dbus.Connect(addr)
+	if err != nil {
+		return err
+	}
+	defer a11y.Close()
+	var children []struct {
+		Name string
+		Path dbus.ObjectPath
+	}
+	return a11y.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root").
+		Call("org.a11y.atspi.Accessible.GetChildren", 0).Store(&children)
+}
+
+// waitFor calls f until it succeeds, the deadline passes or ctx ends.
+func waitFor(ctx context.Context, d time.Duration, f func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func readLine(ctx context.Context, r *os.File, timeout time.Duration) (string, error) {
+	_ = r.SetReadDeadline(time.Now().Add(timeout))
+	lines, err := readLines(ctx, r, 1, nil)
+	if err != nil {
+		return "", err
+	}
+	return lines[0], nil
+}
+
+// readLines reads n non-empty lines from r (whose deadline is set), or
+// fails when exited is closed first (the writer's process ended).
+func readLines(ctx context.Context, r *os.File, n int, exited <-chan struct{}) ([]string, error) {
+	type result struct {
+		lines []string
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		br := bufio.NewReader(r)
+		var lines []string
+		for len(lines) < n {
+			line, err := br.ReadString('\n')
+			if l := strings.TrimSpace(line); l != "" {
+				lines = append(lines, l)
+			}
+			if err != nil && len(lines) < n {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					err = errors.New("nothing within the deadline")
+				} else {
+					err = errors.New("it exited first")
+				}
+				ch <- result{nil, err}
+				return
+			}
+		}
+		ch <- result{lines, nil}
+	}()
+	select {
+	case res := <-ch:
+		return res.lines, res.err
+	case <-exited:
+		_ = r.SetReadDeadline(time.Now()) // ends the reader
+		return nil, errors.New("it exited first")
+	case <-ctx.Done():
+		_ = r.SetReadDeadline(time.Now())
+		return nil, ctx.Err()
+	}
+}
+
+// tail keeps the last bytes written to it: a server's error output, for
+// the message when it does not start.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) note() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.b))
+	if s == "" {
+		return ""
+	}
+	return "; its error output ends: " + s
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }

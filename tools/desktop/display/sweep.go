@@ -1,0 +1,159 @@
+package display
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A display's folder is named after its owner, "saucer-display-PID.START-…"
+// (START is the owner's start time, so that a reused PID is not taken for
+// it), and every process the display starts, and what those start, carries
+// the folder's name in SAUCER_DISPLAY. A Saucer killed with SIGKILL takes
+// its direct children with it (parent-death signal), but not what they
+// started (the buses' services, an application's helpers), nor its folder:
+// the first Start of a later process kills the tagged processes of owners
+// that are gone and removes their folders. A live owner's display is never
+// touched.
+
+const (
+	dirPrefix = "saucer-display-"
+	tagVar    = "SAUCER_DISPLAY"
+)
+
+var sweepOnce sync.Once
+
+// ownerTag is this process's part of the names: PID.START.
+var ownerTag = sync.OnceValue(func() string {
+	return fmt.Sprintf("%d.%d", os.Getpid(), startTime(os.Getpid()))
+})
+
+// startTime is a process's start time in clock ticks since boot (field 22
+// of /proc/PID/stat), or 0 if it is not running.
+func startTime(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold anything
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
+
+// ownerAlive reports whether the owner named in a display folder's name
+// still runs; ok is false for a name that names no owner.
+func ownerAlive(name string) (alive, ok bool) {
+	rest, found := strings.CutPrefix(name, dirPrefix)
+	if !found {
+		return false, false
+	}
+	tag, _, _ := strings.Cut(rest, "-")
+	pidText, startText, found := strings.Cut(tag, ".")
+	pid, err1 := strconv.Atoi(pidText)
+	start, err2 := strconv.ParseUint(startText, 10, 64)
+	if !found || err1 != nil || err2 != nil || pid <= 0 {
+		return false, false
+	}
+	return startTime(pid) == start, true
+}
+
+// sweep stops what displays of dead owners left running and removes their
+// folders. Processes are found by their tag, not through the folders, so
+// that one whose folder is already gone is found too.
+func sweep() {
+	for _, tag := range runningTags() {
+		if alive, ok := ownerAlive(tag); ok && !alive {
+			killTagged(tag)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		if alive, ok := ownerAlive(filepath.Base(d)); ok && !alive {
+			killTagged(filepath.Base(d))
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// runningTags are the display tags in running processes' environments.
+func runningTags() []string {
+	seen := map[string]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte(tagVar+"=")); ok {
+				seen[string(v)] = true
+			}
+		}
+	}
+	tags := make([]string, 0, len(seen))
+	for t := range seen {
+		tags = append(tags, t)
+	}
+	return tags
+}
+
+// killTagged kills every process whose environment carries tag, read from
+// /proc, and waits (up to 2s) until they are gone; it repeats while it
+// finds some, since a dying parent may fork once more. A process that
+// cleared its environment is not found.
+func killTagged(tag string) {
+	want := []byte("\x00" + tagVar + "=" + tag + "\x00")
+	self := os.Getpid()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		found := false
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid <= 0 || pid == self || zombie(pid) {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+				continue
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // SIGKILL is delivered, not awaited
+	}
+}
+
+// zombie reports whether a process has ended and waits for its parent.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
+}

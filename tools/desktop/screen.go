@@ -1,0 +1,203 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"os"
+	"time"
+
+	"github.com/jezek/xgb/xproto"
+)
+
+// screen is what differs between display servers: the windows as the
+// server knows them (to raise, close and place what AT-SPI lists), the
+// pixels, and pointer and keyboard input. The tree and the actions go
+// through AT-SPI, the same on every server. X11 (x11.go) and Wayland
+// (wayland.go) implement it. Keys are X keysyms, which XKB shares.
+type screen interface {
+	// kind names the server for messages: "X11", "sway", "Wayland".
+	kind() string
+	// topLevels lists the application windows the server knows.
+	topLevels() ([]xwin, error)
+	raise(w xproto.Window) error
+	// activate raises x and gives it the keyboard focus, for input.
+	activate(x xwin) error
+	// bringToFront raises x for a screenshot when other windows cover it,
+	// waiting up to timeout for it to repaint; it returns why the picture
+	// may be stale, or "".
+	bringToFront(x xwin, timeout time.Duration) (stale string, err error)
+	close(w xproto.Window) error
+	// area is the screen's extent.
+	area() Rect
+	// capture reads a part of the screen, clipped to it.
+	capture(r Rect) (*image.RGBA, Rect, error)
+	// click presses button (1 left, 2 middle, 3 right, 4-7 the wheel)
+	// count times at (x, y).
+	click(x, y int, button byte, count int) error
+	press(mods []xproto.Keysym, key xproto.Keysym) error
+	typeText(s string) error
+	// canType reports whether s can be typed whole through the keyboard;
+	// freeKeys says, for the message when it cannot, how many keys it has
+	// free for characters outside its map.
+	canType(s string) bool
+	freeKeys() string
+	// windowRelative reports whether toolkits give boxes relative to
+	// their window, as they do under Wayland, which tells no client where
+	// a window is: xwin.box then places them on the screen.
+	windowRelative() bool
+	// closed reports that the connection to the server has ended (it is
+	// dialled again).
+	closed() bool
+	Close()
+}
+
+// errCannot says that the display server offers no way to do something
+// (a compositor without screen capture or virtual input): the tools say
+// so, and use AT-SPI where it can act instead.
+var errCannot = errors.New("this display server offers no way to do it")
+
+// dialScreen connects to the display the options or the environment
+// name: X11 when an X display is named (or DISPLAY is set and no Wayland
+// display is named), else Wayland.
+func dialScreen(o Options) (screen, error) {
+	switch {
+	case o.Display != "":
+		return dialX(o.Display)
+	case o.Wayland != "":
+		return dialWayland(o.Wayland, o.SwaySock)
+	case os.Getenv("DISPLAY") != "":
+		return dialX("")
+	case os.Getenv("WAYLAND_DISPLAY") != "":
+		return dialWayland(os.Getenv("WAYLAND_DISPLAY"), o.SwaySock)
+	}
+	return nil, errors.New("no display: neither DISPLAY nor WAYLAND_DISPLAY is set (start the desktop session, set one, or give the desktop a display of its own: tools.desktop.display: own)")
+}
+
+func (d *display) kind() string { return "X11" }
+
+// On X11 every box is a screen position.
+func (d *display) windowRelative() bool { return false }
+
+func (d *display) area() Rect {
+	return Rect{0, 0, int(d.screen.WidthInPixels), int(d.screen.HeightInPixels)}
+}
+
+func (d *display) freeKeys() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("the %d free keys of %s", len(d.spares), d.name)
+}
+
+// place moves windows whose toolkit gives boxes relative to the window
+// onto the screen, by where the display server shows them; their
+// controls' boxes follow (Window.dx, dy).
+func (d *Desktop) place(ws []Window) {
+	if !d.x.windowRelative() || len(ws) == 0 {
+		return
+	}
+	xs, err := d.x.topLevels()
+	if err != nil {
+		return
+	}
+	for i := range ws {
+		if xw, ok := matchWindow(xs, ws[i]); ok && !xw.box.empty() {
+			ws[i].dx, ws[i].dy = xw.box.X-ws[i].Bounds.X, xw.box.Y-ws[i].Bounds.Y
+			ws[i].Bounds = ws[i].Bounds.add(ws[i].dx, ws[i].dy)
+		}
+	}
+}
+
+// matchWindow finds the server's window of an AT-SPI window: same process
+// and title, else the only window of that process.
+func matchWindow(xs []xwin, w Window) (xwin, bool) {
+	var same []xwin
+	for _, x := range xs {
+		if int(x.pid) == w.PID {
+			if x.title == w.Title {
+				return x, true
+			}
+			same = append(same, x)
+		}
+	}
+	if len(same) == 1 {
+		return same[0], true
+	}
+	return xwin{}, false
+}
+
+// AT-SPI's SINGLE_LINE state.
+const stSingleLine = 26
+
+// insertText types text under Wayland, where a compositor may offer no
+// keyboard to a client, into control c (or, when c is zero, the control
+// that has the focus in window w) through AT-SPI's EditableText, at the
+// caret. ok is false when that cannot be done (X11, no such control, no
+// editable text, a line break into a one-line field): type with the
+// keyboard instead.
+func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text string) (did string, ok bool, err error) {
+	if _, x11 := d.x.(*display); x11 {
+		return "", false, nil
+	}
+	if c.ID == 0 {
+		// Where the focus is; before the window has had the focus (a
+		// window that has just opened), its one editable text, where
+		// typing would land.
+		obs := d.last[w.ref]
+		if obs == nil {
+			return "", false, nil
+		}
+		var editable []Control
+		for _, fc := range obs.Controls {
+			if fc.st.has(stFocused) {
+				c = fc
+			}
+			if fc.st.has(stEditable) {
+				editable = append(editable, fc)
+			}
+		}
+		if c.ID == 0 && len(editable) == 1 {
+			c = editable[0]
+		}
+		if c.ID == 0 {
+			return "", false, nil
+		}
+	}
+	var names []string
+	if err := d.a.do(ctx, c.ref, ifAccessible+".GetInterfaces", &names); err != nil {
+		return "", false, d.controlErr(c, "read its interfaces", err)
+	}
+	if ifacesOf(names)&(hasEditableText|hasText) != hasEditableText|hasText || !c.st.has(stEditable) {
+		return "", false, nil
+	}
+	if c.st.has(stSingleLine) && containsNewline(text) {
+		return "", false, nil // Return in a one-line field presses it
+	}
+	var caret int32
+	if err := d.a.get(ctx, c.ref, ifText, "CaretOffset", &caret); err != nil {
+		return "", false, d.controlErr(c, "read its caret", err)
+	}
+	if caret < 0 {
+		caret = 0
+	}
+	var done bool
+	// InsertText's length counts bytes (of UTF-8), the caret characters.
+	if err := d.a.do(ctx, c.ref, ifEditableText+".InsertText", &done, caret, text, int32(len(text))); err != nil {
+		return "", false, d.controlErr(c, "insert text", err)
+	}
+	if !done {
+		return "", false, fmt.Errorf("control %d (%s) refused the text (it may be read-only)", c.ID, describe(c))
+	}
+	return fmt.Sprintf("inserted %d characters at the caret of %s %q through AT-SPI (EditableText), not the keyboard (%s)",
+		len([]rune(text)), c.Role, c.Name, d.x.kind()), true, nil
+}
+
+func containsNewline(s string) bool {
+	for _, r := range s {
+		if r == '\n' || r == '\r' {
+			return true
+		}
+	}
+	return false
+}
