@@ -19,6 +19,9 @@
 //	  - json: {status: FINISH, result: "done"}
 //	    usage: {prompt_tokens: 12, completion_tokens: 5}
 //	  - error: rate_limit
+//	  - tool_calls:              # an argument read from the request:
+//	      - name: click            # the first group of the latest match
+//	        from_request: {id: '\[(\d+)\] push button "OK"'}
 package scripted
 
 import (
