@@ -19,7 +19,7 @@ var (
 )
 
 // desktopApps are the programs suites/desktop.yaml runs (and checks with).
-var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-text-editor", "gnome-calculator", "chromium", "nautilus", "python3"}
+var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-text-editor", "gnome-calculator", "chromium", "thunar", "python3"}
 
 // TestDesktopSuite runs the desktop suite on a private X11 desktop: every
 // task's scripted run passes its checks, which read what the application
