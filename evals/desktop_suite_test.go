@@ -25,7 +25,7 @@ var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-
 // task's scripted run passes its checks, which read what the application
 // saved (or, for the calculator, shows), and every negative control (a
 // plausible wrong run, the same checks) fails them. By default it runs
-// the tasks labelled ci, one per application, and their controls;
+// the tasks labelled ci and their controls;
 // -desktop-suite runs them all.
 func TestDesktopSuite(t *testing.T) {
 	desktoptest.Require(t, desktopApps...)
