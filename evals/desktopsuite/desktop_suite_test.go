@@ -1,4 +1,7 @@
-package evals_test
+// Package desktopsuite runs evals/suites/desktop.yaml on a private
+// desktop. It is a package of its own so that its trials, which start
+// real applications, have a test binary's time limit to themselves.
+package desktopsuite
 
 import (
 	"context"
@@ -41,7 +44,7 @@ func TestDesktopSuite(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	suite, err := evals.LoadSuite("suites/desktop.yaml")
+	suite, err := evals.LoadSuite("../suites/desktop.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
