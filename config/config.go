@@ -476,3 +476,22 @@ func (c *Config) YAML() ([]byte, error) {
 	}
 	return yaml.Marshal(&cp)
 }
+
+// With returns c with the YAML document data laid over it (unknown keys
+// refused) and checked; name says where data comes from in errors. c and
+// the maps it holds are left as they are.
+func (c *Config) With(data []byte, name string) (*Config, error) {
+	base, err := c.YAML()
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := parse(nil, base, "base")
+	if err != nil {
+		return nil, err
+	}
+	out, err := parse(fresh, data, name)
+	if err != nil {
+		return nil, err
+	}
+	return out, out.Validate()
+}

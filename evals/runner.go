@@ -188,6 +188,11 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
+	cfg, err := s.config(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	opts.Config = cfg
 	r := &runner{s: s, opts: opts, recordings: map[string]*trajectory.Trajectory{}}
 	if err := r.prepare(); err != nil {
 		return nil, err

@@ -37,8 +37,11 @@ type Suite struct {
 	// Prices add to or override the built-in price table, by model pattern.
 	Prices map[string]Price `yaml:"prices,omitempty" json:"prices,omitempty" jsonschema_description:"USD per million tokens, by model spec or pattern where * matches anything (openai:gpt-4o*)."`
 	// Sandbox runs every live case in a fresh sandbox of its own.
-	Sandbox bool   `yaml:"sandbox,omitempty" json:"sandbox,omitempty" jsonschema_description:"Run every live case in a fresh sandbox of its own (device: sandbox); a case may say sandbox: false."`
-	Cases   []Case `yaml:"cases" json:"cases"`
+	Sandbox bool `yaml:"sandbox,omitempty" json:"sandbox,omitempty" jsonschema_description:"Run every live case in a fresh sandbox of its own (device: sandbox); a case may say sandbox: false."`
+	// Config is laid over the run's config for every case: what the
+	// suite's tasks need (the desktop tools, longer timeouts).
+	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty" jsonschema_description:"Saucer config laid over the run's config for every case (as in a config file), e.g. {mcp: {use: [shell, files, desktop]}}."`
+	Cases  []Case         `yaml:"cases" json:"cases"`
 
 	// File is where the suite was read from; paths in it are relative to
 	// its directory.
@@ -296,6 +299,9 @@ func (s *Suite) Validate() error {
 	if len(s.Cases) == 0 {
 		errs = append(errs, "the suite has no cases")
 	}
+	if _, err := s.config(config.Default()); err != nil {
+		errs = append(errs, err.Error())
+	}
 	seen := map[string]bool{}
 	for i, c := range s.Cases {
 		where := fmt.Sprintf("case %d (%s)", i+1, c.ID)
@@ -476,4 +482,20 @@ func (s *Suite) sandboxed(c Case) bool {
 		return *c.Device.Sandbox
 	}
 	return s.Sandbox
+}
+
+// config is base with the suite's config laid over it.
+func (s *Suite) config(base *config.Config) (*config.Config, error) {
+	if len(s.Config) == 0 {
+		return base, nil
+	}
+	data, err := yaml.Marshal(s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("the suite's config: %w", err)
+	}
+	c, err := base.With(data, "(the suite's config)")
+	if err != nil {
+		return nil, fmt.Errorf("the suite's config: %w", err)
+	}
+	return c, nil
 }

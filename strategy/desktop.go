@@ -49,7 +49,12 @@ func (desktopObserve) Phase() Phase { return DataCollection }
 const desktopGuide = "The window's controls, one per line: [id] role \"name\" text=... value=... {states} actions=... @x,y width x height. " +
 	"The attached screenshot shows the same window with each control's box drawn and its id written at the box's top-left corner. " +
 	"Act on a control by passing its id to the tools (click, type_text, set_value, select, scroll). " +
+	"A table lists its size and the rows and columns in view; act on any of its cells by the table's id with row and column (or cell, as in B7). " +
+	"A long list comes in pages: call observe with page, or narrow it with role, name or region. " +
 	"An id stays valid while its control exists; after a window closes or changes, use the ids of the latest observation.\n\n"
+
+// minObserveChars is the smallest page the desktop tools give.
+const minObserveChars = 1000
 
 func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	ns := s.namespace
@@ -59,6 +64,11 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	args := map[string]any{}
 	if s.window != "" {
 		args["window"] = s.window
+	}
+	// A page of the control list that fits the result's limit with the
+	// guide: a long list is paged by the tool, never cut here.
+	if room := pc.limits.MaxResultChars - len(desktopGuide) - 100; pc.limits.MaxResultChars > 0 && room >= minObserveChars {
+		args["max_chars"] = room
 	}
 	c := command.Command{ToolName: "observe", Namespace: ns, Parameters: args, ToolType: command.DataCollection}
 	rs := pc.dispatcher.Execute(ctx, []command.Command{c})

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -32,5 +33,48 @@ func TestDesktopObserveParams(t *testing.T) {
 	}
 	if _, err := newDesktopObserve(map[string]any{"window": 3}); err == nil || !strings.Contains(err.Error(), "must be a string") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// observeStub answers observe with a page of the size asked for, as the
+// desktop tools do, and records the arguments.
+type observeStub struct{ args map[string]any }
+
+func (s *observeStub) Execute(_ context.Context, cmds []command.Command) []command.Result {
+	s.args = cmds[0].Parameters
+	size := 50000 // a 500-control window, unpaged
+	if n, ok := s.args["max_chars"].(int); ok {
+		size = n
+	}
+	text := strings.Repeat("[1] push button \"x\" @0,0 10x10\n", size/31)
+	b, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
+	return []command.Result{{Status: command.Success, Result: b, CallID: cmds[0].CallID}}
+}
+
+// TestDesktopObservePagesToTheLimit: the observation asks the tool for a
+// page that fits the result limit with the guide, so a long control list
+// is paged by the tool and never cut off by the limit.
+func TestDesktopObservePagesToTheLimit(t *testing.T) {
+	s, _ := newDesktopObserve(nil)
+	stub := &observeStub{}
+	pc := NewContext(Setup{Dispatcher: stub, Limits: Limits{MaxResultChars: 16000}, Agent: Agent{App: "desktop"}})
+	if err := s.Execute(context.Background(), pc); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stub.args["max_chars"], 16000-len(desktopGuide)-100; got != want {
+		t.Fatalf("observe was asked for pages of %v characters, want %d", got, want)
+	}
+	obs := pc.Observations()[0].Content
+	if strings.Contains(obs, "truncated") || len(obs) > 16000 {
+		t.Fatalf("the observation was cut (%d characters): %s", len(obs), obs[len(obs)-80:])
+	}
+	// No limit: no page size either.
+	stub.args = nil
+	pc = NewContext(Setup{Dispatcher: stub, Agent: Agent{App: "desktop"}})
+	if err := s.Execute(context.Background(), pc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stub.args["max_chars"]; ok {
+		t.Fatalf("max_chars sent without a limit: %v", stub.args)
 	}
 }

@@ -20,14 +20,15 @@ import (
 
 func init() { commands = append(commands, newDoctorCmd) }
 
-// newDoctorCmd checks the config, the provider and every MCP server, and
-// says how to fix what is wrong. It exits 1 when something is.
+// newDoctorCmd checks the config, the provider, every MCP server and,
+// when a desktop server is in use, the display, session bus, AT-SPI bus
+// and desktop applications' commands, and says how to fix what is wrong. It exits 1 when something is.
 func newDoctorCmd(g *globalFlags) *cobra.Command {
 	var workdir, app string
 	var skipProvider, ping bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the config, the model provider and every configured MCP server",
+		Short: "Check the config, the model provider, every configured MCP server and the desktop they drive",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -83,6 +84,13 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			if cfg.Tools.Shell.Enabled && cfg.Device != config.DeviceSandbox {
 				// How a command's timeout reaches what it started, on this machine.
 				fmt.Fprintf(out, "info shell: %s\n", shell.TimeoutKill())
+			}
+			// The desktop servers' display, buses and applications: a
+			// desktop server starts without them and fails only when used.
+			if found, err := local.DesktopChecks(cmd.Context(), cfg, workdir, app); err == nil {
+				for _, f := range found {
+					report(f.OK, "desktop "+f.What, f.Detail, f.Fix)
+				}
 			}
 			servers, err := local.Servers(cfg, workdir, app)
 			if err != nil {

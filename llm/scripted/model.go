@@ -19,12 +19,19 @@
 //	  - json: {status: FINISH, result: "done"}
 //	    usage: {prompt_tokens: 12, completion_tokens: 5}
 //	  - error: rate_limit
+//	  - tool_calls:              # an argument read from the request:
+//	      - name: click            # the first group of the latest match
+//	        from_request: {id: '\[(\d+)\] push button "OK"'}
 package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,6 +232,13 @@ func (c *compiled) answer(ctx context.Context, call int, req *llm.Request) (*llm
 		calls := make([]llm.ToolCall, len(c.toolCalls))
 		copy(calls, c.toolCalls)
 		for i := range calls {
+			if len(c.fromRequest[i]) > 0 {
+				args, err := argumentsFrom(req, calls[i].Arguments, c.fromRequest[i])
+				if err != nil {
+					return nil, &FromRequestError{Call: call, Tool: calls[i].Name, Err: err}
+				}
+				calls[i].Arguments = args
+			}
 			if calls[i].ID == "" {
 				calls[i].ID = "call_" + strconv.Itoa(call) + "_" + strconv.Itoa(i+1)
 			}
@@ -354,4 +368,45 @@ type ExpectError struct {
 
 func (e *ExpectError) Error() string {
 	return fmt.Sprintf("scripted: call %d expected a message containing %q, but none does; the last user message ends with %q", e.Call, e.Expect, e.LastUser)
+}
+
+// FromRequestError is a call whose reply takes an argument from the
+// request, which has no match for it.
+type FromRequestError struct {
+	Call int
+	Tool string
+	Err  error
+}
+
+func (e *FromRequestError) Error() string {
+	return fmt.Sprintf("scripted: call %d: %s: %v", e.Call, e.Tool, e.Err)
+}
+
+// argumentsFrom sets each argument of from to its regular expression's
+// group in the latest message of req that matches it.
+func argumentsFrom(req *llm.Request, args string, from map[string]*regexp.Regexp) (string, error) {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+		return "", err
+	}
+	for _, arg := range slices.Sorted(maps.Keys(from)) {
+		re := from[arg]
+		var m []string
+		for i := len(req.Messages) - 1; i >= 0 && m == nil; i-- {
+			m = re.FindStringSubmatch(req.Messages[i].Content)
+		}
+		if m == nil {
+			return "", fmt.Errorf("from_request.%s: no message of the request matches %q; the last user message ends with %q", arg, re, tail(lastUser(req), 200))
+		}
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			obj[arg] = n
+		} else {
+			obj[arg] = m[1]
+		}
+	}
+	out, err := compactJSON(obj)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -61,6 +62,14 @@ type ToolCall struct {
 	// Arguments is sent as the call's arguments: a string verbatim (it may be
 	// malformed JSON on purpose), nil as "{}", anything else as compact JSON.
 	Arguments any `yaml:"arguments,omitempty" json:"arguments,omitempty"`
+	// FromRequest sets arguments from the request the reply answers: each
+	// argument's regular expression (with one group) is searched in the
+	// request's messages, the latest first, and the argument is the first
+	// match's group, a number if it reads as one. It lets a script act on
+	// what only the run knows, such as a control's id in an observation
+	// ("\\[(\\d+)\\] push button \"7\""). No match fails the call with a
+	// *FromRequestError.
+	FromRequest map[string]string `yaml:"from_request,omitempty" json:"from_request,omitempty"`
 }
 
 // errorKinds are the names a script may give in Reply.Error.
@@ -162,7 +171,7 @@ type field struct {
 var (
 	scriptKeys   = []string{"loop", "replies"}
 	replyKeys    = []string{"expect", "latency", "text", "json", "tool_calls", "usage", "error", "finish_reason"}
-	toolCallKeys = []string{"name", "arguments", "id"}
+	toolCallKeys = []string{"name", "arguments", "id", "from_request"}
 	usageKeys    = []string{"prompt_tokens", "completion_tokens", "cached_tokens"}
 )
 
@@ -268,6 +277,11 @@ func readToolCall(v value) (ToolCall, error) {
 			err = f.val.decode(&c.Name)
 		case "id":
 			err = f.val.decode(&c.ID)
+		case "from_request":
+			var raw json.RawMessage
+			if raw, err = f.val.json(); err == nil {
+				err = json.Unmarshal(raw, &c.FromRequest)
+			}
 		case "arguments":
 			if s, ok := f.val.str(); ok {
 				c.Arguments = s
@@ -336,7 +350,9 @@ type compiled struct {
 	latency   time.Duration
 	content   string
 	toolCalls []llm.ToolCall // ID "" means the default id
-	usage     *llm.Usage
+	// fromRequest are, per tool call, the arguments taken from the request.
+	fromRequest []map[string]*regexp.Regexp
+	usage       *llm.Usage
 	// completion is the completion-token estimate used when usage is nil.
 	completion int
 	finish     string
@@ -409,7 +425,25 @@ func compileReply(r Reply) (compiled, error) {
 				return c, fmt.Errorf("tool call %d (%s): arguments: %w", i+1, tc.Name, err)
 			}
 		}
+		from := map[string]*regexp.Regexp{}
+		for arg, expr := range tc.FromRequest {
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return c, fmt.Errorf("tool call %d (%s): from_request.%s: %w", i+1, tc.Name, arg, err)
+			}
+			if re.NumSubexp() != 1 {
+				return c, fmt.Errorf("tool call %d (%s): from_request.%s: %q has %d groups: give exactly one, around the value", i+1, tc.Name, arg, expr, re.NumSubexp())
+			}
+			from[arg] = re
+		}
+		if len(from) > 0 {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(args), &obj); err != nil {
+				return c, fmt.Errorf("tool call %d (%s): from_request needs arguments that are an object", i+1, tc.Name)
+			}
+		}
 		c.toolCalls = append(c.toolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: args})
+		c.fromRequest = append(c.fromRequest, from)
 		size += len(tc.Name) + len(args)
 	}
 	if r.Usage != nil {

@@ -1,17 +1,14 @@
 package desktop
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/godbus/dbus/v5"
 )
 
 // Effect is what an action changed, so that the model sees the result of
@@ -45,9 +42,9 @@ type Point struct {
 	Y int `json:"y"`
 }
 
-// pointIn is control c's centre in window w's screenshot.
-func pointIn(c Control, w Window) *Point {
-	x, y := c.Bounds.centre()
+// pointIn is the centre of box (on the screen) in window w's screenshot.
+func pointIn(box Rect, w Window) *Point {
+	x, y := box.centre()
 	return &Point{x - w.Bounds.X, y - w.Bounds.Y}
 }
 
@@ -65,7 +62,7 @@ const maxChanges = 20
 
 // act runs do on window w and reports what changed in it and on the
 // desktop. before is w's observation before the action.
-func (d *Desktop) act(ctx context.Context, w Window, target int, do func() (string, error)) (*Effect, error) {
+func (d *Desktop) act(ctx context.Context, w Window, target Target, do func() (string, error)) (*Effect, error) {
 	wins, err := d.windows(ctx)
 	if err != nil {
 		return nil, err
@@ -126,9 +123,14 @@ func (d *Desktop) act(ctx context.Context, w Window, target int, do func() (stri
 		}
 		prev = text
 	}
-	if c, ok := obs.byID[target]; ok {
+	if c, ok := obs.byID[target.ID]; ok && !target.isCell() {
 		cc := *c
 		eff.Target = &cc
+	} else if target.ID != 0 {
+		// A cell: read where it is now, listed or not.
+		if rv, err := d.control(ctx, target); err == nil {
+			eff.Target = &rv.c
+		}
 	}
 	for _, c := range obs.Controls {
 		if c.st.has(stFocused) {
@@ -204,18 +206,10 @@ var clickActions = []string{"click", "press", "activate", "toggle", "jump", "ope
 
 // Click clicks a control: button "left" (default), "right" or "middle",
 // count 1 or 2. A single left click uses the control's own activate action
-// where it has one (reliable whatever covers the control); otherwise the
-// pointer clicks the control's centre through XTest.
-func (d *Desktop) Click(ctx context.Context, id int, button string, count int) (*Effect, error) {
-	unlock, err := d.lockConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	c, w, err := d.control(ctx, id)
-	if err != nil {
-		return nil, err
-	}
+// where it has one (reliable whatever covers the control); otherwise, and
+// always on a table's cell (whose "activate" opens it), the pointer
+// clicks the control's centre through XTest.
+func (d *Desktop) Click(ctx context.Context, t Target, button string, count int) (*Effect, error) {
 	btn := map[string]byte{"": 1, "left": 1, "middle": 2, "right": 3}[button]
 	if btn == 0 {
 		return nil, fmt.Errorf("button %q: use left, right or middle", button)
@@ -226,29 +220,54 @@ func (d *Desktop) Click(ctx context.Context, id int, button string, count int) (
 	if count < 1 || count > 3 {
 		return nil, fmt.Errorf("count %d: use 1 (click), 2 (double-click) or 3", count)
 	}
-	eff, err := d.act(ctx, w, id, func() (string, error) {
-		if btn == 1 && count == 1 {
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rv, err := d.control(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	c, w := rv.c, rv.w
+	var at Rect
+	eff, err := d.act(ctx, w, t, func() (string, error) {
+		if btn == 1 && count == 1 && c.Cell == nil {
 			if i := actionIndex(c.Actions, clickActions...); i >= 0 {
-				var ok bool
-				if err := d.dbusMethod(ctx, c.ref, ifAction+".DoAction", &ok, int32(i)); err != nil {
-					return "", d.controlErr(c, "do its action "+c.Actions[i], err)
-				}
-				return fmt.Sprintf("did the %q action of %s %q", c.Actions[i], c.Role, c.Name), nil
+				at = c.Bounds
+				return d.doAction(ctx, c, i)
 			}
 		}
-		x, y, err := d.centre(ctx, c, w)
+		x, y, box, err := d.centre(ctx, c, w)
 		if err != nil {
 			return "", err
 		}
+		at = box
 		if err := d.x.click(x, y, btn, count); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("clicked %s %q at %d,%d with the %s button %d time(s)", c.Role, c.Name, x, y, orDefault(button, "left"), count), nil
+		return fmt.Sprintf("clicked %s at %d,%d with the %s button %d time(s)", describe(c), x, y, orDefault(button, "left"), count), nil
 	})
 	if eff != nil {
-		eff.Point = pointIn(c, w)
+		eff.Point = pointIn(at, w)
 	}
 	return eff, err
+}
+
+// doAction does a control's action i. An action that opens a modal
+// dialog may not return until the dialog closes: past the application's
+// deadline it is taken as done, and the effect shows the dialog.
+func (d *Desktop) doAction(ctx context.Context, c Control, i int) (string, error) {
+	var ok bool
+	did := fmt.Sprintf("did the %q action of %s", c.Actions[i], describe(c))
+	err := d.a.do(ctx, c.ref, ifAction+".DoAction", &ok, int32(i))
+	if errors.Is(err, errNotResponding) {
+		return did + " (the application has not confirmed it yet: it may be showing a dialog)", nil
+	}
+	if err != nil {
+		return "", d.controlErr(c, "do its action "+c.Actions[i], err)
+	}
+	return did, nil
 }
 
 func orDefault(s, def string) string {
@@ -269,68 +288,128 @@ func actionIndex(actions []string, names ...string) int {
 	return -1
 }
 
-func (d *Desktop) controlErr(c Control, what string, err error) error {
-	if gone(err) {
-		return fmt.Errorf("control %d (%s %q) no longer exists: observe again for current ids", c.ID, c.Role, c.Name)
+// centre is the control's centre on the screen now, with its window
+// raised and focused so that the pointer reaches it. A cell scrolled out
+// of view is scrolled into it first, where its table can.
+func (d *Desktop) centre(ctx context.Context, c Control, w Window) (int, int, Rect, error) {
+	var e extents
+	if err := d.a.do(ctx, c.ref, ifComponent+".GetExtents", &e, uint32(0)); err != nil {
+		return 0, 0, Rect{}, d.controlErr(c, "read its position", err)
 	}
-	return fmt.Errorf("control %d (%s %q): %s: %w", c.ID, c.Role, c.Name, what, err)
-}
-
-// centre is the control's centre now, with its window raised so that the
-// pointer reaches it.
-func (d *Desktop) centre(ctx context.Context, c Control, w Window) (int, int, error) {
-	var ext struct{ X, Y, W, H int32 }
-	if err := d.dbusMethod(ctx, c.ref, ifComponent+".GetExtents", &ext, uint32(0)); err != nil {
-		return 0, 0, d.controlErr(c, "read its position", err)
-	}
-	r := Rect{int(ext.X), int(ext.Y), int(ext.W), int(ext.H)}.add(w.dx, w.dy)
-	if r.empty() {
-		return 0, 0, fmt.Errorf("control %d (%s %q) has no area on the screen now (hidden or scrolled away)", c.ID, c.Role, c.Name)
-	}
-	if xw, ok := d.xwindow(w); ok {
-		if err := d.x.raise(xw.id); err != nil {
-			return 0, 0, err
+	r := e.rect().add(w.dx, w.dy)
+	if !r.overlaps(d.screenArea(w)) && c.Cell != nil {
+		// A cell out of view is brought into it: by ScrollTo where the
+		// toolkit has it (LibreOffice), else by giving it the focus, which
+		// moves a list's cursor there and scrolls to it (GTK's tree view
+		// has no ScrollTo for its cells, and scrolls at its next frame).
+		var ok bool
+		const scrollAnywhere = 6 // ATSPI_SCROLL_ANYWHERE
+		if (d.a.do(ctx, c.ref, ifComponent+".ScrollTo", &ok, uint32(scrollAnywhere)) == nil && ok) ||
+			(d.a.do(ctx, c.ref, ifComponent+".GrabFocus", &ok) == nil && ok) {
+			for deadline := time.Now().Add(time.Second); d.a.do(ctx, c.ref, ifComponent+".GetExtents", &e, uint32(0)) == nil; {
+				if r = e.rect().add(w.dx, w.dy); r.overlaps(d.screenArea(w)) || time.Now().After(deadline) {
+					break
+				}
+				select {
+				case <-time.After(25 * time.Millisecond):
+				case <-ctx.Done():
+					return 0, 0, r, ctx.Err()
+				}
+			}
 		}
 	}
-	x, y := r.centre()
-	return x, y, nil
+	if !r.overlaps(d.screenArea(w)) {
+		return 0, 0, r, fmt.Errorf("control %d (%s) is not on the screen now (hidden or scrolled away): scroll it into view, or observe again", c.ID, describe(c))
+	}
+	if xw, ok := d.xwindow(w); ok {
+		if err := d.x.activate(xw); err != nil {
+			return 0, 0, r, err
+		}
+	}
+	v := clip(r, d.screenArea(w))
+	x, y := v.centre()
+	return x, y, r, nil
 }
 
-// focusFor gives the keyboard focus to control id (0: leave the focus
-// where it is, in window) and refuses a terminal unless allowed.
-func (d *Desktop) focusFor(ctx context.Context, id int, window string, terminal bool) (Window, Control, error) {
+// selectCell clicks a table's cell and waits until the cell, read again,
+// is focused or selected: the click reached it. A sheet that moved
+// between reading the cell's box and the click (LibreOffice lays itself
+// out late) had another cell clicked: the cell is read and clicked
+// again, up to three times.
+func (d *Desktop) selectCell(ctx context.Context, c Control, w Window) error {
+	cell := Target{ID: c.Cell.Table, Row: c.Cell.Row, Column: c.Cell.Column}
+	for try := 0; try < 3; try++ {
+		x, y, _, err := d.centre(ctx, c, w)
+		if err != nil {
+			return err
+		}
+		if err := d.x.click(x, y, 1, 1); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			rv, err := d.control(ctx, cell)
+			if err != nil {
+				return err
+			}
+			if rv.c.st.has(stFocused) || rv.c.st.has(stSelected) {
+				return nil
+			}
+			c = rv.c
+			select {
+			case <-time.After(25 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return fmt.Errorf("clicking %s did not select it (three tries): the table may be moving or covered; observe again", describe(c))
+}
+
+// focusFor gives the keyboard focus to the target (none: leave the focus
+// where it is, in window) and refuses a terminal unless allowed. A cell is
+// clicked, which selects it.
+func (d *Desktop) focusFor(ctx context.Context, t Target, window string, terminal bool) (Window, resolved, error) {
 	var (
 		w   Window
-		c   Control
+		rv  resolved
 		err error
 	)
-	if id != 0 {
-		if c, w, err = d.control(ctx, id); err != nil {
-			return w, c, err
+	if t.ID != 0 {
+		if rv, err = d.control(ctx, t); err != nil {
+			return w, rv, err
 		}
+		w = rv.w
 	} else if w, _, err = d.window(ctx, window); err != nil {
-		return w, c, err
+		return w, rv, err
+	}
+	if w.NotResponding {
+		return w, rv, fmt.Errorf("window %s %q: %w", w.ID, w.Title, notRespondingErr(d.apps[w.ref.Bus]))
 	}
 	if xw, ok := d.xwindow(w); ok {
-		if err := d.x.raise(xw.id); err != nil {
-			return w, c, err
+		if err := d.x.activate(xw); err != nil {
+			return w, rv, err
 		}
 	}
-	if id != 0 && !c.st.has(stFocused) {
+	c := rv.c
+	if c.Cell != nil {
+		if err := d.selectCell(ctx, c, w); err != nil {
+			return w, rv, err
+		}
+	} else if t.ID != 0 && !c.st.has(stFocused) {
 		var ok bool
-		if err := d.dbusMethod(ctx, c.ref, ifComponent+".GrabFocus", &ok); err != nil || !ok {
-			x, y, err := d.centre(ctx, c, w)
+		if d.a.do(ctx, c.ref, ifComponent+".GrabFocus", &ok) != nil || !ok {
+			x, y, _, err := d.centre(ctx, c, w)
 			if err != nil {
-				return w, c, err
+				return w, rv, err
 			}
 			if err := d.x.click(x, y, 1, 1); err != nil {
-				return w, c, err
+				return w, rv, err
 			}
 		}
 	}
 	obs, err := d.observe(ctx, w, ObserveOptions{})
 	if err != nil {
-		return w, c, err
+		return w, rv, err
 	}
 	isTerminal := c.Role == "terminal"
 	for _, fc := range obs.Controls {
@@ -339,36 +418,81 @@ func (d *Desktop) focusFor(ctx context.Context, id int, window string, terminal 
 		}
 	}
 	if isTerminal && !terminal {
-		return w, c, errors.New("the keyboard focus is in a terminal, where typing runs commands: use the shell tool, or type_in_terminal (a destructive action that may need approval)")
+		return w, rv, errors.New("the keyboard focus is in a terminal, where typing runs commands: use the shell tool, or type_in_terminal (a destructive action that may need approval)")
 	}
-	return w, c, nil
+	return w, rv, nil
 }
 
-// Type types text into control id (0: wherever the focus is in the
+// Type types text into the target (none: wherever the focus is in the
 // window, "" the active one). terminal allows typing into a terminal.
-func (d *Desktop) Type(ctx context.Context, id int, window, text string, terminal bool) (*Effect, error) {
+// Text goes through the keyboard map, with characters it lacks bound to
+// spare keys; text with more distinct such characters than there are
+// spare keys is inserted through the focused control's editable text.
+func (d *Desktop) Type(ctx context.Context, t Target, window, text string, terminal bool) (*Effect, error) {
 	unlock, err := d.lockConnected(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	w, c, err := d.focusFor(ctx, id, window, terminal)
+	w, rv, err := d.focusFor(ctx, t, window, terminal)
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, id, func() (string, error) {
-		if did, ok, err := d.insertText(ctx, c, w, text); ok || err != nil {
-			return did, err
+	if d.x.canType(text) {
+		return d.act(ctx, w, t, func() (string, error) {
+			// Under Wayland, where a compositor may offer no keyboard,
+			// through AT-SPI's EditableText first.
+			if did, ok, err := d.insertText(ctx, rv.c, w, text); ok || err != nil {
+				return did, err
+			}
+			if err := d.x.typeText(text); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("typed %d characters", len([]rune(text))), nil
+		})
+	}
+	ed, err := d.editable(ctx, rv, w)
+	if err != nil {
+		return nil, err
+	}
+	return d.act(ctx, w, t, func() (string, error) {
+		var caret int32
+		if err := d.a.get(ctx, ed, ifText, "CaretOffset", &caret); err != nil {
+			return "", fmt.Errorf("read the caret of the focused control: %w", err)
 		}
-		if err := d.x.typeText(text); err != nil {
-			return "", err
+		var ok bool
+		n := int32(len([]rune(text)))
+		// InsertText's length counts bytes (of UTF-8), the caret characters.
+		if err := d.a.do(ctx, ed, ifEditableText+".InsertText", &ok, caret, text, int32(len(text))); err != nil || !ok {
+			return "", fmt.Errorf("the focused control refused the text (it may be read-only): %v", err)
 		}
-		return fmt.Sprintf("typed %d characters", len([]rune(text))), nil
+		_ = d.a.do(ctx, ed, ifText+".SetCaretOffset", &ok, caret+n)
+		return fmt.Sprintf("inserted %d characters through the control's editable text (they need more keys than the keyboard map has free)", n), nil
 	})
 }
 
+// editable is the object to insert text into: the target if it has
+// editable text, else the window's focused control if it has.
+func (d *Desktop) editable(ctx context.Context, rv resolved, w Window) (ref, error) {
+	if rv.c.ref != (ref{}) && rv.ifs&hasEditableText != 0 {
+		return rv.c.ref, nil
+	}
+	if obs := d.last[w.ref]; obs != nil {
+		for _, c := range obs.Controls {
+			if !c.st.has(stFocused) {
+				continue
+			}
+			var names []string
+			if d.a.do(ctx, c.ref, ifAccessible+".GetInterfaces", &names) == nil && ifacesOf(names)&hasEditableText != 0 {
+				return c.ref, nil
+			}
+		}
+	}
+	return ref{}, fmt.Errorf("the text has more distinct characters outside the keyboard map than %s, and the focused control has no editable text to insert it into: type it in parts", d.x.freeKeys())
+}
+
 // Keys presses key chords in order ("ctrl+s", "Return").
-func (d *Desktop) Keys(ctx context.Context, id int, window string, chords []string, terminal bool) (*Effect, error) {
+func (d *Desktop) Keys(ctx context.Context, t Target, window string, chords []string, terminal bool) (*Effect, error) {
 	for _, ch := range chords {
 		if _, _, err := parseChord(ch); err != nil {
 			return nil, err
@@ -382,11 +506,11 @@ func (d *Desktop) Keys(ctx context.Context, id int, window string, chords []stri
 		return nil, err
 	}
 	defer unlock()
-	w, _, err := d.focusFor(ctx, id, window, terminal)
+	w, _, err := d.focusFor(ctx, t, window, terminal)
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, id, func() (string, error) {
+	return d.act(ctx, w, t, func() (string, error) {
 		for _, ch := range chords {
 			mods, key, _ := parseChord(ch)
 			if err := d.x.press(mods, key); err != nil {
@@ -397,89 +521,103 @@ func (d *Desktop) Keys(ctx context.Context, id int, window string, chords []stri
 	})
 }
 
-// SetValue sets a control's text (editable text) or number (a value).
-func (d *Desktop) SetValue(ctx context.Context, id int, value string) (*Effect, error) {
+// SetValue sets a control's text (editable text) or number (a value). An
+// editable spreadsheet cell without editable text is set as a person
+// does: clicked, typed into, and Return.
+func (d *Desktop) SetValue(ctx context.Context, t Target, value string) (*Effect, error) {
 	unlock, err := d.lockConnected(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	c, w, err := d.control(ctx, id)
+	rv, err := d.control(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	var ifaces []string
-	if err := d.dbusMethod(ctx, c.ref, ifAccessible+".GetInterfaces", &ifaces); err != nil {
-		return nil, d.controlErr(c, "read its interfaces", err)
-	}
-	n := node{ifaces: ifaces}
+	c, w := rv.c, rv.w
 	switch {
-	case n.has(ifEditableText):
+	case rv.ifs&hasEditableText != 0:
 		if c.Role == "terminal" {
 			return nil, errors.New("control is a terminal: setting its text may run commands; use type_in_terminal")
 		}
-		return d.act(ctx, w, id, func() (string, error) {
+		return d.act(ctx, w, t, func() (string, error) {
 			var ok bool
-			if err := d.dbusMethod(ctx, c.ref, ifEditableText+".SetTextContents", &ok, value); err != nil {
+			if err := d.a.do(ctx, c.ref, ifEditableText+".SetTextContents", &ok, value); err != nil {
 				return "", d.controlErr(c, "set its text", err)
 			}
 			if !ok {
-				return "", fmt.Errorf("control %d (%s %q) refused the text (it may be read-only)", c.ID, c.Role, c.Name)
+				return "", fmt.Errorf("control %d (%s) refused the text (it may be read-only)", c.ID, describe(c))
 			}
-			return fmt.Sprintf("set the text of %s %q", c.Role, c.Name), nil
+			return fmt.Sprintf("set the text of %s", describe(c)), nil
 		})
-	case n.has(ifValue):
+	case c.Cell != nil && c.st.has(stEditable):
+		if !d.x.canType(value + "\n") {
+			return nil, fmt.Errorf("the value has more distinct characters outside the keyboard map than %s: set it in parts", d.x.freeKeys())
+		}
+		return d.act(ctx, w, t, func() (string, error) {
+			if err := d.selectCell(ctx, c, w); err != nil {
+				return "", err
+			}
+			if err := d.x.typeText(value + "\n"); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("selected %s, typed %d characters and pressed Return", describe(c), len([]rune(value))), nil
+		})
+	case rv.ifs&hasValue != 0:
 		var f float64
 		if _, err := fmt.Sscan(value, &f); err != nil {
-			return nil, fmt.Errorf("control %d (%s %q) takes a number, not %q", c.ID, c.Role, c.Name, value)
+			return nil, fmt.Errorf("control %d (%s) takes a number, not %q", c.ID, describe(c), value)
 		}
-		return d.act(ctx, w, id, func() (string, error) {
-			if err := d.setProp(ctx, c.ref, ifValue, "CurrentValue", f); err != nil {
+		return d.act(ctx, w, t, func() (string, error) {
+			if err := d.a.do(ctx, c.ref, "org.freedesktop.DBus.Properties.Set", nil, ifValue, "CurrentValue", dbus.MakeVariant(f)); err != nil {
 				return "", d.controlErr(c, "set its value", err)
 			}
-			return fmt.Sprintf("set the value of %s %q to %g", c.Role, c.Name, f), nil
+			return fmt.Sprintf("set the value of %s to %g", describe(c), f), nil
 		})
 	}
-	return nil, fmt.Errorf("control %d (%s %q) has neither editable text nor a value: click it and type instead", c.ID, c.Role, c.Name)
+	return nil, fmt.Errorf("control %d (%s) has neither editable text nor a value: click it and type instead", c.ID, describe(c))
 }
 
-// Select selects an item (a list item, tab, table cell, menu item)
-// through its container's selection, else its own action.
-func (d *Desktop) Select(ctx context.Context, id int) (*Effect, error) {
+// Select selects an item (a list item, tab, menu item) through its
+// container's selection, else its own action; a table's cell is clicked,
+// as a person selects one.
+func (d *Desktop) Select(ctx context.Context, t Target) (*Effect, error) {
 	unlock, err := d.lockConnected(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	c, w, err := d.control(ctx, id)
+	rv, err := d.control(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, id, func() (string, error) {
-		var parent childRef
-		if err := d.a.getProp(ctx, c.ref, ifAccessible, "Parent").storeVariant(&parent); err == nil && parent.Path != nullPath {
-			if pr := (ref{parent.Bus, parent.Path}); true {
-				var idx int32
-				var ok2 bool
-				if d.dbusMethod(ctx, c.ref, ifAccessible+".GetIndexInParent", &idx) == nil &&
-					d.dbusMethod(ctx, pr, ifSelection+".SelectChild", &ok2, idx) == nil && ok2 {
-					return fmt.Sprintf("selected %s %q (item %d of its container)", c.Role, c.Name, idx), nil
-				}
+	c, w := rv.c, rv.w
+	if c.Cell != nil {
+		return d.act(ctx, w, t, func() (string, error) {
+			if err := d.selectCell(ctx, c, w); err != nil {
+				return "", err
 			}
+			return fmt.Sprintf("selected %s by clicking it", describe(c)), nil
+		})
+	}
+	return d.act(ctx, w, t, func() (string, error) {
+		var parent childRef
+		var idx int32
+		var ok bool
+		if d.a.get(ctx, c.ref, ifAccessible, "Parent", &parent) == nil && parent.Path != nullPath &&
+			d.a.do(ctx, c.ref, ifAccessible+".GetIndexInParent", &idx) == nil &&
+			d.a.do(ctx, parent.ref(), ifSelection+".SelectChild", &ok, idx) == nil && ok {
+			return fmt.Sprintf("selected %s (item %d of its container)", describe(c), idx), nil
 		}
 		if i := actionIndex(c.Actions, append([]string{"select"}, clickActions...)...); i >= 0 {
-			var ok bool
-			if err := d.dbusMethod(ctx, c.ref, ifAction+".DoAction", &ok, int32(i)); err != nil {
-				return "", d.controlErr(c, "do its action", err)
-			}
-			return fmt.Sprintf("did the %q action of %s %q", c.Actions[i], c.Role, c.Name), nil
+			return d.doAction(ctx, c, i)
 		}
-		return "", fmt.Errorf("control %d (%s %q) cannot be selected: its container has no selection and it has no action; click it instead", c.ID, c.Role, c.Name)
+		return "", fmt.Errorf("control %d (%s) cannot be selected: its container has no selection and it has no action; click it instead", c.ID, describe(c))
 	})
 }
 
-// Scroll turns the mouse wheel over a control (0: the window's centre).
-func (d *Desktop) Scroll(ctx context.Context, id int, window, direction string, amount int) (*Effect, error) {
+// Scroll turns the mouse wheel over a control (none: the window's centre).
+func (d *Desktop) Scroll(ctx context.Context, t Target, window, direction string, amount int) (*Effect, error) {
 	btn := map[string]byte{"up": 4, "down": 5, "left": 6, "right": 7}[direction]
 	if btn == 0 {
 		return nil, fmt.Errorf("direction %q: use up, down, left or right", direction)
@@ -497,22 +635,27 @@ func (d *Desktop) Scroll(ctx context.Context, id int, window, direction string, 
 	defer unlock()
 	var w Window
 	var x, y int
-	if id != 0 {
-		c, cw, err := d.control(ctx, id)
+	if t.ID != 0 {
+		rv, err := d.control(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		if x, y, err = d.centre(ctx, c, cw); err != nil {
+		if x, y, _, err = d.centre(ctx, rv.c, rv.w); err != nil {
 			return nil, err
 		}
-		w = cw
+		w = rv.w
 	} else {
 		if w, _, err = d.window(ctx, window); err != nil {
 			return nil, err
 		}
-		x, y = w.Bounds.centre()
+		if xw, ok := d.xwindow(w); ok {
+			if err := d.x.activate(xw); err != nil {
+				return nil, err
+			}
+		}
+		x, y = clip(w.Bounds, d.screenArea(w)).centre()
 	}
-	return d.act(ctx, w, id, func() (string, error) {
+	return d.act(ctx, w, t, func() (string, error) {
 		if err := d.x.click(x, y, btn, amount); err != nil {
 			return "", err
 		}
@@ -531,8 +674,8 @@ func (d *Desktop) FocusWindow(ctx context.Context, window string) (*Effect, erro
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, 0, func() (string, error) {
-		return fmt.Sprintf("raised and focused window %s %q", w.ID, w.Title), d.x.raise(xw.id)
+	return d.act(ctx, w, Target{}, func() (string, error) {
+		return fmt.Sprintf("raised and focused window %s %q", w.ID, w.Title), d.x.activate(xw)
 	})
 }
 
@@ -549,7 +692,7 @@ func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, erro
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, 0, func() (string, error) {
+	return d.act(ctx, w, Target{}, func() (string, error) {
 		if err := d.x.close(xw.id); err != nil {
 			return "", err
 		}
@@ -582,178 +725,4 @@ func (d *Desktop) topLevel(ctx context.Context, window, verb string) (Window, xw
 		return Window{}, xwin{}, fmt.Errorf("window %s %q has no X window of its process %d to %s", w.ID, w.Title, w.PID, verb)
 	}
 	return w, xw, nil
-}
-
-// launched is an application started by launch_app.
-type launched struct {
-	cmd    *exec.Cmd
-	done   chan struct{}
-	stderr *tail
-}
-
-func (p *launched) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(2 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its group
-}
-
-// tail keeps the last bytes written to it.
-type tail struct{ b []byte }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 2048 {
-		t.b = t.b[len(t.b)-2048:]
-	}
-	return len(p), nil
-}
-
-// Launch starts an application (a command line, or a desktop file's
-// Exec) and waits for its first window. An application that shows no
-// window in time is stopped and reported.
-func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile string) (*Effect, error) {
-	if desktopFile != "" {
-		if len(command) > 0 {
-			return nil, errors.New("give a command or a desktop file, not both")
-		}
-		var err error
-		if command, err = desktopExec(desktopFile); err != nil {
-			return nil, err
-		}
-	}
-	if len(command) == 0 && desktopFile == "" {
-		command = d.opts.App
-	}
-	if len(command) == 0 {
-		return nil, errors.New("nothing to launch: give command (program and arguments) or desktop_file")
-	}
-	unlock, err := d.lockConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	before, err := d.windows(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), d.opts.Env...)
-	if d.opts.Display != "" {
-		cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
-	}
-	if d.opts.Wayland != "" {
-		cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
-	}
-	if d.opts.Bus != "" {
-		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
-	}
-	cmd.Env = append(cmd.Env, "NO_AT_BRIDGE=0", "GTK_MODULES=gail:atk-bridge")
-	cmd.Dir = d.opts.Dir
-	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail{}}
-	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", command[0], err)
-	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	d.apps = append(d.apps, p)
-	deadline := time.NewTimer(d.opts.LaunchTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	exited := false
-	done := p.done
-	for {
-		select {
-		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
-		case <-deadline.C:
-			if !exited {
-				p.stop()
-				return nil, fmt.Errorf("%s showed no window within %s; it was stopped%s", command[0], d.opts.LaunchTimeout, stderrNote(p))
-			}
-			return nil, fmt.Errorf("%s exited (%s) and no window appeared within %s%s", command[0], cmd.ProcessState, d.opts.LaunchTimeout, stderrNote(p))
-		case <-done:
-			// A launcher that hands over to a running instance exits at
-			// once: keep waiting for a window, from any process.
-			exited, done = true, nil
-			if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
-				return nil, fmt.Errorf("%s exited (%s) without showing a window%s", command[0], cmd.ProcessState, stderrNote(p))
-			}
-		case <-tick.C:
-		}
-		now, err := d.windows(ctx)
-		if err != nil {
-			return nil, err
-		}
-		opened, _ := diffWindows(before, now)
-		var mine []Window
-		for _, w := range opened {
-			if w.PID == cmd.Process.Pid || exited {
-				mine = append(mine, w)
-			}
-		}
-		if len(mine) > 0 {
-			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), NewWindows: mine, Window: &mine[0]}, nil
-		}
-	}
-}
-
-func stderrNote(p *launched) string {
-	s := strings.TrimSpace(string(p.stderr.b))
-	if s == "" {
-		return ""
-	}
-	return "; its error output ends: " + s
-}
-
-// desktopExec reads the Exec line of a desktop file: a path, or a name
-// looked up in the XDG application folders.
-func desktopExec(name string) ([]string, error) {
-	path := name
-	if !strings.Contains(name, "/") {
-		if !strings.HasSuffix(name, ".desktop") {
-			name += ".desktop"
-		}
-		dirs := []string{filepath.Join(os.Getenv("HOME"), ".local/share/applications"), "/usr/local/share/applications", "/usr/share/applications"}
-		for _, dir := range dirs {
-			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-				path = filepath.Join(dir, name)
-				break
-			}
-		}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("desktop file %s: %w (give a path, or a name from /usr/share/applications)", name, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	inEntry := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			inEntry = line == "[Desktop Entry]"
-			continue
-		}
-		if inEntry && strings.HasPrefix(line, "Exec=") {
-			var args []string
-			for _, a := range strings.Fields(strings.TrimPrefix(line, "Exec=")) {
-				if len(a) == 2 && a[0] == '%' { // field codes: %f %U ...
-					continue
-				}
-				args = append(args, strings.Trim(a, `"`))
-			}
-			if len(args) > 0 {
-				return args, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("desktop file %s has no Exec line in [Desktop Entry]", path)
 }

@@ -108,8 +108,8 @@ func TestAgentComputesInCalculator(t *testing.T) {
 		// No window yet: the observation says so, and the agent launches one.
 		{Expect: "galculator has no window open: launch it with launch_app", ToolCalls: call("launch_app", map[string]any{})},
 		// The observation lists the keypad; the ids come from it.
-		{Expect: `[15] toggle button "1"`, Text: "Press 1 and 2.", ToolCalls: click(15, 14)},
-		{Expect: `[34] toggle button "7"`, Text: "Now times 7, equals.", ToolCalls: click(23, 34, 13)},
+		{Expect: `[14] toggle button "1"`, Text: "Press 1 and 2.", ToolCalls: click(14, 13)},
+		{Expect: `[33] toggle button "7"`, Text: "Now times 7, equals.", ToolCalls: click(22, 33, 12)},
 		// The display now reads 84, in the observation and in the effect.
 		{Expect: `text="84"`, ToolCalls: call("finish_task", map[string]any{"result": "84"})},
 		{Expect: "84", ToolCalls: call("finish_task", map[string]any{"result": "12 × 7 = 84, read from the calculator's display."})},
@@ -178,7 +178,7 @@ func TestAgentWritesAndSavesInEditor(t *testing.T) {
 		{Expect: `[8] text {editable}`, ToolCalls: call("type_text", map[string]any{"id": 8, "text": "first line\nsecond line"})},
 		{Expect: `[8] text text="first line\nsecond line"`, ToolCalls: call("press_keys", map[string]any{"keys": []string{"ctrl+s"}})},
 		// The effect names the dialog; the next observation is of it.
-		{Expect: `"title":"Save As"`, ToolCalls: call("set_value", map[string]any{"id": 10, "value": file})},
+		{Expect: `"title":"Save As"`, ToolCalls: call("set_value", map[string]any{"id": 9, "value": file})},
 		// Return in the name field saves: the Save button's id depends on
 		// how much of the dialog (places, recent files) has filled in.
 		{Expect: `] push button "Save"`, ToolCalls: call("press_keys", map[string]any{"keys": []string{"Return"}})},

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -13,12 +16,14 @@ import (
 // AT-SPI's D-Bus names.
 const (
 	ifAccessible   = "org.a11y.atspi.Accessible"
+	ifApplication  = "org.a11y.atspi.Application"
 	ifComponent    = "org.a11y.atspi.Component"
 	ifAction       = "org.a11y.atspi.Action"
 	ifText         = "org.a11y.atspi.Text"
 	ifEditableText = "org.a11y.atspi.EditableText"
 	ifValue        = "org.a11y.atspi.Value"
 	ifSelection    = "org.a11y.atspi.Selection"
+	ifTable        = "org.a11y.atspi.Table"
 	ifCache        = "org.a11y.atspi.Cache"
 	rootPath       = dbus.ObjectPath("/org/a11y/atspi/accessible/root")
 	cachePath      = dbus.ObjectPath("/org/a11y/atspi/cache")
@@ -37,70 +42,263 @@ func (r ref) String() string { return r.Bus + string(r.Path) }
 // a11y is a connection to the AT-SPI bus of one session.
 type a11y struct {
 	conn *dbus.Conn
+	// pids are the applications' process ids by bus name, for telling a
+	// busy application from a frozen one.
+	pids map[string]int
+	// changes counts each application's object events (children,
+	// states, properties changed): a window's tree read when the count
+	// was n still holds while it is n.
+	mu      sync.Mutex
+	changes map[string]uint64
+}
+
+// The object events that may change a tree's shape, states or names.
+var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change"}
+
+// version is the count of application bus's object events so far.
+func (a *a11y) version(bus string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changes[bus]
+}
+
+// listen counts the object events the applications send.
+func (a *a11y) listen(ch chan *dbus.Signal) {
+	for sig := range ch {
+		switch sig.Name {
+		case "org.a11y.atspi.Event.Object.ChildrenChanged", "org.a11y.atspi.Event.Object.StateChanged",
+			"org.a11y.atspi.Event.Object.PropertyChange":
+			a.mu.Lock()
+			a.changes[sig.Sender]++
+			a.mu.Unlock()
+		}
+	}
 }
 
 // dialA11y finds the AT-SPI bus through org.a11y.Bus on the session bus
-// (sessionAddr, or the environment's when empty) and connects to it.
+// (sessionAddr, or the environment's when empty) and connects to it. ctx
+// bounds the dialling only: the connection lives until Close.
 func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
-	var (
-		sess *dbus.Conn
-		err  error
-	)
 	if sessionAddr == "" {
 		sessionAddr = envSessionBus()
 	}
 	if sessionAddr == "" {
 		return nil, errors.New("no session D-Bus: DBUS_SESSION_BUS_ADDRESS is not set (start the desktop session, or set it)")
 	}
-	sess, err = dbus.Connect(sessionAddr, dbus.WithContext(ctx))
+	addr, err := a11yBusAddress(ctx, sessionAddr)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the session D-Bus %s: %w", sessionAddr, err)
+		return nil, err
+	}
+	conn, err := dbus.Connect(addr, dbus.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
+	}
+	a := &a11y{conn: conn, pids: map[string]int{}, changes: map[string]uint64{}}
+	// Applications send the events some client listens for (and GTK's
+	// atk-bridge serves its object cache only once one does): Saucer
+	// listens for those that change a tree, to reuse a window's tree
+	// while its application sends none.
+	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchInterface("org.a11y.atspi.Event.Object")); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("listen for accessibility events: %w", err)
+	}
+	ch := make(chan *dbus.Signal, 1024)
+	conn.Signal(ch)
+	go a.listen(ch)
+	for _, ev := range treeEvents {
+		_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
+			CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, ev).Err
+	}
+	return a, nil
+}
+
+// a11yBusAddress asks the session bus for the accessibility bus's address.
+func a11yBusAddress(ctx context.Context, sessionAddr string) (string, error) {
+	sess, err := dbus.Connect(sessionAddr, dbus.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("connect to the session D-Bus %s: %w", sessionAddr, err)
 	}
 	defer sess.Close()
 	var addr string
 	if err := sess.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
-		return nil, fmt.Errorf("ask org.a11y.Bus for the accessibility bus (is at-spi2-core installed and its bus launcher running?): %w", err)
+		return "", fmt.Errorf("ask org.a11y.Bus for the accessibility bus (is at-spi2-core installed and its bus launcher running?): %w", err)
 	}
-	conn, err := dbus.Connect(addr, dbus.WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
-	}
-	// Toolkit bridges (GTK's atk-bridge) serve their object cache only
-	// once some client listens for events; registering one turns it on in
-	// every application, those that start later included.
-	_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
-		CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, "object:children-changed").Err
-	return &a11y{conn: conn}, nil
+	return addr, nil
 }
 
 func (a *a11y) Close() error { return a.conn.Close() }
 
 func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 
+// An application that leaves Saucer's calls unanswered is looked at
+// every appTimeout: a stopped process (SIGSTOP, a debugger) is "not
+// responding" at once; one that is working (it used the processor, or is
+// runnable or in an uninterruptible wait: on a loaded machine a starved
+// process uses nothing while it waits for a processor) is waited on, up
+// to appBusyLimit in all; one that does neither for appIdleLimit (a
+// deadlock, or a wait on a peer that never answers) is not responding.
+const (
+	appTimeout   = 400 * time.Millisecond
+	appIdleLimit = 2 * time.Second
+	appBusyLimit = 10 * time.Second
+)
+
+// errNotResponding is a batch given up on.
+var errNotResponding = errors.New("not responding")
+
+// batch is a set of calls to one application, sent together so that they
+// share a round trip's latency and waited on together with the
+// application's deadline (appTimeout without an answer).
+type batch struct {
+	a      *a11y
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  []call
+	bus    string // the application's (the first call's)
+}
+
+func (a *a11y) batch(ctx context.Context) *batch {
+	ctx, cancel := context.WithCancel(ctx)
+	return &batch{a: a, ctx: ctx, cancel: cancel}
+}
+
 // call is one method call in flight.
 type call struct {
 	c *dbus.Call
+	// answered is set once its batch has seen the reply (dbus.Call's Done
+	// delivers it once).
+	answered *bool
 }
 
-// goCall starts a method call without waiting for its reply, so that many
-// calls share one round trip's latency.
-func (a *a11y) goCall(ctx context.Context, r ref, method string, args ...any) call {
-	return call{a.obj(r).GoWithContext(ctx, method, 0, make(chan *dbus.Call, 1), args...)}
+func (b *batch) call(r ref, method string, args ...any) call {
+	if b.bus == "" {
+		b.bus = r.Bus
+	}
+	c := call{b.a.obj(r).GoWithContext(b.ctx, method, 0, make(chan *dbus.Call, 1), args...), new(bool)}
+	b.calls = append(b.calls, c)
+	return c
+}
+
+func (b *batch) prop(r ref, iface, name string) call {
+	return b.call(r, "org.freedesktop.DBus.Properties.Get", iface, name)
+}
+
+// wait waits for every call of the batch. It returns errNotResponding
+// when the application is stopped, or idle or busy past its limits with
+// calls unanswered (the calls are then abandoned), or the context's
+// error.
+func (b *batch) wait() error {
+	defer b.cancel()
+	timer := time.NewTimer(appTimeout)
+	defer timer.Stop()
+	pid := b.a.pids[b.bus]
+	cpu := cpuTime(pid)
+	limit := time.Now().Add(appBusyLimit)
+	var idle time.Duration // unanswered and doing nothing, so far
+	for _, c := range b.calls {
+		for waiting := true; waiting; {
+			select {
+			case <-c.c.Done:
+				*c.answered, waiting, idle = true, false, 0
+				timer.Reset(appTimeout)
+			case <-timer.C:
+				now, state := cpuTime(pid), procState(pid)
+				switch {
+				case state == 'T' || state == 't' || time.Now().After(limit):
+					return errNotResponding
+				case now > cpu || state == 'R' || state == 'D':
+					idle = 0 // working on it: wait on
+				default:
+					if idle += appTimeout; idle >= appIdleLimit {
+						return errNotResponding
+					}
+				}
+				cpu = now
+				timer.Reset(appTimeout)
+			case <-b.ctx.Done():
+				return b.ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// cpuTime is the processor time process pid has used, in clock ticks
+// (0 when unknown: a process of another namespace, or gone).
+func cpuTime(pid int) uint64 {
+	f := procStat(pid)
+	if len(f) < 13 {
+		return 0
+	}
+	// After the command: state(0) ... utime(11) stime(12).
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	s, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + s
+}
+
+// procState is the state letter of process pid's main thread (R running
+// or runnable, S sleeping, D in an uninterruptible wait, T stopped, ...),
+// 0 when unknown.
+func procState(pid int) byte {
+	if f := procStat(pid); len(f) > 0 && len(f[0]) > 0 {
+		return f[0][0]
+	}
+	return 0
+}
+
+// procStat is /proc/PID/stat's fields after the command, which may hold
+// spaces and parentheses (nil when unknown).
+func procStat(pid int) []string {
+	if pid <= 0 {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// do sends one call and waits for it with the application's deadline.
+func (a *a11y) do(ctx context.Context, r ref, method string, out any, args ...any) error {
+	b := a.batch(ctx)
+	c := b.call(r, method, args...)
+	if err := b.wait(); err != nil {
+		return err
+	}
+	if out == nil {
+		return c.c.Err
+	}
+	return c.store(out)
+}
+
+// get reads a property with the application's deadline.
+func (a *a11y) get(ctx context.Context, r ref, iface, name string, out any) error {
+	var v dbus.Variant
+	if err := a.do(ctx, r, "org.freedesktop.DBus.Properties.Get", &v, iface, name); err != nil {
+		return err
+	}
+	return v.Store(out)
 }
 
 func (c call) store(v ...any) error {
-	<-c.c.Done
+	if c.c == nil {
+		return errors.New("no call was made")
+	}
+	if !*c.answered {
+		return errNotResponding // abandoned by its batch
+	}
 	if c.c.Err != nil {
 		return c.c.Err
 	}
 	return c.c.Store(v...)
 }
 
-func (a *a11y) getProp(ctx context.Context, r ref, iface, name string) call {
-	return a.goCall(ctx, r, "org.freedesktop.DBus.Properties.Get", iface, name)
-}
-
-// storeVariant waits for a Properties.Get reply.
+// storeVariant reads a Properties.Get reply.
 func (c call) storeVariant(v any) error {
 	var vr dbus.Variant
 	if err := c.store(&vr); err != nil {
@@ -114,100 +312,33 @@ type childRef struct {
 	Path dbus.ObjectPath
 }
 
-// node is one accessible object as fetched.
-type node struct {
-	ref      ref
-	parent   ref
-	role     uint32
-	name     string
-	states   states
-	ifaces   []string
-	children []ref
-	depth    int
+func (c childRef) ref() ref { return ref{c.Bus, c.Path} }
+
+// ifaces is the set of AT-SPI interfaces an object implements, of those
+// Saucer uses.
+type ifaces uint16
+
+const (
+	hasComponent ifaces = 1 << iota
+	hasAction
+	hasText
+	hasEditableText
+	hasValue
+	hasSelection
+	hasTable
+)
+
+var ifaceBits = map[string]ifaces{
+	ifComponent: hasComponent, ifAction: hasAction, ifText: hasText, ifEditableText: hasEditableText,
+	ifValue: hasValue, ifSelection: hasSelection, ifTable: hasTable,
 }
 
-func (n *node) has(iface string) bool {
-	for _, i := range n.ifaces {
-		if i == iface {
-			return true
-		}
+func ifacesOf(names []string) ifaces {
+	var s ifaces
+	for _, n := range names {
+		s |= ifaceBits[n]
 	}
-	return false
-}
-
-// maxNodes bounds a tree fetch: a table that lists a million rows is cut,
-// not walked.
-const maxNodes = 5000
-
-// walk fetches the tree under root one level at a time: each level's
-// calls go out together, so a level costs about one round trip. It does
-// not descend into objects that are not showing.
-func (a *a11y) walk(ctx context.Context, root ref) ([]*node, error) {
-	var out []*node
-	level := []*node{{ref: root}}
-	for depth := 0; len(level) > 0 && len(out) < maxNodes; depth++ {
-		type pending struct{ role, name, state, ifaces, kids call }
-		ps := make([]pending, len(level))
-		for i, n := range level {
-			ps[i] = pending{
-				role:   a.goCall(ctx, n.ref, ifAccessible+".GetRole"),
-				name:   a.getProp(ctx, n.ref, ifAccessible, "Name"),
-				state:  a.goCall(ctx, n.ref, ifAccessible+".GetState"),
-				ifaces: a.goCall(ctx, n.ref, ifAccessible+".GetInterfaces"),
-				kids:   a.goCall(ctx, n.ref, ifAccessible+".GetChildren"),
-			}
-		}
-		var next []*node
-		for i, n := range level {
-			p := ps[i]
-			var words []uint32
-			var kids []childRef
-			errs := []error{p.role.store(&n.role), p.name.storeVariant(&n.name), p.state.store(&words),
-				p.ifaces.store(&n.ifaces), p.kids.store(&kids)}
-			if err := errors.Join(errs...); err != nil {
-				if depth == 0 {
-					return nil, err
-				}
-				continue // an object that went away while we looked
-			}
-			n.states, n.depth = statesOf(words), depth
-			out = append(out, n)
-			if depth > 0 && !n.states.has(stShowing) {
-				continue
-			}
-			for _, k := range kids {
-				c := ref{k.Bus, k.Path}
-				n.children = append(n.children, c)
-				next = append(next, &node{ref: c, parent: n.ref})
-			}
-		}
-		level = next
-	}
-	return preorder(out), nil
-}
-
-// preorder puts a level-order walk into depth-first order, the order the
-// tree reads in (and the order of a bulk fetch).
-func preorder(level []*node) []*node {
-	if len(level) == 0 {
-		return level
-	}
-	byRef := make(map[ref]*node, len(level))
-	for _, n := range level {
-		byRef[n.ref] = n
-	}
-	out := make([]*node, 0, len(level))
-	var visit func(n *node)
-	visit = func(n *node) {
-		out = append(out, n)
-		for _, c := range n.children {
-			if k := byRef[c]; k != nil {
-				visit(k)
-			}
-		}
-	}
-	visit(level[0])
-	return out
+	return s
 }
 
 // cacheItem is one entry of org.a11y.atspi.Cache.GetItems in AT-SPI 2.x's
@@ -226,70 +357,28 @@ type cacheItem struct {
 	State       []uint32
 }
 
-// bulk fetches every object the application caches in one call and keeps
-// the showing subtree under root. ok is false when the application offers
-// no cache (its toolkit bridge does not implement it), for walk to be used.
-func (a *a11y) bulk(ctx context.Context, root ref) (nodes []*node, ok bool, err error) {
-	var items []cacheItem
-	c := a.conn.Object(root.Bus, cachePath).CallWithContext(ctx, ifCache+".GetItems", 0)
-	if c.Err != nil {
+// cached reads an application's object cache in one call: what the
+// toolkit's bridge holds, which may be part of the tree only (GTK 4
+// caches an object once something has asked for it; at-spi2-atk leaves
+// out the children of containers that manage their descendants). ok is
+// false when the application offers no cache.
+func (a *a11y) cached(ctx context.Context, bus string) (items []cacheItem, ok bool, err error) {
+	b := a.batch(ctx)
+	c := b.call(ref{bus, cachePath}, ifCache+".GetItems")
+	if err := b.wait(); err != nil {
+		return nil, false, err
+	}
+	if c.c.Err != nil {
 		var de dbus.Error
-		if errors.As(c.Err, &de) && (strings.Contains(de.Name, "UnknownMethod") || strings.Contains(de.Name, "UnknownObject") || strings.Contains(de.Name, "UnknownInterface")) {
+		if errors.As(c.c.Err, &de) && (strings.Contains(de.Name, "UnknownMethod") || strings.Contains(de.Name, "UnknownObject") || strings.Contains(de.Name, "UnknownInterface")) {
 			return nil, false, nil
 		}
-		return nil, false, c.Err
+		return nil, false, c.c.Err
 	}
-	if err := c.Store(&items); err != nil {
+	if err := c.c.Store(&items); err != nil {
 		return nil, false, nil // an older cache shape: walk instead
 	}
-	byRef := make(map[ref]*node, len(items))
-	for _, it := range items {
-		r := ref{it.Self.Bus, it.Self.Path}
-		byRef[r] = &node{ref: r, parent: ref{it.Parent.Bus, it.Parent.Path}, role: it.Role, name: it.Name,
-			states: statesOf(it.State), ifaces: it.Ifaces}
-	}
-	for _, n := range byRef {
-		if p := byRef[n.parent]; p != nil {
-			p.children = append(p.children, n.ref)
-		}
-	}
-	top := byRef[root]
-	if top == nil {
-		return nil, false, nil // the window is not in the cache: walk it
-	}
-	// The cache does not order siblings; the walk's order is the index in
-	// parent, which GetItems gives too.
-	index := make(map[ref]int32, len(items))
-	for _, it := range items {
-		index[ref{it.Self.Bus, it.Self.Path}] = it.Index
-	}
-	var visit func(n *node, depth int)
-	visit = func(n *node, depth int) {
-		if len(nodes) >= maxNodes {
-			return
-		}
-		n.depth = depth
-		nodes = append(nodes, n)
-		if depth > 0 && !n.states.has(stShowing) {
-			return
-		}
-		sortRefs(n.children, index)
-		for _, c := range n.children {
-			if k := byRef[c]; k != nil {
-				visit(k, depth+1)
-			}
-		}
-	}
-	visit(top, 0)
-	return nodes, true, nil
-}
-
-func sortRefs(rs []ref, index map[ref]int32) {
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && index[rs[j]] < index[rs[j-1]]; j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
+	return items, true, nil
 }
 
 // Rect is a box on the screen, in pixels.
@@ -304,82 +393,45 @@ func (r Rect) empty() bool { return r.W <= 0 || r.H <= 0 }
 
 func (r Rect) centre() (int, int) { return r.X + r.W/2, r.Y + r.H/2 }
 
-// details are what Saucer reads of a control beyond the tree: where it
-// is, what it can do, and its text or value.
-type details struct {
-	bounds  Rect
-	actions []string
-	text    string
-	value   *float64
-}
+func (r Rect) add(dx, dy int) Rect { return Rect{r.X + dx, r.Y + dy, r.W, r.H} }
 
-// maxText bounds the text read from one control.
-const maxText = 2000
+// overlaps reports whether r has an area and shares some of it with area.
+func (r Rect) overlaps(area Rect) bool { return !r.empty() && !clip(r, area).empty() }
 
-// details fetches the details of nodes, all calls in flight together.
-func (a *a11y) details(ctx context.Context, nodes []*node) []details {
-	type pending struct {
-		ext, act, text, val     call
-		hasAct, hasText, hasVal bool
-	}
-	ps := make([]pending, len(nodes))
-	for i, n := range nodes {
-		p := &ps[i]
-		p.ext = a.goCall(ctx, n.ref, ifComponent+".GetExtents", uint32(0))
-		if p.hasAct = n.has(ifAction); p.hasAct {
-			p.act = a.goCall(ctx, n.ref, ifAction+".GetActions")
-		}
-		if p.hasText = n.has(ifText); p.hasText {
-			p.text = a.goCall(ctx, n.ref, ifText+".GetText", int32(0), int32(maxText))
-		}
-		if p.hasVal = n.has(ifValue); p.hasVal {
-			p.val = a.getProp(ctx, n.ref, ifValue, "CurrentValue")
-		}
-	}
-	out := make([]details, len(nodes))
-	for i, p := range ps {
-		d := &out[i]
-		var ext struct{ X, Y, W, H int32 }
-		if p.ext.store(&ext) == nil {
-			d.bounds = Rect{int(ext.X), int(ext.Y), int(ext.W), int(ext.H)}
-		}
-		if p.hasAct {
-			var acts []struct{ Name, Description, Key string }
-			if p.act.store(&acts) == nil {
-				for _, x := range acts {
-					d.actions = append(d.actions, x.Name)
-				}
-			}
-		}
-		if p.hasText {
-			_ = p.text.store(&d.text)
-		}
-		if p.hasVal {
-			var v float64
-			if p.val.storeVariant(&v) == nil {
-				d.value = &v
-			}
-		}
-	}
-	return out
-}
+func (r Rect) contains(x, y int) bool { return x >= r.X && x < r.X+r.W && y >= r.Y && y < r.Y+r.H }
 
-// apps lists the applications on the bus.
+type extents struct{ X, Y, W, H int32 }
+
+func (e extents) rect() Rect { return Rect{int(e.X), int(e.Y), int(e.W), int(e.H)} }
+
+// apps lists the applications on the bus. The registry answers, not the
+// applications, so a hung application does not hold this up.
 func (a *a11y) apps(ctx context.Context) ([]ref, error) {
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
 	var kids []childRef
 	if err := a.conn.Object("org.a11y.atspi.Registry", rootPath).CallWithContext(ctx, ifAccessible+".GetChildren", 0).Store(&kids); err != nil {
 		return nil, fmt.Errorf("list the applications on the accessibility bus: %w", err)
 	}
 	out := make([]ref, len(kids))
 	for i, k := range kids {
-		out[i] = ref{k.Bus, k.Path}
+		out[i] = k.ref()
 	}
 	return out, nil
 }
 
-// pid is the process id of the application at bus.
-func (a *a11y) pid(ctx context.Context, bus string) call {
-	return call{a.conn.BusObject().GoWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, make(chan *dbus.Call, 1), bus)}
+// registryTimeout bounds a call to the bus itself or the AT-SPI registry
+// (never to an application): they answer at once unless the session is
+// broken.
+const registryTimeout = 5 * time.Second
+
+// pid is the process id of the application at bus, from the bus daemon.
+func (a *a11y) pid(ctx context.Context, bus string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	var pid uint32
+	err := a.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, bus).Store(&pid)
+	return int(pid), err
 }
 
 // gone reports whether err says the object or its application no longer
@@ -396,7 +448,3 @@ func gone(err error) bool {
 	}
 	return false
 }
-
-// callTimeout bounds one D-Bus exchange with an application: a hung
-// application makes a failure, not a hang.
-const callTimeout = 5 * time.Second

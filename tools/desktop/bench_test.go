@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -12,54 +11,59 @@ import (
 )
 
 // BenchmarkObserve times one observation of a window (tree, details,
-// screenshot, marks, PNG) for the test applications and a synthetic
-// window of 500 controls, fetching the tree in bulk (Cache.GetItems) and
-// by the per-node walk, the baseline. It reports p50 and p95 per
-// observation, the share spent in D-Bus calls, and the controls kept.
+// screenshot, marks, PNG), for GTK 4's gnome-calculator, LibreOffice Calc
+// with its sheet open, a Chromium page, a GTK 3 window of 500 controls,
+// and the first test applications (galculator, mousepad). Each is read
+// three ways: "walk", the baseline, walks the whole tree every time;
+// "cold" reads the toolkit's cache completed by walking every time (an
+// observation right after the window changed); "warm" is the default
+// between changes: the tree read before is reused while the application
+// sends no event that changes it, and only the controls' details are
+// read again. It reports p50 and p95 per observation, the share spent in
+// D-Bus calls, the controls listed and the objects read. The
+// applications run on the test binary's shared desktop.
 //
-//	go test -run '^$' -bench Observe -benchtime 50x ./tools/desktop/
+//	go test -run '^$' -bench Observe -benchtime 40x ./tools/desktop/
 func BenchmarkObserve(b *testing.B) {
 	python := "/usr/bin/python3"
-	desktoptest.Require(b, "galculator", "mousepad", python)
-	if err := exec.Command(python, "-c", "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk").Run(); err != nil {
-		desktoptest.Require(b, "python3-gi with GTK 3 (Debian: python3-gi gir1.2-gtk-3.0)")
-	}
-	s := desktoptest.Start(b)
+	desktoptest.Require(b, "galculator", "mousepad", "gnome-calculator", "localc", "chromium", python)
 	apps := []struct {
 		name string
-		cmd  []string
+		cmd  func() []string
 	}{
-		{"galculator", []string{"galculator"}},
-		{"mousepad", []string{"mousepad"}},
-		{"synthetic500", []string{python, "testdata/many_controls.py", "500"}},
+		{"gnome-calculator", func() []string { return []string{"gnome-calculator"} }},
+		{"libreoffice-calc", func() []string { return []string{"localc", "--norestore"} }},
+		{"chromium", func() []string { return chromiumCmd(b) }},
+		{"synthetic500", func() []string { return []string{python, "testdata/many_controls.py", "500"} }},
+		{"galculator", func() []string { return []string{"galculator"} }},
+		{"mousepad", func() []string { return []string{"mousepad"} }},
 	}
-	d := New(Options{Display: s.Display, Bus: s.BusAddr, Env: s.Env})
-	b.Cleanup(func() { d.Close() })
 	ctx := context.Background()
-	wins := map[string]Window{}
 	for _, a := range apps {
-		eff, err := d.Launch(ctx, a.cmd, "")
-		if err != nil {
-			b.Fatal(err)
+		_, d, w := sharedApp(b, a.name, a.cmd()...)
+		if a.name == "chromium" {
+			w = pageWindow(b, d, w)
 		}
-		wins[a.name] = eff.NewWindows[0]
-	}
-	for _, a := range apps {
-		for _, fetch := range []string{"walk", "cache"} {
-			b.Run(fmt.Sprintf("%s/%s", a.name, fetch), func(b *testing.B) {
-				d.opts.Fetch = fetch
+		for _, mode := range []string{"walk", "cold", "warm"} {
+			b.Run(fmt.Sprintf("%s/%s", a.name, mode), func(b *testing.B) {
+				if mode == "walk" {
+					d.opts.Fetch = "walk"
+				}
+				d.noReuse = mode == "cold"
+				defer func() { d.opts.Fetch, d.noReuse = "cache", false }()
 				var totals, dbus []time.Duration
 				var obs *Observation
 				for b.Loop() {
 					var err error
-					obs, err = d.Observe(ctx, wins[a.name].ID, ObserveOptions{Screenshot: true, Marks: true})
+					obs, err = d.Observe(ctx, w.ID, ObserveOptions{Screenshot: true, Marks: true})
 					if err != nil {
 						b.Fatal(err)
 					}
 					totals, dbus = append(totals, obs.Timing.Total()), append(dbus, obs.Timing.DBus())
 				}
-				if obs.Fetch != fetch {
-					b.Fatalf("asked for %s, fetched by %s", fetch, obs.Fetch)
+				gtk4 := d.apps[w.ref.Bus].gtk4 // read afresh every time
+				if (mode == "walk") != (obs.Fetch == "walk") || (mode == "warm" && !gtk4) != obs.Reused {
+					b.Fatalf("%s: fetched by %s, reused %v", mode, obs.Fetch, obs.Reused)
 				}
 				var sumT, sumD time.Duration
 				for i := range totals {

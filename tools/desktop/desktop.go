@@ -32,10 +32,10 @@ type Options struct {
 	// $WAYLAND_DISPLAY when no X display is named or set); SwaySock
 	// sway's IPC socket (default $SWAYSOCK).
 	Wayland, SwaySock string
-	// Fetch picks how a window's tree is read: "cache" (one
-	// org.a11y.atspi.Cache.GetItems call per application, falling back to
-	// a walk where an application offers no cache), "walk" (a level-order
-	// walk, each level's calls in flight together). Default "cache".
+	// Fetch picks how a window's tree is read: "cache" (each
+	// application's object cache in one call, completed by walking where
+	// it is partial), "walk" (a level-order walk, each level's calls in
+	// flight together). Default "cache".
 	Fetch string
 	// Settle is how long an action waits before reading what changed.
 	// Default 250ms.
@@ -71,20 +71,38 @@ func (o Options) withDefaults() Options {
 type Desktop struct {
 	opts Options
 
-	mu   sync.Mutex
-	a    *a11y
-	x    screen
-	ids  idMap[int]
-	wins idMap[string]
-	last map[ref]*Observation // the latest observation of each window
-	apps []*launched
+	mu       sync.Mutex
+	a        *a11y
+	x        screen
+	ids      idMap[int]
+	wins     idMap[string]
+	last     map[ref]*Observation // the latest observation of each window
+	apps     map[string]*appInfo  // by bus name
+	launched []*launched
+	// trees are the windows' trees as last read, with the count of their
+	// application's object events then: reused while it holds.
+	trees map[ref]readTree
+	// noReuse reads every tree afresh (the benchmark's cold case).
+	noReuse bool
 }
+
+type readTree struct {
+	t       *tree
+	version uint64
+	area    Rect
+	at      time.Time
+}
+
+// maxTreeAge bounds how long a tree is reused without events, against a
+// toolkit that sends none.
+const maxTreeAge = 10 * time.Second
 
 // New returns a Desktop; it connects on first use, so that a missing
 // display is a failure of the call that needs it, with its reason.
 func New(opts Options) *Desktop {
 	return &Desktop{opts: opts.withDefaults(), ids: newIDMap(func(n int) int { return n }),
-		wins: newIDMap(func(n int) string { return fmt.Sprintf("w%d", n) }), last: map[ref]*Observation{}}
+		wins: newIDMap(func(n int) string { return fmt.Sprintf("w%d", n) }), last: map[ref]*Observation{},
+		apps: map[string]*appInfo{}, trees: map[ref]readTree{}}
 }
 
 // Close stops the applications this Desktop launched and closes its
@@ -92,10 +110,10 @@ func New(opts Options) *Desktop {
 func (d *Desktop) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, p := range d.apps {
+	for _, p := range d.launched {
 		p.stop()
 	}
-	d.apps = nil
+	d.launched = nil
 	d.disconnect()
 	return nil
 }
@@ -109,6 +127,11 @@ func (d *Desktop) disconnect() {
 		d.x.Close()
 		d.x = nil
 	}
+	for _, app := range d.apps {
+		app.endProbe()
+	}
+	d.apps = map[string]*appInfo{}
+	d.trees = map[ref]readTree{}
 }
 
 // connect opens the connections that are not open.
@@ -135,7 +158,7 @@ func (d *Desktop) connect(ctx context.Context) error {
 // error says what is wrong now.
 func (d *Desktop) lockConnected(ctx context.Context) (func(), error) {
 	d.mu.Lock()
-	if d.a != nil && !d.a.conn.Connected() {
+	if (d.a != nil && !d.a.conn.Connected()) || (d.x != nil && d.x.closed()) {
 		d.disconnect()
 	}
 	if err := d.connect(ctx); err != nil {
@@ -169,6 +192,81 @@ func (m *idMap[K]) id(r ref) K {
 	return k
 }
 
+// appInfo is what the desktop knows of one application on the bus.
+type appInfo struct {
+	bus     string
+	name    string
+	pid     int
+	toolkit string // ToolkitName and Version, e.g. "GTK 4.8.3"
+	// gtk4 is GTK 4's accessibility: boxes relative to the window, and no
+	// SHOWING state below the window.
+	gtk4 bool
+	// probe, while set, is a call to an application that stopped
+	// answering: it is listed as not responding, without waiting on it,
+	// until the probe is answered.
+	probe   *probe
+	windows []Window // as last listed
+}
+
+// probe is a call that says when a frozen application answers again.
+type probe struct {
+	done   chan struct{} // closed once answered (or given up after a minute)
+	err    error
+	cancel context.CancelFunc
+}
+
+func (app *appInfo) frozen() bool { return app.probe != nil }
+
+func (app *appInfo) endProbe() {
+	if app.probe != nil {
+		app.probe.cancel()
+	}
+	app.probe = nil
+}
+
+// notResponding marks app as not answering and starts a probe.
+func (d *Desktop) notResponding(app *appInfo) {
+	if app.frozen() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	p := &probe{done: make(chan struct{}), cancel: cancel}
+	ch := make(chan *dbus.Call, 1)
+	d.a.obj(ref{app.bus, rootPath}).GoWithContext(ctx, ifAccessible+".GetChildren", 0, ch)
+	go func() {
+		c := <-ch
+		p.err = c.Err
+		close(p.done)
+	}()
+	app.probe = p
+}
+
+// stillFrozen reports whether a frozen app's probe is unanswered; an
+// answered probe ends the freeze (a timed-out one is sent again).
+func (d *Desktop) stillFrozen(app *appInfo) bool {
+	if !app.frozen() {
+		return false
+	}
+	select {
+	case <-app.probe.done:
+	default:
+		return true
+	}
+	err := app.probe.err
+	app.endProbe()
+	if err == nil || gone(err) {
+		return false
+	}
+	d.notResponding(app)
+	return true
+}
+
+// notRespondingErr says which application does not answer.
+func notRespondingErr(app *appInfo) error {
+	return fmt.Errorf("the application %s (pid %d) is not responding: it leaves calls unanswered (it may be stopped, hung or overloaded); other applications still work",
+		app.name, app.pid)
+}
+
 // Window is a top-level window of an application.
 type Window struct {
 	ID     string `json:"id"`
@@ -178,9 +276,13 @@ type Window struct {
 	PID    int    `json:"pid,omitempty"`
 	Bounds Rect   `json:"bounds"`
 	Active bool   `json:"active,omitempty"`
-	ref    ref
-	// dx, dy turn the application's boxes into screen positions (under
-	// Wayland they are relative to the window).
+	// NotResponding is set when the window's application has stopped
+	// answering: the window is as last seen.
+	NotResponding bool `json:"not_responding,omitempty"`
+	ref           ref
+	// dx, dy turn the application's boxes into screen positions (GTK 4,
+	// and every toolkit under Wayland, gives boxes relative to the
+	// window).
 	dx, dy int
 }
 
@@ -194,23 +296,77 @@ type Control struct {
 	Actions []string `json:"actions,omitempty"`
 	Text    string   `json:"text,omitempty"`
 	Value   *float64 `json:"value,omitempty"`
-	ref     ref
-	st      states
+	// Table is set on a container that manages its descendants: its size
+	// and the cells in view.
+	Table *Table `json:"table,omitempty"`
+	// Cell is set on a table's cell or column header: where it is.
+	Cell *Cell `json:"cell,omitempty"`
+	ref  ref
+	st   states
 }
+
+// Table is the size of a table (a spreadsheet, a long list) and the part
+// of it in view; rows and columns count from 1.
+type Table struct {
+	Rows    int `json:"rows"`
+	Columns int `json:"columns"`
+	// The cells in view: rows FirstRow..LastRow, columns
+	// FirstColumn..LastColumn (0 when none is in view).
+	FirstRow    int `json:"first_row,omitempty"`
+	LastRow     int `json:"last_row,omitempty"`
+	FirstColumn int `json:"first_column,omitempty"`
+	LastColumn  int `json:"last_column,omitempty"`
+	// Listed is how many of the cells in view are listed as controls: all
+	// of them when there are at most maxListedCells; of a larger view (a
+	// spreadsheet's), when its cells were read (CellsRead: the
+	// observation asked for cells by role or name), those with text or
+	// the focus. NotRead counts cells in view beyond the bound.
+	Listed int `json:"listed"`
+	// Selected counts the rows selected whole; SelectedRows names them
+	// (from 1) when there are at most 20, in view or not.
+	Selected     int   `json:"selected,omitempty"`
+	SelectedRows []int `json:"selected_rows,omitempty"`
+	CellsRead    bool  `json:"cells_read"`
+	NotRead      int   `json:"not_read,omitempty"`
+}
+
+// Cell is a table cell's place: its table's id, row and column from 1
+// (row 0 for a column header).
+type Cell struct {
+	Table  int `json:"table"`
+	Row    int `json:"row"`
+	Column int `json:"column"`
+}
+
+// maxListedCells is the most cells of one table listed one by one; a
+// larger view (a spreadsheet) lists the cells with text or the focus, and
+// any other is reached by its row and column.
+const maxListedCells = 100
 
 // Observation is what one look at a window saw.
 type Observation struct {
 	Window   Window    `json:"window"`
 	Controls []Control `json:"controls"`
-	// Fetch says how the tree was read: "cache" or "walk".
-	Fetch string `json:"fetch"`
-	// Nodes is how many accessible objects were read.
+	// Fetch says how the tree was read: "cache", "cache+walk" or "walk";
+	// Reused, that it was read before and its application has sent no
+	// event that changes it since (its boxes, texts and values are read
+	// again: they change without such events).
+	Fetch  string `json:"fetch"`
+	Reused bool   `json:"reused,omitempty"`
+	// Nodes is how many accessible objects were read; Cut how many were
+	// not, because of the bounds.
 	Nodes int `json:"nodes"`
+	Cut   int `json:"cut,omitempty"`
 	// PNG is the screenshot, annotated when asked, if one was taken.
 	PNG []byte `json:"-"`
+	// Stale says why the screenshot may not show the window as it is
+	// (it did not repaint in time after being raised); empty when fresh.
+	Stale string `json:"stale,omitempty"`
 	// NoScreenshot says why none was taken where one was asked for (a
 	// compositor without screen capture).
 	NoScreenshot string `json:"no_screenshot,omitempty"`
+	// Drawn are the ids marked on the screenshot.
+	Drawn []int `json:"-"`
 	// Timing of the parts, for the benchmark.
 	Timing Timing `json:"-"`
 	byID   map[int]*Control
@@ -239,57 +395,161 @@ func (d *Desktop) Windows(ctx context.Context) ([]Window, error) {
 	return d.windows(ctx)
 }
 
+// windows lists the windows of every application, each application's
+// calls in flight together and waited on with its own deadline: an
+// application that does not answer is listed as not responding (its
+// windows as last seen) and costs the others nothing.
 func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	apps, err := d.a.apps(ctx)
+	buses, err := d.a.apps(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type appCalls struct{ name, kids, pid call }
-	acs := make([]appCalls, len(apps))
-	for i, app := range apps {
-		acs[i] = appCalls{d.a.getProp(ctx, app, ifAccessible, "Name"), d.a.goCall(ctx, app, ifAccessible+".GetChildren"), d.a.pid(ctx, app.Bus)}
+	type appCalls struct {
+		app                     *appInfo
+		b                       *batch
+		name, kids, tk, version call
+	}
+	var live []appCalls
+	var out []Window
+	seen := map[string]bool{}
+	for _, r := range buses {
+		seen[r.Bus] = true
+		app := d.apps[r.Bus]
+		if app == nil {
+			app = &appInfo{bus: r.Bus}
+			app.pid, _ = d.a.pid(ctx, r.Bus)
+			d.apps[r.Bus] = app
+			d.a.pids[r.Bus] = app.pid
+		}
+		if d.stillFrozen(app) {
+			out = append(out, d.frozenWindows(app)...)
+			continue
+		}
+		ac := appCalls{app: app, b: d.a.batch(ctx)}
+		ac.name, ac.kids = ac.b.prop(r, ifAccessible, "Name"), ac.b.call(r, ifAccessible+".GetChildren")
+		if app.toolkit == "" {
+			ac.tk, ac.version = ac.b.prop(r, ifApplication, "ToolkitName"), ac.b.prop(r, ifApplication, "Version")
+		}
+		live = append(live, ac)
+	}
+	for bus, app := range d.apps {
+		if !seen[bus] {
+			app.endProbe()
+			delete(d.apps, bus)
+			delete(d.a.pids, bus)
+		}
 	}
 	type winCalls struct {
 		w                      Window
 		role, name, state, ext call
 	}
-	var wcs []winCalls
-	for i := range apps {
-		var name string
-		var kids []childRef
-		var pid uint32
-		if acs[i].name.storeVariant(&name) != nil || acs[i].kids.store(&kids) != nil {
-			continue // an application that quit or hangs is not listed
-		}
-		_ = acs[i].pid.store(&pid)
-		for _, k := range kids {
-			r := ref{k.Bus, k.Path}
-			wcs = append(wcs, winCalls{w: Window{App: name, PID: int(pid), ref: r},
-				role: d.a.goCall(ctx, r, ifAccessible+".GetRole"), name: d.a.getProp(ctx, r, ifAccessible, "Name"),
-				state: d.a.goCall(ctx, r, ifAccessible+".GetState"), ext: d.a.goCall(ctx, r, ifComponent+".GetExtents", uint32(0))})
-		}
+	type appWins struct {
+		app *appInfo
+		b   *batch
+		ws  []winCalls
 	}
-	var out []Window
-	for _, wc := range wcs {
-		var role uint32
-		var words []uint32
-		var ext struct{ X, Y, W, H int32 }
-		w := wc.w
-		if errors.Join(wc.role.store(&role), wc.name.storeVariant(&w.Title), wc.state.store(&words), wc.ext.store(&ext)) != nil {
+	var pending []appWins
+	for _, ac := range live {
+		err := ac.b.wait()
+		if errors.Is(err, errNotResponding) {
+			d.notResponding(ac.app)
+			out = append(out, d.frozenWindows(ac.app)...)
 			continue
 		}
-		st := statesOf(words)
-		if !st.has(stShowing) && !st.has(stVisible) {
+		if err != nil {
+			return nil, err
+		}
+		var kids []childRef
+		if ac.name.storeVariant(&ac.app.name) != nil || ac.kids.store(&kids) != nil {
+			continue // an application that quit while we looked
+		}
+		if ac.tk.c != nil {
+			var tk, v string
+			_ = ac.tk.storeVariant(&tk)
+			_ = ac.version.storeVariant(&v)
+			ac.app.toolkit = strings.TrimSpace(tk + " " + v)
+			ac.app.gtk4 = tk == "GTK" && strings.HasPrefix(v, "4.")
+		}
+		aw := appWins{app: ac.app, b: d.a.batch(ctx)}
+		for _, k := range kids {
+			r := k.ref()
+			aw.ws = append(aw.ws, winCalls{w: Window{App: ac.app.name, PID: ac.app.pid, ref: r},
+				role: aw.b.call(r, ifAccessible+".GetRole"), name: aw.b.prop(r, ifAccessible, "Name"),
+				state: aw.b.call(r, ifAccessible+".GetState"), ext: aw.b.call(r, ifComponent+".GetExtents", uint32(0))})
+		}
+		pending = append(pending, aw)
+	}
+	var xs []xwin
+	for _, aw := range pending {
+		err := aw.b.wait()
+		if errors.Is(err, errNotResponding) {
+			d.notResponding(aw.app)
+			out = append(out, d.frozenWindows(aw.app)...)
 			continue
 		}
-		w.Role, w.Active, w.Bounds = roleName(role), st.has(stActive), Rect{int(ext.X), int(ext.Y), int(ext.W), int(ext.H)}
-		w.ID = d.wins.id(w.ref)
-		out = append(out, w)
+		if err != nil {
+			return nil, err
+		}
+		var mine []Window
+		for _, wc := range aw.ws {
+			var role uint32
+			var words []uint32
+			var e extents
+			w := wc.w
+			if errors.Join(wc.role.store(&role), wc.name.storeVariant(&w.Title), wc.state.store(&words), wc.ext.store(&e)) != nil {
+				continue
+			}
+			st := statesOf(words)
+			if !st.has(stShowing) && !st.has(stVisible) {
+				continue
+			}
+			w.Role, w.Active, w.Bounds = roleName(role), st.has(stActive), e.rect()
+			if aw.app.gtk4 && w.Bounds.X == 0 && w.Bounds.Y == 0 && !d.x.windowRelative() {
+				// GTK 4 gives boxes relative to the window: its X window
+				// says where that is (under Wayland place does it for
+				// every toolkit).
+				if xs == nil {
+					xs, _ = d.x.topLevels()
+				}
+				if xw, ok := matchWindow(xs, w); ok {
+					w.dx, w.dy = xw.box.X+(xw.box.W-w.Bounds.W)/2, xw.box.Y+(xw.box.H-w.Bounds.H)/2
+					w.Bounds = w.Bounds.add(w.dx, w.dy)
+				}
+			}
+			w.ID = d.wins.id(w.ref)
+			mine = append(mine, w)
+		}
+		aw.app.windows = mine
+		out = append(out, mine...)
 	}
 	d.place(out)
 	return out, nil
+}
+
+// frozenWindows are a not-responding application's windows as last seen,
+// or, if it was never seen answering, its X windows.
+func (d *Desktop) frozenWindows(app *appInfo) []Window {
+	var out []Window
+	for _, w := range app.windows {
+		w.NotResponding = true
+		out = append(out, w)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	xs, _ := d.x.topLevels()
+	for _, x := range xs {
+		if int(x.pid) == app.pid && app.pid > 0 {
+			r := ref{app.bus, dbus.ObjectPath(fmt.Sprintf("/x11/%d", x.id))}
+			name := app.name
+			if name == "" {
+				name = fmt.Sprintf("pid %d", app.pid)
+			}
+			out = append(out, Window{ID: d.wins.id(r), Title: x.title, App: name, PID: app.pid, Role: "frame",
+				Bounds: x.box, NotResponding: true, ref: r})
+		}
+	}
+	return out
 }
 
 // window finds a window by id; "" is the newest dialog, else the active
@@ -341,12 +601,11 @@ func (d *Desktop) window(ctx context.Context, id string) (Window, []Window, erro
 }
 
 // ownWindow reports whether w belongs to the application of Options.App:
-// a process this desktop launched, or an application of that name.
+// a process this desktop launched (or one of its descendants), or an
+// application of that name.
 func (d *Desktop) ownWindow(w Window) bool {
-	for _, p := range d.apps {
-		if p.cmd.Process.Pid == w.PID {
-			return true
-		}
+	if d.launchedWindow(w) {
+		return true
 	}
 	return strings.EqualFold(w.App, filepath.Base(d.opts.App[0]))
 }
@@ -359,7 +618,11 @@ func windowList(ws []Window) string {
 	}
 	var parts []string
 	for _, w := range ws {
-		parts = append(parts, fmt.Sprintf("%s %q (%s)", w.ID, w.Title, w.App))
+		s := fmt.Sprintf("%s %q (%s)", w.ID, w.Title, w.App)
+		if w.NotResponding {
+			s += " not responding"
+		}
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -368,6 +631,9 @@ func windowList(ws []Window) string {
 type ObserveOptions struct {
 	Screenshot bool // capture the window
 	Marks      bool // draw the controls' boxes and ids on the capture
+	// Page picks which controls are marked on the screenshot: those its
+	// text lists. Empty marks them all.
+	Page Page
 }
 
 // Observe reads a window's controls ("" for the active window) and, as
@@ -385,100 +651,160 @@ func (d *Desktop) Observe(ctx context.Context, window string, o ObserveOptions) 
 	return d.observe(ctx, w, o)
 }
 
+// screenArea is the part of w on the screen.
+func (d *Desktop) screenArea(w Window) Rect {
+	return clip(w.Bounds, d.x.area())
+}
+
 func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Observation, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	obs := &Observation{Window: w, Fetch: d.opts.Fetch, byID: map[int]*Control{}}
+	app := d.apps[w.ref.Bus]
+	if w.NotResponding || app == nil || d.stillFrozen(app) {
+		if app == nil {
+			return nil, fmt.Errorf("window %s %q is gone: its application quit", w.ID, w.Title)
+		}
+		return nil, fmt.Errorf("window %s %q: %w", w.ID, w.Title, notRespondingErr(app))
+	}
+	obs := &Observation{Window: w, byID: map[int]*Control{}}
+	area := d.screenArea(w)
+	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}
 	t0 := time.Now()
-	var nodes []*node
-	var err error
-	ok := false
-	if d.opts.Fetch != "walk" {
-		nodes, ok, err = d.a.bulk(ctx, w.ref)
-		if err != nil {
-			return nil, d.appErr(w, err)
+	// A tree read before is reused while its application has sent no
+	// event that changes trees since (GTK 4 is read afresh: what it shows
+	// follows its objects' boxes, which change without events).
+	version := d.a.version(w.ref.Bus)
+	rt, ok := d.trees[w.ref]
+	reuse := ok && rt.version == version && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
+		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
+	t := rt.t
+	if !reuse {
+		var err error
+		if t, err = d.a.fetchTree(ctx, s, d.opts.Fetch != "walk"); err != nil {
+			return nil, d.appErr(w, app, err)
 		}
+		d.trees[w.ref] = readTree{t: t, version: version, area: s.area, at: time.Now()}
 	}
-	if !ok {
-		obs.Fetch = "walk"
-		if nodes, err = d.a.walk(ctx, w.ref); err != nil {
-			return nil, d.appErr(w, err)
-		}
-	}
-	obs.Nodes = len(nodes)
+	obs.Fetch, obs.Nodes, obs.Cut, obs.Reused = t.fetch, t.read, t.cut, reuse
 	t1 := time.Now()
-	var keep []*node
-	for _, n := range nodes[1:] {
-		if worthShowing(n) {
-			keep = append(keep, n)
+	var cands []*node
+	for _, n := range t.nodes[1:] {
+		if candidate(n) || n.states.has(stManagesDescendants) {
+			cands = append(cands, n)
 		}
 	}
-	dets := d.a.details(ctx, keep)
-	t2 := time.Now()
-	obs.Timing.Tree, obs.Timing.Details = t1.Sub(t0), t2.Sub(t1)
-	for i, n := range keep {
+	dets, err := d.a.details(ctx, cands)
+	if err != nil {
+		return nil, d.appErr(w, app, err)
+	}
+	grids := map[*node]*grid{}
+	for _, n := range t.managed {
+		g, err := d.a.readGrid(ctx, n, s.area, o.Page.wantsCells())
+		if err != nil {
+			if gone(err) {
+				continue // the container went away while we looked
+			}
+			return nil, d.appErr(w, app, err)
+		}
+		grids[n] = g
+		obs.Nodes += len(g.cells) + len(g.headers)
+		obs.Cut += g.cut
+	}
+	obs.Timing.Tree, obs.Timing.Details = t1.Sub(t0), time.Since(t1)
+	for i, n := range cands {
 		det := dets[i]
-		det.bounds = det.bounds.add(w.dx, w.dy)
-		if det.bounds.empty() || clip(det.bounds, w.Bounds).empty() {
+		g := grids[n]
+		if !det.box.overlaps(s.area) || !(control(n, det) || g != nil) {
 			continue
 		}
-		role := roleName(n.role)
-		c := Control{ID: d.ids.id(n.ref), Role: role, Name: strings.TrimSpace(n.name), States: n.states.shown(),
-			Bounds: det.bounds, Actions: det.actions, Value: det.value, ref: n.ref, st: n.states}
-		if det.text != "" && det.text != c.Name {
-			c.Text = det.text
-		}
-		if !interactive[role] && len(c.Actions) == 0 && c.Value == nil && c.Name == "" && c.Text == "" {
+		c := d.newControl(n, n.ref, det, w)
+		if g == nil {
+			obs.Controls = append(obs.Controls, c)
 			continue
 		}
-		obs.Controls = append(obs.Controls, c)
+		d.addGrid(obs, c, n, g, w)
 	}
 	for i := range obs.Controls {
 		obs.byID[obs.Controls[i].ID] = &obs.Controls[i]
 	}
 	d.last[w.ref] = obs
 	if o.Screenshot {
-		if err := d.capture(obs, o.Marks); err != nil {
+		if err := d.capture(obs, o); err != nil {
 			return nil, err
 		}
 	}
 	return obs, nil
 }
 
-// worthShowing keeps the objects that may be controls: interactive or
-// readable roles, or objects that act, edit or hold a value. Containers
-// (panels, fillers, scroll panes) are left out; their children are not.
-func worthShowing(n *node) bool {
-	if !n.states.has(stShowing) || !n.states.has(stVisible) {
-		return false
+// newControl makes the control of a node, its box on the screen, its id
+// that of r.
+func (d *Desktop) newControl(n *node, r ref, det details, w Window) Control {
+	c := Control{ID: d.ids.id(r), Role: roleName(n.role), Name: cleanName(n.name), States: n.states.shown(),
+		Bounds: det.box.add(w.dx, w.dy), Actions: det.actions, Value: det.value, ref: r, st: n.states}
+	if t := strings.TrimSpace(det.text); t != "" && t != c.Name {
+		c.Text = det.text
 	}
-	role := roleName(n.role)
-	if interactive[role] {
-		return true
+	return c
+}
+
+// addGrid adds a managed container, its column headers and its cells in
+// view (all of them up to maxListedCells, else those with text or the
+// focus).
+func (d *Desktop) addGrid(obs *Observation, c Control, n *node, g *grid, w Window) {
+	inView := 0
+	if g.r0 >= 0 {
+		inView = (g.r1 - g.r0 + 1) * (g.c1 - g.c0 + 1)
 	}
-	if readable[role] && strings.TrimSpace(n.name) != "" {
-		return true
+	listAll := inView <= maxListedCells
+	tab := &Table{Rows: g.rows, Columns: g.cols, NotRead: g.cut, CellsRead: len(g.cells) > 0 || inView == 0, Selected: g.selected}
+	for _, r := range g.selectedRows {
+		tab.SelectedRows = append(tab.SelectedRows, r+1)
 	}
-	return n.has(ifAction) || n.has(ifEditableText) || n.has(ifValue) || (n.has(ifText) && role != "filler" && role != "panel")
+	if g.r0 >= 0 {
+		tab.FirstRow, tab.LastRow, tab.FirstColumn, tab.LastColumn = g.r0+1, g.r1+1, g.c0+1, g.c1+1
+	}
+	c.Table = tab
+	obs.Controls = append(obs.Controls, c)
+	add := func(it gridItem, r ref) {
+		cc := d.newControl(it.node, r, it.det, w)
+		if it.col >= 0 {
+			cc.Cell = &Cell{Table: c.ID, Row: it.row + 1, Column: it.col + 1}
+		}
+		obs.Controls = append(obs.Controls, cc)
+	}
+	for _, h := range g.headers {
+		add(h, h.node.ref)
+	}
+	for _, it := range g.cells {
+		if !listAll && strings.TrimSpace(it.det.text) == "" && !it.node.states.has(stFocused) && !it.node.states.has(stSelected) {
+			continue
+		}
+		add(it, cellRef(n.ref, it.row, it.col))
+		tab.Listed++
+	}
 }
 
 // appErr says which window's application failed.
-func (d *Desktop) appErr(w Window, err error) error {
+func (d *Desktop) appErr(w Window, app *appInfo, err error) error {
+	if errors.Is(err, errNotResponding) {
+		d.notResponding(app)
+		return fmt.Errorf("window %s %q: %w", w.ID, w.Title, notRespondingErr(app))
+	}
 	if gone(err) {
 		return fmt.Errorf("window %s %q is gone: its application closed it or quit (%v)", w.ID, w.Title, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("the application of window %s %q did not answer within %s: it may be hung", w.ID, w.Title, callTimeout)
 	}
 	return fmt.Errorf("read window %s %q: %w", w.ID, w.Title, err)
 }
 
-// capture takes the window's screenshot, raising it first so that no
-// other window covers it, and draws the marks.
-func (d *Desktop) capture(obs *Observation, marks bool) error {
+// capture takes the window's screenshot, raising it first if another
+// window covers it (and waiting for it to repaint), and draws the marks
+// of the controls the page lists.
+func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
 	t0 := time.Now()
 	if xw, ok := d.xwindow(obs.Window); ok {
-		_ = d.x.raise(xw.id)
+		stale, err := d.x.bringToFront(xw, repaintTimeout)
+		if err != nil {
+			return err
+		}
+		obs.Stale = stale
 	}
 	img, area, err := d.x.capture(obs.Window.Bounds)
 	if errors.Is(err, errCannot) {
@@ -489,13 +815,17 @@ func (d *Desktop) capture(obs *Observation, marks bool) error {
 		return err
 	}
 	t1 := time.Now()
-	if marks {
-		ms := make([]mark, 0, len(obs.Controls))
-		for _, c := range obs.Controls {
+	if o.Marks {
+		_, shown, err := obs.Page(o.Page)
+		if err != nil {
+			return err
+		}
+		ms := make([]mark, 0, len(shown))
+		for _, c := range shown {
 			b := c.Bounds
 			ms = append(ms, mark{c.ID, image.Rect(b.X-area.X, b.Y-area.Y, b.X-area.X+b.W, b.Y-area.Y+b.H)})
 		}
-		annotate(img, ms)
+		obs.Drawn = annotate(img, ms)
 	}
 	t2 := time.Now()
 	var buf bytes.Buffer
@@ -508,6 +838,10 @@ func (d *Desktop) capture(obs *Observation, marks bool) error {
 	return nil
 }
 
+// repaintTimeout bounds the wait for a raised window to repaint what was
+// covered; past it the screenshot is taken and marked stale.
+const repaintTimeout = 2 * time.Second
+
 // xwindow finds the X window of an AT-SPI window: same process and
 // title, else the only window of that process.
 func (d *Desktop) xwindow(w Window) (xwin, bool) {
@@ -516,47 +850,6 @@ func (d *Desktop) xwindow(w Window) (xwin, bool) {
 		return xwin{}, false
 	}
 	return matchWindow(xs, w)
-}
-
-// Text renders the observation for a model: one line per control.
-func (o *Observation) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Window %s %q (%s, pid %d) at %d,%d %dx%d: %d controls. Use the number in [brackets] as the control id.\n",
-		o.Window.ID, o.Window.Title, o.Window.App, o.Window.PID, o.Window.Bounds.X, o.Window.Bounds.Y, o.Window.Bounds.W, o.Window.Bounds.H, len(o.Controls))
-	if o.NoScreenshot != "" {
-		fmt.Fprintf(&b, "(No screenshot: %s.)\n", o.NoScreenshot)
-	}
-	for _, c := range o.Controls {
-		b.WriteString(c.line())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func (c Control) line() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%d] %s", c.ID, c.Role)
-	if c.Name != "" {
-		fmt.Fprintf(&b, " %q", c.Name)
-	}
-	if c.Text != "" {
-		t := c.Text
-		if len(t) > 200 {
-			t = t[:200] + "…"
-		}
-		fmt.Fprintf(&b, " text=%q", t)
-	}
-	if c.Value != nil {
-		fmt.Fprintf(&b, " value=%g", *c.Value)
-	}
-	if len(c.States) > 0 {
-		fmt.Fprintf(&b, " {%s}", strings.Join(c.States, ", "))
-	}
-	if len(c.Actions) > 0 {
-		fmt.Fprintf(&b, " actions=%s", strings.Join(c.Actions, ","))
-	}
-	fmt.Fprintf(&b, " @%d,%d %dx%d", c.Bounds.X, c.Bounds.Y, c.Bounds.W, c.Bounds.H)
-	return b.String()
 }
 
 // Control returns the control with the id from the latest observation
@@ -577,62 +870,6 @@ func (o *Observation) Find(role, name string) (Control, bool) {
 		}
 	}
 	return Control{}, false
-}
-
-// control finds a control by id and the window it was seen in, and checks
-// that it still exists.
-func (d *Desktop) control(ctx context.Context, id int) (Control, Window, error) {
-	r, known := d.ids.byID[id]
-	if !known {
-		return Control{}, Window{}, fmt.Errorf("no control %d has been observed: observe the window and use an id from its list", id)
-	}
-	var (
-		c     Control
-		w     Window
-		found bool
-	)
-	for _, obs := range d.last {
-		if cc, ok := obs.byID[id]; ok {
-			c, w, found = *cc, obs.Window, true
-		}
-	}
-	var words []uint32
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	err := d.a.goCall(cctx, r, ifAccessible+".GetState").store(&words)
-	if err != nil || statesOf(words).has(stDefunct) {
-		if err != nil && !gone(err) && !errors.Is(err, context.DeadlineExceeded) {
-			return Control{}, Window{}, fmt.Errorf("control %d: %w", id, err)
-		}
-		what := fmt.Sprintf("control %d", id)
-		if found {
-			what = fmt.Sprintf("control %d (%s %q of window %s)", id, c.Role, c.Name, w.ID)
-		}
-		return Control{}, Window{}, fmt.Errorf("%s no longer exists: its window was closed or its application rebuilt it since it was observed; observe again for current ids", what)
-	}
-	if !found {
-		return Control{}, Window{}, fmt.Errorf("control %d is no longer shown in its window (it changed since it was observed): observe again for current ids", id)
-	}
-	c.st = statesOf(words)
-	return c, w, nil
-}
-
-// dbusMethod calls a method on a control and waits.
-func (d *Desktop) dbusMethod(ctx context.Context, r ref, method string, out any, args ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	c := d.a.goCall(ctx, r, method, args...)
-	if out == nil {
-		<-c.c.Done
-		return c.c.Err
-	}
-	return c.store(out)
-}
-
-func (d *Desktop) setProp(ctx context.Context, r ref, iface, name string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	return d.a.obj(r).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Set", 0, iface, name, dbus.MakeVariant(v)).Err
 }
 
 // pngImage decodes a screenshot, for tests.

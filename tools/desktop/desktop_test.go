@@ -72,7 +72,7 @@ func TestCalculatorComputes(t *testing.T) {
 	var last *Effect
 	for _, key := range []string{"1", "2", "*", "7", "="} {
 		c := mustFind(t, obs, "toggle button", key)
-		if last, err = d.Click(ctx, c.ID, "", 1); err != nil {
+		if last, err = d.Click(ctx, Target{ID: c.ID}, "", 1); err != nil {
 			t.Fatalf("click %q: %v", key, err)
 		}
 		if !strings.Contains(last.Did, "action") {
@@ -146,14 +146,14 @@ func TestEditorSavesFile(t *testing.T) {
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "notes.txt")
 	w := launch(t, d, "mousepad")
-	eff, err := d.Type(ctx, 0, w.ID, "first line\nsecond line", false)
+	eff, err := d.Type(ctx, Target{}, w.ID, "first line\nsecond line", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if eff.Focused == nil || eff.Focused.Text != "first line\nsecond line" {
 		t.Fatalf("after typing, the focused control is %+v; want the text area holding both lines", eff.Focused)
 	}
-	eff, err = d.Keys(ctx, 0, w.ID, []string{"ctrl+s"}, false)
+	eff, err = d.Keys(ctx, Target{}, w.ID, []string{"ctrl+s"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func TestEditorSavesFile(t *testing.T) {
 	if name.ID == 0 {
 		t.Fatalf("no name field in the dialog:\n%s", dlg.Text())
 	}
-	if _, err := d.SetValue(ctx, name.ID, file); err != nil {
+	if _, err := d.SetValue(ctx, Target{ID: name.ID}, file); err != nil {
 		t.Fatal(err)
 	}
 	save := mustFind(t, dlg, "push button", "Save")
-	eff, err = d.Click(ctx, save.ID, "", 1)
+	eff, err = d.Click(ctx, Target{ID: save.ID}, "", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +219,14 @@ func TestStaleControlAndClosedWindow(t *testing.T) {
 	if len(eff.ClosedWindows) != 1 || eff.ClosedWindows[0].ID != w.ID {
 		t.Fatalf("close reported %+v", eff)
 	}
-	_, err = d.Click(ctx, seven.ID, "", 1)
+	_, err = d.Click(ctx, Target{ID: seven.ID}, "", 1)
 	if err == nil || !strings.Contains(err.Error(), "no longer exists") {
 		t.Fatalf("clicking a control of a closed window: %v", err)
 	}
 	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err == nil || !strings.Contains(err.Error(), "is gone") {
 		t.Fatalf("observing a closed window: %v", err)
 	}
-	if _, err := d.Click(ctx, 99999, "", 1); err == nil || !strings.Contains(err.Error(), "has been observed") {
+	if _, err := d.Click(ctx, Target{ID: 99999}, "", 1); err == nil || !strings.Contains(err.Error(), "has been observed") {
 		t.Fatalf("an id never handed out: %v", err)
 	}
 	// An application killed mid-task: its window and controls are gone,
@@ -252,7 +252,7 @@ func TestStaleControlAndClosedWindow(t *testing.T) {
 		gone = !slices.ContainsFunc(ws, func(w Window) bool { return w.ID == ed.ID })
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, err = d.Click(ctx, eobs.Controls[0].ID, "", 1)
+	_, err = d.Click(ctx, Target{ID: eobs.Controls[0].ID}, "", 1)
 	if err == nil || !strings.Contains(err.Error(), "no longer exists") {
 		t.Fatalf("a control of a killed application: %v", err)
 	}
@@ -269,7 +269,7 @@ func TestLaunchFailures(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "showed no window within 1s; it was stopped") {
 		t.Fatalf("an application that never shows a window: %v", err)
 	}
-	pid := d.apps[len(d.apps)-1].cmd.Process.Pid
+	pid := d.launched[len(d.launched)-1].cmd.Process.Pid
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("the windowless process %d is still there (%v)", pid, err)
 	}
@@ -296,7 +296,7 @@ func TestDisplayGone(t *testing.T) {
 	for _, call := range []func() error{
 		func() error { _, err := d.Observe(ctx, "", ObserveOptions{Screenshot: true}); return err },
 		func() error { _, err := d.Windows(ctx); return err },
-		func() error { _, err := d.Keys(ctx, 0, "", []string{"Return"}, false); return err },
+		func() error { _, err := d.Keys(ctx, Target{}, "", []string{"Return"}, false); return err },
 	} {
 		err := call()
 		if err == nil {
@@ -334,13 +334,13 @@ func TestWalkAndCacheAgree(t *testing.T) {
 		t.Fatalf("walk and cache disagree:\n%s\n---\n%s", walked.Text(), cached.Text())
 	}
 	// The role table matches what the application names each role.
-	nodes, err := d.a.walk(ctx, w.ref)
+	tr, err := d.a.fetchTree(ctx, scope{root: w.ref, area: w.Bounds}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
+	for _, n := range tr.nodes {
 		var name string
-		if err := d.a.goCall(ctx, n.ref, ifAccessible+".GetRoleName").store(&name); err != nil {
+		if err := d.a.do(ctx, n.ref, ifAccessible+".GetRoleName", &name); err != nil {
 			t.Fatal(err)
 		}
 		if name != roleName(n.role) {
@@ -359,7 +359,7 @@ func TestSelectSetValueScroll(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := mustFind(t, obs, "page tab", "Second")
-	eff, err := d.Select(ctx, second.ID)
+	eff, err := d.Select(ctx, Target{ID: second.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,18 +380,18 @@ func TestSelectSetValueScroll(t *testing.T) {
 	if slider.ID == 0 || bar.ID == 0 || bar.Value == nil {
 		t.Fatalf("no slider or vertical scroll bar with a value in:\n%s", obs.Text())
 	}
-	eff, err = d.SetValue(ctx, slider.ID, "42")
+	eff, err = d.SetValue(ctx, Target{ID: slider.ID}, "42")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if eff.Target == nil || eff.Target.Value == nil || *eff.Target.Value != 42 {
 		t.Fatalf("after set_value 42 the slider is %+v", eff.Target)
 	}
-	if _, err := d.SetValue(ctx, slider.ID, "lots"); err == nil || !strings.Contains(err.Error(), `takes a number, not "lots"`) {
+	if _, err := d.SetValue(ctx, Target{ID: slider.ID}, "lots"); err == nil || !strings.Contains(err.Error(), `takes a number, not "lots"`) {
 		t.Fatalf("a word for a slider: %v", err)
 	}
 	before := *bar.Value
-	eff, err = d.Scroll(ctx, bar.ID, "", "down", 5)
+	eff, err = d.Scroll(ctx, Target{ID: bar.ID}, "", "down", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

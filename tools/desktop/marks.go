@@ -28,15 +28,18 @@ type mark struct {
 	box image.Rectangle
 }
 
-// annotate draws each mark's box and its id (set-of-marks) on img.
-func annotate(img draw.Image, marks []mark) {
+// annotate draws each mark's box and its id (set-of-marks) on img, and
+// returns the ids drawn: those whose box is in the image.
+func annotate(img draw.Image, marks []mark) []int {
 	b := img.Bounds()
+	drawn := make([]int, 0, len(marks))
 	for i, m := range marks {
 		c := markColours[i%len(markColours)]
 		r := m.box.Intersect(b)
 		if r.Empty() {
 			continue
 		}
+		drawn = append(drawn, m.id)
 		outline(img, r, c)
 		label := strconv.Itoa(m.id)
 		w := len(label)*4*fontScale + fontScale
@@ -55,6 +58,7 @@ func annotate(img draw.Image, marks []mark) {
 			drawDigit(img, int(ch-'0'), lx+fontScale+j*4*fontScale, ly+fontScale, color.RGBA{255, 255, 255, 255})
 		}
 	}
+	return drawn
 }
 
 func outline(img draw.Image, r image.Rectangle, c color.RGBA) {

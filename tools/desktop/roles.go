@@ -46,21 +46,22 @@ var stateNames = [...]string{
 
 // The states Saucer reads itself.
 const (
-	stActive    = 1
-	stChecked   = 4
-	stDefunct   = 6
-	stEditable  = 7
-	stEnabled   = 8
-	stExpanded  = 10
-	stFocusable = 11
-	stFocused   = 12
-	stModal     = 16
-	stPressed   = 20
-	stSelected  = 23
-	stSensitive = 24
-	stShowing   = 25
-	stVisible   = 30
-	stReadOnly  = 43
+	stActive             = 1
+	stChecked            = 4
+	stDefunct            = 6
+	stEditable           = 7
+	stEnabled            = 8
+	stExpanded           = 10
+	stFocusable          = 11
+	stFocused            = 12
+	stModal              = 16
+	stPressed            = 20
+	stSelected           = 23
+	stSensitive          = 24
+	stShowing            = 25
+	stVisible            = 30
+	stManagesDescendants = 31
+	stReadOnly           = 43
 )
 
 // states is a control's state set.
@@ -93,7 +94,8 @@ func (s states) shown() []string {
 			out = append(out, name)
 		}
 	}
-	if !s.has(stSensitive) || !s.has(stEnabled) {
+	// GTK 4 and Chromium set SENSITIVE only, ATK toolkits both.
+	if !s.has(stSensitive) && !s.has(stEnabled) {
 		out = append(out, "disabled")
 	}
 	return out
@@ -108,6 +110,34 @@ var interactive = map[string]bool{
 	"text": true, "password text": true, "spin button": true, "slider": true, "page tab": true,
 	"list item": true, "table cell": true, "tree item": true, "link": true, "terminal": true,
 	"scroll bar": true, "push button menu": true, "document text": true, "paragraph": true,
+	"table column header": true, "table row header": true, "column header": true, "row header": true,
+}
+
+// container roles group other objects: one is a control only when it has
+// editable text or a value (GTK's and Chromium's containers all claim the
+// Action and Text interfaces).
+var container = map[string]bool{
+	"panel": true, "filler": true, "scroll pane": true, "viewport": true, "split pane": true, "layered pane": true,
+	"root pane": true, "glass pane": true, "internal frame": true, "option pane": true, "section": true,
+	"grouping": true, "form": true, "tool bar": true, "menu bar": true, "page tab list": true, "table row": true,
+	"document frame": true, "document web": true, "document spreadsheet": true, "document presentation": true,
+	"document email": true, "redundant object": true, "embedded": true, "landmark": true, "article": true,
+	"block quote": true, "description list": true, "application": true, "window": true, "frame": true,
+	"dialog": true, "file chooser": true, "color chooser": true, "font chooser": true, "unknown": true,
+	"invalid": true, "extended": true,
+}
+
+// impliedActions are roles whose action goes without saying (a button
+// clicks): an observation does not read nor list their actions.
+var impliedActions = map[string]bool{
+	"push button": true, "toggle button": true, "check box": true, "radio button": true, "menu item": true,
+	"check menu item": true, "radio menu item": true, "menu": true, "link": true, "page tab": true,
+	"push button menu": true,
+}
+
+// valued roles show a number: their Value is read.
+var valued = map[string]bool{
+	"slider": true, "spin button": true, "scroll bar": true, "progress bar": true, "level bar": true, "dial": true,
 }
 
 // readable roles carry text the model may need to read.

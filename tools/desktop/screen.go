@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"os"
+	"time"
 
 	"github.com/jezek/xgb/xproto"
 )
@@ -21,7 +22,15 @@ type screen interface {
 	// topLevels lists the application windows the server knows.
 	topLevels() ([]xwin, error)
 	raise(w xproto.Window) error
+	// activate raises x and gives it the keyboard focus, for input.
+	activate(x xwin) error
+	// bringToFront raises x for a screenshot when other windows cover it,
+	// waiting up to timeout for it to repaint; it returns why the picture
+	// may be stale, or "".
+	bringToFront(x xwin, timeout time.Duration) (stale string, err error)
 	close(w xproto.Window) error
+	// area is the screen's extent.
+	area() Rect
 	// capture reads a part of the screen, clipped to it.
 	capture(r Rect) (*image.RGBA, Rect, error)
 	// click presses button (1 left, 2 middle, 3 right, 4-7 the wheel)
@@ -29,10 +38,18 @@ type screen interface {
 	click(x, y int, button byte, count int) error
 	press(mods []xproto.Keysym, key xproto.Keysym) error
 	typeText(s string) error
+	// canType reports whether s can be typed whole through the keyboard;
+	// freeKeys says, for the message when it cannot, how many keys it has
+	// free for characters outside its map.
+	canType(s string) bool
+	freeKeys() string
 	// windowRelative reports whether toolkits give boxes relative to
 	// their window, as they do under Wayland, which tells no client where
 	// a window is: xwin.box then places them on the screen.
 	windowRelative() bool
+	// closed reports that the connection to the server has ended (it is
+	// dialled again).
+	closed() bool
 	Close()
 }
 
@@ -63,7 +80,15 @@ func (d *display) kind() string { return "X11" }
 // On X11 every box is a screen position.
 func (d *display) windowRelative() bool { return false }
 
-func (r Rect) add(dx, dy int) Rect { return Rect{r.X + dx, r.Y + dy, r.W, r.H} }
+func (d *display) area() Rect {
+	return Rect{0, 0, int(d.screen.WidthInPixels), int(d.screen.HeightInPixels)}
+}
+
+func (d *display) freeKeys() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("the %d free keys of %s", len(d.spares), d.name)
+}
 
 // place moves windows whose toolkit gives boxes relative to the window
 // onto the screen, by where the display server shows them; their
@@ -139,30 +164,30 @@ func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text stri
 			return "", false, nil
 		}
 	}
-	var ifaces []string
-	if err := d.dbusMethod(ctx, c.ref, ifAccessible+".GetInterfaces", &ifaces); err != nil {
+	var names []string
+	if err := d.a.do(ctx, c.ref, ifAccessible+".GetInterfaces", &names); err != nil {
 		return "", false, d.controlErr(c, "read its interfaces", err)
 	}
-	n := node{ifaces: ifaces}
-	if !n.has(ifEditableText) || !n.has(ifText) || !c.st.has(stEditable) {
+	if ifacesOf(names)&(hasEditableText|hasText) != hasEditableText|hasText || !c.st.has(stEditable) {
 		return "", false, nil
 	}
 	if c.st.has(stSingleLine) && containsNewline(text) {
 		return "", false, nil // Return in a one-line field presses it
 	}
 	var caret int32
-	if err := d.a.getProp(ctx, c.ref, ifText, "CaretOffset").storeVariant(&caret); err != nil {
+	if err := d.a.get(ctx, c.ref, ifText, "CaretOffset", &caret); err != nil {
 		return "", false, d.controlErr(c, "read its caret", err)
 	}
 	if caret < 0 {
 		caret = 0
 	}
 	var done bool
-	if err := d.dbusMethod(ctx, c.ref, ifEditableText+".InsertText", &done, caret, text, int32(len([]rune(text)))); err != nil {
+	// InsertText's length counts bytes (of UTF-8), the caret characters.
+	if err := d.a.do(ctx, c.ref, ifEditableText+".InsertText", &done, caret, text, int32(len(text))); err != nil {
 		return "", false, d.controlErr(c, "insert text", err)
 	}
 	if !done {
-		return "", false, fmt.Errorf("control %d (%s %q) refused the text (it may be read-only)", c.ID, c.Role, c.Name)
+		return "", false, fmt.Errorf("control %d (%s) refused the text (it may be read-only)", c.ID, describe(c))
 	}
 	return fmt.Sprintf("inserted %d characters at the caret of %s %q through AT-SPI (EditableText), not the keyboard (%s)",
 		len([]rune(text)), c.Role, c.Name, d.x.kind()), true, nil

@@ -102,3 +102,67 @@ func TestNoDisplay(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestExecArgs(t *testing.T) {
+	for in, want := range map[string][]string{
+		`galculator --mode "basic" %U`:               {"galculator", "--mode", "basic"},
+		`sh -c "galculator & wait"`:                  {"sh", "-c", "galculator & wait"},
+		`app "a \"quoted\" \\$HOME" --file=%f 100%%`: {"app", `a "quoted" $HOME`, "--file=", "100%"},
+		`  spaced   out  `:                           {"spaced", "out"},
+		`app ""`:                                     {"app"},
+	} {
+		got, err := execArgs(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %q %v, want %q", in, got, err, want)
+		}
+	}
+	if _, err := execArgs(`sh -c "unclosed`); err == nil || !strings.Contains(err.Error(), "unclosed quote") {
+		t.Errorf("an unclosed quote: %v", err)
+	}
+}
+
+func TestCellNames(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		row, col int
+	}{{"A1", 0, 0}, {"B7", 6, 1}, {"Z10", 9, 25}, {"AA1", 0, 26}, {"XFD1048576", 1048575, 16383}} {
+		if got := cellName(c.row, c.col); got != c.name {
+			t.Errorf("cellName(%d, %d) = %s, want %s", c.row, c.col, got, c.name)
+		}
+		r, col, err := parseCell(strings.ToLower(c.name))
+		if err != nil || r != c.row || col != c.col {
+			t.Errorf("parseCell(%s) = %d, %d, %v", c.name, r, col, err)
+		}
+	}
+	for _, bad := range []string{"", "7B", "B", "B0", "ABCD1", "B-1"} {
+		if _, _, err := parseCell(bad); err == nil {
+			t.Errorf("parseCell(%q) was accepted", bad)
+		}
+	}
+	table := ref{":1.5", "/org/a11y/atspi/accessible/12"}
+	if tb, r, c, ok := parseCellRef(cellRef(table, 6, 1)); !ok || tb != table || r != 6 || c != 1 {
+		t.Errorf("cell refs do not round-trip: %v %d %d %v", tb, r, c, ok)
+	}
+	if _, _, _, ok := parseCellRef(table); ok {
+		t.Error("an object's own path was read as a cell")
+	}
+}
+
+func TestSubtract(t *testing.T) {
+	r := Rect{0, 0, 100, 100}
+	area := func(rs []Rect) int {
+		n := 0
+		for _, x := range rs {
+			n += x.W * x.H
+		}
+		return n
+	}
+	for _, c := range []struct {
+		cut  Rect
+		left int
+	}{{Rect{0, 0, 100, 100}, 0}, {Rect{25, 25, 50, 50}, 7500}, {Rect{-10, -10, 60, 60}, 7500}, {Rect{200, 200, 5, 5}, 10000}, {Rect{0, 0, 100, 10}, 9000}} {
+		if got := area(subtract(r, c.cut)); got != c.left {
+			t.Errorf("%+v minus %+v leaves %d pixels, want %d", r, c.cut, got, c.left)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"strings"
+	"time"
 
 	"github.com/jezek/xgb/xproto"
 
@@ -78,6 +80,49 @@ func (w *wayland) raise(id xproto.Window) error {
 	}
 	return w.ipc.Focus(int64(id))
 }
+
+// offers says what the compositor offers beyond AT-SPI, for doctor.
+func (w *wayland) offers() string {
+	var has []string
+	if w.ipc != nil {
+		has = append(has, "window management through sway's IPC")
+	}
+	capture, pointer, keyboard := w.scr.Has()
+	for _, h := range []struct {
+		ok   bool
+		what string
+	}{{capture, "screen capture"}, {pointer, "virtual pointer"}, {keyboard, "virtual keyboard"}} {
+		if h.ok {
+			has = append(has, h.what)
+		}
+	}
+	if len(has) == 0 {
+		return "AT-SPI alone: no screenshots, window management or input"
+	}
+	return strings.Join(has, ", ")
+}
+
+// activate focuses the window through sway, which gives it the keyboard.
+func (w *wayland) activate(x xwin) error { return w.raise(x.id) }
+
+// bringToFront focuses the window where the compositor lets a client do
+// so; a compositor tells no client what covers a window, nor when it has
+// repainted.
+func (w *wayland) bringToFront(x xwin, _ time.Duration) (string, error) {
+	_ = w.raise(x.id)
+	return "", nil
+}
+
+func (w *wayland) area() Rect {
+	l := w.scr.Layout()
+	return Rect{l.Min.X, l.Min.Y, l.Dx(), l.Dy()}
+}
+
+// The virtual keyboard brings its own keymap: every character has a key.
+func (w *wayland) canType(string) bool { return true }
+func (w *wayland) freeKeys() string    { return "" }
+
+func (w *wayland) closed() bool { return false }
 
 func (w *wayland) close(id xproto.Window) error {
 	if w.ipc == nil {

@@ -125,7 +125,7 @@ func TestSwayCalculator(t *testing.T) {
 
 	// 1 2 * 7 = through the buttons' own actions.
 	for _, key := range []string{"1", "2", "*", "7", "="} {
-		eff, err := d.Click(ctx, mustFind(t, obs, "toggle button", key).ID, "", 1)
+		eff, err := d.Click(ctx, Target{ID: mustFind(t, obs, "toggle button", key).ID}, "", 1)
 		if err != nil {
 			t.Fatalf("click %q: %v", key, err)
 		}
@@ -137,7 +137,7 @@ func TestSwayCalculator(t *testing.T) {
 
 	// C, then 5 with the pointer at the button's centre: the box, moved
 	// onto the screen, is where sway shows the button.
-	if _, err := d.Click(ctx, mustFind(t, obs, "toggle button", "C").ID, "", 1); err != nil {
+	if _, err := d.Click(ctx, Target{ID: mustFind(t, obs, "toggle button", "C").ID}, "", 1); err != nil {
 		t.Fatal(err)
 	}
 	five := mustFind(t, obs, "toggle button", "5")
@@ -194,7 +194,7 @@ func TestSwayEditor(t *testing.T) {
 	_, d := startWayland(t, owndisplay.Sway, "mousepad")
 	ctx := context.Background()
 	w := launch(t, d, "mousepad")
-	eff, err := d.Type(ctx, 0, w.ID, "first line\nsecond line", false)
+	eff, err := d.Type(ctx, Target{}, w.ID, "first line\nsecond line", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,14 +204,14 @@ func TestSwayEditor(t *testing.T) {
 	if got := editorText(t, d, w); got != "first line\nsecond line" {
 		t.Fatalf("the editor holds %q after type_text", got)
 	}
-	eff, err = d.Keys(ctx, 0, w.ID, []string{"ctrl+End", "!", "é"}, false)
+	eff, err = d.Keys(ctx, Target{}, w.ID, []string{"ctrl+End", "!", "é"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := editorText(t, d, w); got != "first line\nsecond line!é" {
 		t.Fatalf("the editor holds %q after ctrl+End ! é (%s)", got, eff.Did)
 	}
-	if _, err := d.Keys(ctx, 0, w.ID, []string{"ctrl+a", "Delete"}, false); err != nil {
+	if _, err := d.Keys(ctx, Target{}, w.ID, []string{"ctrl+a", "Delete"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := editorText(t, d, w); got != "" {
@@ -232,16 +232,20 @@ func TestWestonCalculatorThroughATSPI(t *testing.T) {
 	if len(obs.Controls) < 20 {
 		t.Fatalf("kept %d controls; want a whole keypad:\n%s", len(obs.Controls), obs.Text())
 	}
-	if obs.PNG != nil || !strings.Contains(obs.Text(), "No screenshot: take a screenshot: the Wayland compositor at") {
-		t.Fatalf("weston gave a screenshot, or the observation does not say why not:\n%s", obs.Text())
+	text, _, err := obs.Page(Page{}) // what the model reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.PNG != nil || !strings.Contains(text, "No screenshot: take a screenshot: the Wayland compositor at") {
+		t.Fatalf("weston gave a screenshot, or the observation does not say why not:\n%s", text)
 	}
 	for _, key := range []string{"6", "*", "7", "="} {
-		if _, err := d.Click(ctx, mustFind(t, obs, "toggle button", key).ID, "", 1); err != nil {
+		if _, err := d.Click(ctx, Target{ID: mustFind(t, obs, "toggle button", key).ID}, "", 1); err != nil {
 			t.Fatalf("click %q: %v", key, err)
 		}
 	}
 	waitDisplay(t, d, w, "42")
-	if _, err := d.Keys(ctx, 0, w.ID, []string{"Escape"}, false); err == nil || !strings.Contains(err.Error(), "offers no virtual keyboard") {
+	if _, err := d.Keys(ctx, Target{}, w.ID, []string{"Escape"}, false); err == nil || !strings.Contains(err.Error(), "offers no virtual keyboard") {
 		t.Fatalf("press_keys under weston: %v", err)
 	}
 }
@@ -260,7 +264,7 @@ func TestWaylandSelectSetValueScroll(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eff, err := d.Select(ctx, mustFind(t, obs, "page tab", "Second").ID)
+			eff, err := d.Select(ctx, Target{ID: mustFind(t, obs, "page tab", "Second").ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +283,7 @@ func TestWaylandSelectSetValueScroll(t *testing.T) {
 			if slider.ID == 0 || bar.ID == 0 || bar.Value == nil {
 				t.Fatalf("no slider or vertical scroll bar with a value in:\n%s", obs.Text())
 			}
-			eff, err = d.SetValue(ctx, slider.ID, "42")
+			eff, err = d.SetValue(ctx, Target{ID: slider.ID}, "42")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +295,7 @@ func TestWaylandSelectSetValueScroll(t *testing.T) {
 			}
 			painted(t, d, w) // placed where sway shows it, so the wheel turns over the list
 			before := *bar.Value
-			eff, err = d.Scroll(ctx, bar.ID, "", "down", 5)
+			eff, err = d.Scroll(ctx, Target{ID: bar.ID}, "", "down", 5)
 			if err != nil {
 				t.Fatal(err)
 			}

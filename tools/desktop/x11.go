@@ -7,11 +7,15 @@ import (
 	"io"
 	"log"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 )
@@ -34,7 +38,14 @@ type display struct {
 	minKey  xproto.Keycode
 	perKey  int
 	keysyms []xproto.Keysym // (maxKey-minKey+1)*perKey
-	spare   xproto.Keycode  // a keycode with no keysyms, for characters the map lacks
+	// spares are the keycodes the map leaves empty, least recently bound
+	// first: characters the map lacks are bound to them for typing.
+	spares []xproto.Keycode
+	bound  map[xproto.Keysym]xproto.Keycode
+
+	damage  bool                    // the server has the DAMAGE extension
+	damages chan damage.NotifyEvent // damage events, from the event pump
+	ended   atomic.Bool             // the connection has closed
 }
 
 func dialX(name string) (*display, error) {
@@ -53,15 +64,52 @@ func dialX(name string) (*display, error) {
 		return nil, fmt.Errorf("the X display %s lacks the XTEST extension, needed for input: %w", name, err)
 	}
 	setup := xproto.Setup(conn)
-	d := &display{name: name, conn: conn, screen: setup.DefaultScreen(conn), minKey: setup.MinKeycode}
+	d := &display{name: name, conn: conn, screen: setup.DefaultScreen(conn), minKey: setup.MinKeycode,
+		bound: map[xproto.Keysym]xproto.Keycode{}, damages: make(chan damage.NotifyEvent, 1024)}
 	if err := d.loadKeymap(setup.MaxKeycode); err != nil {
 		conn.Close()
 		return nil, err
 	}
+	if damage.Init(conn) == nil {
+		_, err := damage.QueryVersion(conn, 1, 1).Reply()
+		d.damage = err == nil
+	}
+	go d.pump()
 	return d, nil
 }
 
-func (d *display) Close() { d.conn.Close() }
+// pump reads the connection's events for as long as it is open: damage
+// reports go to whoever waits for a repaint, the rest (errors of requests
+// nobody checks) are dropped, so that the queue never fills.
+func (d *display) pump() {
+	for {
+		ev, err := d.conn.WaitForEvent()
+		if ev == nil && err == nil {
+			d.ended.Store(true)
+			return
+		}
+		if dn, ok := ev.(damage.NotifyEvent); ok {
+			select {
+			case d.damages <- dn:
+			default: // nobody is waiting for this many
+			}
+		}
+	}
+}
+
+func (d *display) closed() bool { return d.ended.Load() }
+
+// Close gives the spare keycodes back their empty mapping and closes the
+// connection.
+func (d *display) Close() {
+	d.mu.Lock()
+	for sym, code := range d.bound {
+		_ = xproto.ChangeKeyboardMappingChecked(d.conn, 1, code, byte(d.perKey), make([]xproto.Keysym, d.perKey)).Check()
+		delete(d.bound, sym)
+	}
+	d.mu.Unlock()
+	d.conn.Close()
+}
 
 func (d *display) root() xproto.Window { return d.screen.Root }
 
@@ -140,16 +188,10 @@ func (d *display) loadKeymap(maxKey xproto.Keycode) error {
 		return d.xerr("read the keyboard map", err)
 	}
 	d.perKey, d.keysyms = int(rep.KeysymsPerKeycode), rep.Keysyms
-	for i := n - 1; i >= 0; i-- {
-		empty := true
-		for j := 0; j < d.perKey; j++ {
-			if d.keysyms[i*d.perKey+j] != 0 {
-				empty = false
-			}
-		}
-		if empty {
-			d.spare = d.minKey + xproto.Keycode(i)
-			break
+	// Keycode 8, the lowest X allows, is left alone: some toolkits ignore it.
+	for i := 1; i < n; i++ {
+		if !slices.ContainsFunc(d.keysyms[i*d.perKey:(i+1)*d.perKey], func(k xproto.Keysym) bool { return k != 0 }) {
+			d.spares = append(d.spares, d.minKey+xproto.Keycode(i))
 		}
 	}
 	return nil
@@ -168,25 +210,20 @@ func (d *display) keycode(sym xproto.Keysym) (xproto.Keycode, bool, bool) {
 }
 
 // press types one chord: modifiers held while the key goes down and up.
+// A key the map lacks is bound to a spare keycode first.
 func (d *display) press(mods []xproto.Keysym, key xproto.Keysym) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.bind([]xproto.Keysym{key}); err != nil {
+		return err
+	}
+	return d.pressLocked(mods, key)
+}
+
+func (d *display) pressLocked(mods []xproto.Keysym, key xproto.Keysym) error {
 	code, shift, ok := d.keycode(key)
 	if !ok {
-		// Bind the spare keycode to the keysym for this press.
-		if d.spare == 0 {
-			return fmt.Errorf("the keyboard map of %s has no key for keysym %#x and no free key to bind it to", d.name, key)
-		}
-		syms := make([]xproto.Keysym, d.perKey)
-		syms[0] = key
-		if d.perKey > 1 {
-			syms[1] = key
-		}
-		if err := xproto.ChangeKeyboardMappingChecked(d.conn, 1, d.spare, byte(d.perKey), syms).Check(); err != nil {
-			return d.xerr("bind a key", err)
-		}
-		copy(d.keysyms[int(d.spare-d.minKey)*d.perKey:], syms)
-		code = d.spare
+		return fmt.Errorf("the keyboard map of %s has no key for keysym %#x", d.name, key)
 	}
 	var held []xproto.Keycode
 	if shift {
@@ -215,14 +252,107 @@ func (d *display) press(mods []xproto.Keysym, key xproto.Keysym) error {
 	return d.xerr("type a key", err)
 }
 
-// typeText types s one character at a time.
+// errTooManyKeys is text with more distinct characters outside the
+// keyboard map than there are spare keycodes to bind them to.
+var errTooManyKeys = errors.New("too many distinct characters outside the keyboard map")
+
+// missing counts the distinct keysyms of syms that the map lacks.
+func (d *display) missing(syms []xproto.Keysym) int {
+	seen := map[xproto.Keysym]bool{}
+	for _, s := range syms {
+		if _, _, ok := d.keycode(s); !ok {
+			seen[s] = true
+		}
+	}
+	return len(seen)
+}
+
+// bind makes every keysym of syms typeable, binding those the map lacks
+// to spare keycodes, each to its own. An application translates a key
+// press with the map it holds when it reads the event, so a keycode is
+// never bound twice for one text (the earlier presses would read the
+// later binding): text needing more keycodes than there are spares is
+// refused with errTooManyKeys. Keycodes bound for earlier texts are
+// reused least recently bound first.
+func (d *display) bind(syms []xproto.Keysym) error {
+	need := map[xproto.Keysym]bool{}
+	var order []xproto.Keysym
+	for _, s := range syms {
+		if _, _, ok := d.keycode(s); !ok && !need[s] {
+			need[s] = true
+			order = append(order, s)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	if len(order) > len(d.spares) {
+		if len(d.spares) == 0 {
+			return fmt.Errorf("the keyboard map of %s has no key for keysym %#x and no free key to bind it to", d.name, order[0])
+		}
+		return fmt.Errorf("%w: %d, and the keyboard map of %s has %d free keys", errTooManyKeys, len(order), d.name, len(d.spares))
+	}
+	inUse := map[xproto.Keycode]bool{}
+	for _, s := range syms {
+		if code, ok := d.bound[s]; ok {
+			inUse[code] = true
+		}
+	}
+	for _, sym := range order {
+		i := slices.IndexFunc(d.spares, func(c xproto.Keycode) bool { return !inUse[c] })
+		code := d.spares[i]
+		d.spares = append(slices.Delete(d.spares, i, i+1), code) // now the most recently bound
+		inUse[code] = true
+		for old, c := range d.bound {
+			if c == code {
+				delete(d.bound, old)
+			}
+		}
+		keys := make([]xproto.Keysym, d.perKey)
+		keys[0] = sym
+		if d.perKey > 1 {
+			keys[1] = sym
+		}
+		if err := xproto.ChangeKeyboardMappingChecked(d.conn, 1, code, byte(d.perKey), keys).Check(); err != nil {
+			return d.xerr("bind a key", err)
+		}
+		copy(d.keysyms[int(code-d.minKey)*d.perKey:], keys)
+		d.bound[sym] = code
+	}
+	return nil
+}
+
+// typeText types s one character at a time, through the keyboard map
+// (with the characters it lacks bound to spare keycodes first).
 func (d *display) typeText(s string) error {
-	for _, r := range s {
-		if err := d.press(nil, runeKeysym(r)); err != nil {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	syms := textKeysyms(s)
+	if err := d.bind(syms); err != nil {
+		return err
+	}
+	for _, sym := range syms {
+		if err := d.pressLocked(nil, sym); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// canType reports whether s can be typed whole through the keyboard map
+// and its spare keycodes.
+func (d *display) canType(s string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.missing(textKeysyms(s)) <= len(d.spares)
+}
+
+func textKeysyms(s string) []xproto.Keysym {
+	syms := make([]xproto.Keysym, 0, len(s))
+	for _, r := range s {
+		syms = append(syms, runeKeysym(r))
+	}
+	return syms
 }
 
 // Keysyms Saucer names (X11's keysymdef.h values).
@@ -303,14 +433,19 @@ func (d *display) atom(name string) (xproto.Atom, error) {
 // sway) a container, whose id is then sway's.
 type xwin struct {
 	id    xproto.Window
+	top   xproto.Window // its ancestor among the root's children (a frame, or itself)
 	pid   uint32
 	title string
-	box   Rect // where its content is on the screen, where the server says (sway)
+	// box is where its content is on the screen: X11 gives it for every
+	// window, sway for its containers.
+	box Rect
+	// startupID is its startup notification id (_NET_STARTUP_ID).
+	startupID string
 }
 
-// topLevels lists the client windows: those a window manager lists in
-// _NET_CLIENT_LIST, else the root's mapped children and their children
-// (a reparenting manager's frames hold the clients).
+// topLevels lists the client windows: the root's mapped children with a
+// process id (_NET_WM_PID), else their children that have one (a
+// reparenting window manager's frames hold the clients).
 func (d *display) topLevels() ([]xwin, error) {
 	pidAtom, err := d.atom("_NET_WM_PID")
 	if err != nil {
@@ -318,54 +453,236 @@ func (d *display) topLevels() ([]xwin, error) {
 	}
 	nameAtom, _ := d.atom("_NET_WM_NAME")
 	utf8Atom, _ := d.atom("UTF8_STRING")
+	startupAtom, _ := d.atom("_NET_STARTUP_ID")
+	leaderAtom, _ := d.atom("WM_CLIENT_LEADER")
 	tree, err := xproto.QueryTree(d.conn, d.root()).Reply()
 	if err != nil {
 		return nil, d.xerr("list windows", err)
 	}
 	var out []xwin
-	var look func(w xproto.Window, depth int)
-	look = func(w xproto.Window, depth int) {
-		attr, err := xproto.GetWindowAttributes(d.conn, w).Reply()
-		if err != nil || attr.MapState != xproto.MapStateViewable {
-			return
+	var look func(ws []xproto.Window, top []xproto.Window, depth int)
+	look = func(ws []xproto.Window, tops []xproto.Window, depth int) {
+		// Every window's requests in flight together.
+		attrs := make([]xproto.GetWindowAttributesCookie, len(ws))
+		pids := make([]xproto.GetPropertyCookie, len(ws))
+		for i, w := range ws {
+			attrs[i] = xproto.GetWindowAttributes(d.conn, w)
+			pids[i] = xproto.GetProperty(d.conn, false, w, pidAtom, xproto.AtomCardinal, 0, 1)
 		}
-		p, err := xproto.GetProperty(d.conn, false, w, pidAtom, xproto.AtomCardinal, 0, 1).Reply()
-		if err == nil && p.ValueLen == 1 && len(p.Value) >= 4 {
-			x := xwin{id: w, pid: xgb.Get32(p.Value)}
-			if t, err := xproto.GetProperty(d.conn, false, w, nameAtom, utf8Atom, 0, 256).Reply(); err == nil && t.ValueLen > 0 {
-				x.title = string(t.Value)
-			} else if t, err := xproto.GetProperty(d.conn, false, w, xproto.AtomWmName, xproto.AtomString, 0, 256).Reply(); err == nil {
-				x.title = string(t.Value)
+		var found []xwin
+		var deeper, deeperTops []xproto.Window
+		for i, w := range ws {
+			attr, err1 := attrs[i].Reply()
+			p, err2 := pids[i].Reply()
+			if err1 != nil || attr.MapState != xproto.MapStateViewable {
+				continue
 			}
-			out = append(out, x)
-			return
-		}
-		if depth == 0 {
-			if kids, err := xproto.QueryTree(d.conn, w).Reply(); err == nil {
-				for _, k := range kids.Children {
-					look(k, 1)
+			if err2 == nil && p.ValueLen == 1 && len(p.Value) >= 4 {
+				found = append(found, xwin{id: w, top: tops[i], pid: xgb.Get32(p.Value)})
+				continue
+			}
+			if depth == 0 {
+				if kids, err := xproto.QueryTree(d.conn, w).Reply(); err == nil {
+					deeper = append(deeper, kids.Children...)
+					for range kids.Children {
+						deeperTops = append(deeperTops, w)
+					}
 				}
 			}
 		}
+		titles := make([]xproto.GetPropertyCookie, len(found))
+		startups := make([]xproto.GetPropertyCookie, len(found))
+		leaders := make([]xproto.GetPropertyCookie, len(found))
+		geoms := make([]xproto.GetGeometryCookie, len(found))
+		origins := make([]xproto.TranslateCoordinatesCookie, len(found))
+		for i, x := range found {
+			titles[i] = xproto.GetProperty(d.conn, false, x.id, nameAtom, utf8Atom, 0, 256)
+			startups[i] = xproto.GetProperty(d.conn, false, x.id, startupAtom, utf8Atom, 0, 64)
+			leaders[i] = xproto.GetProperty(d.conn, false, x.id, leaderAtom, xproto.AtomWindow, 0, 1)
+			geoms[i] = xproto.GetGeometry(d.conn, xproto.Drawable(x.id))
+			origins[i] = xproto.TranslateCoordinates(d.conn, x.id, d.root(), 0, 0)
+		}
+		for i := range found {
+			x := &found[i]
+			if t, err := titles[i].Reply(); err == nil && t.ValueLen > 0 {
+				x.title = string(t.Value)
+			} else if t, err := xproto.GetProperty(d.conn, false, x.id, xproto.AtomWmName, xproto.AtomString, 0, 256).Reply(); err == nil {
+				x.title = string(t.Value)
+			}
+			if st, err := startups[i].Reply(); err == nil {
+				x.startupID = string(st.Value)
+			}
+			// GTK 4 puts the startup id of its latest activation on its
+			// client leader window, not on the window opened for it.
+			if l, err := leaders[i].Reply(); err == nil && x.startupID == "" && l.ValueLen == 1 && len(l.Value) >= 4 {
+				leader := xproto.Window(xgb.Get32(l.Value))
+				if st, err := xproto.GetProperty(d.conn, false, leader, startupAtom, utf8Atom, 0, 64).Reply(); err == nil {
+					x.startupID = string(st.Value)
+				}
+			}
+			g, err1 := geoms[i].Reply()
+			o, err2 := origins[i].Reply()
+			if err1 == nil && err2 == nil {
+				x.box = Rect{int(o.DstX), int(o.DstY), int(g.Width), int(g.Height)}
+			}
+		}
+		out = append(out, found...)
+		if len(deeper) > 0 {
+			look(deeper, deeperTops, 1)
+		}
 	}
-	for _, w := range tree.Children {
-		look(w, 0)
+	look(tree.Children, tree.Children, 0)
+	return out, nil
+}
+
+// covered returns the parts of x's box that windows of other processes
+// stacked above it cover (windows of its own process, such as its open
+// menus, are part of what its user sees).
+func (d *display) covered(x xwin) ([]Rect, error) {
+	tree, err := xproto.QueryTree(d.conn, d.root()).Reply()
+	if err != nil {
+		return nil, d.xerr("list windows", err)
+	}
+	i := slices.Index(tree.Children, x.top)
+	if i < 0 {
+		return nil, nil
+	}
+	above := tree.Children[i+1:]
+	attrs := make([]xproto.GetWindowAttributesCookie, len(above))
+	geoms := make([]xproto.GetGeometryCookie, len(above))
+	for j, w := range above {
+		attrs[j] = xproto.GetWindowAttributes(d.conn, w)
+		geoms[j] = xproto.GetGeometry(d.conn, xproto.Drawable(w))
+	}
+	xs, err := d.topLevels()
+	if err != nil {
+		return nil, err
+	}
+	pidOf := map[xproto.Window]uint32{}
+	for _, o := range xs {
+		pidOf[o.top] = o.pid
+	}
+	var out []Rect
+	for j, w := range above {
+		attr, err1 := attrs[j].Reply()
+		g, err2 := geoms[j].Reply()
+		if err1 != nil || err2 != nil || attr.MapState != xproto.MapStateViewable || attr.Class == xproto.WindowClassInputOnly {
+			continue
+		}
+		if p, ok := pidOf[w]; ok && p == x.pid {
+			continue
+		}
+		r := clip(Rect{int(g.X), int(g.Y), int(g.Width) + 2*int(g.BorderWidth), int(g.Height) + 2*int(g.BorderWidth)}, x.box)
+		r = clip(r, Rect{0, 0, int(d.screen.WidthInPixels), int(d.screen.HeightInPixels)}) // nothing repaints off screen
+		if !r.empty() {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
 
-// raise puts w on top and gives it the input focus; with a window
-// manager running, it also asks the manager through _NET_ACTIVE_WINDOW.
-func (d *display) raise(w xproto.Window) error {
-	if active, err := d.atom("_NET_ACTIVE_WINDOW"); err == nil {
-		ev := xproto.ClientMessageEvent{Format: 32, Window: w, Type: active,
-			Data: xproto.ClientMessageDataUnionData32New([]uint32{2, 0, 0, 0, 0})}
-		xproto.SendEvent(d.conn, false, d.root(), xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes()))
+// bringToFront raises x when windows of other processes cover it, and
+// waits until its application has repainted what they covered (the X
+// DAMAGE extension reports each part it draws), at most timeout. It
+// returns why the picture may be stale, or "".
+func (d *display) bringToFront(x xwin, timeout time.Duration) (string, error) {
+	stale, err := d.covered(x)
+	if err != nil || len(stale) == 0 {
+		return "", err
 	}
+	if !d.damage {
+		if err := d.raise(x.top); err != nil {
+			return "", err
+		}
+		return "the X server has no DAMAGE extension, so the screenshot was taken without waiting for the raised window to repaint", nil
+	}
+	id, err := damage.NewDamageId(d.conn)
+	if err != nil {
+		return "", d.xerr("watch a window's repaint", err)
+	}
+	if err := damage.CreateChecked(d.conn, id, xproto.Drawable(x.id), damage.ReportLevelRawRectangles).Check(); err != nil {
+		return "", d.xerr("watch a window's repaint", err)
+	}
+	defer damage.Destroy(d.conn, id)
+	if err := d.raise(x.top); err != nil {
+		return "", err
+	}
+	// What the server paints itself when it raises the window (the
+	// window's background) is not the application's repaint. The server
+	// paints after handling the requests it read with the raise, and
+	// stamps each event with the sequence number of this connection's
+	// last request handled: a second round trip, sent once the first is
+	// answered, is handled after that painting, so the application's
+	// repaint is what comes stamped with it or later.
+	if _, err := xproto.GetInputFocus(d.conn).Reply(); err != nil {
+		return "", d.xerr("raise a window", err)
+	}
+	sync := xproto.GetInputFocus(d.conn)
+	if _, err := sync.Reply(); err != nil {
+		return "", d.xerr("raise a window", err)
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for len(stale) > 0 {
+		select {
+		case ev := <-d.damages:
+			if ev.Damage != id || int16(ev.Sequence-sync.Sequence) < 0 {
+				continue
+			}
+			a := ev.Area
+			painted := Rect{x.box.X + int(a.X), x.box.Y + int(a.Y), int(a.Width), int(a.Height)}
+			var left []Rect
+			for _, r := range stale {
+				left = append(left, subtract(r, painted)...)
+			}
+			stale = left
+		case <-deadline.C:
+			return fmt.Sprintf("the window did not finish repainting within %s of being raised (its application may be busy): parts of the screenshot may still show the windows that covered it", timeout), nil
+		}
+	}
+	return "", nil
+}
+
+// subtract returns the parts of r outside cut, as up to four rectangles.
+func subtract(r, cut Rect) []Rect {
+	in := clip(r, cut)
+	if in.empty() {
+		return []Rect{r}
+	}
+	var out []Rect
+	add := func(x Rect) {
+		if !x.empty() {
+			out = append(out, x)
+		}
+	}
+	add(Rect{r.X, r.Y, r.W, in.Y - r.Y})                          // above
+	add(Rect{r.X, in.Y + in.H, r.W, r.Y + r.H - (in.Y + in.H)})   // below
+	add(Rect{r.X, in.Y, in.X - r.X, in.H})                        // left
+	add(Rect{in.X + in.W, in.Y, r.X + r.W - (in.X + in.W), in.H}) // right
+	return out
+}
+
+// raise puts w (a child of the root) on top of its siblings.
+func (d *display) raise(w xproto.Window) error {
 	if err := xproto.ConfigureWindowChecked(d.conn, w, xproto.ConfigWindowStackMode, []uint32{xproto.StackModeAbove}).Check(); err != nil {
 		return d.xerr("raise a window", err)
 	}
-	if err := xproto.SetInputFocusChecked(d.conn, xproto.InputFocusPointerRoot, w, xproto.TimeCurrentTime).Check(); err != nil {
+	return nil
+}
+
+// activate raises x and gives it the input focus, for input; with a
+// window manager running, it also asks the manager through
+// _NET_ACTIVE_WINDOW.
+func (d *display) activate(x xwin) error {
+	if active, err := d.atom("_NET_ACTIVE_WINDOW"); err == nil {
+		ev := xproto.ClientMessageEvent{Format: 32, Window: x.id, Type: active,
+			Data: xproto.ClientMessageDataUnionData32New([]uint32{2, 0, 0, 0, 0})}
+		xproto.SendEvent(d.conn, false, d.root(), xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes()))
+	}
+	if err := d.raise(x.top); err != nil {
+		return err
+	}
+	if err := xproto.SetInputFocusChecked(d.conn, xproto.InputFocusPointerRoot, x.id, xproto.TimeCurrentTime).Check(); err != nil {
 		return d.xerr("focus a window", err)
 	}
 	return nil

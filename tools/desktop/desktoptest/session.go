@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,3 +96,21 @@ func (s *Session) Close() { s.d.Close() }
 
 // Pids are the process ids the session started (to check none is left).
 func (s *Session) Pids() []int { return s.d.Pids() }
+
+// PrepareLibreOffice writes a LibreOffice profile for the session's user
+// that opens documents at once: no tip-of-the-day dialog, no recovery
+// offer.
+func (s *Session) PrepareLibreOffice() error {
+	dir := filepath.Join(s.dir, "config", "libreoffice", "4", "user")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	const xcu = `<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Recovery/RecoveryInfo"><prop oor:name="Enabled" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+`
+	return os.WriteFile(filepath.Join(dir, "registrymodifications.xcu"), []byte(xcu), 0o644)
+}

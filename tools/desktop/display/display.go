@@ -106,11 +106,13 @@ type Display struct {
 	// person's, while their files stay the person's.
 	SessionEnv []string
 
-	dir   string
-	tag   string
-	mu    sync.Mutex
-	procs []*proc
-	ended bool
+	dir string
+	tag string
+	// a11yAddr is the AT-SPI bus's address, once it is up.
+	a11yAddr string
+	mu       sync.Mutex
+	procs    []*proc
+	ended    bool
 }
 
 // proc is a started process and a channel closed when it has exited.
@@ -173,6 +175,15 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 	}
 	if err := waitFor(ctx, 15*time.Second, d.a11yReady); err != nil {
 		return nil, fmt.Errorf("the AT-SPI bus did not come up: %w", err)
+	}
+	// The applications are given this AT-SPI bus's address rather than an
+	// empty one: GTK 4 takes an empty AT_SPI_BUS_ADDRESS as the address
+	// and then has no accessibility at all ("Unrecognized accessibility
+	// backend").
+	for _, env := range [][]string{d.SessionEnv, d.Env} {
+		if i := slices.Index(env, "AT_SPI_BUS_ADDRESS="); i >= 0 {
+			env[i] = "AT_SPI_BUS_ADDRESS=" + d.a11yAddr
+		}
 	}
 	return d, nil
 }
@@ -492,6 +503,7 @@ func (d *Display) a11yReady() error {
 	if err := conn.Object("org.a11y.Bus", "/org/a11y/bus").Call("org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
 		return err
 	}
+	d.a11yAddr = addr
 	a11y, err := dbus.Connect(addr)
 	if err != nil {
 		return err

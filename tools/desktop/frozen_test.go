@@ -1,0 +1,204 @@
+package desktop
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFrozenAppCostsOneApp stops an application (SIGSTOP) and checks that
+// only it is affected: it is listed as not responding, its window and
+// controls fail at once with that reason, the application launched after
+// it is listed and driven as usual, and no call waits on the stopped one
+// once it is known (it is probed, not asked). Once continued, it is back.
+func TestFrozenAppCostsOneApp(t *testing.T) {
+	_, d := start(t, "galculator", "mousepad")
+	ctx := context.Background()
+	calc := launch(t, d, "galculator")
+	editor := launch(t, d, "mousepad")
+	obs, err := d.Observe(ctx, calc.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seven := mustFind(t, obs, "toggle button", "7")
+	if calc.PID <= 0 {
+		t.Fatalf("galculator's window has no process id (%d): refusing to signal it", calc.PID)
+	}
+	if err := syscall.Kill(calc.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	continued := false
+	t.Cleanup(func() {
+		if !continued {
+			syscall.Kill(calc.PID, syscall.SIGCONT)
+		}
+	})
+
+	listing := func() map[string]Window {
+		t.Helper()
+		ws, err := d.Windows(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]Window{}
+		for _, w := range ws {
+			m[w.ID] = w
+		}
+		return m
+	}
+	ws := listing()
+	if w, ok := ws[calc.ID]; !ok || !w.NotResponding {
+		t.Fatalf("the stopped galculator's window is %+v (listed: %v), want it listed as not responding", w, ok)
+	}
+	if w, ok := ws[editor.ID]; !ok || w.NotResponding {
+		t.Fatalf("mousepad, launched after galculator, is %+v (listed: %v), want it listed and responding", w, ok)
+	}
+	app := d.apps[calc.ref.Bus]
+	probe := app.probe
+	if probe == nil {
+		t.Fatal("the stopped application has no probe")
+	}
+	// Known to be frozen, it is not asked again: the same probe stands.
+	for range 3 {
+		ws = listing()
+		if !ws[calc.ID].NotResponding || ws[editor.ID].NotResponding {
+			t.Fatalf("listing: %+v", ws)
+		}
+		if app.probe != probe {
+			t.Fatal("the stopped application was asked again (a new probe) instead of waiting for the first")
+		}
+	}
+	if _, err := d.Observe(ctx, calc.ID, ObserveOptions{}); err == nil || !strings.Contains(err.Error(), "galculator") || !strings.Contains(err.Error(), "is not responding") {
+		t.Fatalf("observing the stopped application's window: %v", err)
+	}
+	if _, err := d.Click(ctx, Target{ID: seven.ID}, "", 1); err == nil || !strings.Contains(err.Error(), "is not responding") {
+		t.Fatalf("clicking a control of the stopped application: %v", err)
+	}
+	// The other application works as usual.
+	eff, err := d.Type(ctx, Target{}, editor.ID, "still here", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eff.Focused == nil || eff.Focused.Text != "still here" {
+		t.Fatalf("typing into mousepad beside a stopped application: %+v", eff.Focused)
+	}
+	// Continued, it answers the probe and is back.
+	if err := syscall.Kill(calc.PID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	continued = true
+	<-probe.done
+	if probe.err != nil {
+		t.Fatalf("the probe failed: %v", probe.err)
+	}
+	if w := listing()[calc.ID]; w.NotResponding {
+		t.Fatalf("galculator answered its probe but is still listed as not responding: %+v", w)
+	}
+	if _, err := d.Click(ctx, Target{ID: seven.ID}, "", 1); err != nil {
+		t.Fatalf("clicking 7 once galculator is back: %v", err)
+	}
+}
+
+// TestSlowAppIsWaitedOn: an application that answers nothing and uses no
+// processor for a while (its main loop waits 1.5 s, as one waiting on a
+// slow peer does, or on a loaded machine) is waited on, not called not
+// responding after a fraction of a second; one that stays so (a
+// deadlock) is not responding, and the other applications still work.
+func TestSlowAppIsWaitedOn(t *testing.T) {
+	_, d := start(t, "/usr/bin/python3", "galculator")
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "marker")
+	if err := syscall.Mkfifo(marker, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := os.OpenFile(marker, os.O_RDWR, 0) // read-write: opening waits for no writer
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	w := launch(t, d, "/usr/bin/python3", "testdata/sleepy.py", marker)
+	calc := launch(t, d, "galculator")
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.PID <= 0 {
+		t.Fatalf("the window has no process id (%d): refusing to signal it", w.PID)
+	}
+	// The application says "asleep" down a pipe before each sleep.
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	asleep := func() {
+		t.Helper()
+		select {
+		case <-lines:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the application did not go to sleep in 30 s")
+		}
+	}
+	if err := syscall.Kill(w.PID, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	asleep()
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatalf("observing an application asleep for 1.5 s: %v", err)
+	}
+	mustFind(t, obs, "push button", "Hello")
+
+	if err := syscall.Kill(w.PID, syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(w.PID, syscall.SIGKILL) })
+	asleep()
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err == nil || !strings.Contains(err.Error(), "is not responding") {
+		t.Fatalf("observing an application asleep for minutes: %v", err)
+	}
+	if _, err := d.Observe(ctx, calc.ID, ObserveOptions{}); err != nil {
+		t.Fatalf("observing galculator beside a hung application: %v", err)
+	}
+}
+
+// TestTreeReusedForALimitedTime: a window's tree is reused while its
+// application sends no event that changes it, but not past maxTreeAge,
+// against a toolkit that sends none.
+func TestTreeReusedForALimitedTime(t *testing.T) {
+	_, d := start(t, "galculator")
+	ctx := context.Background()
+	w := launch(t, d, "galculator")
+	reused := func() bool {
+		t.Helper()
+		obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustFind(t, obs, "toggle button", "7")
+		return obs.Reused
+	}
+	reused()
+	// An application still settling sends events for a while: the tree
+	// is reused once two observations meet no event between them.
+	for try := 0; !reused(); try++ {
+		if try == 20 {
+			t.Fatal("galculator's tree was never reused in 20 observations")
+		}
+	}
+	d.mu.Lock()
+	for r, rt := range d.trees {
+		rt.at = rt.at.Add(-maxTreeAge)
+		d.trees[r] = rt
+	}
+	d.mu.Unlock()
+	if reused() {
+		t.Fatalf("a tree read %s ago was reused", maxTreeAge)
+	}
+}

@@ -1,0 +1,414 @@
+package desktop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// launched is an application started by launch_app.
+type launched struct {
+	cmd    *exec.Cmd
+	done   chan struct{}
+	stderr *tail
+	// startupID is the startup notification id it was given
+	// (DESKTOP_STARTUP_ID): toolkits put it on the windows they open for
+	// it (_NET_STARTUP_ID), even when another process opens them.
+	startupID string
+}
+
+func (p *launched) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its group
+}
+
+// owns reports whether process pid belongs to this launch: the process
+// started, one in its process group (what it forks stays there unless it
+// makes a group of its own, as `sh -c 'app &'` and soffice's launcher
+// do not), or one of its descendants.
+func (p *launched) owns(pid int) bool {
+	root := p.cmd.Process.Pid
+	if pid <= 0 {
+		return false
+	}
+	if pid == root {
+		return true
+	}
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == root {
+		return true
+	}
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid = parentPID(pid); pid == root {
+			return true
+		}
+	}
+	return false
+}
+
+// parentPID reads a process's parent from /proc (0 if it is gone).
+func parentPID(pid int) int {
+	f := procStat(pid) // state ppid ...
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// launchedWindow reports whether w is a window of something this
+// desktop launched: by its process, or by the startup id on its X window.
+func (d *Desktop) launchedWindow(w Window) bool {
+	for _, p := range d.launched {
+		if p.owns(w.PID) {
+			return true
+		}
+	}
+	if xw, ok := d.xwindow(w); ok && xw.startupID != "" {
+		for _, p := range d.launched {
+			if p.startupID == xw.startupID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+var launches atomic.Int64
+
+// a11yEnv turns accessibility on in what a desktop launches: GTK 2/3's
+// bridge, Qt's, Chromium's and Electron's browser side (the page side
+// needs --force-renderer-accessibility, added for programs known to be
+// Chromium), and LibreOffice's GTK 3 front end, whose accessibility
+// bridge is the one that reaches AT-SPI (its plain X11 one does not).
+func a11yEnv() []string {
+	env := []string{"NO_AT_BRIDGE=0", "GTK_MODULES=gail:atk-bridge", "GNOME_ACCESSIBILITY=1", "ACCESSIBILITY_ENABLED=1",
+		"QT_ACCESSIBILITY=1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"}
+	if os.Getenv("SAL_USE_VCLPLUGIN") == "" {
+		env = append(env, "SAL_USE_VCLPLUGIN=gtk3")
+	}
+	return env
+}
+
+// chromiumFlag is what Chromium-based programs need to expose their
+// pages' content to AT-SPI.
+const chromiumFlag = "--force-renderer-accessibility"
+
+// isChromium reports whether program is a Chromium browser or an
+// Electron application: by name, or by the resource packs every Chromium
+// build ships beside its binary.
+func isChromium(program string) bool {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return false
+	}
+	base := filepath.Base(path)
+	for _, n := range []string{"chromium", "chromium-browser", "chrome", "google-chrome", "google-chrome-stable", "brave-browser", "microsoft-edge", "vivaldi", "electron"} {
+		if base == n {
+			return true
+		}
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		for _, pak := range []string{"chrome_100_percent.pak", "resources.pak"} {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(real), pak)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Launch starts an application (a command line, or a desktop file's
+// Exec) and waits for its first window: a new window of the process
+// started, of a process it forked or started (through a shell, a
+// launcher script, a desktop file whose Exec forks), or one carrying its
+// startup notification id (a single-instance application that hands the
+// request to its running instance). An application that shows no window
+// in time is stopped and reported.
+func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile string) (*Effect, error) {
+	if desktopFile != "" {
+		if len(command) > 0 {
+			return nil, errors.New("give a command or a desktop file, not both")
+		}
+		var err error
+		if command, err = desktopExec(desktopFile); err != nil {
+			return nil, err
+		}
+	}
+	if len(command) == 0 && desktopFile == "" {
+		command = d.opts.App
+	}
+	if len(command) == 0 {
+		return nil, errors.New("nothing to launch: give command (program and arguments) or desktop_file")
+	}
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	before, err := d.windows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := command[1:]
+	if isChromium(command[0]) && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
+		args = append([]string{chromiumFlag}, args...)
+	}
+	cmd := exec.Command(command[0], args...)
+	cmd.Env = append(os.Environ(), d.opts.Env...)
+	if d.opts.Display != "" {
+		cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
+	}
+	if d.opts.Wayland != "" {
+		cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
+	}
+	if d.opts.Bus != "" {
+		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
+	}
+	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail{},
+		startupID: fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))}
+	cmd.Env = append(append(cmd.Env, a11yEnv()...), "DESKTOP_STARTUP_ID="+p.startupID)
+	cmd.Dir = d.opts.Dir
+	cmd.Stderr = p.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", command[0], err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	d.launched = append(d.launched, p)
+	deadline := time.NewTimer(d.opts.LaunchTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(d.opts.Settle)
+	defer tick.Stop()
+	exited := false
+	done := p.done
+	var prev []Window
+	for {
+		select {
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-deadline.C:
+			if !exited {
+				p.stop()
+				return nil, fmt.Errorf("%s showed no window within %s; it was stopped%s", command[0], d.opts.LaunchTimeout, stderrNote(p))
+			}
+			return nil, fmt.Errorf("%s exited (%s) and no window of it appeared within %s%s", command[0], cmd.ProcessState, d.opts.LaunchTimeout, stderrNote(p))
+		case <-done:
+			// A launcher that forks and exits, or hands over to a
+			// running instance: its windows are found by process group,
+			// descent or startup id.
+			exited, done = true, nil
+			if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
+				return nil, fmt.Errorf("%s exited (%s) without showing a window%s", command[0], cmd.ProcessState, stderrNote(p))
+			}
+		case <-tick.C:
+		}
+		now, err := d.windows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opened, _ := diffWindows(before, now)
+		var xs []xwin
+		var mine []Window
+		for _, w := range opened {
+			if p.owns(w.PID) {
+				mine = append(mine, w)
+				continue
+			}
+			if xs == nil {
+				xs, _ = d.x.topLevels()
+			}
+			if xw, ok := matchWindow(xs, w); ok && xw.startupID == p.startupID {
+				mine = append(mine, w)
+			}
+		}
+		// Some applications replace their first window at once
+		// (LibreOffice's document window): a window counts once it is
+		// still there a settle time later.
+		if len(mine) > 0 && sameWindows(mine, prev) {
+			mine = d.settle(ctx, mine, deadline.C)
+			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), NewWindows: mine, Window: &mine[0]}, nil
+		}
+		prev = mine
+	}
+}
+
+// settle waits until the first of a launched application's windows reads
+// the same twice in a row (up to five reads, or until the launch's
+// deadline): some build their accessibility tree once asked (Chromium's
+// page arrives after its first read) or change their title as they
+// load. It returns the windows as they are then.
+func (d *Desktop) settle(ctx context.Context, ws []Window, deadline <-chan time.Time) []Window {
+	prev := ""
+	for range 5 {
+		obs, err := d.observe(ctx, ws[0], ObserveOptions{})
+		if err != nil {
+			break
+		}
+		text := obs.Window.Title + "\n" + obs.Text()
+		if text == prev {
+			break
+		}
+		prev = text
+		select {
+		case <-time.After(d.opts.Settle):
+		case <-deadline:
+			return ws
+		case <-ctx.Done():
+			return ws
+		}
+		if now, err := d.windows(ctx); err == nil {
+			for i := range ws {
+				for _, w := range now {
+					if w.ref == ws[i].ref {
+						ws[i] = w
+					}
+				}
+			}
+		}
+	}
+	return ws
+}
+
+func sameWindows(a, b []Window) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ref != b[i].ref {
+			return false
+		}
+	}
+	return true
+}
+
+func stderrNote(p *launched) string {
+	s := p.stderr.String()
+	if s == "" {
+		return ""
+	}
+	return "; its error output ends: " + s
+}
+
+// desktopExec reads the Exec line of a desktop file: a path, or a name
+// looked up in the XDG application folders.
+func desktopExec(name string) ([]string, error) {
+	path := name
+	if !strings.Contains(name, "/") {
+		if !strings.HasSuffix(name, ".desktop") {
+			name += ".desktop"
+		}
+		dirs := []string{filepath.Join(os.Getenv("HOME"), ".local/share/applications"), "/usr/local/share/applications", "/usr/share/applications"}
+		for _, dir := range dirs {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				path = filepath.Join(dir, name)
+				break
+			}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("desktop file %s: %w (give a path, or a name from /usr/share/applications)", name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	inEntry := false
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			inEntry = line == "[Desktop Entry]"
+			continue
+		}
+		if inEntry && strings.HasPrefix(line, "Exec=") {
+			args, err := execArgs(strings.TrimPrefix(line, "Exec="))
+			if err != nil {
+				return nil, fmt.Errorf("desktop file %s: %w", path, err)
+			}
+			if len(args) > 0 {
+				return args, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("desktop file %s has no Exec line in [Desktop Entry]", path)
+}
+
+// execArgs splits an Exec value as the desktop entry specification says:
+// first the escapes of every string value (\s \n \t \r \\), then
+// arguments separated by spaces, double quotes around one that holds
+// spaces (with \" \` \$ \\ escaped inside), and field codes (%f, %U, ...)
+// dropped, as Saucer opens no files through them; %% is a percent sign.
+func execArgs(s string) ([]string, error) {
+	s = strings.NewReplacer(`\\`, `\`, `\s`, " ", `\n`, "\n", `\t`, "\t", `\r`, "\r").Replace(s)
+	var args []string
+	var cur strings.Builder
+	inArg, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quoted && ch == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+		case ch == '"':
+			quoted, inArg = !quoted, true
+		case !quoted && ch == ' ':
+			if inArg {
+				args, inArg = append(args, cur.String()), false
+				cur.Reset()
+			}
+		case !quoted && ch == '%' && i+1 < len(s):
+			i++
+			if s[i] == '%' {
+				cur.WriteByte('%')
+				inArg = true
+			}
+		default:
+			cur.WriteByte(ch)
+			inArg = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("Exec %q has an unclosed quote", s)
+	}
+	if inArg && cur.Len() > 0 {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}
