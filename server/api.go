@@ -42,7 +42,7 @@ func writeError(w http.ResponseWriter, err error) {
 		status = http.StatusGone
 	case errors.Is(err, ErrBusy):
 		status = http.StatusTooManyRequests
-	case errors.Is(err, ErrNotRunning):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrCommandEnded), errors.Is(err, ErrNotCancelled):
 		status = http.StatusConflict
 	case errors.Is(err, ErrShuttingDown):
 		status = http.StatusServiceUnavailable

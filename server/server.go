@@ -251,6 +251,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
 		mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.routeTask(s.getTask)))
 		mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.routeTask(s.cancelTask)))
+		mux.HandleFunc("POST /api/tasks/{id}/commands/{call_id}/cancel", s.authed(s.routeTask(s.cancelCommand)))
 		mux.HandleFunc("GET /api/tasks/{id}/pending", s.authed(s.routeTask(s.listPending)))
 		mux.HandleFunc("POST /api/tasks/{id}/pending/{pid}", s.authed(s.routeTask(s.settlePending)))
 		s.consoleRoutes(mux)
