@@ -20,7 +20,8 @@ import (
 )
 
 // tidyScript asks a question, has one command approved and one declined,
-// then runs a long command (cat of a named pipe the test writes).
+// then runs a long command that prints two lines and waits (cat of a
+// named pipe the test writes).
 const tidyScript = `
 replies:
   - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Tidy the notes"}}]
@@ -33,7 +34,7 @@ replies:
       - {name: request_approval, arguments: {reason: "writes declined.txt"}}
       - {name: execute_command, arguments: {command: "echo no > declined.txt"}}
   - expect: "declined"
-    tool_calls: [{name: execute_command, arguments: {command: "cat pipe"}}]
+    tool_calls: [{name: execute_command, arguments: {command: "echo tidying 1; echo tidying 2; cat pipe"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "Notes tidied."}}]
   - tool_calls: [{name: finish_task, arguments: {result: "The notes are tidy."}}]
 `
@@ -45,6 +46,17 @@ replies:
   - tool_calls: [{name: ask_user, arguments: {question: "Shall I go on?"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "went on"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "done"}}]
+`
+
+// buildScript runs a command that prints two lines and would run for
+// ever: the person cancels it, and the agent finishes once it sees that.
+const buildScript = `
+replies:
+  - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Build it"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "echo building 1; echo building 2; while true; do sleep 0.05; done"}}]
+  - expect: "cancel"
+    tool_calls: [{name: finish_task, arguments: {result: "The build was cancelled."}}]
+  - tool_calls: [{name: finish_task, arguments: {result: "Build stopped as asked."}}]
 `
 
 // helloScript writes a file: its recording replays identically.
@@ -107,13 +119,16 @@ func TestConsoleShowsCostTruthfully(t *testing.T) {
 // would: a wrong key is refused and the right one lets in; a task is
 // dispatched from the page; its question is answered and one approval
 // approved (the command runs) and one declined with a key (the command
-// does not run); a long command is seen running; the steps come in with
-// their outputs; a task is cancelled; a recording is walked step by step
+// does not run); a long command is seen running, its output lines
+// streaming in; the steps come in with their outputs; a task is
+// cancelled; another task's long command is cancelled with its button
+// (the task goes on and completes); a recording is walked step by step
 // and replayed; an eval report opens. Each page passes axe-core without a
 // serious or critical violation.
 func TestConsoleInBrowser(t *testing.T) {
 	axe := axeScript(t)
-	s := newSite(t, scripts{"Tidy the notes": tidyScript, "Wait for me": waitScript, "Write hello": helloScript})
+	s := newSite(t, scripts{"Tidy the notes": tidyScript, "Wait for me": waitScript, "Write hello": helloScript,
+		"Build it": buildScript})
 	if err := syscall.Mkfifo(filepath.Join(s.dir, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +164,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.KeyEvent("d"),
 		waitFor(ctx, hasText("ul.settled li", "writes declined.txt: declined")))
 
-	// The long command: seen running, with its elapsed time, before it ends.
+	// The long command: seen running, with its elapsed time and the
+	// output lines it has printed so far, before it ends.
 	run(t, ctx, "the long command runs",
 		waitFor(ctx, hasText(`.live-cmd[data-state="running"]`, "shell.execute_command running")),
-		waitFor(ctx, hasText(`.live-cmd[data-state="running"] .elapsed`, "running for")))
+		waitFor(ctx, hasText(`.live-cmd[data-state="running"] .elapsed`, "running for")),
+		waitFor(ctx, hasText(`.live-cmd[data-state="running"] pre.lines`, "tidying 1\ntidying 2")))
+	checkA11y(t, ctx, axe, "task with a running command")
 	if err := os.WriteFile(filepath.Join(s.dir, "pipe"), []byte("streamed-ok\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +199,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitFor(ctx, hasText("article.task .status", "cancelled")),
 		waitFor(ctx, hasText(".failure", "Failed: cancelled by api-key:")),
 		waitFor(ctx, hasText("ul.settled li", "Shall I go on? → (no answer) (withdrawn")))
+
+	// Cancel one command: its output streams in, the button stops it, and
+	// the task goes on to complete.
+	run(t, ctx, "dispatch the build",
+		chromedp.Navigate(s.url+"/#/tasks"), waitFor(ctx, hasText(".conn", "live")),
+		chromedp.SendKeys(chromedp.CSS("#request"), "Build it"), chromedp.Click(chromedp.CSS(`form.dispatch button[type=submit]`)),
+		waitFor(ctx, hasText("article.task h1", "Build it")),
+		waitFor(ctx, hasText(`.live-cmd[data-state="running"] pre.lines`, "building 1\nbuilding 2")))
+	run(t, ctx, "cancel the command",
+		chromedp.Click(chromedp.CSS(`.live-cmd[data-state="running"] button.cancel-cmd`)),
+		waitFor(ctx, hasText("article.task .status", "completed")),
+		waitFor(ctx, hasText(".result", "Build stopped as asked.")),
+		waitFor(ctx, `document.querySelectorAll(".live-cmd").length === 0`),
+		waitFor(ctx, hasText("li.step .action pre.err", "cancel")))
 
 	// Devices.
 	run(t, ctx, "devices", chromedp.Navigate(s.url+"/#/devices"), waitFor(ctx, hasText("li.device h2", "box")),

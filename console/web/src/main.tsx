@@ -476,7 +476,7 @@ function TaskView({ id }: { id: string; summary?: TaskSummary }) {
           <h2 id="now-h">Now</h2>
           {decision && info.status === "running" && <p class="thought">{decision.agent}: {decision.thought || decision.status}</p>}
           <ul class="live">
-            {running.map((c) => <LiveCommand c={c} p={progress.get(c.call_id)} />)}
+            {running.map((c) => <LiveCommand taskId={id} c={c} p={progress.get(c.call_id)} />)}
           </ul>
         </section>
       )}
@@ -499,12 +499,33 @@ function TaskView({ id }: { id: string; summary?: TaskSummary }) {
   );
 }
 
-function LiveCommand({ c, p }: { c: CommandState; p?: Progress }) {
+// LiveCommand is a command being run, its latest progress, and a button
+// that stops it alone (the task goes on).
+function LiveCommand({ taskId, c, p }: { taskId: string; c: CommandState; p?: Progress }) {
   const pct = p && p.total ? Math.min(100, Math.round((100 * p.progress) / p.total)) : undefined;
+  const [error, setError] = useState("");
+  const [asked, setAsked] = useState(false);
+  const stop = async () => {
+    setError("");
+    setAsked(true);
+    try {
+      await call("POST", `/api/tasks/${encodeURIComponent(taskId)}/commands/${encodeURIComponent(c.call_id)}/cancel`);
+    } catch (e) {
+      setAsked(false);
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  };
+  const name = (c.namespace ? c.namespace + "." : "") + c.tool_name;
   return (
     <li class="live-cmd" data-call={c.call_id} data-state={c.state}>
-      <code>{(c.namespace ? c.namespace + "." : "") + c.tool_name}</code> <span class="state">{c.state}</span>
+      <code>{name}</code> <span class="state">{c.state}</span>
       {c.state === "running" && <span class="elapsed" data-elapsed={c.elapsed_ms}> · running for {secs(c.elapsed_ms)}</span>}
+      {c.state === "running" && (
+        <button class="decline cancel-cmd" onClick={stop} disabled={asked} aria-label={`Cancel ${name}`}>
+          {asked ? "Cancelling…" : "Cancel"}
+        </button>
+      )}
+      {error && <p class="error" role="alert">{error}</p>}
       {p && (
         <div class="progress" data-progress={p.progress}>
           {pct !== undefined && <progress max={100} value={pct} aria-label="progress">{pct}%</progress>}
