@@ -10,17 +10,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/saucerhq/saucer/tools/desktop/internal/tail"
 )
 
 // launched is an application started by launch_app.
 type launched struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *tail
+	stderr *tail.Buffer
 	// startupID is the startup notification id it was given
 	// (DESKTOP_STARTUP_ID): toolkits put it on the windows they open for
 	// it (_NET_STARTUP_ID), even when another process opens them.
@@ -87,28 +88,6 @@ func (d *Desktop) launchedWindow(w Window) bool {
 		}
 	}
 	return false
-}
-
-// tail keeps the last bytes written to it.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2048 {
-		t.b = t.b[len(t.b)-2048:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }
 
 var launches atomic.Int64
@@ -202,7 +181,7 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	if d.opts.Bus != "" {
 		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
 	}
-	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail{},
+	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail.Buffer{},
 		startupID: fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))}
 	cmd.Env = append(append(cmd.Env, a11yEnv()...), "DESKTOP_STARTUP_ID="+p.startupID)
 	cmd.Dir = d.opts.Dir

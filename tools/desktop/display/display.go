@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/saucerhq/saucer/tools/desktop/internal/tail"
 )
 
 // Kind is the display server.
@@ -399,7 +402,7 @@ exec printf '%%s\n%%s\n' "$WAYLAND_DISPLAY" "$SWAYSOCK" > %s
 	c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "WLR_BACKENDS=headless", "WLR_LIBINPUT_NO_DEVICES=1",
 		"WLR_RENDERER=pixman", "WAYLAND_DISPLAY=", "DISPLAY=", "HOME="+run)
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	c.Stderr = &tail{}
+	c.Stderr = &tail.Buffer{}
 	p, err := d.startProc(c)
 	if err != nil {
 		return fmt.Errorf("start sway: %w", err)
@@ -407,7 +410,7 @@ exec printf '%%s\n%%s\n' "$WAYLAND_DISPLAY" "$SWAYSOCK" > %s
 	_ = f.SetReadDeadline(time.Now().Add(15 * time.Second))
 	lines, err := readLines(ctx, f, 2, p.done)
 	if err != nil {
-		return fmt.Errorf("sway did not start: %w%s", err, c.Stderr.(*tail).note())
+		return fmt.Errorf("sway did not start: %w%s", err, errorNote(c.Stderr))
 	}
 	d.Wayland, d.SwaySock = lines[0], lines[1]
 	if !filepath.IsAbs(d.Wayland) {
@@ -433,7 +436,7 @@ func (d *Display) startWeston(ctx context.Context, o Options) error {
 		fmt.Sprintf("--width=%d", o.Width), fmt.Sprintf("--height=%d", o.Height), "--shell=kiosk-shell.so",
 		"--no-config", "--idle-time=0", "--modules=systemd-notify.so")
 	c.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+run, "NOTIFY_SOCKET="+notify, "WAYLAND_DISPLAY=", "DISPLAY=")
-	c.Stderr = &tail{}
+	c.Stderr = &tail.Buffer{}
 	if err := d.start(c); err != nil {
 		return fmt.Errorf("start weston: %w", err)
 	}
@@ -459,7 +462,7 @@ func (d *Display) startWeston(ctx context.Context, o Options) error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("weston did not start: %w%s", err, c.Stderr.(*tail).note())
+		return fmt.Errorf("weston did not start: %w%s", err, errorNote(c.Stderr))
 	}
 	d.Wayland = filepath.Join(run, "wayland-saucer")
 	return nil
@@ -585,31 +588,13 @@ func readLines(ctx context.Context, r *os.File, n int, exited <-chan struct{}) (
 	}
 }
 
-// tail keeps the last bytes written to it: a server's error output, for
-// the message when it does not start.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2048 {
-		t.b = t.b[len(t.b)-2048:]
+// errorNote is the end of a server's error output, for the message when
+// it does not start.
+func errorNote(w io.Writer) string {
+	if s := w.(*tail.Buffer).String(); s != "" {
+		return "; its error output ends: " + s
 	}
-	return len(p), nil
-}
-
-func (t *tail) note() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
-	if s == "" {
-		return ""
-	}
-	return "; its error output ends: " + s
+	return ""
 }
 
 func randomBytes(n int) []byte {
