@@ -314,7 +314,7 @@ func TestBadServersAtStart(t *testing.T) {
 		t.Run(tt.mode, func(t *testing.T) {
 			noLeaks(t)
 			srv := peer(tt.mode)
-			srv.InitTimeout = time.Minute
+			srv.InitTimeout = 10 * time.Second
 			if tt.mode == "hang" {
 				srv.InitTimeout = 5 * time.Second
 			}
