@@ -155,6 +155,28 @@ func (l *Lifecycle) Expired(now time.Time) bool {
 	return l != nil && !l.ExpiresAt.IsZero() && now.After(l.ExpiresAt)
 }
 
+// MetaToolsVersion (Saucer extension) is the registration and heartbeat
+// metadata key of the device's tool list version: a number that changes
+// whenever the list does. A server that sees it change asks the device
+// for its tools again (get_mcp_tools, in a command frame of its own); a
+// client that sends it answers that outside a task. UFO's clients send
+// none.
+const MetaToolsVersion = "tools_version"
+
+// ToolsVersionOf reads MetaToolsVersion from metadata: ok is false when
+// the client sent none.
+func ToolsVersionOf(meta map[string]any) (v uint64, ok bool) {
+	switch n := meta[MetaToolsVersion].(type) {
+	case uint64:
+		return n, true
+	case float64:
+		return uint64(n), n >= 0
+	case int:
+		return uint64(n), n >= 0
+	}
+	return 0, false
+}
+
 // MetaResends is the registration metadata key of Resends.
 const MetaResends = "resends"
 

@@ -219,7 +219,12 @@ type Client struct {
 	conns       []*conn // in the order given to New
 	byNamespace map[string]*conn
 	calls       calls // the commands it runs, and those that ended lately
-	closeOnce   sync.Once
+	// toolsMu guards the tool list's version and the channel closed at
+	// its next change (ToolsVersion).
+	toolsMu      sync.Mutex
+	toolsVersion uint64
+	toolsChanged chan struct{}
+	closeOnce    sync.Once
 	closeErr    error
 }
 
@@ -231,12 +236,13 @@ type Client struct {
 // retried in the background.
 func New(ctx context.Context, servers []Server, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
-	c := &Client{opts: opts, log: opts.Logger, byNamespace: make(map[string]*conn, len(servers))}
+	c := &Client{opts: opts, log: opts.Logger, byNamespace: make(map[string]*conn, len(servers)), toolsChanged: make(chan struct{})}
 	for _, s := range servers {
 		if err := c.check(s); err != nil {
 			return nil, err
 		}
 		cn := newConn(s, &c.opts)
+		cn.changed = c.toolsChange
 		c.conns = append(c.conns, cn)
 		c.byNamespace[s.Namespace] = cn
 	}
@@ -327,6 +333,25 @@ func (c *Client) Tools(namespace string, toolType command.ToolType) []command.To
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out
+}
+
+// ToolsVersion is the tool list's version, which goes up whenever a
+// server's tools change (a server that announced a new list, or came
+// back with another after a restart), and a channel closed at the next
+// change: a remote device tells its server at once (aip.MetaToolsVersion).
+func (c *Client) ToolsVersion() (uint64, <-chan struct{}) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	return c.toolsVersion, c.toolsChanged
+}
+
+// toolsChange counts a change of the tool list and wakes its watchers.
+func (c *Client) toolsChange() {
+	c.toolsMu.Lock()
+	c.toolsVersion++
+	close(c.toolsChanged)
+	c.toolsChanged = make(chan struct{})
+	c.toolsMu.Unlock()
 }
 
 // allTools is every visible tool, for suggestions.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,8 @@ type conn struct {
 	progressMu sync.Mutex
 	progress   map[string]func(Progress)
 	tokens     atomic.Int64
+	// changed is told when the tool list changes (its Client's version).
+	changed func()
 }
 
 func newConn(s Server, opts *Options) *conn {
@@ -163,9 +166,13 @@ func (cn *conn) attempt(ctx context.Context) error {
 	if !cn.upSince.IsZero() {
 		cn.restarts++
 	}
+	changed := !sameTools(cn.tools, tools)
 	cn.cur, cn.state, cn.lastErr, cn.tools = l, StateReady, nil, tools
 	cn.startDur, cn.upSince, cn.nextRetry = time.Since(began), time.Now(), time.Time{}
 	cn.mu.Unlock()
+	if changed && cn.changed != nil {
+		cn.changed()
+	}
 	cn.log.Debug("mcp server ready", "kind", cn.kind, "tools", len(tools), "took", time.Since(began))
 	return nil
 }
@@ -386,11 +393,29 @@ func (cn *conn) relist(l *live) {
 		return
 	}
 	cn.mu.Lock()
+	changed := cn.cur == l && !sameTools(cn.tools, tools)
 	if cn.cur == l {
 		cn.tools = tools
 	}
 	cn.mu.Unlock()
+	if changed && cn.changed != nil {
+		cn.changed()
+	}
 	cn.log.Debug("tool list refreshed", "tools", len(tools))
+}
+
+// sameTools reports whether two listings hold the same tool infos.
+func sameTools(a, b map[string]*tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, t := range a {
+		u := b[name]
+		if u == nil || !reflect.DeepEqual(t.info, u.info) {
+			return false
+		}
+	}
+	return true
 }
 
 func (cn *conn) onNotification(n mcp.JSONRPCNotification) {

@@ -369,7 +369,7 @@ func (s *Server) clusterClients(local []ClientInfo) []ClientInfo {
 			continue
 		}
 		ci := ClientInfo{ClientID: rec.ID, ClientType: rec.Type, TargetID: rec.TargetID, Platform: rec.Platform, Status: "away",
-			LastSeen: d.UpdatedAt, Device: rec.Info, Namespaces: rec.Namespaces, Server: d.Server}
+			LastSeen: d.UpdatedAt, Device: rec.Info, Namespaces: rec.Namespaces, Tools: rec.Tools.summary(), Server: d.Server}
 		if d.Connected {
 			ci.Status, ci.ConnectedAt = "connected", d.UpdatedAt
 		}

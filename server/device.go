@@ -45,6 +45,16 @@ type device struct {
 	resumes []*task
 	disp    *dispatcher.WebSocket
 	srv     *Server
+	// tools is what the server knows of its tools (tools.go); asksTools
+	// says the device answers a tool listing outside a task (it declared
+	// a tool list version), toolsWanted is the version it declared last,
+	// probing is the connection a listing is being asked on, probes are the listings'
+	// answers awaited, by response id.
+	tools       *toolList
+	asksTools   bool
+	toolsWanted uint64
+	probing     *aip.Conn
+	probes      map[string]chan *aip.ClientMessage
 }
 
 // Send writes to the device's current connection (the dispatcher's Link).
@@ -70,6 +80,9 @@ type ClientInfo struct {
 	RunningTasks int                `json:"running_tasks"`
 	Device       command.DeviceInfo `json:"device_info"`
 	Namespaces   map[string]string  `json:"namespaces,omitempty"`
+	// Tools says how many tools it has and where the server learned
+	// them; GET /api/clients/{id}/tools lists them.
+	Tools ToolsSummary `json:"tools"`
 	// Server is the server holding its connection, when several share
 	// one store.
 	Server string `json:"server,omitempty"`
@@ -92,7 +105,7 @@ func (s *Server) Clients() []ClientInfo {
 func (s *Server) clientInfoLocked(d *device) ClientInfo {
 	ci := ClientInfo{ClientID: d.id, ClientType: d.clientType, TargetID: d.targetID, Platform: d.platform,
 		Status: "connected", ConnectedAt: d.connectedAt, RunningTasks: d.tasks, Device: d.info, Namespaces: d.namespaces,
-		Server: s.serverID()}
+		Tools: d.tools.summary(), Server: s.serverID()}
 	if d.conn == nil {
 		ci.Status, ci.LastSeen = "away", d.awaySince
 	} else {
@@ -167,6 +180,7 @@ func (s *Server) register(conn *aip.Conn) *device {
 	}
 	info, platform, namespaces := deviceInfo(m.Metadata)
 	resends := aip.ResendsOf(m.Metadata)
+	toolsVersion, asksTools := aip.ToolsVersionOf(m.Metadata)
 	var released []string
 	var instance string // the run of the client another server saw last
 	if s.peers != nil && m.ClientType == aip.ClientDevice {
@@ -224,6 +238,7 @@ func (s *Server) register(conn *aip.Conn) *device {
 	if namespaces != nil {
 		d.namespaces = namespaces
 	}
+	d.asksTools = asksTools
 	resumes := d.resumes
 	d.resumes = nil
 	s.mu.Unlock()
@@ -237,6 +252,9 @@ func (s *Server) register(conn *aip.Conn) *device {
 		return d // the read loop sees the broken connection and unregisters
 	}
 	s.sendQueued(d, conn)
+	if asksTools {
+		s.askTools(d, conn, toolsVersion)
+	}
 	// Rounds that waited for it go out, or end unknown when it would run
 	// a frame it may have run before.
 	d.disp.Connected(s.ctx, dedupes)
@@ -448,8 +466,19 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		if m.Progress != nil {
 			d.disp.Progress(m.Progress)
 		}
+		if v, ok := aip.ToolsVersionOf(m.Metadata); ok {
+			s.mu.Lock()
+			stale := d.asksTools && (d.tools == nil || d.tools.Version != v) && d.toolsWanted != v
+			s.mu.Unlock()
+			if stale {
+				s.askTools(d, conn, v)
+			}
+		}
 		conn.Send(s.ctx, s.ack(""))
 	case aip.TypeCommandResults:
+		if s.probeAnswer(d, m) {
+			return
+		}
 		if err := d.disp.Deliver(m); err != nil {
 			if errors.Is(err, dispatcher.ErrDuplicateResults) {
 				s.logf("%s: dropped a duplicate: %v", d.id, err)

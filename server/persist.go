@@ -248,6 +248,10 @@ type deviceRecord struct {
 	// aip.Resends): the next server re-sends it the frames it may have
 	// got if it comes back as the same run.
 	Instance string `json:"instance,omitempty"`
+	// Tools is what the server knew of its tools; AsksTools says the
+	// device answers a listing outside a task.
+	Tools     *toolList `json:"tools,omitempty"`
+	AsksTools bool      `json:"asks_tools,omitempty"`
 	// Server and Connected are the store's columns: who holds its
 	// connection, if anyone.
 	Server    string `json:"-"`
@@ -258,7 +262,7 @@ type deviceRecord struct {
 func (s *Server) putDevice(d *device) {
 	s.mu.Lock()
 	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces,
-		Instance: d.instance}
+		Instance: d.instance, Tools: d.tools, AsksTools: d.asksTools}
 	connected := d.conn != nil
 	s.mu.Unlock()
 	data, _ := json.Marshal(rec)
@@ -392,7 +396,7 @@ func (s *Server) restore() error {
 		}
 		d := s.newDevice(dr.ID, dr.Type)
 		d.targetID, d.platform, d.info, d.namespaces, d.awaySince = dr.TargetID, dr.Platform, dr.Info, dr.Namespaces, rec.UpdatedAt
-		d.instance = dr.Instance
+		d.instance, d.tools, d.asksTools = dr.Instance, dr.Tools, dr.AsksTools
 		d.disp.Disconnected(s.ctx) // its away clock: AwayTimeout to come back
 		s.devices[d.id] = d
 	}

@@ -248,6 +248,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /api/health", s.health)
 		mux.HandleFunc("POST /api/dispatch", s.authed(s.routeDevice(s.dispatch)))
 		mux.HandleFunc("GET /api/clients", s.authed(s.clients))
+		mux.HandleFunc("GET /api/clients/{id}/tools", s.authed(s.clientTools))
 		mux.HandleFunc("GET /api/tasks", s.authed(s.listTasks))
 		mux.HandleFunc("GET /api/tasks/{id}", s.authed(s.routeTask(s.getTask)))
 		mux.HandleFunc("DELETE /api/tasks/{id}", s.authed(s.routeTask(s.cancelTask)))

@@ -404,7 +404,7 @@ func (s *Server) start(t *task) {
 		defer s.taskWG.Done()
 		var out *agent.Outcome
 		runner, err := s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
-			TaskName: t.info.TaskName, Dispatcher: disp, Device: info, AppDescriptions: ns, Observer: observe,
+			TaskName: t.info.TaskName, Dispatcher: learningDispatcher{inner: disp, s: s, d: t.target, taskID: t.info.ID}, Device: info, AppDescriptions: ns, Observer: observe,
 			Person: taskPerson{s, t}, Resumed: t.resume,
 			WrapModel: func(m llm.Model) llm.Model { return journaledModel{j: j, inner: m} }})
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/saucerhq/saucer/agent"
@@ -166,7 +167,15 @@ func replayAgainstServer(t *testing.T, name string, dispatchFirst bool) {
 	}
 	tasks := f.srv.Tasks()
 	if len(tasks) != 1 || tasks[0].Status != server.StatusCompleted || len(tasks[0].Commands) != 4 {
-		t.Errorf("tasks after the replay: %+v", tasks)
+		t.Fatalf("tasks after the replay: %+v", tasks)
+	}
+	// UFO's client was never asked for its tools outside the task (the
+	// frames above are all UFO's server's); the server shows those its
+	// task listed, and says so.
+	dt, ok := f.srv.DeviceTools(tasks[0].ClientID)
+	if !ok || dt.Source != server.ToolsFromTask || dt.TaskID != tasks[0].ID || !strings.Contains(dt.Note, "does not list its tools outside a task") ||
+		len(dt.Tools) == 0 || dt.Tools[0].Namespace != "peer_echo" || dt.Tools[0].Name != "echo" || dt.Tools[0].Type != command.Action {
+		t.Errorf("the UFO client's tools: %+v", dt)
 	}
 }
 

@@ -47,6 +47,13 @@ type namespacer interface {
 	Namespaces() []client.Namespace
 }
 
+// toolsWatcher is what *client.Client adds too: its tool list's version
+// and a channel closed when it changes, so that the server is told at
+// once and asks for the tools again.
+type toolsWatcher interface {
+	ToolsVersion() (uint64, <-chan struct{})
+}
+
 // Defaults of Options.
 const (
 	DefaultHeartbeat  = 30 * time.Second
@@ -320,6 +327,9 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 		meta["namespaces"] = ns.Namespaces()
 	}
 	meta[aip.MetaResends] = aip.Resends{Instance: c.instance, Journal: c.journal != nil}
+	if tw, ok := c.dev.(toolsWatcher); ok {
+		meta[aip.MetaToolsVersion], _ = tw.ToolsVersion()
+	}
 	reg := &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientType: aip.ClientDevice,
 		ClientID: c.opts.ClientID, Timestamp: aip.Timestamp(time.Now()), Metadata: meta}
 	if err := conn.Send(ctx, reg); err != nil {
@@ -469,9 +479,17 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 	}
 }
 
+// heartbeats sends a heartbeat every HeartbeatInterval, and one at once
+// when the device's tool list changes: each carries the list's version
+// (aip.MetaToolsVersion), so that the server asks for the tools again.
 func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
 	t := time.NewTicker(c.opts.HeartbeatInterval)
 	defer t.Stop()
+	tw, _ := c.dev.(toolsWatcher)
+	var changed <-chan struct{} // nil: never ready
+	if tw != nil {
+		_, changed = tw.ToolsVersion()
+	}
 	for {
 		select {
 		case <-conn.Context().Done():
@@ -479,9 +497,15 @@ func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-changed:
 		}
 		hb := &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: c.opts.ClientID,
 			Timestamp: aip.Timestamp(time.Now())}
+		if tw != nil {
+			var v uint64
+			v, changed = tw.ToolsVersion()
+			hb.Metadata = map[string]any{aip.MetaToolsVersion: v}
+		}
 		if r := c.current.Load(); r != nil {
 			hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(command.StateRunning),
 				Index: r.index, ElapsedMS: time.Since(r.start).Milliseconds()}
@@ -533,11 +557,13 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 	}
 }
 
-// controlOnly reports a command frame made only of command_status and
-// cancel_command.
+// controlOnly reports a command frame made only of commands answered
+// beside the queue: command_status and cancel_command, and the tool
+// listings (a server asks for them outside a task, when the tools change,
+// perhaps while a long command runs); none of them changes the device.
 func controlOnly(m *aip.ServerMessage) bool {
 	for _, a := range m.Actions {
-		if !command.IsBackgroundControl(a.ToolName) {
+		if !command.IsBackgroundControl(a.ToolName) && a.ToolName != command.GetMCPTools && a.ToolName != command.ListTools {
 			return false
 		}
 	}
