@@ -225,7 +225,7 @@ type Client struct {
 	toolsVersion uint64
 	toolsChanged chan struct{}
 	closeOnce    sync.Once
-	closeErr    error
+	closeErr     error
 }
 
 // New connects to each server (in parallel), initialises the MCP session

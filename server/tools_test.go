@@ -28,7 +28,9 @@ func TestDeviceToolsAskedAndFollowed(t *testing.T) {
 	all.next() // the snapshot
 
 	web := mcpserver.NewMCPServer("web", "1", mcpserver.WithToolCapabilities(true))
-	noop := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ok"), nil }
+	noop := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
 	web.AddTool(mcp.NewTool("lookup", mcp.WithDescription("looks a word up"), mcp.WithReadOnlyHintAnnotation(true)), noop)
 	web.AddTool(mcp.NewTool("wipe", mcp.WithDescription("wipes the cache"), mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(true)), noop)
