@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -97,6 +98,15 @@ const unpricedNoUsage = "# unpriced, no usage reported\n"
 
 func newSite(t testing.TB, byRequest scripts) *site {
 	t.Helper()
+	return newSiteWith(t, byRequest, func(srv *server.Server) http.Handler { return srv.Handler() })
+}
+
+// newSiteWith is newSite with the API that handler makes of the server
+// (the constellations' beside it, say). A task whose request starts with
+// a script's request plays that script (a constellation's node adds its
+// dependencies' results to its task).
+func newSiteWith(t testing.TB, byRequest scripts, handler func(*server.Server) http.Handler) *site {
+	t.Helper()
 	s := &site{dir: t.TempDir(), runs: t.TempDir()}
 	evalsDir := t.TempDir()
 	writeEval(t, filepath.Join(evalsDir, "nightly"))
@@ -113,18 +123,23 @@ func newSite(t testing.TB, byRequest scripts) *site {
 		}
 	}
 	newSession := func(spec server.SessionSpec) (server.Runner, error) {
-		cfg := cfgs[spec.Request]
+		cfg, req := cfgs[spec.Request], spec.Request
+		for r, c := range cfgs {
+			if cfg == nil && strings.HasPrefix(spec.Request, r+"\n") {
+				cfg, req = c, r
+			}
+		}
 		if cfg == nil {
 			return nil, fmt.Errorf("the test has no script for %q", spec.Request)
 		}
-		return server.RecordTo(s.runs, cfg, trajectory.Options{}, server.Sessions(cfg, opts[spec.Request]))(spec)
+		return server.RecordTo(s.runs, cfg, trajectory.Options{}, server.Sessions(cfg, opts[req]))(spec)
 	}
 	srv, err := server.New(server.Options{Token: key, NewSession: newSession, RunsDir: s.runs, EvalsDir: evalsDir,
 		CancelGrace: 200 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
+	hs := httptest.NewServer(console.Handler(handler(srv)))
 	s.srv, s.url = srv, hs.URL
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 )
 
@@ -24,7 +25,17 @@ import (
 //	                                          every change (node starts and ends,
 //	                                          planner steps with their edits), to its end
 func Handler(o *Orchestrator, token string, next http.Handler) http.Handler {
-	a := &api{o: o, token: token}
+	return handler(&api{o: o, token: token}, next)
+}
+
+// ServerHandler is Handler checked as the agent server's own API is (its
+// key, or a console session with its CSRF token for changes), so that
+// the console draws constellations; next is the server's handler.
+func ServerHandler(o *Orchestrator, srv *server.Server, next http.Handler) http.Handler {
+	return handler(&api{o: o, check: srv.Authenticate}, next)
+}
+
+func handler(a *api, next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/constellations", a.authed(a.create))
 	mux.HandleFunc("GET /api/constellations", a.authed(a.list))
@@ -40,10 +51,18 @@ func Handler(o *Orchestrator, token string, next http.Handler) http.Handler {
 type api struct {
 	o     *Orchestrator
 	token string
+	// check, when set, authenticates instead of token (ServerHandler).
+	check func(http.ResponseWriter, *http.Request) bool
 }
 
 func (a *api) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if a.check != nil {
+			if a.check(w, r) {
+				h(w, r)
+			}
+			return
+		}
 		if a.token != "" {
 			key := r.URL.Query().Get("token")
 			if key == "" {

@@ -103,6 +103,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// Authenticate checks a request as the server's own API does: the API
+// key, or a console session (and, for a change, its CSRF token from this
+// origin). Otherwise it answers 401 or 403 and returns false. Handlers
+// served beside the server's (the constellations') use it, so that the
+// console reaches them too.
+func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request) bool {
+	return s.authenticate(w, r)
+}
+
 // crossSite says why a request that changes something does not come from
 // this server's own pages, or "".
 func (s *Server) crossSite(r *http.Request) string {

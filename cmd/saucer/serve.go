@@ -225,7 +225,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	// Idle keep-alive connections are dropped: an unauthenticated client
 	// that opens many and sends nothing must not lock devices out.
-	hs := &http.Server{Handler: console.Handler(constellation.Handler(orch, token, srv.Handler())), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
+	hs := &http.Server{Handler: console.Handler(constellation.ServerHandler(orch, srv, srv.Handler())), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 1 << 20}
 	scheme := "ws"
 	serveErr := make(chan error, 1)
 	if r.TLSCert != "" {

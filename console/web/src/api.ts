@@ -52,9 +52,10 @@ export async function logout(): Promise<void> {
 
 // Stream follows one of the API's event streams; the browser reconnects
 // by itself, resuming after the last event it saw.
-export function stream(path: string, on: (type: string, data: any, id: string) => void, state: (live: boolean) => void): () => void {
+export const serverEvents = ["snapshot", "task", "end", "pending", "client", "client_gone", "resync", "step", "decision", "command", "progress"];
+
+export function stream(path: string, on: (type: string, data: any, id: string) => void, state: (live: boolean) => void, types = serverEvents): () => void {
   const es = new EventSource(path);
-  const types = ["snapshot", "task", "end", "pending", "client", "client_gone", "resync", "step", "decision", "command", "progress"];
   for (const t of types) {
     es.addEventListener(t, (ev: MessageEvent) => on(t, JSON.parse(ev.data), ev.lastEventId));
   }

@@ -2,9 +2,13 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { APIError, call, login, logout, session, stream } from "./api";
+import { go, secs, Status, time, typing } from "./common";
+import { Constellations, ConstellationView } from "./constellations";
+import { Devices, DeviceView } from "./devices";
 import type { Client, CommandState, Decision, EvalSummary, Pending, Progress, ReplayInfo, RunInfo, RunSummary, Step, TaskInfo, TaskSummary, Usage } from "./types";
 
-// ---- routing: #/tasks, #/tasks/ID, #/devices, #/runs, #/runs/ID, #/evals
+// ---- routing: #/tasks, #/tasks/ID, #/devices, #/devices/ID, #/runs,
+// #/runs/ID, #/evals, #/constellations, #/constellations/ID
 
 function useRoute(): string[] {
   const read = () => (location.hash.replace(/^#\/?/, "") || "tasks").split("/").map(decodeURIComponent);
@@ -17,12 +21,8 @@ function useRoute(): string[] {
   return route;
 }
 
-const go = (path: string) => (location.hash = "#/" + path);
-
 // ---- formatting
 
-const time = (s?: string) => (s ? new Date(s).toLocaleTimeString() : "");
-const secs = (ms?: number) => (ms === undefined ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 // usageLine says what a task's or a run's model calls used and cost.
 // Tokens Saucer counted because the provider reported none are marked
@@ -45,10 +45,6 @@ function usageLine(u?: Usage, cost?: string, calls?: number): string {
 function costText(u?: Usage, cost?: string): string {
   if (cost) return cost;
   return u && u.prompt_tokens + u.completion_tokens ? "cost unknown" : "";
-}
-
-function Status({ s }: { s: string }) {
-  return <span class={`status s-${s.toLowerCase()}`}>{s}</span>;
 }
 
 // ---- shared state: the server's stream
@@ -164,7 +160,7 @@ function Console({ expired }: { expired: () => void }) {
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
       if (typing(e)) return;
-      const views: Record<string, string> = { "1": "tasks", "2": "devices", "3": "runs", "4": "evals" };
+      const views: Record<string, string> = { "1": "tasks", "2": "devices", "3": "runs", "4": "evals", "5": "constellations" };
       if (views[e.key]) go(views[e.key]);
       else if (e.key === "?") setHelp((h) => !h);
       else if (e.key === "Escape") setHelp(false);
@@ -178,7 +174,7 @@ function Console({ expired }: { expired: () => void }) {
       <header>
         <a class="brand" href="#/tasks">Saucer</a>
         <nav aria-label="Views">
-          {["tasks", "devices", "runs", "evals"].map((v) => (
+          {["tasks", "devices", "runs", "evals", "constellations"].map((v) => (
             <a href={`#/${v}`} aria-current={page === v ? "page" : undefined}>{v[0].toUpperCase() + v.slice(1)}</a>
           ))}
         </nav>
@@ -192,7 +188,10 @@ function Console({ expired }: { expired: () => void }) {
         {help && <Help close={() => setHelp(false)} />}
         {page === "tasks" && !route[1] && <Tasks tasks={tasks} clients={world.clients} waiting={waiting} />}
         {page === "tasks" && route[1] && <TaskView id={route[1]} summary={world.tasks.get(route[1])} />}
-        {page === "devices" && <Devices clients={world.clients} tasks={tasks} />}
+        {page === "devices" && !route[1] && <Devices clients={world.clients} tasks={tasks} />}
+        {page === "devices" && route[1] && <DeviceView id={route[1]} client={world.clients.get(route[1])} tasks={tasks} />}
+        {page === "constellations" && !route[1] && <Constellations />}
+        {page === "constellations" && route[1] && <ConstellationView id={route[1]} />}
         {page === "runs" && !route[1] && <Runs />}
         {page === "runs" && route[1] && <RunView id={route[1]} />}
         {page === "evals" && <Evals />}
@@ -201,17 +200,12 @@ function Console({ expired }: { expired: () => void }) {
   );
 }
 
-const typing = (e: KeyboardEvent) => {
-  const t = e.target as HTMLElement;
-  return e.ctrlKey || e.metaKey || e.altKey || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName) || t.isContentEditable;
-};
-
 function Help({ close }: { close: () => void }) {
   return (
     <section class="help" aria-label="Keyboard shortcuts">
       <h2>Keyboard shortcuts</h2>
       <dl>
-        <dt>1 2 3 4</dt><dd>Tasks, devices, runs, evals</dd>
+        <dt>1 2 3 4 5</dt><dd>Tasks, devices, runs, evals, constellations</dd>
         <dt>a / d</dt><dd>Approve / decline the first waiting approval (on a task, or the list of what waits)</dd>
         <dt>r</dt><dd>Answer the first waiting question (type, then Enter)</dd>
         <dt>x</dt><dd>Cancel the task shown</dd>
@@ -576,37 +570,6 @@ function Shot({ s }: { s: NonNullable<Step["screenshot"]> }) {
         {s.clicked && s.width && s.height ? <span class="mark" style={{ left: `${(100 * (s.x || 0)) / s.width}%`, top: `${(100 * (s.y || 0)) / s.height}%` }} title="clicked here" /> : null}
       </div>
     </figure>
-  );
-}
-
-// ---- devices
-
-function Devices({ clients, tasks }: { clients: Map<string, Client>; tasks: TaskSummary[] }) {
-  const list = [...clients.values()].sort((a, b) => a.client_id.localeCompare(b.client_id));
-  if (list.length === 0) return <p>No device is registered. Start one with <code>saucer client --server ws://HOST:PORT/ws --id NAME</code>.</p>;
-  return (
-    <section aria-labelledby="devices-h">
-      <h1 id="devices-h">Devices</h1>
-      <ul class="devices">
-        {list.map((c) => {
-          const running = tasks.filter((t) => t.client_id === c.client_id && t.status === "running");
-          const di = c.device_info || {};
-          return (
-            <li class="device" data-client={c.client_id}>
-              <h2>{c.client_id} <Status s={c.status} /></h2>
-              <p>{c.client_type} · {c.platform} {di.os_version || ""} {di.arch || ""} · {di.hostname || ""}{di.cpu_count ? ` · ${di.cpu_count} CPUs` : ""}{di.memory_total_gb ? ` · ${di.memory_total_gb.toFixed(1)} GB` : ""}{c.server ? ` · server ${c.server}` : ""}</p>
-              <p>Last seen {time(c.last_seen)}</p>
-              <p>{running.length ? <>Running: {running.map((t) => <a href={`#/tasks/${t.id}`}>{t.request}</a>)}</> : "Idle"}</p>
-              {c.namespaces && (
-                <dl class="apps">
-                  {Object.entries(c.namespaces).sort().map(([n, d]) => <><dt>{n}</dt><dd>{d || "—"}</dd></>)}
-                </dl>
-              )}
-            </li>
-          );
-        })}
-      </ul>
-    </section>
   );
 }
 

@@ -139,7 +139,84 @@ export interface Client {
     supported_features?: string[];
   };
   namespaces?: Record<string, string>;
+  tools?: ToolsSummary;
   server?: string;
+}
+
+// Where the server learned a device's tools: "device" (asked outside a
+// task) or "task" (its last task's listings).
+export interface ToolsSummary {
+  count: number;
+  source?: string;
+  learned_at?: string;
+}
+
+export interface DeviceTool {
+  namespace: string;
+  name: string;
+  title?: string;
+  tool_type?: string;
+  description?: string;
+  risk?: string;
+  annotations: { read_only?: boolean; destructive?: boolean; idempotent?: boolean; open_world?: boolean };
+  streams?: string[];
+}
+
+export interface DeviceTools {
+  client_id: string;
+  source?: string;
+  learned_at?: string;
+  task_id?: string;
+  note: string;
+  tools: DeviceTool[];
+}
+
+// A constellation, as package constellation writes it.
+export interface CNode {
+  id: string;
+  device: string;
+  task: string;
+  apps?: string[];
+  status: string;
+  attempts?: number;
+  task_id?: string;
+  result?: string;
+  error?: string;
+  lost?: string[];
+}
+
+export interface Graph {
+  id: string;
+  request: string;
+  version: number;
+  status: string;
+  nodes: CNode[];
+  edges: { from: string; to: string }[];
+  answer?: string;
+  error?: string;
+  created_at: string;
+}
+
+export interface Edit {
+  op: string;
+  args: Record<string, unknown>;
+  ok: boolean;
+  reason?: string;
+}
+
+export interface CEvent {
+  kind: string;
+  version: number;
+  node?: string;
+  device?: string;
+  status?: string;
+  edits?: Edit[];
+  graph?: Graph;
+  task_id?: string;
+  moved_to?: string;
+  answer?: string;
+  outcome?: { ok: boolean; result?: string; error?: string; device_lost?: boolean };
+  time: string;
 }
 
 export interface RunSummary {
