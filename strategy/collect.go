@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -57,6 +58,10 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	var device command.DeviceInfo
 	if pc.agent.Role == fsm.Host && results[1].OK() {
 		device = pc.device // the answer adds to what was known up front
+		// Decoding reuses a slice's array and a map: the known info's are
+		// shared with whoever gave it (the server's device registry), so
+		// the answer goes into copies of its own.
+		device.Features, device.Custom = slices.Clone(device.Features), maps.Clone(device.Custom)
 		if err := json.Unmarshal(results[1].Result, &device); err != nil {
 			return fmt.Errorf("discover: device info: %w", err)
 		}
