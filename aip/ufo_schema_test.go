@@ -71,6 +71,16 @@ func TestExtensionsFitUFOSchemas(t *testing.T) {
 	if err := fitsSchema(t, client, b); err != nil {
 		t.Errorf("a progress heartbeat does not fit UFO's ClientMessage: %v\n%s", err, b)
 	}
+	hb.Progress, hb.Metadata = nil, map[string]any{aip.MetaToolsVersion: uint64(7)}
+	if b, err = hb.Append(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := fitsSchema(t, client, b); err != nil || !bytes.Contains(b, []byte(`"tools_version":7`)) {
+		t.Errorf("a heartbeat saying the tools changed does not fit UFO's ClientMessage: %v\n%s", err, b)
+	}
+	if v, ok := aip.ToolsVersionOf(mustDecodeClient(t, b).Metadata); !ok || v != 7 {
+		t.Errorf("tools_version read back as %d, %v", v, ok)
+	}
 
 	cmd, err := aip.DecodeServer(readFrame(t, "s2c_command.json"))
 	if err != nil {
@@ -113,4 +123,13 @@ func readFrame(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func mustDecodeClient(t *testing.T, b []byte) *aip.ClientMessage {
+	t.Helper()
+	m, err := aip.DecodeClient(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
