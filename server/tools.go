@@ -313,9 +313,7 @@ func (s *Server) learnTools(d *device, taskID string, cmds []command.Command, re
 // learningDispatcher is a task's dispatcher that keeps the tool listings
 // its rounds bring back (learnTools).
 type learningDispatcher struct {
-	inner interface {
-		Execute(context.Context, []command.Command) []command.Result
-	}
+	inner  dispatcher.Dispatcher
 	s      *Server
 	d      *device
 	taskID string
