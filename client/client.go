@@ -75,6 +75,10 @@ type Server struct {
 	// package's tests use it to play third-party servers without a
 	// process.
 	foreign *server.MCPServer
+	// viaMCP sends calls to MCP through mcp-go's in-process transport
+	// instead of to the tools themselves: the package's tests hold the
+	// direct call to what MCP gives.
+	viaMCP bool
 
 	// Command starts a stdio server: Command with Args, in Dir (default:
 	// the process's directory), with Env (KEY=VALUE) added to the

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/saucerhq/saucer/backoff"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/tools"
 )
@@ -56,9 +58,14 @@ type ServerStatus struct {
 
 // live is one connection to a running server.
 type live struct {
-	mc   *mcpclient.Client
-	proc *process      // stdio servers only
-	gone chan struct{} // closed when the process exits; nil when there is no process
+	mc *mcpclient.Client
+	// direct holds the tools of Saucer's own server (Server.MCP) by name:
+	// both ends are in this process, so a call goes to the tool itself
+	// rather than through JSON-RPC (see callDirect). Discovery still goes
+	// through mc, so that the agents see the tools as any MCP client would.
+	direct map[string]*tools.Tool
+	proc   *process      // stdio servers only
+	gone   chan struct{} // closed when the process exits; nil when there is no process
 }
 
 func (l *live) close() error {
@@ -186,7 +193,16 @@ func (cn *conn) open(ctx context.Context) (*live, map[string]*tool, error) {
 	case KindBuiltin:
 		srv := cn.srv.foreign
 		if srv == nil {
+			// Taken before the server is made, so that every tool called
+			// directly is one the server lists (tools are only added).
+			held := cn.srv.MCP.Tools()
 			srv = mcpserve.New(cn.srv.MCP)
+			if !cn.srv.viaMCP {
+				l.direct = make(map[string]*tools.Tool, len(held))
+				for _, t := range held {
+					l.direct[t.Name] = t
+				}
+			}
 		}
 		l.mc, err = mcpclient.NewInProcessClientWithOptions(srv, mcpclient.WithProtocolVersion(ProtocolVersion))
 		if err != nil {
@@ -487,14 +503,18 @@ func (cn *conn) current() (*live, error) {
 	return nil, errors.New(msg)
 }
 
-// callTool runs one tool call on the live connection. A transport failure
-// is explained: the process's exit, or a check of the server's health.
-func (cn *conn) callTool(ctx context.Context, name string, args any, onProgress func(Progress)) (*mcp.CallToolResult, error) {
+// callTool runs one tool call on the live connection and maps its result.
+// args is the call's arguments as a JSON object. A transport failure is
+// explained: the process's exit, or a check of the server's health.
+func (cn *conn) callTool(ctx context.Context, cmd command.Command, args json.RawMessage, onProgress func(Progress)) (command.Result, error) {
 	l, err := cn.current()
 	if err != nil {
-		return nil, err
+		return command.Result{}, err
 	}
-	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}}
+	if t := l.direct[cmd.ToolName]; t != nil {
+		return callDirect(ctx, t, cmd, args, onProgress), nil
+	}
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: cmd.ToolName, Arguments: args}}
 	if onProgress != nil && cn.srv.MCP != nil {
 		// Saucer's own server in-process: its reports come straight to us,
 		// in order, before the result.
@@ -514,14 +534,20 @@ func (cn *conn) callTool(ctx context.Context, name string, args any, onProgress 
 		}()
 	}
 	res, err := l.mc.CallTool(ctx, req)
+	if err == nil {
+		if res == nil {
+			return command.Result{}, errors.New("the server sent no result")
+		}
+		return resultOf(cmd, res), nil
+	}
 	var te *transport.Error
-	if err == nil || ctx.Err() != nil || !errors.As(err, &te) {
-		return res, err
+	if ctx.Err() != nil || !errors.As(err, &te) {
+		return command.Result{}, err
 	}
 	if l.proc != nil {
 		select {
 		case <-l.gone:
-			return nil, fmt.Errorf("%s exited during the call (%v)%s", cn.describe(), l.proc.exitErr(), l.proc.lastWords())
+			return command.Result{}, fmt.Errorf("%s exited during the call (%v)%s", cn.describe(), l.proc.exitErr(), l.proc.lastWords())
 		case <-time.After(time.Second):
 		}
 	}
@@ -529,7 +555,7 @@ func (cn *conn) callTool(ctx context.Context, name string, args any, onProgress 
 	case cn.poke <- struct{}{}:
 	default:
 	}
-	return nil, fmt.Errorf("%s: %v%s", cn.describe(), err, l.proc.lastWords())
+	return command.Result{}, fmt.Errorf("%s: %v%s", cn.describe(), err, l.proc.lastWords())
 }
 
 // close stops the supervisor and the server, and waits for both.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/tools"
 )
 
 // noAction is UFO's answer to a command without a tool name.
@@ -33,10 +36,14 @@ func (c *Client) execute(ctx context.Context, cmd command.Command, cl *call) com
 		return withNamespace(command.Failed(cmd.CallID, msg), cmd.Namespace)
 	}
 	ns := cn.srv.Namespace
-	if t.schema != nil {
-		if err := validateArgs(t.schema, cmd.Parameters); err != nil {
-			return withNamespace(command.Failed(cmd.CallID, fmt.Sprintf("invalid arguments for %s.%s: %v", ns, cmd.ToolName, err)), ns)
-		}
+	// Encoded once: checked against the schema, then sent (or handed to
+	// an in-process tool) as they are.
+	args, err := encodeArgs(cmd.Parameters)
+	if err == nil && t.schema != nil {
+		err = validateArgs(t.schema, args)
+	}
+	if err != nil {
+		return withNamespace(command.Failed(cmd.CallID, fmt.Sprintf("invalid arguments for %s.%s: %v", ns, cmd.ToolName, err)), ns)
 	}
 	if slices.Contains(c.opts.Forbid, t.risk) {
 		c.log.Warn("policy refused a command", "namespace", ns, "tool", cmd.ToolName, "risk", t.risk, "call_id", cmd.CallID)
@@ -48,7 +55,7 @@ func (c *Client) execute(ctx context.Context, cmd command.Command, cl *call) com
 		cl.ns = ns
 		cl.mu.Unlock()
 	}
-	return withNamespace(c.call(ctx, cn, cmd, cl), ns)
+	return withNamespace(c.call(ctx, cn, cmd, args, cl), ns)
 }
 
 func withNamespace(r command.Result, ns string) command.Result {
@@ -176,14 +183,10 @@ func (c *Client) namespaceList() string {
 // goroutine so that a tool that ignores its context cannot hold the caller
 // past the timeout, and so that a panicking in-process tool becomes a
 // failure instead of bringing the device down.
-func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, cl *call) command.Result {
+func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, args json.RawMessage, cl *call) command.Result {
 	timeout := cn.srv.timeoutFor(cmd.ToolName, c.opts.CallTimeout)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
-	args := cmd.Parameters
-	if args == nil {
-		args = map[string]any{}
-	}
 	// Every call asks for progress (a progressToken), whether or not
 	// anyone listens now: a command left running in the background is
 	// asked about later. Reports end when the call returns, even for a
@@ -217,7 +220,7 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, cl *ca
 		settled = func() { close(cl.settled) }
 	}
 	type reply struct {
-		res *mcp.CallToolResult
+		res command.Result
 		err error
 	}
 	replies := make(chan reply, 1) // buffered: a late reply must not block its goroutine forever
@@ -228,7 +231,7 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, cl *ca
 				replies <- reply{err: fmt.Errorf("tool panicked: %v", p)}
 			}
 		}()
-		res, err := cn.callTool(ctx, cmd.ToolName, args, onProgress)
+		res, err := cn.callTool(ctx, cmd, args, onProgress)
 		replies <- reply{res, err}
 	}()
 	var r reply
@@ -255,10 +258,7 @@ func (c *Client) call(ctx context.Context, cn *conn, cmd command.Command, cl *ca
 		}
 		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: %v", cn.srv.Namespace, cmd.ToolName, r.err))
 	}
-	if r.res == nil {
-		return command.Failed(cmd.CallID, fmt.Sprintf("calling %s.%s failed: the server sent no result", cn.srv.Namespace, cmd.ToolName))
-	}
-	res := resultOf(cmd, r.res)
+	res := r.res
 	if n := len(res.Result); n > c.opts.MaxResultBytes {
 		return command.Failed(cmd.CallID, fmt.Sprintf("the result of %s.%s is %d bytes, over the limit of %d bytes; ask for less (a smaller range, a filter, a page)",
 			cn.srv.Namespace, cmd.ToolName, n, c.opts.MaxResultBytes))
@@ -318,6 +318,84 @@ func resultOf(cmd command.Command, res *mcp.CallToolResult) command.Result {
 		entries = append(entries, contentEntry(ct))
 	}
 	return command.Succeeded(cmd.CallID, entries)
+}
+
+// callDirect calls a tool of Saucer's own server in this process, without
+// MCP: the arguments go to the tool as they are, progress comes straight
+// back, and the result is mapped as resultOf maps what MCP would have
+// delivered (TestDirectCallsMatchMCP holds the two to the same bytes).
+func callDirect(ctx context.Context, t *tools.Tool, cmd command.Command, args json.RawMessage, onProgress func(Progress)) command.Result {
+	var progress func(tools.Progress)
+	if onProgress != nil {
+		progress = func(p tools.Progress) {
+			onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	return resultOfTool(cmd, t.Call(ctx, args, progress))
+}
+
+// resultOfTool maps a Go tool's result to a command Result exactly as
+// resultOf maps the same result served over MCP.
+func resultOfTool(cmd command.Command, res tools.Result) command.Result {
+	// MCP carries text as JSON strings, which hold valid UTF-8 only.
+	onlyText := !slices.ContainsFunc(res.Content, func(p tools.Part) bool { return p.MIMEType != "" })
+	if res.IsError {
+		var texts []string
+		for _, p := range res.Content {
+			if p.MIMEType == "" {
+				texts = append(texts, validUTF8(p.Text))
+			}
+		}
+		msg := strings.TrimSpace(strings.Join(texts, "\n"))
+		if msg == "" {
+			msg = fmt.Sprintf("%s reported an error without a message", cmd.ToolName)
+		}
+		return command.Failed(cmd.CallID, msg)
+	}
+	if onlyText && len(res.Structured) > 0 {
+		return command.Result{Status: command.Success, Result: res.Structured, CallID: cmd.CallID}
+	}
+	switch {
+	case len(res.Content) == 0:
+		return command.Result{Status: command.Success, CallID: cmd.CallID}
+	case len(res.Content) == 1 && onlyText:
+		text := validUTF8(res.Content[0].Text)
+		if json.Valid([]byte(text)) {
+			return command.Result{Status: command.Success, Result: json.RawMessage(text), CallID: cmd.CallID}
+		}
+		return command.Succeeded(cmd.CallID, text)
+	}
+	entries := make([]any, 0, len(res.Content))
+	for _, p := range res.Content {
+		switch {
+		case p.MIMEType == "":
+			entries = append(entries, map[string]any{"type": "text", "text": validUTF8(p.Text)})
+		case strings.HasPrefix(p.MIMEType, "audio/"):
+			entries = append(entries, map[string]any{"type": "audio", "mime_type": p.MIMEType, "data": base64.StdEncoding.EncodeToString(p.Data)})
+		default: // tools.Tool.Call lets only images and audio through
+			entries = append(entries, map[string]any{"type": "image", "mime_type": p.MIMEType, "data": base64.StdEncoding.EncodeToString(p.Data)})
+		}
+	}
+	return command.Succeeded(cmd.CallID, entries)
+}
+
+// validUTF8 is s as a JSON string carries it: each byte that is not part
+// of valid UTF-8 becomes U+FFFD, as encoding/json writes it.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // contentEntry is one MCP content item as it goes into a Result.

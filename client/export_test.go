@@ -11,3 +11,11 @@ func Foreign(s Server, ms *server.MCPServer) Server {
 	s.foreign = ms
 	return s
 }
+
+// ThroughMCP returns s calling its Go tools (s.MCP) through mcp-go's
+// in-process transport, as every call did before the direct call, for the
+// tests that hold the two to the same results.
+func ThroughMCP(s Server) Server {
+	s.viaMCP = true
+	return s
+}

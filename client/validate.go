@@ -42,19 +42,26 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("remote schema %s is not loaded", url)
 }
 
-// validateArgs checks a command's parameters against a tool's schema. Its
-// error names each wrong argument and says what is wrong with it.
-func validateArgs(sch *jsonschema.Schema, params map[string]any) error {
+// encodeArgs is a command's parameters as the JSON object a tool gets
+// (no parameters: {}).
+func encodeArgs(params map[string]any) (json.RawMessage, error) {
 	if params == nil {
-		params = map[string]any{}
+		return json.RawMessage("{}"), nil
 	}
 	b, err := json.Marshal(params)
 	if err != nil {
-		return fmt.Errorf("the arguments cannot be encoded as JSON: %v", err)
+		return nil, fmt.Errorf("the arguments cannot be encoded as JSON: %v", err)
 	}
+	return b, nil
+}
+
+// validateArgs checks a call's arguments (a JSON object) against a tool's
+// schema. Its error names each wrong argument and says what is wrong with
+// it.
+func validateArgs(sch *jsonschema.Schema, args json.RawMessage) error {
 	// Decode the validator's way (numbers as json.Number), so that integer
 	// checks see the exact value.
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return err
 	}
