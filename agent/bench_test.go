@@ -2,10 +2,14 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm/scripted"
@@ -22,6 +26,34 @@ type noopOut struct {
 	OK bool `json:"ok"`
 }
 
+// noopTool is the benchmarks' tool: it does nothing.
+func noopTool() *tools.Tool {
+	return tools.New("noop", "Does nothing.", tools.Annotations{}, func(context.Context, noopIn) (noopOut, error) {
+		return noopOut{OK: true}, nil
+	})
+}
+
+// bareCallNs is what one call of the benchmarks' tool costs made bare, in
+// this process: tools.Tool.Call with the step's arguments (decoded into
+// the tool's Go type), no device client, no MCP. It is the median of
+// five rounds, so that one slice of bad luck does not skew a ratio.
+func bareCallNs() float64 {
+	t, ctx, args := noopTool(), context.Background(), json.RawMessage(`{}`)
+	const calls = 5000
+	var rounds []float64
+	for range 5 {
+		start := time.Now()
+		for range calls {
+			if r := t.Call(ctx, args, nil); r.IsError {
+				panic(r.Text())
+			}
+		}
+		rounds = append(rounds, float64(time.Since(start).Nanoseconds())/calls)
+	}
+	slices.Sort(rounds)
+	return rounds[len(rounds)/2]
+}
+
 // benchSession is a session over a device with one in-process MCP server
 // whose only tool does nothing, driven by a zero-latency scripted model
 // that always asks for that tool.
@@ -33,9 +65,7 @@ func benchSession(b *testing.B, mode strategy.Mode, script scripted.Script) *age
 func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Script, observe func(agent.Event)) *agent.Session {
 	b.Helper()
 	srv := &tools.Server{Name: "bench"}
-	srv.Add(tools.New("noop", "Does nothing.", tools.Annotations{}, func(context.Context, noopIn) (noopOut, error) {
-		return noopOut{OK: true}, nil
-	}))
+	srv.Add(noopTool())
 	dev, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: srv}}, client.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -65,8 +95,14 @@ func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Scri
 
 // BenchmarkAgentStep measures one full app-agent step: collect (tools are
 // discovered once per agent), render the prompt, call the model, parse the
-// reply, dispatch the command to a real in-process MCP tool, update memory.
-// A fresh agent every 16 steps keeps the conversation at a typical length.
+// reply, dispatch the command to a real in-process Go tool through the
+// device client, update memory. A fresh agent every 16 steps keeps the
+// conversation at a typical length.
+//
+// Measured in the same run: the same tool called bare (bareCallNs), and
+// through the device client alone (client.Execute, as the step's
+// dispatcher calls it). Metrics: step-vs-bare, a step's time over a bare
+// call's; call-vs-bare, the device client's call over a bare call's.
 func BenchmarkAgentStep(b *testing.B) {
 	for _, c := range []struct {
 		mode   strategy.Mode
@@ -91,6 +127,39 @@ func BenchmarkAgentStep(b *testing.B) {
 					b.Fatalf("step %d: %s %v", i, st, err)
 				}
 			}
+			stepNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			bare := bareCallNs()
+			b.ReportMetric(stepNs/bare, "step-vs-bare")
+			b.ReportMetric(clientCallNs(b)/bare, "call-vs-bare")
+			b.ReportMetric(bare, "bare-ns")
 		})
 	}
+}
+
+// clientCallNs is what one call of the benchmarks' tool costs through the
+// device client, as a step's dispatcher makes it: the median of five
+// rounds.
+func clientCallNs(b *testing.B) float64 {
+	srv := &tools.Server{Name: "bench"}
+	srv.Add(noopTool())
+	dev, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: srv}}, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	ctx := context.Background()
+	cmd := command.Command{Namespace: "bench", ToolName: "noop", Parameters: map[string]any{}, CallID: "bench"}
+	const calls = 2000
+	var rounds []float64
+	for range 5 {
+		start := time.Now()
+		for range calls {
+			if r := dev.Execute(ctx, cmd); !r.OK() {
+				b.Fatal(r.Error)
+			}
+		}
+		rounds = append(rounds, float64(time.Since(start).Nanoseconds())/calls)
+	}
+	slices.Sort(rounds)
+	return rounds[len(rounds)/2]
 }
