@@ -3,7 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,25 +33,43 @@ func noopTool() *tools.Tool {
 	})
 }
 
+// cpuTime is the CPU time this process has used, user and system: the
+// benchmarks' ratios compare CPU time, which a busy machine shakes far less
+// than wall time (a step's goroutines are all this process's).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// perCall is the CPU time one call of fn costs, over enough calls to
+// last about 200 ms.
+func perCall(fn func()) float64 {
+	n := 1
+	for {
+		start := cpuTime()
+		for range n {
+			fn()
+		}
+		if took := cpuTime() - start; took >= 200*time.Millisecond || n >= 1<<24 {
+			return float64(took.Nanoseconds()) / float64(n)
+		}
+		n *= 4
+	}
+}
+
 // bareCallNs is what one call of the benchmarks' tool costs made bare, in
 // this process: tools.Tool.Call with the step's arguments (decoded into
-// the tool's Go type), no device client, no MCP. It is the median of
-// five rounds, so that one slice of bad luck does not skew a ratio.
+// the tool's Go type), no device client, no MCP.
 func bareCallNs() float64 {
 	t, ctx, args := noopTool(), context.Background(), json.RawMessage(`{}`)
-	const calls = 5000
-	var rounds []float64
-	for range 5 {
-		start := time.Now()
-		for range calls {
-			if r := t.Call(ctx, args, nil); r.IsError {
-				panic(r.Text())
-			}
+	return perCall(func() {
+		if r := t.Call(ctx, args, nil); r.IsError {
+			panic(r.Text())
 		}
-		rounds = append(rounds, float64(time.Since(start).Nanoseconds())/calls)
-	}
-	slices.Sort(rounds)
-	return rounds[len(rounds)/2]
+	})
 }
 
 // benchSession is a session over a device with one in-process MCP server
@@ -101,8 +119,9 @@ func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Scri
 //
 // Measured in the same run: the same tool called bare (bareCallNs), and
 // through the device client alone (client.Execute, as the step's
-// dispatcher calls it). Metrics: step-vs-bare, a step's time over a bare
-// call's; call-vs-bare, the device client's call over a bare call's.
+// dispatcher calls it). Metrics, in CPU time: step-vs-bare, a step over a
+// bare call; call-vs-bare, the device client's call over a bare call;
+// bare-ns, the bare call.
 func BenchmarkAgentStep(b *testing.B) {
 	for _, c := range []struct {
 		mode   strategy.Mode
@@ -118,7 +137,11 @@ func BenchmarkAgentStep(b *testing.B) {
 			ctx := context.Background()
 			var a *agent.AppAgent
 			b.ReportAllocs()
+			var began time.Duration
 			for i := 0; b.Loop(); i++ {
+				if i == 0 {
+					began = cpuTime()
+				}
 				if i%16 == 0 {
 					a = s.NewApp("bench", "do nothing, forever")
 				}
@@ -127,7 +150,7 @@ func BenchmarkAgentStep(b *testing.B) {
 					b.Fatalf("step %d: %s %v", i, st, err)
 				}
 			}
-			stepNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			stepNs := float64((cpuTime() - began).Nanoseconds()) / float64(b.N)
 			bare := bareCallNs()
 			b.ReportMetric(stepNs/bare, "step-vs-bare")
 			b.ReportMetric(clientCallNs(b)/bare, "call-vs-bare")
@@ -137,8 +160,7 @@ func BenchmarkAgentStep(b *testing.B) {
 }
 
 // clientCallNs is what one call of the benchmarks' tool costs through the
-// device client, as a step's dispatcher makes it: the median of five
-// rounds.
+// device client, as a step's dispatcher makes it.
 func clientCallNs(b *testing.B) float64 {
 	srv := &tools.Server{Name: "bench"}
 	srv.Add(noopTool())
@@ -149,17 +171,9 @@ func clientCallNs(b *testing.B) float64 {
 	defer dev.Close()
 	ctx := context.Background()
 	cmd := command.Command{Namespace: "bench", ToolName: "noop", Parameters: map[string]any{}, CallID: "bench"}
-	const calls = 2000
-	var rounds []float64
-	for range 5 {
-		start := time.Now()
-		for range calls {
-			if r := dev.Execute(ctx, cmd); !r.OK() {
-				b.Fatal(r.Error)
-			}
+	return perCall(func() {
+		if r := dev.Execute(ctx, cmd); !r.OK() {
+			b.Fatal(r.Error)
 		}
-		rounds = append(rounds, float64(time.Since(start).Nanoseconds())/calls)
-	}
-	slices.Sort(rounds)
-	return rounds[len(rounds)/2]
+	})
 }
