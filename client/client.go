@@ -69,7 +69,9 @@ type Server struct {
 	// makes it data_collection, anything else action.
 	ToolType command.ToolType
 
-	// MCP is an in-process server: Go tools made with tools.New.
+	// MCP is an in-process server: Go tools made with tools.New. They are
+	// listed through MCP, like any server's, and called directly, without
+	// encoding the call, with the results MCP would have given.
 	MCP *tools.Server
 	// foreign is an mcp-go server served in-process as it is: the
 	// package's tests use it to play third-party servers without a
