@@ -120,11 +120,12 @@ func goroutinesCreated() uint64 {
 // wake and sleep). A round that lasts hands reading over, so that a
 // command_status about it is answered while it runs.
 func TestReaderRunsQuickRoundsItself(t *testing.T) {
-	hold := make(chan struct{})
+	hold, holding := make(chan struct{}), make(chan struct{})
 	s := &tools.Server{Name: "box"}
 	s.Add(
 		tools.New("hold", "runs until released", tools.Annotations{Risk: tools.RiskRead},
 			func(ctx context.Context, in struct{}) (string, error) {
+				close(holding)
 				select {
 				case <-hold:
 					return "released", nil
@@ -157,6 +158,11 @@ func TestReaderRunsQuickRoundsItself(t *testing.T) {
 
 	// A round that lasts: its command_status is answered while it runs.
 	send(t, conn, "long", command.Command{Namespace: "box", ToolName: "hold", CallID: "held"})
+	select {
+	case <-holding:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hold never started")
+	}
 	status := round(t, conn, "status", command.Command{ToolName: command.CommandStatus, Parameters: map[string]any{"call_id": "held"}, CallID: "s"})
 	if len(status.ActionResults) != 1 || !strings.Contains(string(status.ActionResults[0].Result), `"state":"running"`) {
 		t.Fatalf("command_status while hold runs: %+v", status.ActionResults)
