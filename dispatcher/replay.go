@@ -40,7 +40,7 @@ type ReplayOptions struct {
 type Replay struct {
 	opts    ReplayOptions
 	mu      sync.Mutex
-	batches []trajectory.Event
+	batches []*trajectory.Event // in the caller's slice, not copied
 	used    []bool
 	// usedCmd marks single recorded commands taken by lenient replay.
 	usedCmd map[[2]int]bool
@@ -53,11 +53,13 @@ var _ Dispatcher = (*Replay)(nil)
 
 // NewReplay returns a dispatcher that answers from the recorded dispatch
 // events (trajectory.TypeDispatch, in order; other events are ignored).
+// It keeps pointers into events, which it never changes: the caller must
+// not change them either while it replays.
 func NewReplay(events []trajectory.Event, opts ReplayOptions) *Replay {
 	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}}
-	for _, e := range events {
-		if e.Type == trajectory.TypeDispatch {
-			r.batches = append(r.batches, e)
+	for i := range events {
+		if events[i].Type == trajectory.TypeDispatch {
+			r.batches = append(r.batches, &events[i])
 		}
 	}
 	r.used = make([]bool, len(r.batches))
@@ -188,7 +190,7 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 	return out
 }
 
-func answer(e trajectory.Event, cmds []command.Command) []command.Result {
+func answer(e *trajectory.Event, cmds []command.Command) []command.Result {
 	out := make([]command.Result, len(cmds))
 	for i := range cmds {
 		if i < len(e.Results) {
@@ -203,9 +205,9 @@ func answer(e trajectory.Event, cmds []command.Command) []command.Result {
 	return out
 }
 
-func isObservation(e trajectory.Event) bool { return e.Phase == "DATA_COLLECTION" }
+func isObservation(e *trajectory.Event) bool { return e.Phase == "DATA_COLLECTION" }
 
-func sameGroup(a, b trajectory.Event) bool {
+func sameGroup(a, b *trajectory.Event) bool {
 	return isObservation(a) && isObservation(b) && a.Agent == b.Agent && a.Step == b.Step
 }
 

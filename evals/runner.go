@@ -289,6 +289,42 @@ type runner struct {
 	opts       Options
 	mu         sync.Mutex
 	recordings map[string]*trajectory.Trajectory
+	// yamls are the configs of trials on recorded devices as recorded:
+	// the same for every trial of a recording with the same limits and
+	// model, and encoding YAML costs more than the replay.
+	yamls map[yamlKey][]byte
+}
+
+type yamlKey struct {
+	recording, spec string
+	steps, rounds   int
+}
+
+// configYAML is cfg as a trial's recording keeps it. A trial on a
+// recorded device runs with the recording's config and the case's limits
+// and model, so the text is encoded once for each of those.
+func (r *runner) configYAML(cfg *config.Config, recording string, lim Limits, spec string) ([]byte, error) {
+	if recording == "" {
+		return cfg.YAML()
+	}
+	k := yamlKey{r.s.path(recording), spec, lim.MaxSteps, lim.MaxRounds}
+	r.mu.Lock()
+	y, ok := r.yamls[k]
+	r.mu.Unlock()
+	if ok {
+		return y, nil
+	}
+	y, err := cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.yamls == nil {
+		r.yamls = map[yamlKey][]byte{}
+	}
+	r.yamls[k] = y
+	r.mu.Unlock()
+	return y, nil
 }
 
 // selected is the suite with only the cases that carry opts.Labels and,
@@ -645,7 +681,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	if spec != ReplayModel {
 		cfg.Model = spec
 	}
-	y, _ := cfg.YAML()
+	y, err := r.configYAML(&cfg, c.Device.Recording, lim, spec)
+	if err != nil {
+		return nil, nil, err
+	}
 	meta := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
 		Labels: map[string]string{"suite": r.s.Name, "case": c.ID, "trial": fmt.Sprint(n)}}
 	if spec == ReplayModel {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 func runSuite(t *testing.T, file, results string, opts evals.Options) (*evals.Report, error) {
@@ -242,5 +245,44 @@ func TestSuiteUnknownKeyInItsWords(t *testing.T) {
 	want := `unknown key "cases[0].limts" at line 5; did you mean "cases[0].limits"?`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// Trials on one recorded device record the config each ran with: the
+// recording's, with the case's own limits.
+func TestRecordedTrialsKeepTheirOwnConfig(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	var s strings.Builder
+	s.WriteString("name: configs\nmodel: replay\ncases:\n")
+	for i, steps := range []int{0, 5, 0, 6, 5} {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    limits: {max_steps: %d}\n    checks:\n      - {answer: {contains: \"Hello from Saucer\"}}\n", i, demoTask, rec, steps)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite, err := evals.LoadSuite(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evals.Run(context.Background(), suite, evals.Options{Results: filepath.Join(dir, "results"), Jobs: 2})
+	// Other limits change the prompts ("Step 1 of 5"): those replays
+	// diverge, the others pass.
+	if err != nil || rep.Metrics.Successes != 3 || rep.Metrics.Failures["replay_divergence"] != 2 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	for i, steps := range []int{6, 5, 6, 6, 5} { // 6 is the recording's own
+		tr, err := trajectory.Read(filepath.Join(dir, "results", "cases", fmt.Sprintf("c%d", i), "trial-1", "trajectory"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.FromYAML([]byte(tr.Session().Config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Agent.MaxSteps != steps || cfg.Agent.MaxRounds != 4 || cfg.Model != "scripted:../examples/demo.yaml" {
+			t.Errorf("case c%d recorded max_steps %d, max_rounds %d, model %q; want %d, 4 and the recording's model", i, cfg.Agent.MaxSteps, cfg.Agent.MaxRounds, cfg.Model, steps)
+		}
 	}
 }
