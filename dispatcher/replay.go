@@ -44,9 +44,12 @@ type Replay struct {
 	used    []bool
 	// usedCmd marks single recorded commands taken by lenient replay.
 	usedCmd map[[2]int]bool
-	cursor  int
-	divs    []ReplayDivergence
-	calls   int
+	// wantParams are the recorded commands' parameters as compared,
+	// encoded the first time each is compared.
+	wantParams map[*command.Command]string
+	cursor     int
+	divs       []ReplayDivergence
+	calls      int
 }
 
 var _ Dispatcher = (*Replay)(nil)
@@ -56,7 +59,7 @@ var _ Dispatcher = (*Replay)(nil)
 // It keeps pointers into events, which it never changes: the caller must
 // not change them either while it replays.
 func NewReplay(events []trajectory.Event, opts ReplayOptions) *Replay {
-	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}}
+	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}, wantParams: map[*command.Command]string{}}
 	for i := range events {
 		if events[i].Type == trajectory.TypeDispatch {
 			r.batches = append(r.batches, &events[i])
@@ -161,8 +164,8 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 		found := [2]int{-1, -1}
 		for pass := 0; pass < 2 && found[0] < 0; pass++ {
 			for b, e := range r.batches {
-				for j, rc := range e.Commands {
-					if j < len(e.Results) && (pass == 1 || !r.usedCmd[[2]int{b, j}]) && r.sameCommand(rc, c) {
+				for j := range e.Commands {
+					if j < len(e.Results) && (pass == 1 || !r.usedCmd[[2]int{b, j}]) && r.sameCommand(&e.Commands[j], &c) {
 						found = [2]int{b, j}
 						break
 					}
@@ -216,7 +219,7 @@ func (r *Replay) sameCommands(want, got []command.Command) bool {
 		return false
 	}
 	for i := range want {
-		if !r.sameCommand(want[i], got[i]) {
+		if !r.sameCommand(&want[i], &got[i]) {
 			return false
 		}
 	}
@@ -225,11 +228,17 @@ func (r *Replay) sameCommands(want, got []command.Command) bool {
 
 // sameCommand compares what a command asks, not its call id. Parameters
 // are compared as JSON, so 3 and 3.0 (a YAML int and a JSON number) agree.
-func (r *Replay) sameCommand(want, got command.Command) bool {
+// want is a recorded command.
+func (r *Replay) sameCommand(want, got *command.Command) bool {
 	if want.ToolName != got.ToolName || want.Namespace != got.Namespace || want.ToolType != got.ToolType {
 		return false
 	}
-	w, g := params(want.Parameters), params(got.Parameters)
+	w, ok := r.wantParams[want]
+	if !ok {
+		w = params(want.Parameters)
+		r.wantParams[want] = w
+	}
+	g := params(got.Parameters)
 	return w == g || w == r.opts.Redactor.String(g)
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"text/template/parse"
 )
@@ -56,10 +57,15 @@ func (s *Set) fastable(name string, seen map[string]bool) bool {
 			for i, a := range c.Args {
 				switch a := a.(type) {
 				case *parse.IdentifierNode:
-					_, f := s.funcs[a.Ident]
-					ok = ok && i == 0 && (f || fastBuiltins[a.Ident])
-				case *parse.FieldNode, *parse.VariableNode:
+					f, isFunc := s.funcs[a.Ident]
+					ok = ok && i == 0 && (isFunc || fastBuiltins[a.Ident])
+					s.calls[a] = f
+				case *parse.FieldNode:
 					ok = ok && (len(c.Args) == 1 || i > 0)
+					s.addSites(a.Ident)
+				case *parse.VariableNode:
+					ok = ok && (len(c.Args) == 1 || i > 0)
+					s.addSites(a.Ident[1:])
 				case *parse.DotNode, *parse.StringNode, *parse.BoolNode:
 				case *parse.NumberNode:
 					ok = ok && a.IsInt && strings.Trim(a.Text, "0123456789") == "" && a.Text != ""
@@ -106,6 +112,32 @@ func (s *Set) fastable(name string, seen map[string]bool) bool {
 	}
 	node(t.Root)
 	return ok
+}
+
+// fastSites are what the fast path learns about a template where it
+// runs, found once when the set is loaded: the function each identifier
+// names, and for each field name in the text the field it last found
+// there, so that a field is looked up by name once per type, not at
+// every render.
+type fastSites struct {
+	calls  map[*parse.IdentifierNode]any // nil for a builtin
+	fields map[*string]*fieldSite        // by the address of the name in its node
+}
+
+// fieldSite remembers the last type a field name was looked up in.
+type fieldSite struct{ last atomic.Pointer[fieldHit] }
+
+type fieldHit struct {
+	t   reflect.Type
+	idx []int // nil when the fast path leaves this field to text/template
+}
+
+func (s *Set) addSites(names []string) {
+	for i := range names {
+		if s.fields[&names[i]] == nil {
+			s.fields[&names[i]] = &fieldSite{}
+		}
+	}
 }
 
 // fastState is one fast render.
@@ -275,7 +307,7 @@ func (s *fastState) pipeline(dot reflect.Value, p *parse.PipeNode) (reflect.Valu
 // argument.
 func (s *fastState) command(dot reflect.Value, c *parse.CommandNode, final reflect.Value, hasFinal bool) (reflect.Value, error) {
 	if id, ok := c.Args[0].(*parse.IdentifierNode); ok {
-		return s.call(dot, id.Ident, c.Args[1:], final, hasFinal)
+		return s.call(dot, id, c.Args[1:], final, hasFinal)
 	}
 	if hasFinal || len(c.Args) > 1 {
 		return reflect.Value{}, errSlow
@@ -306,7 +338,7 @@ func (s *fastState) arg(dot reflect.Value, n parse.Node) (reflect.Value, error) 
 		defer s.pop(len(s.vars))
 		return s.pipeline(dot, n)
 	case *parse.IdentifierNode:
-		return s.call(dot, n.Ident, nil, reflect.Value{}, false)
+		return s.call(dot, n, nil, reflect.Value{}, false)
 	}
 	return reflect.Value{}, errSlow
 }
@@ -323,7 +355,7 @@ func (s *fastState) variable(name string) (reflect.Value, bool) {
 // fields follows a chain of struct fields and map keys. Anything else (a
 // method, a missing key, a nil pointer) is left to text/template.
 func (s *fastState) fields(v reflect.Value, names []string) (reflect.Value, error) {
-	for _, name := range names {
+	for i, name := range names {
 		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
 				return v, errSlow
@@ -332,7 +364,16 @@ func (s *fastState) fields(v reflect.Value, names []string) (reflect.Value, erro
 		}
 		switch v.Kind() {
 		case reflect.Struct:
-			idx := fieldIndex(v.Type(), name)
+			site := s.set.fields[&names[i]]
+			if site == nil {
+				return v, errSlow
+			}
+			hit := site.last.Load()
+			if hit == nil || hit.t != v.Type() {
+				hit = &fieldHit{t: v.Type(), idx: fieldIndex(v.Type(), name)}
+				site.last.Store(hit)
+			}
+			idx := hit.idx
 			if idx == nil {
 				return v, errSlow
 			}
@@ -357,29 +398,16 @@ func (s *fastState) fields(v reflect.Value, names []string) (reflect.Value, erro
 	return v, nil
 }
 
-type fieldKey struct {
-	t    reflect.Type
-	name string
-}
-
-var fieldIndexes sync.Map // fieldKey → []int, nil when not a plain exported field
-
 // fieldIndex is the index of the exported field name of struct type t,
 // or nil when text/template would look further (a method of that name) or
 // fail.
 func fieldIndex(t reflect.Type, name string) []int {
-	k := fieldKey{t, name}
-	if idx, ok := fieldIndexes.Load(k); ok {
-		return idx.([]int)
-	}
-	var idx []int
 	_, m1 := t.MethodByName(name)
 	_, m2 := reflect.PointerTo(t).MethodByName(name)
 	if f, ok := t.FieldByName(name); ok && f.IsExported() && !m1 && !m2 {
-		idx = f.Index
+		return f.Index
 	}
-	fieldIndexes.Store(k, idx)
-	return idx
+	return nil
 }
 
 var (
@@ -415,7 +443,8 @@ func (s *fastState) print(v reflect.Value) error {
 }
 
 // call calls a function of the set or a builtin.
-func (s *fastState) call(dot reflect.Value, name string, argNodes []parse.Node, final reflect.Value, hasFinal bool) (reflect.Value, error) {
+func (s *fastState) call(dot reflect.Value, id *parse.IdentifierNode, argNodes []parse.Node, final reflect.Value, hasFinal bool) (reflect.Value, error) {
+	name := id.Ident
 	if name == "and" || name == "or" {
 		// Lazily, as text/template: the first argument that decides.
 		var v reflect.Value
@@ -436,7 +465,8 @@ func (s *fastState) call(dot reflect.Value, name string, argNodes []parse.Node, 
 		}
 		return v, nil
 	}
-	args := make([]reflect.Value, 0, len(argNodes)+1)
+	var buf [4]reflect.Value
+	args := buf[:0]
 	for _, a := range argNodes {
 		v, err := s.arg(dot, a)
 		if err != nil {
@@ -447,10 +477,10 @@ func (s *fastState) call(dot reflect.Value, name string, argNodes []parse.Node, 
 	if hasFinal {
 		args = append(args, final)
 	}
-	if fastBuiltins[name] {
-		return builtin(name, args)
+	if f := s.set.calls[id]; f != nil {
+		return callFunc(f, args)
 	}
-	return callFunc(s.set.funcs[name], args)
+	return builtin(name, args)
 }
 
 // callFunc calls one of funcs() by its Go type, with text/template's

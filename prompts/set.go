@@ -35,6 +35,7 @@ type Set struct {
 	funcs template.FuncMap
 	// fast holds the templates the fast path renders (see fast.go).
 	fast map[string]bool
+	fastSites
 }
 
 // Load parses the embedded templates and then, if overrideDir is not empty,
@@ -85,7 +86,8 @@ func LoadFS(fsys fs.FS, label string) (*Set, error) {
 		}
 	}
 
-	s := &Set{files: map[string]string{}, funcs: funcs(), fast: map[string]bool{}}
+	s := &Set{files: map[string]string{}, funcs: funcs(), fast: map[string]bool{},
+		fastSites: fastSites{calls: map[*parse.IdentifierNode]any{}, fields: map[*string]*fieldSite{}}}
 	s.root = template.New("").Funcs(s.funcs).Option("missingkey=error")
 	// Defaults first, overrides last: a {{define}} inside an override then
 	// wins over a default of the same name.
