@@ -174,10 +174,15 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 		model = rm
 	}
 	// An eval trial's recording ends with its checks' commands; a replay of
-	// the session runs no checks.
+	// the session runs no checks. The device answers from the dispatches.
 	events := t.Events
 	if slices.ContainsFunc(events, isCheck) {
-		events = slices.DeleteFunc(slices.Clone(events), isCheck)
+		events = nil
+		for _, e := range t.Events {
+			if e.Type == trajectory.TypeDispatch && !isCheck(e) {
+				events = append(events, e)
+			}
+		}
 	}
 	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor, AtEnd: atEnd})
 	observer := opts.Observer
