@@ -292,7 +292,23 @@ type runner struct {
 	// yamls are the configs of trials on recorded devices as recorded:
 	// the same for every trial of a recording with the same limits and
 	// model, and encoding YAML costs more than the replay.
-	yamls map[yamlKey][]byte
+	yamls           map[yamlKey][]byte
+	defaultRedactor *trajectory.Redactor
+}
+
+// redactor is the trials' recordings' redactor: Options.Redactor, else
+// the default patterns, compiled once for the run rather than by every
+// trial's recording.
+func (r *runner) redactor() *trajectory.Redactor {
+	if r.opts.Redactor != nil {
+		return r.opts.Redactor
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.defaultRedactor == nil {
+		r.defaultRedactor, _ = trajectory.NewRedactor(nil, trajectory.DefaultPatterns())
+	}
+	return r.defaultRedactor
 }
 
 type yamlKey struct {
@@ -692,7 +708,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			meta.Mode = tr.Session().Mode
 		}
 	}
-	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.opts.Redactor, ArtifactThreshold: cfg.Record.ArtifactThreshold})
+	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.redactor(), ArtifactThreshold: cfg.Record.ArtifactThreshold})
 	if err != nil {
 		return nil, nil, err
 	}

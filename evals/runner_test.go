@@ -286,3 +286,32 @@ func TestRecordedTrialsKeepTheirOwnConfig(t *testing.T) {
 		}
 	}
 }
+
+// Trials' recordings are redacted with the default patterns when the run
+// names no redactor: a key in a task never reaches the disk.
+func TestTrialRecordingsAreRedactedByDefault(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	const key = "sk-proj-Abcdefghijklmnopqrstuvwxyz0123"
+	var s strings.Builder
+	s.WriteString("name: secrets\nmodel: replay\ncases:\n")
+	for i := range 3 {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask+" with the key "+key, rec)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSuite(t, file, filepath.Join(dir, "results"), evals.Options{Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		b, err := os.ReadFile(filepath.Join(dir, "results", "cases", fmt.Sprintf("c%d", i), "trial-1", "trajectory", trajectory.EventsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), key) || !strings.Contains(string(b), "with the key "+trajectory.Redacted) {
+			t.Errorf("case c%d: the key was not redacted from its recording", i)
+		}
+	}
+}
