@@ -106,6 +106,12 @@ func (m *Machine) Go(ctx context.Context, to State) error {
 	if !Allowed(m.role, from, to) {
 		return &TransitionError{Role: m.role, From: from, To: to}
 	}
+	if from == to {
+		// Staying (CONTINUE to CONTINUE, most steps): looplab would only
+		// say NoTransitionError, with no callbacks to run.
+		m.history = append(m.history, to)
+		return nil
+	}
 	err := m.machine.Event(context.WithoutCancel(ctx), eventName(to))
 	// looplab reports a move to the current state as NoTransitionError; the
 	// table allowed it, so for us it is a successful step.
