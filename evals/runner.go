@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,9 @@ type Options struct {
 	// trials are kept and only the others run; a directory made with
 	// another suite or other options is refused.
 	Results string
-	// Jobs is how many trials run at once (default 1).
+	// Jobs is how many trials run at once. 0 means one per CPU
+	// (GOMAXPROCS) when every trial replays a recording with the replay
+	// model, which is computation alone and shares nothing, else 1.
 	Jobs int
 	// Timeout bounds each trial that sets no timeout of its own.
 	Timeout time.Duration
@@ -182,9 +185,6 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if opts.Results == "" {
 		return nil, errors.New("evals: no results directory")
 	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = 1
-	}
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
@@ -196,6 +196,9 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	r := &runner{s: s, opts: opts, recordings: map[string]*trajectory.Trajectory{}}
 	if err := r.prepare(); err != nil {
 		return nil, err
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = r.defaultJobs()
 	}
 	type job struct {
 		c     Case
@@ -341,6 +344,18 @@ func (r *runner) configYAML(cfg *config.Config, recording string, lim Limits, sp
 	r.yamls[k] = y
 	r.mu.Unlock()
 	return y, nil
+}
+
+// defaultJobs is Options.Jobs when it is 0: one per CPU for a suite that
+// only replays recordings, else one at a time (live trials share the
+// machine, and often a model's rate limit).
+func (r *runner) defaultJobs() int {
+	for _, c := range r.selected().Cases {
+		if c.Device.Recording == "" || r.modelOf(c) != ReplayModel {
+			return 1
+		}
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // selected is the suite with only the cases that carry opts.Labels and,

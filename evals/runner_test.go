@@ -8,12 +8,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -313,5 +318,58 @@ func TestTrialRecordingsAreRedactedByDefault(t *testing.T) {
 		if strings.Contains(string(b), key) || !strings.Contains(string(b), "with the key "+trajectory.Redacted) {
 			t.Errorf("case c%d: the key was not redacted from its recording", i)
 		}
+	}
+}
+
+// A suite that only replays recordings runs a trial per CPU when no
+// number of jobs is given: two trials' host agents are running at once
+// (the first to start waits for a second, which with one job at a time
+// never comes).
+func TestReplaySuiteRunsATrialPerCPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	var s strings.Builder
+	s.WriteString("name: parallel\nmodel: replay\ncases:\n")
+	for i := range 6 {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask, rec)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	started, both := 0, make(chan struct{})
+	waited := false
+	observe := func(e agent.Event) {
+		if e.Kind != agent.EventAgentStart || e.Agent != "host" {
+			return
+		}
+		mu.Lock()
+		started++
+		first := started == 1
+		if started == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		if first {
+			select {
+			case <-both:
+				waited = true
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+	opts := evals.Options{Results: filepath.Join(dir, "results"), Session: session.Options{Observers: []func(agent.Event){observe}}}
+	suite, err := evals.LoadSuite(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evals.Run(context.Background(), suite, opts)
+	if err != nil || rep.Metrics.Successes != 6 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	if !waited {
+		t.Fatal("no two trials ran at once")
 	}
 }
