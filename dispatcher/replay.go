@@ -40,24 +40,29 @@ type ReplayOptions struct {
 type Replay struct {
 	opts    ReplayOptions
 	mu      sync.Mutex
-	batches []trajectory.Event
+	batches []*trajectory.Event // in the caller's slice, not copied
 	used    []bool
 	// usedCmd marks single recorded commands taken by lenient replay.
 	usedCmd map[[2]int]bool
-	cursor  int
-	divs    []ReplayDivergence
-	calls   int
+	// wantParams are the recorded commands' parameters as compared,
+	// encoded the first time each is compared.
+	wantParams map[*command.Command]string
+	cursor     int
+	divs       []ReplayDivergence
+	calls      int
 }
 
 var _ Dispatcher = (*Replay)(nil)
 
 // NewReplay returns a dispatcher that answers from the recorded dispatch
 // events (trajectory.TypeDispatch, in order; other events are ignored).
+// It keeps pointers into events, which it never changes: the caller must
+// not change them either while it replays.
 func NewReplay(events []trajectory.Event, opts ReplayOptions) *Replay {
-	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}}
-	for _, e := range events {
-		if e.Type == trajectory.TypeDispatch {
-			r.batches = append(r.batches, e)
+	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}, wantParams: map[*command.Command]string{}}
+	for i := range events {
+		if events[i].Type == trajectory.TypeDispatch {
+			r.batches = append(r.batches, &events[i])
 		}
 	}
 	r.used = make([]bool, len(r.batches))
@@ -159,8 +164,8 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 		found := [2]int{-1, -1}
 		for pass := 0; pass < 2 && found[0] < 0; pass++ {
 			for b, e := range r.batches {
-				for j, rc := range e.Commands {
-					if j < len(e.Results) && (pass == 1 || !r.usedCmd[[2]int{b, j}]) && r.sameCommand(rc, c) {
+				for j := range e.Commands {
+					if j < len(e.Results) && (pass == 1 || !r.usedCmd[[2]int{b, j}]) && r.sameCommand(&e.Commands[j], &c) {
 						found = [2]int{b, j}
 						break
 					}
@@ -188,7 +193,7 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 	return out
 }
 
-func answer(e trajectory.Event, cmds []command.Command) []command.Result {
+func answer(e *trajectory.Event, cmds []command.Command) []command.Result {
 	out := make([]command.Result, len(cmds))
 	for i := range cmds {
 		if i < len(e.Results) {
@@ -203,9 +208,9 @@ func answer(e trajectory.Event, cmds []command.Command) []command.Result {
 	return out
 }
 
-func isObservation(e trajectory.Event) bool { return e.Phase == "DATA_COLLECTION" }
+func isObservation(e *trajectory.Event) bool { return e.Phase == "DATA_COLLECTION" }
 
-func sameGroup(a, b trajectory.Event) bool {
+func sameGroup(a, b *trajectory.Event) bool {
 	return isObservation(a) && isObservation(b) && a.Agent == b.Agent && a.Step == b.Step
 }
 
@@ -214,7 +219,7 @@ func (r *Replay) sameCommands(want, got []command.Command) bool {
 		return false
 	}
 	for i := range want {
-		if !r.sameCommand(want[i], got[i]) {
+		if !r.sameCommand(&want[i], &got[i]) {
 			return false
 		}
 	}
@@ -223,11 +228,17 @@ func (r *Replay) sameCommands(want, got []command.Command) bool {
 
 // sameCommand compares what a command asks, not its call id. Parameters
 // are compared as JSON, so 3 and 3.0 (a YAML int and a JSON number) agree.
-func (r *Replay) sameCommand(want, got command.Command) bool {
+// want is a recorded command.
+func (r *Replay) sameCommand(want, got *command.Command) bool {
 	if want.ToolName != got.ToolName || want.Namespace != got.Namespace || want.ToolType != got.ToolType {
 		return false
 	}
-	w, g := params(want.Parameters), params(got.Parameters)
+	w, ok := r.wantParams[want]
+	if !ok {
+		w = params(want.Parameters)
+		r.wantParams[want] = w
+	}
+	g := params(got.Parameters)
 	return w == g || w == r.opts.Redactor.String(g)
 }
 

@@ -192,3 +192,98 @@ func readTrajectory(t *testing.T, dir string) *trajectory.Trajectory {
 func trajectoryDiff(a, b string) string { return trajectory.TextDiff(a, b) }
 
 func usage(p, c int) llm.Usage { return llm.Usage{PromptTokens: p, CompletionTokens: c} }
+
+// mutateRecording copies the committed recording of the demo and changes
+// one byte in the event line of the given type whose text holds at: the
+// byte at offset off within the first occurrence of at becomes to.
+func mutateRecording(t *testing.T, typ string, n int, at string, off int, to byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hello")
+	if err := os.CopyFS(dir, os.DirFS("suites/recordings/hello")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, trajectory.EventsFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	seen := 0
+	for i, l := range lines {
+		if !strings.Contains(l, `"type":"`+typ+`"`) {
+			continue
+		}
+		if seen++; seen != n {
+			continue
+		}
+		k := strings.Index(l, at)
+		if k < 0 {
+			t.Fatalf("%s event %d does not hold %q", typ, n, at)
+		}
+		line := []byte(l)
+		if line[k+off] == to {
+			t.Fatalf("byte %d of %q is already %q", off, at, to)
+		}
+		line[k+off] = to
+		lines[i] = string(line)
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Fatalf("no %s event %d", typ, n)
+	return ""
+}
+
+// One byte changed anywhere the replay checks (a recorded prompt, early
+// or late in a request, a tool's description or schema, a command's
+// result) makes the replay report a divergence at the model call that
+// first differs, with the byte in its diff.
+func TestReplayFindsOneChangedByte(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// the n-th event of type typ; the byte at off in at becomes to
+		typ    string
+		n      int
+		at     string
+		off    int
+		to     byte
+		call   int    // the model call that must diverge first
+		reason string // what its reason names
+		was    string // the diff shows the recorded text ("-") and the live one ("+")
+		is     string
+	}{
+		{"system prompt of an app's first call", "model_call", 5, `the \"shell\" app`, 10, 'L', 5, "message 1 (system)", `shelL`, `shell`},
+		{"status turn of a late call", "model_call", 7, `Round 3 of 4`, 11, '5', 7, "message 7 (user)", `Round 3 of 5`, `Round 3 of 4`},
+		{"a message later calls carry", "model_call", 4, `Two parts: write`, 0, 't', 4, "message 3 (assistant)", `two parts`, `Two parts`},
+		{"a tool's description", "model_call", 5, `Run a command with bash`, 6, 'C', 5, "tool 1 (execute_command)", `Run a Command`, `Run a command`},
+		{"a tool's input schema", "model_call", 2, `"description":"Append`, 20, 'f', 2, "tool 4 (write_file)", `Appenf`, `Append`},
+		{"a step's result", "dispatch", 3, `"bytes_written":18`, 17, '9', 3, "message 4 (tool)", `bytes_written\":19`, `bytes_written\":18`},
+		{"a command's output", "dispatch", 5, `hello.txt\n`, 4, 'p', 6, "message 4 (tool)", `hellp.txt`, `hello.txt`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := mutateRecording(t, tc.typ, tc.n, tc.at, tc.off, tc.to)
+			tr, err := trajectory.Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := evals.Replay(context.Background(), tr, evals.ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Diverged() || len(res.ModelDivergences) == 0 {
+				t.Fatalf("no model divergence: %s", res.Report())
+			}
+			d := res.ModelDivergences[0]
+			if d.Call != tc.call || !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("diverged at call %d (%s), want call %d (%s)", d.Call, d.Reason, tc.call, tc.reason)
+			}
+			if !strings.Contains(d.Diff, tc.was) || !strings.Contains(d.Diff, tc.is) {
+				t.Errorf("the diff does not show %q against %q:\n%s", tc.was, tc.is, d.Diff)
+			}
+			if res.Outcome.OK() {
+				t.Error("a diverging replay finished")
+			}
+		})
+	}
+}

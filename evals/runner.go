@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,9 @@ type Options struct {
 	// trials are kept and only the others run; a directory made with
 	// another suite or other options is refused.
 	Results string
-	// Jobs is how many trials run at once (default 1).
+	// Jobs is how many trials run at once. 0 means one per CPU
+	// (GOMAXPROCS) when every trial replays a recording with the replay
+	// model, which is computation alone and shares nothing, else 1.
 	Jobs int
 	// Timeout bounds each trial that sets no timeout of its own.
 	Timeout time.Duration
@@ -182,9 +185,6 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if opts.Results == "" {
 		return nil, errors.New("evals: no results directory")
 	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = 1
-	}
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
@@ -196,6 +196,9 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	r := &runner{s: s, opts: opts, recordings: map[string]*trajectory.Trajectory{}}
 	if err := r.prepare(); err != nil {
 		return nil, err
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = r.defaultJobs()
 	}
 	type job struct {
 		c     Case
@@ -289,6 +292,70 @@ type runner struct {
 	opts       Options
 	mu         sync.Mutex
 	recordings map[string]*trajectory.Trajectory
+	// yamls are the configs of trials on recorded devices as recorded:
+	// the same for every trial of a recording with the same limits and
+	// model, and encoding YAML costs more than the replay.
+	yamls           map[yamlKey][]byte
+	defaultRedactor *trajectory.Redactor
+}
+
+// redactor is the trials' recordings' redactor: Options.Redactor, else
+// the default patterns, compiled once for the run rather than by every
+// trial's recording.
+func (r *runner) redactor() *trajectory.Redactor {
+	if r.opts.Redactor != nil {
+		return r.opts.Redactor
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.defaultRedactor == nil {
+		r.defaultRedactor, _ = trajectory.NewRedactor(nil, trajectory.DefaultPatterns())
+	}
+	return r.defaultRedactor
+}
+
+type yamlKey struct {
+	recording, spec string
+	steps, rounds   int
+}
+
+// configYAML is cfg as a trial's recording keeps it. A trial on a
+// recorded device runs with the recording's config and the case's limits
+// and model, so the text is encoded once for each of those.
+func (r *runner) configYAML(cfg *config.Config, recording string, lim Limits, spec string) ([]byte, error) {
+	if recording == "" {
+		return cfg.YAML()
+	}
+	k := yamlKey{r.s.path(recording), spec, lim.MaxSteps, lim.MaxRounds}
+	r.mu.Lock()
+	y, ok := r.yamls[k]
+	r.mu.Unlock()
+	if ok {
+		return y, nil
+	}
+	y, err := cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.yamls == nil {
+		r.yamls = map[yamlKey][]byte{}
+	}
+	r.yamls[k] = y
+	r.mu.Unlock()
+	return y, nil
+}
+
+// defaultJobs is Options.Jobs when it is 0: one per CPU for a suite that
+// only replays recordings, else one at a time (live trials share the
+// machine, and often a model's rate limit).
+func (r *runner) defaultJobs() int {
+	for _, c := range r.selected().Cases {
+		if c.Device.Recording == "" || r.modelOf(c) != ReplayModel {
+			return 1
+		}
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // selected is the suite with only the cases that carry opts.Labels and,
@@ -645,7 +712,10 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	if spec != ReplayModel {
 		cfg.Model = spec
 	}
-	y, _ := cfg.YAML()
+	y, err := r.configYAML(&cfg, c.Device.Recording, lim, spec)
+	if err != nil {
+		return nil, nil, err
+	}
 	meta := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
 		Labels: map[string]string{"suite": r.s.Name, "case": c.ID, "trial": fmt.Sprint(n)}}
 	if spec == ReplayModel {
@@ -653,7 +723,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			meta.Mode = tr.Session().Mode
 		}
 	}
-	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.opts.Redactor, ArtifactThreshold: cfg.Record.ArtifactThreshold})
+	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.redactor(), ArtifactThreshold: cfg.Record.ArtifactThreshold})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,14 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/trajectory"
 )
 
 func runSuite(t *testing.T, file, results string, opts evals.Options) (*evals.Report, error) {
@@ -242,5 +250,126 @@ func TestSuiteUnknownKeyInItsWords(t *testing.T) {
 	want := `unknown key "cases[0].limts" at line 5; did you mean "cases[0].limits"?`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// Trials on one recorded device record the config each ran with: the
+// recording's, with the case's own limits.
+func TestRecordedTrialsKeepTheirOwnConfig(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	var s strings.Builder
+	s.WriteString("name: configs\nmodel: replay\ncases:\n")
+	for i, steps := range []int{0, 5, 0, 6, 5} {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    limits: {max_steps: %d}\n    checks:\n      - {answer: {contains: \"Hello from Saucer\"}}\n", i, demoTask, rec, steps)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite, err := evals.LoadSuite(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evals.Run(context.Background(), suite, evals.Options{Results: filepath.Join(dir, "results"), Jobs: 2})
+	// Other limits change the prompts ("Step 1 of 5"): those replays
+	// diverge, the others pass.
+	if err != nil || rep.Metrics.Successes != 3 || rep.Metrics.Failures["replay_divergence"] != 2 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	for i, steps := range []int{6, 5, 6, 6, 5} { // 6 is the recording's own
+		tr, err := trajectory.Read(filepath.Join(dir, "results", "cases", fmt.Sprintf("c%d", i), "trial-1", "trajectory"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.FromYAML([]byte(tr.Session().Config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Agent.MaxSteps != steps || cfg.Agent.MaxRounds != 4 || cfg.Model != "scripted:../examples/demo.yaml" {
+			t.Errorf("case c%d recorded max_steps %d, max_rounds %d, model %q; want %d, 4 and the recording's model", i, cfg.Agent.MaxSteps, cfg.Agent.MaxRounds, cfg.Model, steps)
+		}
+	}
+}
+
+// Trials' recordings are redacted with the default patterns when the run
+// names no redactor: a key in a task never reaches the disk.
+func TestTrialRecordingsAreRedactedByDefault(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	const key = "sk-proj-Abcdefghijklmnopqrstuvwxyz0123"
+	var s strings.Builder
+	s.WriteString("name: secrets\nmodel: replay\ncases:\n")
+	for i := range 3 {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask+" with the key "+key, rec)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSuite(t, file, filepath.Join(dir, "results"), evals.Options{Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		b, err := os.ReadFile(filepath.Join(dir, "results", "cases", fmt.Sprintf("c%d", i), "trial-1", "trajectory", trajectory.EventsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), key) || !strings.Contains(string(b), "with the key "+trajectory.Redacted) {
+			t.Errorf("case c%d: the key was not redacted from its recording", i)
+		}
+	}
+}
+
+// A suite that only replays recordings runs a trial per CPU when no
+// number of jobs is given: two trials' host agents are running at once
+// (the first to start waits for a second, which with one job at a time
+// never comes).
+func TestReplaySuiteRunsATrialPerCPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	var s strings.Builder
+	s.WriteString("name: parallel\nmodel: replay\ncases:\n")
+	for i := range 6 {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask, rec)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	started, both := 0, make(chan struct{})
+	waited := false
+	observe := func(e agent.Event) {
+		if e.Kind != agent.EventAgentStart || e.Agent != "host" {
+			return
+		}
+		mu.Lock()
+		started++
+		first := started == 1
+		if started == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		if first {
+			select {
+			case <-both:
+				waited = true
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+	opts := evals.Options{Results: filepath.Join(dir, "results"), Session: session.Options{Observers: []func(agent.Event){observe}}}
+	suite, err := evals.LoadSuite(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evals.Run(context.Background(), suite, opts)
+	if err != nil || rep.Metrics.Successes != 6 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	if !waited {
+		t.Fatal("no two trials ran at once")
 	}
 }

@@ -174,11 +174,14 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 		model = rm
 	}
 	// An eval trial's recording ends with its checks' commands; a replay of
-	// the session runs no checks.
-	var events []trajectory.Event
-	for _, e := range t.Events {
-		if e.Agent != CheckAgent && e.Agent != JudgeAgent {
-			events = append(events, e)
+	// the session runs no checks. The device answers from the dispatches.
+	events := t.Events
+	if slices.ContainsFunc(events, isCheck) {
+		events = nil
+		for _, e := range t.Events {
+			if e.Type == trajectory.TypeDispatch && !isCheck(e) {
+				events = append(events, e)
+			}
 		}
 	}
 	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor, AtEnd: atEnd})
@@ -319,6 +322,8 @@ func callsOf(t *trajectory.Trajectory) []trajectory.Call {
 	}
 	return out
 }
+
+func isCheck(e trajectory.Event) bool { return e.Agent == CheckAgent || e.Agent == JudgeAgent }
 
 // CheckAgent and JudgeAgent name, in a trial's trajectory, the commands of
 // state checks and the calls of judge checks.

@@ -23,25 +23,9 @@ type Machine struct {
 // New returns a machine for role r in the start state (CONTINUE). It panics
 // if r is not Host, App or Constellation: the role is chosen in code, never read from input.
 func New(r Role) *Machine {
-	rows, ok := tables[r]
+	events, ok := roleEvents()[r]
 	if !ok {
 		panic(fmt.Sprintf("fsm: unknown role %q (use fsm.Host, fsm.App or fsm.Constellation)", string(r)))
-	}
-	// One looplab event per target state ("to_FINISH"), whose sources are the
-	// table's states that may reach it.
-	var events fsm.Events
-	for _, target := range States(r) {
-		var sources []string
-		for _, row := range rows {
-			for _, to := range row.to {
-				if to == target {
-					sources = append(sources, string(row.from))
-				}
-			}
-		}
-		if len(sources) > 0 {
-			events = append(events, fsm.EventDesc{Name: eventName(target), Src: sources, Dst: string(target)})
-		}
 	}
 	return &Machine{
 		role:    r,
@@ -49,6 +33,32 @@ func New(r Role) *Machine {
 		history: []State{Start},
 	}
 }
+
+// roleEvents are each role's looplab events, built once from the tables
+// (every agent of every session makes a machine): one event per target
+// state ("to_FINISH"), whose sources are the table's states that may
+// reach it. looplab only reads them.
+var roleEvents = sync.OnceValue(func() map[Role]fsm.Events {
+	out := map[Role]fsm.Events{}
+	for r, rows := range tables {
+		events := fsm.Events{}
+		for _, target := range States(r) {
+			var sources []string
+			for _, row := range rows {
+				for _, to := range row.to {
+					if to == target {
+						sources = append(sources, string(row.from))
+					}
+				}
+			}
+			if len(sources) > 0 {
+				events = append(events, fsm.EventDesc{Name: eventName(target), Src: sources, Dst: string(target)})
+			}
+		}
+		out[r] = events
+	}
+	return out
+})
 
 // eventName is the looplab event that moves a machine to state to.
 func eventName(to State) string { return "to_" + string(to) }
@@ -95,6 +105,12 @@ func (m *Machine) Go(ctx context.Context, to State) error {
 	from := State(m.machine.Current())
 	if !Allowed(m.role, from, to) {
 		return &TransitionError{Role: m.role, From: from, To: to}
+	}
+	if from == to {
+		// Staying (CONTINUE to CONTINUE, most steps): looplab would only
+		// say NoTransitionError, with no callbacks to run.
+		m.history = append(m.history, to)
+		return nil
 	}
 	err := m.machine.Event(context.WithoutCancel(ctx), eventName(to))
 	// looplab reports a move to the current state as NoTransitionError; the

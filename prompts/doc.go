@@ -32,6 +32,16 @@
 //	add A B         A+B, for numbering from 1
 //	replySchema S…  the reply schema with the status enum narrowed to S…
 //
+// Any template text/template runs works. Those that keep to text,
+// actions, if, with, range over lists, template calls, fields, variables,
+// the functions above and the comparisons (and, or, not, len, index, eq,
+// ne, lt, le, gt, ge) are rendered several times faster, by a walk of
+// their parse tree that calls functions directly; the built-in templates
+// all do. Others (printf, methods, maps ranged over, break) are rendered
+// by text/template, as are renders that meet a missing key or a
+// function's error, so that the text and the errors are always
+// text/template's.
+//
 // # Replies
 //
 // In json mode a model answers with one Reply object; ParseReply reads it

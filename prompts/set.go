@@ -32,6 +32,10 @@ type Set struct {
 	// files maps each file-level template name to the file it came from, so
 	// that errors found after parsing can still name the file.
 	files map[string]string
+	funcs template.FuncMap
+	// fast holds the templates the fast path renders (see fast.go).
+	fast map[string]bool
+	fastSites
 }
 
 // Load parses the embedded templates and then, if overrideDir is not empty,
@@ -82,7 +86,9 @@ func LoadFS(fsys fs.FS, label string) (*Set, error) {
 		}
 	}
 
-	s := &Set{root: template.New("").Funcs(funcs()).Option("missingkey=error"), files: map[string]string{}}
+	s := &Set{files: map[string]string{}, funcs: funcs(), fast: map[string]bool{},
+		fastSites: fastSites{calls: map[*parse.IdentifierNode]any{}, fields: map[*string]*fieldSite{}}}
+	s.root = template.New("").Funcs(s.funcs).Option("missingkey=error")
 	// Defaults first, overrides last: a {{define}} inside an override then
 	// wins over a default of the same name.
 	for _, name := range parseOrder(sources, overridden) {
@@ -97,6 +103,9 @@ func LoadFS(fsys fs.FS, label string) (*Set, error) {
 	}
 	if err := s.checkReferences(); err != nil {
 		return nil, err
+	}
+	for _, t := range s.root.Templates() {
+		s.fast[t.Name()] = s.fastable(t.Name(), map[string]bool{})
 	}
 	if err := s.dryRun(); err != nil {
 		return nil, err
@@ -259,6 +268,11 @@ func (s *Set) Render(name string, data any) (string, error) {
 	if v, ok := data.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			return "", fmt.Errorf("prompts: render %s: %w", name, err)
+		}
+	}
+	if s.fast[name] {
+		if out, err := s.renderFast(t, data); err == nil {
+			return out, nil
 		}
 	}
 	var buf bytes.Buffer

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -392,7 +393,7 @@ func shownResult(pc *Context, r command.Result) string {
 	}
 	if r.Status == command.Success && len(r.Result) > 0 {
 		var s string
-		if json.Unmarshal(r.Result, &s) == nil {
+		if isJSONString(r.Result) && json.Unmarshal(r.Result, &s) == nil {
 			return a.Text(s)
 		}
 		// Each long string of a JSON result on its own (a command's
@@ -408,6 +409,13 @@ func shownResult(pc *Context, r command.Result) string {
 	return a.Text(ResultText(r, 0))
 }
 
+// isJSONString reports whether raw can be a JSON string: most results are
+// objects, which need not be decoded to learn that they are not one.
+func isJSONString(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '"'
+}
+
 // headResult is a result as the append-only presets put it in the
 // history of an app agent: cut to the policy's head, the rest kept aside
 // for read_artifact. A host agent, which cannot read artifacts, gets it
@@ -420,7 +428,7 @@ func headResult(pc *Context, r command.Result) string {
 	}
 	if r.Status == command.Success && len(r.Result) > 0 {
 		var s string
-		if json.Unmarshal(r.Result, &s) == nil {
+		if isJSONString(r.Result) && json.Unmarshal(r.Result, &s) == nil {
 			return a.Shorten(s, pol.HeadLines, pol.HeadBytes)
 		}
 		// Each long string on its own (a command's stdout), so that a

@@ -50,7 +50,7 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runEval(cmd, g, f, args[0]) },
 	}
-	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", 1, "trials run in parallel")
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", 0, "trials run in parallel (default: one per CPU for a suite that only replays recordings, else 1)")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "results directory (default eval-results/<suite name>)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "time limit per trial for cases that set none (e.g. 2m)")
 	cmd.Flags().IntVar(&f.trials, "trials", 0, "trials per case, replacing the suite's")

@@ -8,8 +8,8 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -32,14 +32,19 @@ type Price struct {
 // prices.
 type Table map[string]Price
 
-// Builtin is the embedded price table (llm/price/prices.yaml).
-func Builtin() Table {
+// Builtin is the embedded price table (llm/price/prices.yaml), the
+// caller's own copy.
+func Builtin() Table { return maps.Clone(builtin()) }
+
+// builtin is prices.yaml parsed once: every session and every suite trial
+// prices its calls, and parsing the YAML costs more than a replayed step.
+var builtin = sync.OnceValue(func() Table {
 	t := Table{}
 	if err := yaml.Unmarshal(builtinYAML, &t); err != nil {
 		panic("price: prices.yaml is broken: " + err.Error())
 	}
 	return t
-}
+})
 
 // With returns the table with more entries over it.
 func (t Table) With(more map[string]Price) Table {
@@ -57,18 +62,15 @@ func (t Table) Lookup(model string) (Price, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
 	}
-	keys := slices.SortedFunc(maps.Keys(t), func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
-	for _, k := range keys {
-		if wildcard(k, model) {
-			return t[k], true
+	// The longest matching pattern, the first in byte order among equally
+	// long ones: one pass, as every model call is priced.
+	best, found := "", false
+	for k := range t {
+		if (!found || len(k) > len(best) || len(k) == len(best) && k < best) && wildcard(k, model) {
+			best, found = k, true
 		}
 	}
-	return Price{}, false
+	return t[best], found
 }
 
 // Cost prices usage for model: unknown when the table has no price for it,
@@ -138,20 +140,23 @@ func (c Cost) USDPointer() *float64 {
 // wildcard matches s against a pattern where * stands for any run of
 // characters (slashes too: scripted:* matches scripted:/any/path.yaml).
 func wildcard(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
+	head, rest, ok := strings.Cut(pattern, "*")
+	if !ok {
 		return pattern == s
 	}
-	if !strings.HasPrefix(s, parts[0]) {
+	if !strings.HasPrefix(s, head) {
 		return false
 	}
-	s = s[len(parts[0]):]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
+	s = s[len(head):]
+	for {
+		part, more, ok := strings.Cut(rest, "*")
+		if !ok {
+			return strings.HasSuffix(s, rest)
+		}
+		i := strings.Index(s, part)
 		if i < 0 {
 			return false
 		}
-		s = s[i+len(p):]
+		s, rest = s[i+len(part):], more
 	}
-	return strings.HasSuffix(s, parts[len(parts)-1])
 }

@@ -63,3 +63,49 @@ func TestCostKnownUnknownEstimated(t *testing.T) {
 		t.Error("With changed the table it was called on")
 	}
 }
+
+// Among patterns the longest wins, and of two as long the first in byte
+// order, whatever order the map gives; * matches any run, slashes too.
+func TestLookupPrefersTheLongestPattern(t *testing.T) {
+	tab := price.Table{
+		"p:*":         {Prompt: 1},
+		"p:big-*":     {Prompt: 2},
+		"p:*-model":   {Prompt: 3},
+		"p:b*g-*":     {Prompt: 4},
+		"p:big-*-v*2": {Prompt: 5},
+	}
+	for model, want := range map[string]float64{
+		"p:small":             1,
+		"p:big-model":         3, // "p:*-model" is the longest of the four that match
+		"p:big-x":             4, // "p:b*g-*" and "p:big-*" are as long; '*' comes before 'i'
+		"p:big-a/b-v12":       5,
+		"p:big-a/b-v1":        4,
+		"q:big-model":         -1,
+		"p:bog-model-but-not": 4,
+	} {
+		p, ok := tab.Lookup(model)
+		if want < 0 {
+			if ok {
+				t.Errorf("%s: priced %+v, want no price", model, p)
+			}
+			continue
+		}
+		if !ok || p.Prompt != want {
+			t.Errorf("%s: %+v %v, want the entry priced %v", model, p, ok, want)
+		}
+	}
+}
+
+// Each caller gets its own copy of the built-in table.
+func TestBuiltinIsACopy(t *testing.T) {
+	a := price.Builtin()
+	a["openai:gpt-4o"] = price.Price{Prompt: 99}
+	delete(a, "scripted:*")
+	b := price.Builtin()
+	if b["openai:gpt-4o"].Prompt == 99 {
+		t.Error("a change to one Builtin table reached the next")
+	}
+	if _, ok := b["scripted:*"]; !ok {
+		t.Error("a deletion from one Builtin table reached the next")
+	}
+}

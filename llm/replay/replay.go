@@ -206,7 +206,7 @@ func (m *Model) differs(want, got *llm.Request) string {
 	}
 	for i := range want.Tools {
 		w, g := want.Tools[i], got.Tools[i]
-		if w.Name != g.Name || w.Description != g.Description || m.canonical(w.Parameters) != m.canonical(g.Parameters) {
+		if w.Name != g.Name || w.Description != g.Description || !bytes.Equal(w.Parameters, g.Parameters) && m.canonical(w.Parameters) != m.canonical(g.Parameters) {
 			return fmt.Sprintf("tool %d (%s) differs", i+1, g.Name)
 		}
 	}
