@@ -29,20 +29,7 @@ type suiteCase struct {
 	Checks []suiteCheck `yaml:"checks"`
 }
 
-type suiteNode struct {
-	ID          string   `yaml:"id"`
-	Device      string   `yaml:"device"`
-	Run         string   `yaml:"run"`
-	After       []string `yaml:"after"`
-	Retries     int      `yaml:"retries"`
-	Fallback    string   `yaml:"fallback"`
-	FallbackRun string   `yaml:"fallback_run"`
-}
-
-func (n suiteNode) Task() string { return "Step " + n.ID + " of the request.\nRUN: " + n.Run }
-func (n suiteNode) FallbackTask() string {
-	return "Step " + n.ID + " of the request.\nRUN: " + n.FallbackRun
-}
+type suiteNode = PlanNode
 
 type suiteCheck struct {
 	Device string `yaml:"device"`
@@ -76,7 +63,7 @@ type cluster struct {
 	st      store.Store
 	handler *swapHandler
 	http    *httptest.Server
-	agents  *deviceAgents
+	agents  *ScriptedAgents
 	dirs    map[string]string
 	// away is how long a device may stay away before its tasks fail.
 	away  time.Duration
@@ -99,7 +86,7 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &deviceAgents{latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
+	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
 		stops: map[string]func(){}}
 	c.startServer()
 	c.http = httptest.NewServer(c.handler)
@@ -201,7 +188,7 @@ func (c *cluster) orchestrator(t testing.TB, planner func(*Graph) (Stepper, erro
 func plannerFor(t testing.TB, sc suiteCase, latency time.Duration) func(*Graph) (Stepper, error) {
 	prom := loadPrompts(t)
 	return func(*Graph) (Stepper, error) {
-		return NewPlanner(PlannerOptions{Model: &casePlanner{c: sc, latency: latency}, Prompts: prom,
+		return NewPlanner(PlannerOptions{Model: &ScriptedPlanner{Nodes: sc.Nodes, Latency: latency}, Prompts: prom,
 			Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
 	}
 }

@@ -3,6 +3,7 @@ package constellation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -14,9 +15,12 @@ import (
 	"github.com/saucerhq/saucer/prompts"
 )
 
-// Scripted models for the suite: each call takes a fixed latency on the
-// clock the context carries, and answers from what the request says, as a
-// model would, so that any order of nodes gets the right answers.
+// Scripted models for suites and eval cases: the constellation agent
+// playing a fixed plan, and a device's host and app agents running each
+// node's command. Each call takes a fixed latency on the clock the
+// context carries, and answers from what the request says, as a model
+// would, so that any order of nodes and any batching of their ends gets
+// the right answers.
 
 // latency waits d on ctx's clock.
 func latency(ctx context.Context, d time.Duration) error {
@@ -44,24 +48,48 @@ func reply(calls ...llm.ToolCall) *llm.Response {
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}, FinishReason: "tool_calls", Model: "scripted"}
 }
 
-// deviceAgents plays a device's host and app agents: the task's line
+// PlanNode is a node of a scripted plan: its command (Run) is what the
+// scripted device agents run, {{dep:ID}} replaced by node ID's result;
+// a node that fails beyond its retries is moved to Fallback with
+// FallbackRun, when given.
+type PlanNode struct {
+	ID          string   `yaml:"id" json:"id"`
+	Device      string   `yaml:"device" json:"device"`
+	Run         string   `yaml:"run" json:"run"`
+	After       []string `yaml:"after,omitempty" json:"after,omitempty"`
+	Retries     int      `yaml:"retries,omitempty" json:"retries,omitempty"`
+	Fallback    string   `yaml:"fallback,omitempty" json:"fallback,omitempty"`
+	FallbackRun string   `yaml:"fallback_run,omitempty" json:"fallback_run,omitempty"`
+}
+
+// Task is the node's task text: its command on a RUN line.
+func (n PlanNode) Task() string { return "Step " + n.ID + " of the request.\nRUN: " + n.Run }
+
+// FallbackTask is the task text of the node moved to its fallback.
+func (n PlanNode) FallbackTask() string {
+	return "Step " + n.ID + " of the request.\nRUN: " + n.FallbackRun
+}
+
+// ScriptedAgents plays a device's host and app agents: the task's line
 // "RUN: COMMAND" is run with the shell app ({{dep:ID}} replaced by the
 // result of node ID, read from the task's text), and its stdout is the
 // answer; a non-zero exit fails the task.
-type deviceAgents struct {
-	latency time.Duration
+type ScriptedAgents struct {
+	Latency time.Duration
 	calls   atomic.Int64
 }
 
-func (m *deviceAgents) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
+// Stream answers as Complete does.
+func (m *ScriptedAgents) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
 	return m.Complete(ctx, req)
 }
 
 var depLine = regexp.MustCompile(`(?m)^- (\S+) \(on [^)]*\): (.*?)(?: \[files: [^]]*\])?$`)
 
-func (m *deviceAgents) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+// Complete answers one request.
+func (m *ScriptedAgents) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	m.calls.Add(1)
-	if err := latency(ctx, m.latency); err != nil {
+	if err := latency(ctx, m.Latency); err != nil {
 		return nil, err
 	}
 	text, lastTool := "", ""
@@ -105,40 +133,46 @@ func (m *deviceAgents) Complete(ctx context.Context, req *llm.Request) (*llm.Res
 	return reply(call(prompts.FinishTool, map[string]string{"result": "OUT<<" + strings.TrimSpace(out.Stdout) + ">>"})), nil
 }
 
-// casePlanner plays the constellation agent for one suite case: it adds
-// the case's graph at its first step; when a node failed it moves it to
-// the case's fallback device and revives what was cancelled; it finishes
-// when every node has completed.
-type casePlanner struct {
-	c       suiteCase
-	latency time.Duration
+// ScriptedPlanner plays the constellation agent for a fixed plan: it adds
+// the plan's graph at its first step; when a node failed it moves it to
+// its fallback device and revives what was cancelled; it finishes when
+// every node has completed.
+type ScriptedPlanner struct {
+	Nodes   []PlanNode
+	Latency time.Duration
 	calls   atomic.Int64
 }
 
-func (m *casePlanner) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
+// Stream answers as Complete does.
+func (m *ScriptedPlanner) Stream(ctx context.Context, req *llm.Request, _ func(llm.Chunk)) (*llm.Response, error) {
 	return m.Complete(ctx, req)
 }
 
 var nodeLine = regexp.MustCompile(`(?m)^- (\S+) \[(\w+)\] on (\S+)`)
 
-func (m *casePlanner) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+// Complete answers one request.
+func (m *ScriptedPlanner) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	m.calls.Add(1)
-	if err := latency(ctx, m.latency); err != nil {
+	if err := latency(ctx, m.Latency); err != nil {
 		return nil, err
 	}
 	last := req.Messages[len(req.Messages)-1].Content
-	graph := last[strings.LastIndex(last, "## Graph"):]
+	i := strings.LastIndex(last, "## Graph")
+	if i < 0 {
+		return nil, errors.New("scripted planner: the status turn has no \"## Graph\" section (a custom constellation_status template must keep it)")
+	}
+	graph := last[i:]
 	status := map[string]string{}
 	for _, l := range nodeLine.FindAllStringSubmatch(graph, -1) {
 		status[l[1]] = l[2]
 	}
 	if len(status) == 0 {
 		var calls []llm.ToolCall
-		for _, n := range m.c.Nodes {
+		for _, n := range m.Nodes {
 			calls = append(calls, call(ToolAddNode, map[string]any{"id": n.ID, "device": n.Device, "task": n.Task(), "apps": []string{"shell"},
 				"max_retries": n.Retries}))
 		}
-		for _, n := range m.c.Nodes {
+		for _, n := range m.Nodes {
 			for _, d := range n.After {
 				calls = append(calls, call(ToolAddEdge, map[string]string{"from": d, "to": n.ID}))
 			}
@@ -147,7 +181,7 @@ func (m *casePlanner) Complete(ctx context.Context, req *llm.Request) (*llm.Resp
 	}
 	var calls []llm.ToolCall
 	done := true
-	for _, n := range m.c.Nodes {
+	for _, n := range m.Nodes {
 		switch status[n.ID] {
 		case "failed":
 			if n.Fallback != "" {
