@@ -48,7 +48,7 @@ func BenchmarkSuiteParallelVsSerial(b *testing.B) {
 		var nodeSum, critical time.Duration
 		for _, sc := range cases {
 			for _, limit := range []int{8, 1} {
-				c := newCluster(b, store.NewMemory(), lat, "linux1", "linux2", "linux3")
+				c := newCluster(b, store.NewMemory(), lat, sc.devices()...)
 				times := &nodeTimes{start: map[string]time.Time{}, took: map[string]time.Duration{}}
 				o := c.orchestrator(b, plannerFor(b, sc, lat), Options{MaxConcurrent: limit, OnEvent: times.see})
 				start := time.Now()

@@ -17,6 +17,9 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
@@ -24,9 +27,20 @@ import (
 )
 
 type suiteCase struct {
-	Name   string       `yaml:"name"`
-	Nodes  []suiteNode  `yaml:"nodes"`
-	Checks []suiteCheck `yaml:"checks"`
+	Name string `yaml:"name"`
+	// Devices are the case's devices: linux1, linux2 and linux3 unless
+	// said; an id that starts with "sandbox" is a sandboxed device.
+	Devices []string     `yaml:"devices"`
+	Nodes   []suiteNode  `yaml:"nodes"`
+	Checks  []suiteCheck `yaml:"checks"`
+}
+
+// devices are the devices a case runs on.
+func (sc suiteCase) devices() []string {
+	if len(sc.Devices) == 0 {
+		return []string{"linux1", "linux2", "linux3"}
+	}
+	return sc.Devices
 }
 
 type suiteNode = PlanNode
@@ -35,6 +49,9 @@ type suiteCheck struct {
 	Device string `yaml:"device"`
 	File   string `yaml:"file"`
 	Equals string `yaml:"equals"`
+	// HostAbsent is a path of this machine that must not exist: what a
+	// sandboxed device's root did inside stays inside.
+	HostAbsent string `yaml:"host_absent"`
 }
 
 func loadSuite(t testing.TB) []suiteCase {
@@ -120,12 +137,28 @@ func (c *cluster) startServer() {
 	})
 }
 
-// connect runs a device client until kill or the test's end.
+// connect runs a device client until kill or the test's end. A device
+// whose id starts with "sandbox" is `saucer client --sandbox`'s: its tools
+// run as root in a throwaway sandbox, its directory bound at /root.
 func (c *cluster) connect(id string) {
 	t := c.t
-	dev, err := client.New(context.Background(), []client.Server{
-		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: c.dirs[id]})},
-	}, client.Options{})
+	var dev *client.Client
+	var err error
+	if strings.HasPrefix(id, "sandbox") {
+		if err := sandbox.Check(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI must be able to create sandboxes: %v", err)
+			}
+			t.Skip(err)
+		}
+		cfg := config.Default()
+		cfg.Device = config.DeviceSandbox
+		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})
+	} else {
+		dev, err = client.New(context.Background(), []client.Server{
+			{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: c.dirs[id]})},
+		}, client.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +233,12 @@ func checkCase(t testing.TB, c *cluster, sc suiteCase, g *Graph) {
 		return
 	}
 	for _, ch := range sc.Checks {
+		if ch.HostAbsent != "" {
+			if _, err := os.Lstat(ch.HostAbsent); err == nil {
+				t.Errorf("%s: %s exists on this machine: the sandbox's root reached out", sc.Name, ch.HostAbsent)
+			}
+			continue
+		}
 		got, err := c.read(ch.Device, ch.File)
 		if err != nil || got != ch.Equals {
 			t.Errorf("%s: %s:%s = %q (%v), want %q", sc.Name, ch.Device, ch.File, got, err, ch.Equals)
@@ -218,7 +257,7 @@ func TestSuite(t *testing.T) {
 	for _, sc := range cases {
 		t.Run(sc.Name, func(t *testing.T) {
 			st := store.NewMemory()
-			c := newCluster(t, st, 0, "linux1", "linux2", "linux3")
+			c := newCluster(t, st, 0, sc.devices()...)
 			rec := t.TempDir()
 			o := c.orchestrator(t, plannerFor(t, sc, 0), Options{MaxConcurrent: 8, Record: RecordTo(rec)})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
