@@ -42,7 +42,11 @@ type TaskOutcome struct {
 }
 
 // Stepper is the planner as the orchestrator drives it; *Planner is one,
-// and so is a recording's replay.
+// and so is a recording's replay. Step is given a copy of the graph, and
+// runs while the constellation goes on: what it changes on the copy is
+// not kept. Its result's Edits (each with its Op and Args) are what the
+// orchestrator applies, checked against the graph as it is when the step
+// answers.
 type Stepper interface {
 	Step(ctx context.Context, g *Graph, devices []Device, events []string) (StepResult, error)
 }

@@ -103,8 +103,18 @@ func (m *ScriptedAgents) Complete(ctx context.Context, req *llm.Request) (*llm.R
 	for _, t := range req.Tools {
 		host = host || t.Name == prompts.AssignTool
 	}
+	run := ""
+	if i := strings.Index(text, "RUN: "); i >= 0 {
+		run = strings.SplitN(text[i+5:], "\n", 2)[0]
+	}
+	if app, file, find, ok := desktopStep(run); ok && !host {
+		return desktopReply(req, lastTool, app, file, find)
+	}
 	switch {
 	case host && lastTool == "":
+		if _, _, _, ok := desktopStep(run); ok {
+			return reply(call(prompts.AssignTool, prompts.AssignArgs{App: "desktop", Subtask: "Open the file of the request's RUN line and read the value it names."})), nil
+		}
 		return reply(call(prompts.AssignTool, prompts.AssignArgs{App: "shell", Subtask: "Run the command of the request's RUN line."})), nil
 	case host:
 		if i, j := strings.Index(lastTool, "OUT<<"), strings.LastIndex(lastTool, ">>"); i >= 0 && j > i {
@@ -199,4 +209,49 @@ func (m *ScriptedPlanner) Complete(ctx context.Context, req *llm.Request) (*llm.
 		return reply(call(prompts.FinishTool, map[string]string{"result": "done"})), nil
 	}
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "The graph needs no change."}, FinishReason: "stop"}, nil
+}
+
+// desktopStep reads a desktop node's run line, "desktop APP FILE find
+// REGEX": open FILE in APP, observe its window and report the first group
+// REGEX matches in what the window shows.
+func desktopStep(run string) (app, file string, find *regexp.Regexp, ok bool) {
+	rest, ok := strings.CutPrefix(run, "desktop ")
+	if !ok {
+		return "", "", nil, false
+	}
+	f := strings.SplitN(rest, " ", 4)
+	if len(f) != 4 || f[2] != "find" {
+		return "", "", nil, false
+	}
+	re, err := regexp.Compile(f[3])
+	if err != nil {
+		return "", "", nil, false
+	}
+	return f[0], f[1], re, true
+}
+
+// desktopReply is the desktop app agent's next call: launch the app on the
+// file, then observe until the value shows (up to five times), then
+// report it.
+func desktopReply(req *llm.Request, lastTool, app, file string, find *regexp.Regexp) (*llm.Response, error) {
+	results := 0
+	for _, msg := range req.Messages {
+		if msg.Role == llm.RoleTool {
+			results++
+		}
+	}
+	switch {
+	case results == 0:
+		return reply(call("launch_app", map[string]any{"command": []string{app, file}})), nil
+	case results > 1:
+		if m := find.FindStringSubmatch(lastTool); len(m) > 1 {
+			return reply(call(prompts.FinishTool, map[string]string{"result": "OUT<<" + m[1] + ">>"})), nil
+		}
+		if results > 6 {
+			return reply(call(prompts.FailTool, map[string]string{"reason": fmt.Sprintf("%s does not show %s: %s", app, find, lastTool)})), nil
+		}
+	}
+	// Only the text controls: a whole window's list is long, and the
+	// history keeps a long result's head only.
+	return reply(call("observe", map[string]any{"role": "text", "screenshot": false})), nil
 }

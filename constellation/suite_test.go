@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,13 +24,15 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/tools/shell"
 )
 
 type suiteCase struct {
 	Name string `yaml:"name"`
 	// Devices are the case's devices: linux1, linux2 and linux3 unless
-	// said; an id that starts with "sandbox" is a sandboxed device.
+	// said; an id that starts with "sandbox" is a sandboxed device, one
+	// that starts with "desktop" a desktop device under Xvfb.
 	Devices []string     `yaml:"devices"`
 	Nodes   []suiteNode  `yaml:"nodes"`
 	Checks  []suiteCheck `yaml:"checks"`
@@ -105,6 +108,14 @@ func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, device
 	t.Helper()
 	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
 		stops: map[string]func(){}}
+	if slices.ContainsFunc(devices, func(id string) bool { return strings.HasPrefix(id, "desktop") }) {
+		desktoptest.Require(t, "mousepad")
+		s := desktoptest.Start(t)
+		for _, kv := range s.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+	}
 	c.startServer()
 	c.http = httptest.NewServer(c.handler)
 	t.Cleanup(c.http.Close)
@@ -144,7 +155,14 @@ func (c *cluster) connect(id string) {
 	t := c.t
 	var dev *client.Client
 	var err error
-	if strings.HasPrefix(id, "sandbox") {
+	if strings.HasPrefix(id, "desktop") {
+		// A desktop device: the shell and desktop apps on the private
+		// X11 desktop (Xvfb, its session bus and AT-SPI) the cluster
+		// started.
+		cfg := config.Default()
+		cfg.MCP.Use = []string{"shell", "desktop"}
+		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})
+	} else if strings.HasPrefix(id, "sandbox") {
 		if err := sandbox.Check(); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("CI must be able to create sandboxes: %v", err)
@@ -230,6 +248,16 @@ func checkCase(t testing.TB, c *cluster, sc suiteCase, g *Graph) {
 	t.Helper()
 	if g.Status != Completed {
 		t.Errorf("%s: %s %s\n%s", sc.Name, g.Status, g.Error, g.Summary())
+		// What the devices' agents did in the tasks that did not
+		// complete, to tell why.
+		for _, ti := range c.srv.Tasks() {
+			if ti.Status != server.StatusCompleted {
+				t.Logf("task %s %s: %s", ti.TaskName, ti.Status, ti.Error)
+				for _, st := range ti.Steps {
+					t.Logf("  step %s %s %s %.300s", st.Agent, st.Status, st.Error, st.Result)
+				}
+			}
+		}
 		return
 	}
 	for _, ch := range sc.Checks {
