@@ -19,6 +19,7 @@ import (
 	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/internal/yamlkeys"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
@@ -73,6 +74,32 @@ type Constellation struct {
 	// ReviewBeforeStart makes the nodes a batch of ends unblocks wait for
 	// the planner's step on that batch (slower; lets it edit them first).
 	ReviewBeforeStart bool `yaml:"review_before_start"`
+	// Servers are AIP servers outside this cluster (another `saucer
+	// serve`, or UFO's) whose devices nodes may run on, reached as a
+	// constellation client.
+	Servers []ConstellationServer `yaml:"servers"`
+}
+
+// ConstellationServer is an AIP server a constellation reaches as a
+// constellation client.
+type ConstellationServer struct {
+	// URL is its WebSocket URL, ws://HOST:PORT/ws or wss://.
+	URL string `yaml:"url"`
+	// Token is its API key; TokenEnv names an environment variable that
+	// holds it instead (better than the key in the file).
+	Token    string `yaml:"token,omitempty"`
+	TokenEnv string `yaml:"token_env,omitempty"`
+	// Name is the client's name there (it registers as NAME@DEVICE).
+	Name string `yaml:"name,omitempty"`
+	// Devices are its devices nodes may use, with their apps: AIP cannot
+	// list a server's devices.
+	Devices []ConstellationDevice `yaml:"devices"`
+}
+
+// ConstellationDevice is a device of another server, with its apps.
+type ConstellationDevice struct {
+	ID   string   `yaml:"id"`
+	Apps []string `yaml:"apps"`
 }
 
 // ProviderSettings are one provider's key, endpoint and headers.
@@ -391,6 +418,14 @@ func (c *Config) Validate() error {
 	if k := c.Constellation; k.MaxConcurrent < 1 || k.PerDevice < 1 || k.MaxPlannerSteps < 1 {
 		errs = append(errs, "constellation: max_concurrent, per_device and max_planner_steps must be at least 1")
 	}
+	for i, sv := range c.Constellation.Servers {
+		if !strings.HasPrefix(sv.URL, "ws://") && !strings.HasPrefix(sv.URL, "wss://") {
+			errs = append(errs, fmt.Sprintf("constellation.servers[%d].url %q: give the server's WebSocket URL, ws://HOST:PORT/ws or wss://", i, redactURL(sv.URL)))
+		}
+		if len(sv.Devices) == 0 || slices.ContainsFunc(sv.Devices, func(d ConstellationDevice) bool { return d.ID == "" }) {
+			errs = append(errs, fmt.Sprintf("constellation.servers[%d]: list its devices, each with an id and its apps (AIP cannot list them)", i))
+		}
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %s", strings.Join(errs, "; "))
 	}
@@ -467,6 +502,14 @@ func (c *Config) YAML() ([]byte, error) {
 	// MCP servers' headers (Authorization, ...) and secret environment
 	// values are credentials too.
 	cp.Telemetry.Headers = redactMap(c.Telemetry.Headers, true)
+	cp.Constellation.Servers = slices.Clone(c.Constellation.Servers)
+	for i, sv := range cp.Constellation.Servers {
+		if sv.Token != "" {
+			sv.Token = "[redacted]"
+		}
+		sv.URL = aip.RedactURL(redactURL(sv.URL)) // UFO's servers take ?token=
+		cp.Constellation.Servers[i] = sv
+	}
 	cp.MCP.Servers = make(map[string]MCPServer, len(c.MCP.Servers))
 	for k, s := range c.MCP.Servers {
 		s.Headers = redactMap(s.Headers, true)

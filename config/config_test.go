@@ -65,6 +65,8 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		"agent: {context: {preset: cheap}}\n":     `agent.context: preset "cheap" is not economy, balanced, full or window`,
 		"agent: {context: {recent: 4}}\n":         "recent, condensed and block belong to the window preset, not balanced: remove them, or set preset: window",
 		"tools: {desktop: {display: mine}}\n":     "neither an X display (:1, host:0.0) nor a desktop of its own (own, xvfb, sway, weston)",
+		"constellation: {servers: [{url: \"http://h:5000/ws\", devices: [{id: d1}]}]}\n": "constellation.servers[0].url",
+		"constellation: {servers: [{url: \"ws://h:5000/ws\"}]}\n":                        "constellation.servers[0]: list its devices",
 	}
 	for body, want := range cases {
 		_, err := config.Load(write(t, body), nil)
@@ -96,14 +98,16 @@ func TestModeFor(t *testing.T) {
 func TestYAMLRedactsSecrets(t *testing.T) {
 	c := config.Default()
 	c.Providers = map[string]config.ProviderSettings{"openai": {APIKey: "sk-secret", Headers: map[string]string{"X-Token": "tok"}}}
+	c.Constellation.Servers = []config.ConstellationServer{{URL: "ws://h/ws?token=urlsecret", Token: "aip-secret"}}
 	out, err := c.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "tok\n") {
+	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "tok\n") || strings.Contains(string(out), "aip-secret") ||
+		strings.Contains(string(out), "urlsecret") {
 		t.Errorf("secrets leaked:\n%s", out)
 	}
-	if c.Providers["openai"].APIKey != "sk-secret" || c.Providers["openai"].Headers["X-Token"] != "tok" {
+	if c.Providers["openai"].APIKey != "sk-secret" || c.Providers["openai"].Headers["X-Token"] != "tok" || c.Constellation.Servers[0].Token != "aip-secret" {
 		t.Error("redacting changed the config itself")
 	}
 }

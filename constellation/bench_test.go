@@ -31,7 +31,9 @@ func benchLatency(b *testing.B) time.Duration {
 // node at a time (MaxConcurrent 1), the same planner and device agents,
 // each model call taking a fixed latency. It reports both end-to-end
 // times, how much lower the parallel one is, and the average parallel
-// width.
+// width; beside them, the suite's own bound: 1 − Σ critical path / Σ node
+// time, with each node's time (its task's start to its end) taken from
+// the serial run, which is what no scheduler can beat on these graphs.
 func BenchmarkSuiteParallelVsSerial(b *testing.B) {
 	lat := benchLatency(b)
 	var cases []suiteCase
@@ -43,10 +45,12 @@ func BenchmarkSuiteParallelVsSerial(b *testing.B) {
 	for range b.N {
 		var par, ser time.Duration
 		var width, busy time.Duration
+		var nodeSum, critical time.Duration
 		for _, sc := range cases {
 			for _, limit := range []int{8, 1} {
-				c := newCluster(b, store.NewMemory(), lat, "linux1", "linux2", "linux3")
-				o := c.orchestrator(b, plannerFor(b, sc, lat), Options{MaxConcurrent: limit})
+				c := newCluster(b, store.NewMemory(), lat, sc.devices()...)
+				times := &nodeTimes{start: map[string]time.Time{}, took: map[string]time.Duration{}}
+				o := c.orchestrator(b, plannerFor(b, sc, lat), Options{MaxConcurrent: limit, OnEvent: times.see})
 				start := time.Now()
 				g, err := o.Run(context.Background(), sc.Name)
 				took := time.Since(start)
@@ -55,6 +59,9 @@ func BenchmarkSuiteParallelVsSerial(b *testing.B) {
 				}
 				if limit == 1 {
 					ser += took
+					sum, cp := times.bound(sc)
+					nodeSum += sum
+					critical += cp
 					continue
 				}
 				par += took
@@ -66,8 +73,52 @@ func BenchmarkSuiteParallelVsSerial(b *testing.B) {
 		b.ReportMetric(float64(par.Milliseconds()), "parallel-ms")
 		b.ReportMetric(float64(ser.Milliseconds()), "serial-ms")
 		b.ReportMetric(100*(1-float64(par)/float64(ser)), "%-lower")
+		b.ReportMetric(100*(1-float64(critical)/float64(nodeSum)), "bound-%-lower")
 		b.ReportMetric(float64(width)/float64(busy), "avg-width")
 	}
+}
+
+// nodeTimes measures each node's task, from the event that gives its task
+// id to its end (events come one at a time, from the loop).
+type nodeTimes struct {
+	start map[string]time.Time
+	took  map[string]time.Duration
+}
+
+func (n *nodeTimes) see(e Event) {
+	switch e.Kind {
+	case "node_task":
+		n.start[e.Node] = e.Time
+	case "node_end":
+		n.took[e.Node] = e.Time.Sub(n.start[e.Node])
+	}
+}
+
+// bound is the sum of the case's node times and its critical path: the
+// longest chain of dependencies, weighted by those times.
+func (n *nodeTimes) bound(sc suiteCase) (sum, critical time.Duration) {
+	finish := map[string]time.Duration{}
+	var at func(id string) time.Duration
+	at = func(id string) time.Duration {
+		if f, ok := finish[id]; ok {
+			return f
+		}
+		var before time.Duration
+		for _, sn := range sc.Nodes {
+			if sn.ID == id {
+				for _, d := range sn.After {
+					before = max(before, at(d))
+				}
+			}
+		}
+		finish[id] = before + n.took[id]
+		return finish[id]
+	}
+	for _, sn := range sc.Nodes {
+		sum += n.took[sn.ID]
+		critical = max(critical, at(sn.ID))
+	}
+	return sum, critical
 }
 
 // BenchmarkOrchestrationOverhead is the orchestrator's own cost per node:

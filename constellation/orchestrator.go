@@ -42,7 +42,11 @@ type TaskOutcome struct {
 }
 
 // Stepper is the planner as the orchestrator drives it; *Planner is one,
-// and so is a recording's replay.
+// and so is a recording's replay. Step is given a copy of the graph, and
+// runs while the constellation goes on: what it changes on the copy is
+// not kept. Its result's Edits (each with its Op and Args) are what the
+// orchestrator applies, checked against the graph as it is when the step
+// answers.
 type Stepper interface {
 	Step(ctx context.Context, g *Graph, devices []Device, events []string) (StepResult, error)
 }
@@ -425,6 +429,8 @@ type run struct {
 
 	inflight int
 	nodeWG   sync.WaitGroup
+	// planWG is the planner's step in flight, if any.
+	planWG sync.WaitGroup
 }
 
 type nodeMsg struct {
@@ -472,6 +478,7 @@ func (r *run) loop(ctx context.Context) {
 	defer close(r.done)
 	defer func() {
 		r.nodeWG.Wait()
+		r.planWG.Wait()
 		if r.rec != nil {
 			r.rec.Close()
 		}
@@ -499,6 +506,13 @@ func (r *run) loop(ctx context.Context) {
 
 // drive is the loop's work: resume nodes in flight, ask the planner, start
 // what is ready, take ends in batches, until the graph is over.
+//
+// The planner thinks on the side: its step runs in its own goroutine on a
+// copy of the graph, while the loop goes on taking ends and starting the
+// nodes they unblock. Its edits apply when it answers, each checked again
+// against the graph as it is then; an edit the graph has moved past (a
+// node that started meanwhile) is refused and the planner is told at its
+// next step. Ends that arrive while it thinks are its next step's events.
 func (r *run) drive(ctx context.Context) error {
 	g := r.g
 	r.emit(Event{Kind: "graph", Graph: g.Clone()})
@@ -511,27 +525,34 @@ func (r *run) drive(ctx context.Context) error {
 			r.launchNode(ctx, n)
 		}
 	}
-	first := len(g.Nodes) == 0
+	answers := make(chan planAnswer, 1)
+	planning := false
+	ask := func() {
+		planning = true
+		view, evs := g.Clone(), events
+		events = nil
+		r.planWG.Add(1)
+		go func() {
+			defer r.planWG.Done()
+			answers <- r.think(ctx, view, evs)
+		}()
+	}
+	if len(g.Nodes) == 0 {
+		ask()
+	}
 	for {
-		if first || len(events) > 0 {
-			first = false
-			end, err := r.plan(ctx, events)
-			if err != nil {
+		if !planning && len(events) > 0 {
+			ask()
+		}
+		if !planning || !r.o.opts.ReviewBeforeStart {
+			// What is ready starts now, its task text made of its
+			// dependencies' results, whether or not the planner thinks.
+			if err := r.startReady(ctx); err != nil {
 				return err
 			}
-			events = nil
-			if end {
-				return r.finish(ctx)
-			}
 		}
-		if err := r.startReady(ctx); err != nil {
-			return err
-		}
-		if r.inflight == 0 {
-			if len(g.Ready()) > 0 {
-				continue
-			}
-			// Nothing runs and nothing can: the planner said nothing
+		if !planning && r.inflight == 0 {
+			// Nothing runs and nothing can, and the planner said nothing
 			// more after the last ends.
 			if g.AllCompleted() {
 				g.Status = Completed
@@ -546,6 +567,17 @@ func (r *run) drive(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case a := <-answers:
+			planning = false
+			end, refused, err := r.answer(ctx, a)
+			if err != nil {
+				return err
+			}
+			if end {
+				return r.finish(ctx)
+			}
+			events = append(events, refused...)
+			continue
 		case m := <-r.ends:
 			events = append(events, r.take(ctx, m)...)
 		}
@@ -561,49 +593,105 @@ func (r *run) drive(ctx context.Context) error {
 		if err := r.commit(ctx); err != nil {
 			return err
 		}
-		if !r.o.opts.ReviewBeforeStart {
-			// What the batch unblocked starts now, its task text made of
-			// its dependencies' results; the planner is asked meanwhile.
-			if err := r.startReady(ctx); err != nil {
-				return err
-			}
-		}
 	}
 }
 
-// plan runs one planner step; end reports that the planner ended the
-// constellation (the graph's status says how).
-func (r *run) plan(ctx context.Context, events []string) (end bool, err error) {
-	g := r.g
+// planAnswer is a planner's step as it comes back to the loop.
+type planAnswer struct {
+	res StepResult
+	err error
+	// steps is the planner's step count after the step; events what it
+	// was shown.
+	steps  int
+	events []string
+}
+
+// think runs one planner step on view, a copy of the graph: it runs
+// beside the loop and touches nothing the loop owns.
+func (r *run) think(ctx context.Context, view *Graph, events []string) planAnswer {
 	ds, err := r.o.devices(ctx)
 	if err != nil {
-		return false, fmt.Errorf("listing the devices: %w", err)
+		return planAnswer{err: fmt.Errorf("listing the devices: %w", err), events: events}
 	}
-	before := g.Version
-	res, err := r.planner.Step(ctx, g, ds, events)
+	res, err := r.planner.Step(ctx, view, ds, events)
 	if err != nil {
-		return false, fmt.Errorf("the planner: %w", err)
+		err = fmt.Errorf("the planner: %w", err)
+	}
+	return planAnswer{res: res, err: err, steps: view.PlannerSteps, events: events}
+}
+
+// answer applies a planner's step to the graph as it stands now; end
+// reports that the planner ended the constellation (the graph's status
+// says how), refused says which of its edits the graph had moved past.
+func (r *run) answer(ctx context.Context, a planAnswer) (end bool, refused []string, err error) {
+	if a.err != nil {
+		return false, nil, a.err
+	}
+	g, res := r.g, a.res
+	g.PlannerSteps = max(g.PlannerSteps, a.steps)
+	if slices.ContainsFunc(res.Edits, func(e Edit) bool { return e.OK }) {
+		ds, err := r.o.devices(ctx)
+		if err != nil {
+			return false, nil, fmt.Errorf("listing the devices: %w", err)
+		}
+		res.Edits, refused = applyEdits(g, ds, res.Edits)
 	}
 	changed := slices.ContainsFunc(res.Edits, func(e Edit) bool { return e.OK })
 	if changed {
-		g.Version = before + 1
+		g.Version++
 	}
 	if err := r.commit(ctx); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	r.emit(Event{Kind: "planner", Status: string(res.Status), Edits: res.Edits, Events: events, Answer: res.Answer})
+	r.emit(Event{Kind: "planner", Status: string(res.Status), Edits: res.Edits, Events: a.events, Answer: res.Answer})
 	if changed {
 		r.emit(Event{Kind: "graph", Graph: g.Clone()})
 	}
 	switch res.Status {
 	case fsm.Finish:
 		g.Status, g.Answer = Completed, res.Answer
-		return true, nil
+		return true, nil, nil
 	case fsm.Fail, fsm.Error:
 		g.Status, g.Error = Failed, "the planner gave up: "+res.Answer
-		return true, nil
+		return true, nil, nil
 	}
-	return false, nil
+	return false, refused, nil
+}
+
+// applyEdits makes a planner's edits, made on its copy, on the graph as it
+// stands now, each checked again as the editor checks it. It returns the
+// edits as they went (an edit the graph has moved past is marked failed,
+// with the reason) and what to tell the planner of those.
+func applyEdits(g *Graph, ds []Device, eds []Edit) ([]Edit, []string) {
+	out := make([]Edit, len(eds))
+	var refused []string
+	for i, ed := range eds {
+		out[i] = ed
+		if !ed.OK {
+			continue
+		}
+		c := g.Clone()
+		_, err := edit(c, ed.Op, ed.Args)
+		if err == nil {
+			err = c.Validate(ds)
+		}
+		if err != nil {
+			out[i].OK, out[i].Reason = false, "not applied: the graph changed while the planner thought: "+err.Error()
+			refused = append(refused, fmt.Sprintf("your edit %s %s was NOT applied: the graph changed while you planned: %s",
+				ed.Op, argsText(ed.Args), oneLine(err.Error())))
+			continue
+		}
+		g.Nodes, g.Edges = c.Nodes, c.Edges
+	}
+	return out, refused
+}
+
+func argsText(args map[string]any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Sprint(args)
+	}
+	return string(b)
 }
 
 // finish ends a constellation the planner ended: nodes not started are

@@ -287,3 +287,91 @@ func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 		t.Errorf("%d tasks started, want 3: %v", len(f.starts), f.starts)
 	}
 }
+
+// The planner thinks on the side: while its step on a's end runs, b ends
+// and c, which b unblocks, starts at once; the edit the planner then makes
+// to c (pending in the copy it saw, running by the time it answers) is
+// refused against the graph as it stands, and it is told so. The
+// recording replays.
+func TestPlannerThinksOnTheSide(t *testing.T) {
+	f := newFake(threeDevices...)
+	bGo, cStarted := make(chan struct{}), make(chan struct{})
+	f.outcome = func(device, task string, _ int) TaskOutcome {
+		switch firstLine(task) {
+		case "b task":
+			<-bGo
+		case "c task":
+			close(cStarted)
+		}
+		return TaskOutcome{OK: true, Result: "ok " + firstLine(task)}
+	}
+	var told []string
+	startedWhileThinking := false
+	planner := func(*Graph) (Stepper, error) {
+		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+			told = append(told, events...)
+			switch {
+			case len(g.Nodes) == 0:
+				p.do(t, ToolAddNode, node("a", "d1", "a task"))
+				p.do(t, ToolAddNode, node("b", "d2", "b task"))
+				p.do(t, ToolAddNode, node("c", "d3", "c task"))
+				p.do(t, ToolAddEdge, map[string]any{"from": "b", "to": "c"})
+			case strings.Contains(strings.Join(events, "\n"), "a completed"):
+				close(bGo)
+				select {
+				case <-cStarted:
+					startedWhileThinking = true
+				case <-time.After(10 * time.Second):
+				}
+				// In this step's copy c is still pending.
+				p.do(t, ToolUpdateNode, map[string]any{"id": "c", "task": "c task, changed"})
+			case g.AllCompleted():
+				return fsm.Finish, "all done"
+			}
+			return fsm.Continue, ""
+		}), nil
+	}
+	dir := t.TempDir()
+	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
+	g, err := o.Run(context.Background(), "think on the side")
+	if err != nil || g.Status != Completed {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	if !startedWhileThinking {
+		t.Fatal("c did not start while the planner thought about a's end: the planner's step blocks the loop")
+	}
+	if c := g.Node("c"); c.Task != "c task" || c.Result != "ok c task" {
+		t.Errorf("c = %+v: an edit to a node that had started was applied", c)
+	}
+	if joined := strings.Join(told, "\n"); !strings.Contains(joined, `your edit update_node {"id":"c","task":"c task, changed"} was NOT applied`) ||
+		!strings.Contains(joined, `node "c" is`) {
+		t.Errorf("the planner was not told its edit was refused:\n%s", joined)
+	}
+	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	events, err := ReadRecording(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, e := range events {
+		for _, ed := range e.Edits {
+			if !ed.OK && strings.HasPrefix(ed.Reason, "not applied: the graph changed") {
+				refused++
+			}
+		}
+	}
+	if refused != 1 {
+		t.Errorf("the recording holds %d refused edits, want 1", refused)
+	}
+	versions, err := Replay(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(versions[len(versions)-1], g); d != "" {
+		t.Fatalf("the replay ends elsewhere: %s", d)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,37 +18,43 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/tools/shell"
 )
 
 type suiteCase struct {
-	Name   string       `yaml:"name"`
-	Nodes  []suiteNode  `yaml:"nodes"`
-	Checks []suiteCheck `yaml:"checks"`
+	Name string `yaml:"name"`
+	// Devices are the case's devices: linux1, linux2 and linux3 unless
+	// said; an id that starts with "sandbox" is a sandboxed device, one
+	// that starts with "desktop" a desktop device under Xvfb.
+	Devices []string     `yaml:"devices"`
+	Nodes   []suiteNode  `yaml:"nodes"`
+	Checks  []suiteCheck `yaml:"checks"`
 }
 
-type suiteNode struct {
-	ID          string   `yaml:"id"`
-	Device      string   `yaml:"device"`
-	Run         string   `yaml:"run"`
-	After       []string `yaml:"after"`
-	Retries     int      `yaml:"retries"`
-	Fallback    string   `yaml:"fallback"`
-	FallbackRun string   `yaml:"fallback_run"`
+// devices are the devices a case runs on.
+func (sc suiteCase) devices() []string {
+	if len(sc.Devices) == 0 {
+		return []string{"linux1", "linux2", "linux3"}
+	}
+	return sc.Devices
 }
 
-func (n suiteNode) Task() string { return "Step " + n.ID + " of the request.\nRUN: " + n.Run }
-func (n suiteNode) FallbackTask() string {
-	return "Step " + n.ID + " of the request.\nRUN: " + n.FallbackRun
-}
+type suiteNode = PlanNode
 
 type suiteCheck struct {
 	Device string `yaml:"device"`
 	File   string `yaml:"file"`
 	Equals string `yaml:"equals"`
+	// HostAbsent is a path of this machine that must not exist: what a
+	// sandboxed device's root did inside stays inside.
+	HostAbsent string `yaml:"host_absent"`
 }
 
 func loadSuite(t testing.TB) []suiteCase {
@@ -76,7 +83,7 @@ type cluster struct {
 	st      store.Store
 	handler *swapHandler
 	http    *httptest.Server
-	agents  *deviceAgents
+	agents  *ScriptedAgents
 	dirs    map[string]string
 	// away is how long a device may stay away before its tasks fail.
 	away  time.Duration
@@ -99,8 +106,16 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &deviceAgents{latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
+	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
 		stops: map[string]func(){}}
+	if slices.ContainsFunc(devices, func(id string) bool { return strings.HasPrefix(id, "desktop") }) {
+		desktoptest.Require(t, "mousepad")
+		s := desktoptest.Start(t)
+		for _, kv := range s.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+	}
 	c.startServer()
 	c.http = httptest.NewServer(c.handler)
 	t.Cleanup(c.http.Close)
@@ -133,12 +148,35 @@ func (c *cluster) startServer() {
 	})
 }
 
-// connect runs a device client until kill or the test's end.
+// connect runs a device client until kill or the test's end. A device
+// whose id starts with "sandbox" is `saucer client --sandbox`'s: its tools
+// run as root in a throwaway sandbox, its directory bound at /root.
 func (c *cluster) connect(id string) {
 	t := c.t
-	dev, err := client.New(context.Background(), []client.Server{
-		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: c.dirs[id]})},
-	}, client.Options{})
+	var dev *client.Client
+	var err error
+	if strings.HasPrefix(id, "desktop") {
+		// A desktop device: the shell and desktop apps on the private
+		// X11 desktop (Xvfb, its session bus and AT-SPI) the cluster
+		// started.
+		cfg := config.Default()
+		cfg.MCP.Use = []string{"shell", "desktop"}
+		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})
+	} else if strings.HasPrefix(id, "sandbox") {
+		if err := sandbox.Check(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI must be able to create sandboxes: %v", err)
+			}
+			t.Skip(err)
+		}
+		cfg := config.Default()
+		cfg.Device = config.DeviceSandbox
+		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})
+	} else {
+		dev, err = client.New(context.Background(), []client.Server{
+			{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: c.dirs[id]})},
+		}, client.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +239,7 @@ func (c *cluster) orchestrator(t testing.TB, planner func(*Graph) (Stepper, erro
 func plannerFor(t testing.TB, sc suiteCase, latency time.Duration) func(*Graph) (Stepper, error) {
 	prom := loadPrompts(t)
 	return func(*Graph) (Stepper, error) {
-		return NewPlanner(PlannerOptions{Model: &casePlanner{c: sc, latency: latency}, Prompts: prom,
+		return NewPlanner(PlannerOptions{Model: &ScriptedPlanner{Nodes: sc.Nodes, Latency: latency}, Prompts: prom,
 			Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
 	}
 }
@@ -210,9 +248,25 @@ func checkCase(t testing.TB, c *cluster, sc suiteCase, g *Graph) {
 	t.Helper()
 	if g.Status != Completed {
 		t.Errorf("%s: %s %s\n%s", sc.Name, g.Status, g.Error, g.Summary())
+		// What the devices' agents did in the tasks that did not
+		// complete, to tell why.
+		for _, ti := range c.srv.Tasks() {
+			if ti.Status != server.StatusCompleted {
+				t.Logf("task %s %s: %s", ti.TaskName, ti.Status, ti.Error)
+				for _, st := range ti.Steps {
+					t.Logf("  step %s %s %s %.300s", st.Agent, st.Status, st.Error, st.Result)
+				}
+			}
+		}
 		return
 	}
 	for _, ch := range sc.Checks {
+		if ch.HostAbsent != "" {
+			if _, err := os.Lstat(ch.HostAbsent); err == nil {
+				t.Errorf("%s: %s exists on this machine: the sandbox's root reached out", sc.Name, ch.HostAbsent)
+			}
+			continue
+		}
 		got, err := c.read(ch.Device, ch.File)
 		if err != nil || got != ch.Equals {
 			t.Errorf("%s: %s:%s = %q (%v), want %q", sc.Name, ch.Device, ch.File, got, err, ch.Equals)
@@ -231,7 +285,7 @@ func TestSuite(t *testing.T) {
 	for _, sc := range cases {
 		t.Run(sc.Name, func(t *testing.T) {
 			st := store.NewMemory()
-			c := newCluster(t, st, 0, "linux1", "linux2", "linux3")
+			c := newCluster(t, st, 0, sc.devices()...)
 			rec := t.TempDir()
 			o := c.orchestrator(t, plannerFor(t, sc, 0), Options{MaxConcurrent: 8, Record: RecordTo(rec)})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

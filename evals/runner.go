@@ -83,6 +83,10 @@ type Options struct {
 	OpenModel func(spec string) (llm.Model, error)
 	// Progress is told after each trial, one call at a time and in order.
 	Progress func(Progress)
+	// Constellations runs the cases that target a constellation. The
+	// constellation package provides it (evals sits below it); without
+	// one such a case is an infra_error that says so.
+	Constellations ConstellationRunner
 	// Session is the base of every trial's session: a strategy registry,
 	// pipeline edits, middleware, prompts, observers, a confirmer, an
 	// Abort that cancels live trials' commands in progress. The runner
@@ -512,6 +516,9 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	lim := r.s.limits(c)
 	spec := r.modelOf(c)
 	res := &TrialResult{Case: c.ID, Trial: n, Model: spec, PhaseMS: map[string]float64{}, Trajectory: filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "trajectory"))}
+	if c.Constellation != nil {
+		return r.runConstellation(ctx, c, n, dir, res, start)
+	}
 	t := &trial{res: res}
 	sess, col, err := r.setup(ctx, c, n, spec, lim, t, filepath.Join(dir, "trajectory"))
 	if t.close != nil {
@@ -899,4 +906,117 @@ func trialDir(caseID string, trial int) (string, error) {
 			return dir, err
 		}
 	}
+}
+
+// ConstellationRunner runs a case that targets a constellation.
+type ConstellationRunner interface {
+	// RunConstellation runs c's task as a constellation over c's devices,
+	// recording it in dir, and returns how it went. ctx carries the
+	// trial's time limit.
+	RunConstellation(ctx context.Context, c Case, dir string) (*ConstellationTrial, error)
+}
+
+// ConstellationTrial is how a constellation case's trial went.
+type ConstellationTrial struct {
+	// Completed says the constellation completed; Status and Answer are
+	// its status and its answer (or error).
+	Completed      bool
+	Status, Answer string
+	// Devices run each device's checks, by device id, until Close.
+	Devices map[string]dispatcher.Executor
+	// Recording is the constellation's recording, relative to dir; Replay
+	// says where its offline replay parts from the run ("" when it
+	// replays to the same graph).
+	Recording, Replay string
+	// Nodes counts the device tasks started; ModelCalls the scripted
+	// model calls.
+	Nodes, ModelCalls int
+	Close             func()
+}
+
+// runConstellation runs a trial of a case that targets a constellation:
+// the runner of Options.Constellations runs it, then each device's checks
+// run on that device.
+func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string, res *TrialResult, start time.Time) (*TrialResult, error) {
+	res.Model = "scripted"
+	res.Trajectory = filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "constellation.jsonl"))
+	lim := r.s.limits(c)
+	timeout := lim.Timeout.D()
+	if timeout <= 0 {
+		timeout = r.opts.Timeout
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if timeout > 0 {
+		var stop context.CancelFunc
+		tctx, stop = context.WithTimeoutCause(tctx, timeout, errTimeout)
+		defer stop()
+	}
+	var ct *ConstellationTrial
+	var err error
+	if r.opts.Constellations == nil {
+		err = errors.New("this case targets a constellation, and the runner has no Options.Constellations: run it with saucer eval")
+	} else {
+		ct, err = r.opts.Constellations.RunConstellation(tctx, c, dir)
+	}
+	if ct != nil && ct.Close != nil {
+		defer ct.Close()
+	}
+	res.PhaseMS["RUN"] = trajectory.MS(time.Since(start))
+	cause := context.Cause(tctx)
+	switch {
+	case ctx.Err() != nil:
+		return nil, errInterrupted
+	case err != nil && errors.Is(cause, errTimeout):
+		res.Status, res.Failure, res.Detail = string(fsm.Error), FailTimeout, err.Error()
+	case err != nil:
+		res.Status, res.Failure, res.Detail = string(fsm.Error), FailInfra, err.Error()
+	default:
+		res.Status, res.Answer, res.ModelCalls, res.Steps = string(fsm.Fail), ct.Answer, ct.ModelCalls, ct.Nodes
+		if ct.Completed {
+			res.Status = string(fsm.Finish)
+		}
+		checkStart := time.Now()
+		for _, d := range c.Constellation.Devices {
+			exec := ct.Devices[d.ID]
+			env := &checkEnv{live: exec, timeout: timeout, answer: ct.Answer, status: res.Status, task: c.Task,
+				record: func(trajectory.Event) {}}
+			if exec != nil {
+				env.device = dispatcher.NewLocal(exec, dispatcher.LocalOptions{Timeout: timeout})
+			}
+			for i, ch := range d.Checks {
+				var cr CheckResult
+				if exec == nil && ch.State != nil {
+					cr = CheckResult{Name: ch.Label(i), Kind: ch.Kind(), Detail: "the device is not there to check"}
+				} else {
+					cr = env.run(ctx, i, ch)
+				}
+				cr.Name = d.ID + ": " + cr.Name
+				res.Checks = append(res.Checks, cr)
+			}
+		}
+		res.PhaseMS["CHECK"] = trajectory.MS(time.Since(checkStart))
+		var failed []string
+		for _, ch := range res.Checks {
+			if !ch.Pass {
+				failed = append(failed, ch.Name+": "+ch.Detail)
+			}
+		}
+		switch {
+		case ct.Replay != "":
+			res.Failure, res.Detail = FailDivergence, "the recording does not replay: "+ct.Replay
+		case errors.Is(cause, errTimeout):
+			res.Failure, res.Detail = FailTimeout, ct.Status+": "+ct.Answer
+		case !ct.Completed:
+			res.Failure, res.Detail = FailAgentGaveUp, "the constellation ended "+ct.Status+": "+ct.Answer
+		case len(failed) > 0:
+			res.Failure, res.Detail = FailCheckerFailed, strings.Join(failed, "; ")
+		}
+		res.Success = res.Failure == ""
+	}
+	res.WallMS = trajectory.MS(time.Since(start))
+	if err := WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -73,6 +75,43 @@ type Case struct {
 	Labels     []string `yaml:"labels,omitempty" json:"labels,omitempty"`
 	// Person plays the user for the agents' questions and approvals.
 	Person Person `yaml:"person,omitempty" json:"person,omitempty" jsonschema_description:"The user's answers to the agents' questions and approvals, in order."`
+	// Constellation makes the case target a constellation: the task is
+	// its request, run over the live devices named here, and each
+	// device's checks run on it once the constellation ends.
+	Constellation *ConstellationCase `yaml:"constellation,omitempty" json:"constellation,omitempty" jsonschema_description:"Run the task as a constellation over several live devices, with checks on each device."`
+}
+
+// ConstellationCase is a case that targets a constellation. Its planner
+// and its devices' agents are scripted: the planner plays Plan, and each
+// node's device runs the node's command, so that a trial is as real as
+// its devices and the orchestrator, whatever the model.
+type ConstellationCase struct {
+	Devices []ConstellationDevice `yaml:"devices" json:"devices" jsonschema_description:"The live devices, each a Saucer device with the shell app in a fresh directory, and the checks on each."`
+	Plan    []PlanNode            `yaml:"plan" json:"plan" jsonschema_description:"The scripted planner's graph: one node per device task."`
+	// Latency is each scripted model call's fixed latency (e.g. 300ms),
+	// so that time is realistic.
+	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty" jsonschema_description:"Each scripted model call's fixed latency, e.g. 300ms."`
+}
+
+// ConstellationDevice is one device of a constellation case.
+type ConstellationDevice struct {
+	ID     string            `yaml:"id" json:"id"`
+	Files  map[string]string `yaml:"files,omitempty" json:"files,omitempty" jsonschema_description:"Files (path: content) to create in the device's fresh directory."`
+	Checks []Check           `yaml:"checks,omitempty" json:"checks,omitempty" jsonschema_description:"Checks run on this device once the constellation ends."`
+}
+
+// PlanNode is a node of a constellation case's plan: the device it runs
+// on, the shell command its scripted agents run ({{dep:ID}} is node ID's
+// result), the nodes it needs, its retries, and the device and command it
+// is moved to when it fails beyond them.
+type PlanNode struct {
+	ID          string   `yaml:"id" json:"id"`
+	Device      string   `yaml:"device" json:"device"`
+	Run         string   `yaml:"run" json:"run"`
+	After       []string `yaml:"after,omitempty" json:"after,omitempty"`
+	Retries     int      `yaml:"retries,omitempty" json:"retries,omitempty"`
+	Fallback    string   `yaml:"fallback,omitempty" json:"fallback,omitempty"`
+	FallbackRun string   `yaml:"fallback_run,omitempty" json:"fallback_run,omitempty"`
 }
 
 // Person is what a case's user answers: the answers to the agents'
@@ -330,6 +369,9 @@ func (s *Suite) Validate() error {
 		if model == ReplayModel && c.Device.Recording == "" {
 			errs = append(errs, where+": model replay needs a recorded device")
 		}
+		if k := c.Constellation; k != nil {
+			errs = append(errs, k.validate(where)...)
+		}
 		for j, ch := range c.Checks {
 			if err := ch.validate(); err != nil {
 				errs = append(errs, fmt.Sprintf("%s, check %d: %v", where, j+1, err))
@@ -498,4 +540,35 @@ func (s *Suite) config(base *config.Config) (*config.Config, error) {
 		return nil, fmt.Errorf("the suite's config: %w", err)
 	}
 	return c, nil
+}
+
+func (k *ConstellationCase) validate(where string) []string {
+	var errs []string
+	if len(k.Devices) == 0 || len(k.Plan) == 0 {
+		errs = append(errs, where+": a constellation case needs its devices and its plan")
+	}
+	devices := map[string]bool{}
+	for _, d := range k.Devices {
+		if !caseID.MatchString(d.ID) {
+			errs = append(errs, fmt.Sprintf("%s: constellation device %q: an id is letters, digits, '.', '_' or '-'", where, d.ID))
+		}
+		devices[d.ID] = true
+		for j, ch := range d.Checks {
+			if err := ch.validate(); err != nil {
+				errs = append(errs, fmt.Sprintf("%s, device %s, check %d: %v", where, d.ID, j+1, err))
+			}
+			if ch.ToolCalls != nil || ch.Judge != nil {
+				errs = append(errs, fmt.Sprintf("%s, device %s, check %d: a device's checks are state or answer checks", where, d.ID, j+1))
+			}
+		}
+	}
+	for _, n := range k.Plan {
+		if !devices[n.Device] || (n.Fallback != "" && !devices[n.Fallback]) {
+			errs = append(errs, fmt.Sprintf("%s: plan node %q is on a device the case does not list (devices: %s)", where, n.ID, strings.Join(slices.Sorted(maps.Keys(devices)), ", ")))
+		}
+		if strings.TrimSpace(n.Run) == "" {
+			errs = append(errs, fmt.Sprintf("%s: plan node %q has no run (the command its device runs)", where, n.ID))
+		}
+	}
+	return errs
 }

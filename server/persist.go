@@ -323,6 +323,12 @@ func (s *Server) queue(id string, m *aip.ServerMessage) {
 // after a restart knows it by its id only.
 func (s *Server) tellRequester(t *task, m *aip.ServerMessage) {
 	d, id := t.requester, t.info.RequesterID
+	if t.info.RequesterSession != "" {
+		// The constellation knows the task by the id it gave it.
+		c := *m
+		c.SessionID = t.info.RequesterSession
+		m = &c
+	}
 	if d == nil && id != "" {
 		s.mu.Lock()
 		d = s.devices[id]

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,19 +34,25 @@ const (
 // its result and every command's lifecycle.
 type TaskInfo struct {
 	// ID is also the AIP session_id.
-	ID          string                    `json:"id"`
-	ClientID    string                    `json:"client_id"`
-	RequesterID string                    `json:"requester_id,omitempty"`
-	TaskName    string                    `json:"task_name"`
-	Request     string                    `json:"request"`
-	Status      TaskStatus                `json:"status"`
-	QueuedBy    string                    `json:"queued_by"`
-	CreatedAt   time.Time                 `json:"created_at"`
-	EndedAt     *time.Time                `json:"ended_at,omitempty"`
-	Result      string                    `json:"result,omitempty"`
-	Error       string                    `json:"error,omitempty"`
-	Steps       []StepInfo                `json:"steps"`
-	Commands    []dispatcher.CommandState `json:"commands"`
+	ID          string `json:"id"`
+	ClientID    string `json:"client_id"`
+	RequesterID string `json:"requester_id,omitempty"`
+	// RequesterSession is the session_id the constellation that asked
+	// gave the task (UFO's Galaxy names each task so, and waits for a
+	// task_end with that id): its ack and task_end carry it, and a task
+	// frame of the same constellation with that id again joins the task
+	// instead of starting another.
+	RequesterSession string                    `json:"requester_session,omitempty"`
+	TaskName         string                    `json:"task_name"`
+	Request          string                    `json:"request"`
+	Status           TaskStatus                `json:"status"`
+	QueuedBy         string                    `json:"queued_by"`
+	CreatedAt        time.Time                 `json:"created_at"`
+	EndedAt          *time.Time                `json:"ended_at,omitempty"`
+	Result           string                    `json:"result,omitempty"`
+	Error            string                    `json:"error,omitempty"`
+	Steps            []StepInfo                `json:"steps"`
+	Commands         []dispatcher.CommandState `json:"commands"`
 	// StepsOmitted and CommandsOmitted count the earliest steps and
 	// commands left out of a running task's record in the store, which
 	// keeps its latest ones (the API of a server that does not run the
@@ -243,7 +250,7 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 		s.mu.Unlock()
 		return TaskInfo{}, fmt.Errorf("%w: %q (GET /api/clients lists the connected ones)", ErrNoDevice, clientID)
 	}
-	t, err := s.newTaskLocked(d, nil, request, taskName, queuedBy)
+	t, err := s.newTaskLocked(d, nil, "", request, taskName, queuedBy)
 	if err != nil {
 		s.mu.Unlock()
 		return TaskInfo{}, err
@@ -260,8 +267,9 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 	return t.snapshot(), nil
 }
 
-// newTaskLocked creates a task within the limits. Called with s.mu held.
-func (s *Server) newTaskLocked(target, requester *device, request, taskName, queuedBy string) (*task, error) {
+// newTaskLocked creates a task within the limits; session is the id the
+// requester gave it, if any. Called with s.mu held.
+func (s *Server) newTaskLocked(target, requester *device, session, request, taskName, queuedBy string) (*task, error) {
 	switch {
 	case s.closing:
 		return nil, ErrShuttingDown
@@ -276,7 +284,7 @@ func (s *Server) newTaskLocked(target, requester *device, request, taskName, que
 		info: TaskInfo{ID: s.opts.NewID(), ClientID: target.id, TaskName: taskName, Request: request, Status: StatusRunning,
 			QueuedBy: queuedBy, CreatedAt: time.Now().UTC(), Steps: []StepInfo{}, Commands: []dispatcher.CommandState{}}}
 	if requester != nil {
-		t.info.RequesterID = requester.id
+		t.info.RequesterID, t.info.RequesterSession = requester.id, session
 	}
 	t.publishLocked("", nil)
 	t.ctx, t.cancel = context.WithCancelCause(s.ctx)
@@ -326,11 +334,37 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 			return
 		}
 	}
+	if requester != nil && m.SessionID != "" {
+		// The constellation names the task: asked again (it lost the
+		// ack, or restarted), it gets the task it started, never a
+		// second one; a name another client gave is not its to use.
+		if t, owner := s.requestedLocked(m.SessionID, requester.id); t != nil {
+			s.mu.Unlock()
+			conn.Send(s.ctx, s.ack(m.SessionID))
+			if t.ended() {
+				t.mu.Lock()
+				info := t.info
+				t.mu.Unlock()
+				end := taskEnd(info, nil)
+				end.SessionID = m.SessionID
+				conn.Send(s.ctx, end)
+			}
+			return
+		} else if owner != "" {
+			s.mu.Unlock()
+			s.sendError(conn, fmt.Sprintf("session_id '%s' is owned by another client: give each task a session_id of its own", m.SessionID), m.SessionID)
+			return
+		}
+	}
 	taskName := m.TaskName
 	if taskName == "" {
 		taskName = "task"
 	}
-	t, err := s.newTaskLocked(target, requester, m.Request, taskName, queuedBy)
+	session := ""
+	if requester != nil {
+		session = m.SessionID
+	}
+	t, err := s.newTaskLocked(target, requester, session, m.Request, taskName, queuedBy)
 	s.mu.Unlock()
 	if err != nil {
 		s.sendError(conn, fmt.Sprintf("task not started: %v", err), m.SessionID)
@@ -340,8 +374,24 @@ func (s *Server) taskRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.sendError(conn, s.refuse(t, err).Error(), m.SessionID)
 		return
 	}
-	conn.Send(s.ctx, s.ack(t.info.ID))
+	conn.Send(s.ctx, s.ack(cmp.Or(t.info.RequesterSession, t.info.ID)))
 	s.start(t)
+}
+
+// requestedLocked finds the task a constellation named session: the task
+// if requester asked for it, or the client that did. Called with s.mu
+// held.
+func (s *Server) requestedLocked(session, requester string) (t *task, owner string) {
+	for _, t := range s.tasks {
+		if t.info.RequesterSession != session {
+			continue
+		}
+		if t.info.RequesterID == requester {
+			return t, ""
+		}
+		owner = t.info.RequesterID
+	}
+	return nil, owner
 }
 
 // start runs the task's agents in their own goroutine. A task restored

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -173,7 +174,11 @@ func constellationsFor(cfg *config.Config, srv *server.Server, st store.Store, l
 		return nil, err
 	}
 	k := cfg.Constellation
-	opts := constellation.Options{Devices: constellation.ServerDevices{Server: srv}, Store: constellation.NewServerStore(st),
+	devices, err := constellationDevices(k, srv, logf)
+	if err != nil {
+		return nil, err
+	}
+	opts := constellation.Options{Devices: devices, Store: constellation.NewServerStore(st),
 		MaxConcurrent: k.MaxConcurrent, PerDevice: k.PerDevice, Allowed: k.Devices, ReviewBeforeStart: k.ReviewBeforeStart,
 		NewPlanner: func(*constellation.Graph) (constellation.Stepper, error) {
 			return constellation.NewPlanner(constellation.PlannerOptions{Model: model, Prompts: set, MaxSteps: k.MaxPlannerSteps,
@@ -188,4 +193,32 @@ func constellationsFor(cfg *config.Config, srv *server.Server, st store.Store, l
 		opts.Record = constellation.RecordTo(filepath.Join(runsDir(cfg, ""), "constellations"))
 	}
 	return constellation.New(opts)
+}
+
+// constellationDevices are where nodes run: this server's devices, then
+// those of the AIP servers the config names, reached as a constellation
+// client.
+func constellationDevices(k config.Constellation, srv *server.Server, logf func(string, ...any)) (constellation.Devices, error) {
+	places := []constellation.Devices{constellation.ServerDevices{Server: srv}}
+	for i, sv := range k.Servers {
+		token := sv.Token
+		if sv.TokenEnv != "" {
+			if token = os.Getenv(sv.TokenEnv); token == "" {
+				return nil, fmt.Errorf("constellation.servers[%d]: %s is not set: export the server's API key in it", i, sv.TokenEnv)
+			}
+		}
+		var ds []constellation.Device
+		for _, d := range sv.Devices {
+			ds = append(ds, constellation.Device{ID: d.ID, Apps: d.Apps})
+		}
+		far, err := constellation.NewAIPDevices(constellation.AIPOptions{URL: sv.URL, Token: token, Name: sv.Name, Devices: ds, Logf: logf})
+		if err != nil {
+			return nil, fmt.Errorf("constellation.servers[%d]: %w", i, err)
+		}
+		places = append(places, far)
+	}
+	if len(places) == 1 {
+		return places[0], nil
+	}
+	return constellation.Join(places...), nil
 }

@@ -29,8 +29,8 @@ func (p onePlan) Step(ctx context.Context, g *constellation.Graph, _ []constella
 		return constellation.StepResult{Status: fsm.Fail, Answer: "no device can do that"}, nil
 	}
 	if len(g.Nodes) == 0 {
-		g.Nodes = append(g.Nodes, &constellation.Node{ID: "only", Device: "box", Task: "answer", Status: constellation.NodePending})
-		return constellation.StepResult{Status: fsm.Continue, Edits: []constellation.Edit{{Op: "add_node", OK: true}}}, nil
+		add := constellation.Edit{Op: constellation.ToolAddNode, Args: map[string]any{"id": "only", "device": "box", "task": "answer"}, OK: true}
+		return constellation.StepResult{Status: fsm.Continue, Edits: []constellation.Edit{add}}, nil
 	}
 	return constellation.StepResult{Status: fsm.Finish, Answer: "the answer is " + g.Nodes[0].Result}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/evals/agentbench"
 	"github.com/saucerhq/saucer/llm"
@@ -90,7 +91,7 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		out = filepath.Join("eval-results", s.Name)
 	}
 	opts := evals.Options{Results: out, Jobs: f.jobs, Timeout: f.timeout, Model: g.model, Trials: f.trials, Labels: f.labels, Sandbox: f.sandbox,
-		Config: cfg, Redactor: red, Shard: shard}
+		Config: cfg, Redactor: red, Shard: shard, Constellations: constellation.EvalRunner{}}
 	opts.OpenModel = func(spec string) (llm.Model, error) {
 		// An imported AgentBench suite's cases play their example solutions.
 		if m, ok, err := agentbench.Open(spec, file); ok {

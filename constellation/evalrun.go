@@ -1,0 +1,188 @@
+package constellation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/saucerhq/saucer/agent"
+	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/strategy"
+	"github.com/saucerhq/saucer/tools/shell"
+)
+
+// EvalRunner runs the eval cases that target a constellation
+// (evals.Options.Constellations): each trial is an agent server on
+// loopback with the case's devices connected over WebSockets as `saucer
+// client` connects (each the shell app in a fresh directory), the
+// constellation agent playing the case's plan and the devices' agents
+// running each node's command (scripted, each call taking the case's
+// latency). The constellation is recorded in the trial's directory and
+// replayed offline there; the devices stay up for their checks.
+type EvalRunner struct {
+	// Prompts are the agents' templates; nil means the built-in ones.
+	Prompts *prompts.Set
+}
+
+var _ evals.ConstellationRunner = EvalRunner{}
+
+const evalToken = "eval-constellation"
+
+// RunConstellation runs one trial of c.
+func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir string) (*evals.ConstellationTrial, error) {
+	k := c.Constellation
+	prom := e.Prompts
+	if prom == nil {
+		var err error
+		if prom, err = prompts.Load(""); err != nil {
+			return nil, err
+		}
+	}
+	var closers []func()
+	trial := &evals.ConstellationTrial{Devices: map[string]dispatcher.Executor{}, Recording: "constellation.jsonl"}
+	trial.Close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*evals.ConstellationTrial, error) {
+		trial.Close()
+		return nil, err
+	}
+	agents := &ScriptedAgents{Latency: k.Latency.D()}
+	srv, err := server.New(server.Options{Token: evalToken, AwayTimeout: 10 * time.Second, Logf: func(string, ...any) {},
+		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
+			return agent.New(agent.Options{Model: spec.WrapModel(agents), Dispatcher: spec.Dispatcher, Prompts: prom,
+				AppDescriptions: spec.AppDescriptions, Observer: spec.Observer, Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
+		}})
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	closers = append(closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx, "the trial is over")
+		hs.Close()
+	})
+	url := "ws://" + ln.Addr().String() + "/ws"
+	for _, d := range k.Devices {
+		exec, stop, err := evalDevice(ctx, url, filepath.Join(dir, "devices", d.ID), d)
+		if err != nil {
+			return fail(fmt.Errorf("device %s: %w", d.ID, err))
+		}
+		closers = append(closers, stop)
+		trial.Devices[d.ID] = exec
+	}
+	plan := make([]PlanNode, len(k.Plan))
+	for i, n := range k.Plan {
+		plan[i] = PlanNode(n)
+	}
+	planner := &ScriptedPlanner{Nodes: plan, Latency: k.Latency.D()}
+	o, err := New(Options{Devices: ServerDevices{srv}, Record: RecordTo(dir), NewID: func() string { return "constellation" },
+		NewPlanner: func(*Graph) (Stepper, error) {
+			return NewPlanner(PlannerOptions{Model: planner, Prompts: prom, Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
+		}})
+	if err != nil {
+		return fail(err)
+	}
+	g, err := o.Run(ctx, c.Task)
+	if g == nil {
+		return fail(err)
+	}
+	trial.Completed, trial.Status = g.Status == Completed, string(g.Status)
+	trial.Answer = g.Answer
+	if !trial.Completed {
+		trial.Answer = g.Error
+	}
+	trial.Nodes, trial.ModelCalls = o.Stats().NodesRun, int(planner.calls.Load()+agents.calls.Load())
+	trial.Replay = replayCheck(filepath.Join(dir, "constellation.jsonl"), g)
+	return trial, nil
+}
+
+// ReplayFile replays a constellation's recording offline and says where it
+// parts from the graph it ended with ("" when it does not).
+func replayCheck(path string, g *Graph) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	events, err := ReadRecording(f)
+	if err != nil {
+		return err.Error()
+	}
+	versions, err := Replay(events)
+	if err != nil {
+		return err.Error()
+	}
+	return diff(versions[len(versions)-1], g)
+}
+
+// evalDevice connects a device (the shell app in dir, with d's files) to
+// the server at url, and returns it for the checks.
+func evalDevice(ctx context.Context, url, dir string, d evals.ConstellationDevice) (dispatcher.Executor, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	for name, content := range d.Files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			return nil, nil, fmt.Errorf("file %q is outside the device's directory", name)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	dev, err := client.New(ctx, []client.Server{
+		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: dir})},
+	}, client.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := remote.New(dev, remote.Options{URL: url, Token: evalToken, ClientID: d.ID, MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 100 * time.Millisecond, Logf: func(string, ...any) {}})
+	if err != nil {
+		dev.Close()
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rc.Run(rctx); close(done) }()
+	stop := func() {
+		cancel()
+		<-done
+		dev.Close()
+	}
+	wait, stopWait := context.WithTimeout(ctx, 30*time.Second)
+	defer stopWait()
+	select {
+	case <-rc.Connected():
+		return dev, stop, nil
+	case <-done:
+		stop()
+		return nil, nil, errors.New("its client stopped before it registered")
+	case <-wait.Done():
+		stop()
+		return nil, nil, fmt.Errorf("it did not register: %w", context.Cause(wait))
+	}
+}
