@@ -63,9 +63,10 @@ func (o ConnOptions) withDefaults() ConnOptions {
 var ErrClosed = errors.New("aip: connection closed")
 
 // Conn is one AIP WebSocket connection. Frames go out one at a time (Send
-// is safe for concurrent use); one goroutine reads (Read). A ping loop
+// is safe for concurrent use); one goroutine reads (Read). A ping timer
 // keeps the connection alive and closes it when the peer has been silent
-// for DeadAfter; pings need the concurrent reader to see their pongs.
+// for DeadAfter; pings need the concurrent reader to see their pongs. An
+// idle Conn has no goroutine of its own: a server holds thousands.
 type Conn struct {
 	ws       *websocket.Conn
 	opts     ConnOptions
@@ -85,6 +86,9 @@ type Conn struct {
 	readMu sync.Mutex
 	bound  context.Context
 	rbuf   []byte
+	// pinger fires every PingInterval (see ping); a timer rather than a
+	// goroutine of its own, since most connections are idle.
+	pinger atomic.Pointer[time.Timer]
 }
 
 // newConn allocates the Conn before the handshake so that the pong
@@ -102,7 +106,8 @@ func (c *Conn) start(ws *websocket.Conn) *Conn {
 	c.ws = ws
 	ws.SetReadLimit(c.opts.ReadLimit)
 	if c.opts.PingInterval > 0 {
-		go c.keepAlive()
+		c.pinger.Store(time.AfterFunc(c.opts.PingInterval, c.ping))
+		context.AfterFunc(c.ctx, func() { c.pinger.Load().Stop() })
 	}
 	return c
 }
@@ -300,34 +305,34 @@ type rawFrame []byte
 
 func (r rawFrame) Append(dst []byte) ([]byte, error) { return append(dst, r...), nil }
 
-// keepAlive pings every PingInterval and closes the connection when the
-// peer has been silent for DeadAfter or a write has been stuck for longer
-// than WriteTimeout (checked at each ping, so a stuck write is noticed
-// within WriteTimeout+PingInterval).
-func (c *Conn) keepAlive() {
-	t := time.NewTicker(c.opts.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if ws := c.writeStart.Load(); ws != 0 && time.Since(time.Unix(0, ws)) > c.opts.WriteTimeout {
-			c.cancel(fmt.Errorf("%w: a write took longer than %s", ErrClosed, c.opts.WriteTimeout))
-			c.ws.CloseNow()
-			return
-		}
-		if silent := time.Since(time.Unix(0, c.lastSeen.Load())); silent > c.opts.DeadAfter {
-			// A dead peer will not complete a close handshake: drop it.
-			c.cancel(fmt.Errorf("%w: no frame or pong for %s", ErrClosed, silent.Round(time.Millisecond)))
-			c.ws.CloseNow()
-			return
-		}
-		// A late pong is not an error: silence is judged by DeadAfter.
-		pctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
-		_ = c.ws.Ping(pctx)
-		cancel()
+// ping runs every PingInterval, from the pinger timer: it closes the
+// connection when the peer has been silent for DeadAfter or a write has
+// been stuck for longer than WriteTimeout (so a stuck write is noticed
+// within WriteTimeout+PingInterval), and otherwise pings and sets the
+// timer for PingInterval after the ping began.
+func (c *Conn) ping() {
+	if c.ctx.Err() != nil {
+		return
+	}
+	if ws := c.writeStart.Load(); ws != 0 && time.Since(time.Unix(0, ws)) > c.opts.WriteTimeout {
+		c.cancel(fmt.Errorf("%w: a write took longer than %s", ErrClosed, c.opts.WriteTimeout))
+		c.ws.CloseNow()
+		return
+	}
+	if silent := time.Since(time.Unix(0, c.lastSeen.Load())); silent > c.opts.DeadAfter {
+		// A dead peer will not complete a close handshake: drop it.
+		c.cancel(fmt.Errorf("%w: no frame or pong for %s", ErrClosed, silent.Round(time.Millisecond)))
+		c.ws.CloseNow()
+		return
+	}
+	// A late pong is not an error: silence is judged by DeadAfter.
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
+	_ = c.ws.Ping(pctx)
+	cancel()
+	if c.ctx.Err() == nil {
+		// Every PingInterval from the last ping's start, as a ticker would.
+		c.pinger.Load().Reset(max(c.opts.PingInterval-time.Since(start), time.Millisecond))
 	}
 }
 
