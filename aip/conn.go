@@ -76,16 +76,13 @@ type Conn struct {
 	// writing is a one-slot semaphore rather than a mutex so that a sender
 	// can give up waiting when its context ends.
 	writing chan struct{}
-	buf     []byte // encoding buffer, used under writing
 	// writeStart is when the write in progress began (unix ns; 0: none).
 	// keepAlive closes the connection when a write outlasts WriteTimeout,
 	// so that writes need no per-call timer.
 	writeStart atomic.Int64
-	// readMu guards bound, the context Read has tied the connection to,
-	// and rbuf, the buffer frames are read into.
+	// readMu guards bound, the context Read has tied the connection to.
 	readMu sync.Mutex
 	bound  context.Context
-	rbuf   []byte
 	// pinger fires every PingInterval (see ping); a timer rather than a
 	// goroutine of its own, since most connections are idle.
 	pinger atomic.Pointer[time.Timer]
@@ -167,28 +164,49 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
 	}
-	buf := c.rbuf
-	c.rbuf = nil // a concurrent Read (there should be none) reads into its own
 	c.readMu.Unlock()
 	typ, r, err := c.ws.Reader(ctx)
-	if err == nil {
-		buf, err = readAll(r, buf[:0])
-	}
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))
 		return false, nil, err
 	}
-	// The frame is read into a buffer kept from frame to frame and
-	// handed out as an exact copy: one allocation of the frame's size,
-	// where websocket.Conn.Read grows a fresh buffer from 512 bytes.
-	frame = bytes.Clone(buf)
-	if cap(buf) <= 1<<20 { // keep small buffers; let a screenshot's go
-		c.readMu.Lock()
-		c.rbuf = buf
-		c.readMu.Unlock()
+	// The frame is read into a pooled buffer and handed out as an exact
+	// copy: one allocation of the frame's size, where
+	// websocket.Conn.Read grows a fresh buffer from 512 bytes. The buffer
+	// is taken once the frame has begun, so that an idle connection,
+	// blocked above, holds none.
+	buf := getBuffer()
+	*buf, err = readAll(r, (*buf)[:0])
+	if err == nil {
+		frame = bytes.Clone(*buf)
+	}
+	putBuffer(buf)
+	if err != nil {
+		c.cancel(fmt.Errorf("aip: read: %w", err))
+		return false, nil, err
 	}
 	c.seen()
 	return typ == websocket.MessageText, frame, nil
+}
+
+// buffers are the frame buffers of all connections: a frame's encoding
+// or its bytes as read take one while the frame is in flight, so that a
+// connection that waits holds none.
+var buffers sync.Pool
+
+func getBuffer() *[]byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// putBuffer gives b back, unless it grew past 1 MiB (a screenshot's
+// frame): that is let go rather than kept for small frames.
+func putBuffer(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		buffers.Put(b)
+	}
 }
 
 // readAll reads r to its end, appending to b.
@@ -252,12 +270,12 @@ func (c *Conn) Send(ctx context.Context, f Frame) error {
 
 // write encodes f and writes it; the caller holds the writer slot.
 func (c *Conn) write(f Frame) error {
-	b, err := f.Append(c.buf[:0])
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, err := f.Append((*buf)[:0])
+	*buf = b
 	if err != nil {
 		return err
-	}
-	if cap(b) <= 1<<20 { // keep small buffers; let a screenshot's go
-		c.buf = b
 	}
 	wctx := context.Background() // keepAlive enforces WriteTimeout
 	if c.opts.PingInterval <= 0 {
