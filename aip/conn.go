@@ -59,6 +59,10 @@ func (o ConnOptions) withDefaults() ConnOptions {
 	return o
 }
 
+// pingWait is the least time a ping waits for its pong: coder/websocket's
+// own bound on writing a control frame.
+const pingWait = 5 * time.Second
+
 // ErrClosed is the cause of a Conn's context after Close.
 var ErrClosed = errors.New("aip: connection closed")
 
@@ -343,9 +347,13 @@ func (c *Conn) ping() {
 		c.ws.CloseNow()
 		return
 	}
-	// A late pong is not an error: silence is judged by DeadAfter.
+	// A late pong is not an error: silence is judged by DeadAfter. The
+	// ping's context must not end before its frame is written, even on a
+	// loaded machine: coder/websocket closes the connection when a
+	// write's context ends mid-write. It bounds a control frame's write
+	// by 5 s itself, so the ping waits at least that long.
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
+	pctx, cancel := context.WithTimeout(c.ctx, max(c.opts.PingInterval, pingWait))
 	_ = c.ws.Ping(pctx)
 	cancel()
 	if c.ctx.Err() == nil {
