@@ -13,9 +13,9 @@ import (
 	"github.com/saucerhq/saucer/server"
 )
 
-// An idle device costs one goroutine on each side of its connection, its
-// reader: pings and heartbeats run from timers, the server's handler has
-// returned, and the client's progress sender waits for a first report.
+// An idle device costs its reader on each side of its connection and the
+// client's heartbeat loop: pings run from a timer, the server's handler
+// has returned, and the client's progress sender waits for a first report.
 // (A server holds thousands of idle devices: BenchmarkIdleClients.)
 func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 	const n = 20
@@ -49,9 +49,10 @@ func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 			t.Fatalf("client %d did not connect", i)
 		}
 	}
-	// Each client's Run goroutine reads; the server has one reader per
-	// device. Goroutines that served the handshakes end on their own.
-	want := before + 2*n + 4
+	// Each client's Run goroutine reads and its heartbeats wait on a
+	// ticker and its tool list; the server has one reader per device.
+	// Goroutines that served the handshakes end on their own.
+	want := before + 3*n + 4
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got := runtime.NumGoroutine()
@@ -60,7 +61,7 @@ func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d idle connections keep %d goroutines, want at most %d (two each and a few):\n%s",
+			t.Fatalf("%d idle connections keep %d goroutines, want at most %d (three each and a few):\n%s",
 				n, got-before, want-before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
