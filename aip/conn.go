@@ -59,13 +59,18 @@ func (o ConnOptions) withDefaults() ConnOptions {
 	return o
 }
 
+// pingWait is the least time a ping waits for its pong: coder/websocket's
+// own bound on writing a control frame.
+const pingWait = 5 * time.Second
+
 // ErrClosed is the cause of a Conn's context after Close.
 var ErrClosed = errors.New("aip: connection closed")
 
 // Conn is one AIP WebSocket connection. Frames go out one at a time (Send
-// is safe for concurrent use); one goroutine reads (Read). A ping loop
+// is safe for concurrent use); one goroutine reads (Read). A ping timer
 // keeps the connection alive and closes it when the peer has been silent
-// for DeadAfter; pings need the concurrent reader to see their pongs.
+// for DeadAfter; pings need the concurrent reader to see their pongs. An
+// idle Conn has no goroutine of its own: a server holds thousands.
 type Conn struct {
 	ws       *websocket.Conn
 	opts     ConnOptions
@@ -75,16 +80,16 @@ type Conn struct {
 	// writing is a one-slot semaphore rather than a mutex so that a sender
 	// can give up waiting when its context ends.
 	writing chan struct{}
-	buf     []byte // encoding buffer, used under writing
 	// writeStart is when the write in progress began (unix ns; 0: none).
 	// keepAlive closes the connection when a write outlasts WriteTimeout,
 	// so that writes need no per-call timer.
 	writeStart atomic.Int64
-	// readMu guards bound, the context Read has tied the connection to,
-	// and rbuf, the buffer frames are read into.
+	// readMu guards bound, the context Read has tied the connection to.
 	readMu sync.Mutex
 	bound  context.Context
-	rbuf   []byte
+	// pinger fires every PingInterval (see ping); a timer rather than a
+	// goroutine of its own, since most connections are idle.
+	pinger atomic.Pointer[time.Timer]
 }
 
 // newConn allocates the Conn before the handshake so that the pong
@@ -102,7 +107,8 @@ func (c *Conn) start(ws *websocket.Conn) *Conn {
 	c.ws = ws
 	ws.SetReadLimit(c.opts.ReadLimit)
 	if c.opts.PingInterval > 0 {
-		go c.keepAlive()
+		c.pinger.Store(time.AfterFunc(c.opts.PingInterval, c.ping))
+		context.AfterFunc(c.ctx, func() { c.pinger.Load().Stop() })
 	}
 	return c
 }
@@ -162,28 +168,49 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
 	}
-	buf := c.rbuf
-	c.rbuf = nil // a concurrent Read (there should be none) reads into its own
 	c.readMu.Unlock()
 	typ, r, err := c.ws.Reader(ctx)
-	if err == nil {
-		buf, err = readAll(r, buf[:0])
-	}
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))
 		return false, nil, err
 	}
-	// The frame is read into a buffer kept from frame to frame and
-	// handed out as an exact copy: one allocation of the frame's size,
-	// where websocket.Conn.Read grows a fresh buffer from 512 bytes.
-	frame = bytes.Clone(buf)
-	if cap(buf) <= 1<<20 { // keep small buffers; let a screenshot's go
-		c.readMu.Lock()
-		c.rbuf = buf
-		c.readMu.Unlock()
+	// The frame is read into a pooled buffer and handed out as an exact
+	// copy: one allocation of the frame's size, where
+	// websocket.Conn.Read grows a fresh buffer from 512 bytes. The buffer
+	// is taken once the frame has begun, so that an idle connection,
+	// blocked above, holds none.
+	buf := getBuffer()
+	*buf, err = readAll(r, (*buf)[:0])
+	if err == nil {
+		frame = bytes.Clone(*buf)
+	}
+	putBuffer(buf)
+	if err != nil {
+		c.cancel(fmt.Errorf("aip: read: %w", err))
+		return false, nil, err
 	}
 	c.seen()
 	return typ == websocket.MessageText, frame, nil
+}
+
+// buffers are the frame buffers of all connections: a frame's encoding
+// or its bytes as read take one while the frame is in flight, so that a
+// connection that waits holds none.
+var buffers sync.Pool
+
+func getBuffer() *[]byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// putBuffer gives b back, unless it grew past 1 MiB (a screenshot's
+// frame): that is let go rather than kept for small frames.
+func putBuffer(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		buffers.Put(b)
+	}
 }
 
 // readAll reads r to its end, appending to b.
@@ -247,12 +274,12 @@ func (c *Conn) Send(ctx context.Context, f Frame) error {
 
 // write encodes f and writes it; the caller holds the writer slot.
 func (c *Conn) write(f Frame) error {
-	b, err := f.Append(c.buf[:0])
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, err := f.Append((*buf)[:0])
+	*buf = b
 	if err != nil {
 		return err
-	}
-	if cap(b) <= 1<<20 { // keep small buffers; let a screenshot's go
-		c.buf = b
 	}
 	wctx := context.Background() // keepAlive enforces WriteTimeout
 	if c.opts.PingInterval <= 0 {
@@ -300,34 +327,38 @@ type rawFrame []byte
 
 func (r rawFrame) Append(dst []byte) ([]byte, error) { return append(dst, r...), nil }
 
-// keepAlive pings every PingInterval and closes the connection when the
-// peer has been silent for DeadAfter or a write has been stuck for longer
-// than WriteTimeout (checked at each ping, so a stuck write is noticed
-// within WriteTimeout+PingInterval).
-func (c *Conn) keepAlive() {
-	t := time.NewTicker(c.opts.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if ws := c.writeStart.Load(); ws != 0 && time.Since(time.Unix(0, ws)) > c.opts.WriteTimeout {
-			c.cancel(fmt.Errorf("%w: a write took longer than %s", ErrClosed, c.opts.WriteTimeout))
-			c.ws.CloseNow()
-			return
-		}
-		if silent := time.Since(time.Unix(0, c.lastSeen.Load())); silent > c.opts.DeadAfter {
-			// A dead peer will not complete a close handshake: drop it.
-			c.cancel(fmt.Errorf("%w: no frame or pong for %s", ErrClosed, silent.Round(time.Millisecond)))
-			c.ws.CloseNow()
-			return
-		}
-		// A late pong is not an error: silence is judged by DeadAfter.
-		pctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
-		_ = c.ws.Ping(pctx)
-		cancel()
+// ping runs every PingInterval, from the pinger timer: it closes the
+// connection when the peer has been silent for DeadAfter or a write has
+// been stuck for longer than WriteTimeout (so a stuck write is noticed
+// within WriteTimeout+PingInterval), and otherwise pings and sets the
+// timer for PingInterval after the ping began.
+func (c *Conn) ping() {
+	if c.ctx.Err() != nil {
+		return
+	}
+	if ws := c.writeStart.Load(); ws != 0 && time.Since(time.Unix(0, ws)) > c.opts.WriteTimeout {
+		c.cancel(fmt.Errorf("%w: a write took longer than %s", ErrClosed, c.opts.WriteTimeout))
+		c.ws.CloseNow()
+		return
+	}
+	if silent := time.Since(time.Unix(0, c.lastSeen.Load())); silent > c.opts.DeadAfter {
+		// A dead peer will not complete a close handshake: drop it.
+		c.cancel(fmt.Errorf("%w: no frame or pong for %s", ErrClosed, silent.Round(time.Millisecond)))
+		c.ws.CloseNow()
+		return
+	}
+	// A late pong is not an error: silence is judged by DeadAfter. The
+	// ping's context must not end before its frame is written, even on a
+	// loaded machine: coder/websocket closes the connection when a
+	// write's context ends mid-write. It bounds a control frame's write
+	// by 5 s itself, so the ping waits at least that long.
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(c.ctx, max(c.opts.PingInterval, pingWait))
+	_ = c.ws.Ping(pctx)
+	cancel()
+	if c.ctx.Err() == nil {
+		// Every PingInterval from the last ping's start, as a ticker would.
+		c.pinger.Load().Reset(max(c.opts.PingInterval-time.Since(start), time.Millisecond))
 	}
 }
 

@@ -133,21 +133,29 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ErrShuttingDown.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer s.conns.Done()
 	conn, err := aip.Accept(w, r, s.opts.Conn)
 	if err != nil {
+		s.conns.Done()
 		s.logf("websocket upgrade from %s failed: %v", r.RemoteAddr, err)
 		return
 	}
-	// Every way out of here closes the socket: a connection whose read
-	// loop ended (killed peer, over-limit frame) must not keep its fd.
-	defer conn.CloseNow()
-	d := s.register(conn)
-	if d == nil {
-		return
-	}
-	s.serveDevice(d, conn)
-	s.disconnect(d, conn)
+	// The connection is served from a goroutine of its own, and the
+	// handler returns: net/http then lets go of the request, its
+	// response and its own state, which an idle device would otherwise
+	// hold for as long as it stays connected (a server holds thousands).
+	go func() {
+		defer s.conns.Done()
+		// Every way out of here closes the socket: a connection whose
+		// read loop ended (killed peer, over-limit frame) must not keep
+		// its fd.
+		defer conn.CloseNow()
+		d := s.register(conn)
+		if d == nil {
+			return
+		}
+		s.serveDevice(d, conn)
+		s.disconnect(d, conn)
+	}()
 }
 
 // register reads the first frame and registers the client, or refuses it

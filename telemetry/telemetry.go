@@ -17,12 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
@@ -45,9 +39,9 @@ type Options struct {
 // Exporter sends the spans of many sessions to one collector: a server's
 // tasks, an eval's trials. Start opens each session's Tracer.
 type Exporter struct {
-	provider *sdktrace.TracerProvider
-	tracer   trace.Tracer
-	o        Options
+	otlp  *otlpHTTP
+	batch *batcher
+	o     Options
 }
 
 // NewExporter connects nothing yet: spans are batched and sent as they
@@ -60,9 +54,7 @@ func NewExporter(ctx context.Context, o Options) (*Exporter, error) {
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", "saucer"))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Exporter{provider: tp, tracer: tp.Tracer("github.com/saucerhq/saucer"), o: o}, nil
+	return &Exporter{otlp: exp, batch: newBatcher(exp.ExportSpans), o: o}, nil
 }
 
 // Start opens a session span for task on model (empty: the Options'
@@ -74,20 +66,23 @@ func (x *Exporter) Start(task, model string, labels map[string]string) *Tracer {
 	if model == "" {
 		model = x.o.Model
 	}
-	t := &Tracer{x: x, model: model, agents: map[string]agentSpan{}, toolKind: trace.SpanKindInternal}
+	t := &Tracer{x: x, model: model, agents: map[string]*span{}, toolKind: kindInternal}
 	if labels["device"] != "" {
-		t.toolKind = trace.SpanKindClient
+		t.toolKind = kindClient
 	}
-	attrs := []attribute.KeyValue{attribute.String("saucer.task", x.o.Redact(task)), attribute.String("gen_ai.request.model", model)}
+	attrs := []attr{str("saucer.task", x.o.Redact(task)), str("gen_ai.request.model", model)}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		attrs = append(attrs, attribute.String("saucer."+k, labels[k]))
+		attrs = append(attrs, str("saucer."+k, labels[k]))
 	}
-	t.ctx, t.session = x.tracer.Start(context.Background(), "session", trace.WithAttributes(attrs...))
+	t.session = child(nil, "session", kindInternal, time.Now(), attrs...)
 	return t
 }
 
 // Shutdown sends what is left and stops the exporter.
-func (x *Exporter) Shutdown(ctx context.Context) error { return x.provider.Shutdown(ctx) }
+func (x *Exporter) Shutdown(ctx context.Context) error {
+	defer x.otlp.client.CloseIdleConnections()
+	return x.batch.shutdown(ctx)
+}
 
 // Tracer turns a session's events into spans. Observe is the session's
 // observer; End ends the session span.
@@ -97,17 +92,11 @@ type Tracer struct {
 	model string
 	// toolKind is the execute_tool spans' kind: client when the device
 	// is remote.
-	toolKind trace.SpanKind
+	toolKind spanKind
 
 	mu      sync.Mutex
-	ctx     context.Context // the session span's
-	session trace.Span
-	agents  map[string]agentSpan
-}
-
-type agentSpan struct {
-	ctx  context.Context
-	span trace.Span
+	session *span
+	agents  map[string]*span
 }
 
 // New starts an exporter of its own for one session (saucer run) and
@@ -127,71 +116,67 @@ func (t *Tracer) Observe(e agent.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
-	parent := t.ctx
+	parent := t.session
 	if a, ok := t.agents[e.Agent]; ok {
-		parent = a.ctx
+		parent = a
 	}
 	switch e.Kind {
 	case agent.EventAgentStart:
-		ctx, span := t.x.tracer.Start(t.ctx, "invoke_agent "+e.Agent, trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", e.Agent),
-			attribute.String("saucer.role", string(e.Role)), attribute.String("saucer.app", e.App), attribute.String("saucer.subtask", t.x.o.Redact(e.Subtask))))
-		t.agents[e.Agent] = agentSpan{ctx, span}
+		t.agents[e.Agent] = child(t.session, "invoke_agent "+e.Agent, kindInternal, now,
+			str("gen_ai.operation.name", "invoke_agent"), str("gen_ai.agent.name", e.Agent),
+			str("saucer.role", string(e.Role)), str("saucer.app", e.App), str("saucer.subtask", t.x.o.Redact(e.Subtask)))
 	case agent.EventAgentEnd:
 		if a, ok := t.agents[e.Agent]; ok {
 			if e.Note != nil {
-				a.span.SetAttributes(attribute.String("saucer.status", e.Note.Status))
+				a.set(str("saucer.status", e.Note.Status))
 			}
 			switch {
 			case e.Err != nil:
-				t.failed(a.span, e.Err.Error())
+				t.failed(a, e.Err.Error())
 			case e.Note != nil && failedStatus(e.Note.Status):
-				t.failed(a.span, e.Note.Status+": "+e.Note.Result)
+				t.failed(a, e.Note.Status+": "+e.Note.Result)
 			}
-			a.span.End()
+			t.end(a, now)
 			delete(t.agents, e.Agent)
 		}
 	case agent.EventModelCall:
 		model := t.model
-		attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.request.model", model)}
+		attrs := []attr{str("gen_ai.operation.name", "chat"), str("gen_ai.request.model", model)}
 		if r := e.Response; r != nil {
-			attrs = append(attrs, attribute.Int("gen_ai.usage.input_tokens", r.Usage.PromptTokens),
-				attribute.Int("gen_ai.usage.output_tokens", r.Usage.CompletionTokens),
-				attribute.StringSlice("gen_ai.response.finish_reasons", []string{r.FinishReason}))
+			attrs = append(attrs, integer("gen_ai.usage.input_tokens", r.Usage.PromptTokens),
+				integer("gen_ai.usage.output_tokens", r.Usage.CompletionTokens),
+				strs("gen_ai.response.finish_reasons", r.FinishReason))
 			if r.Model != "" {
-				attrs = append(attrs, attribute.String("gen_ai.response.model", r.Model))
+				attrs = append(attrs, str("gen_ai.response.model", r.Model))
 			}
 		}
 		if e.Err != nil {
-			attrs = append(attrs, attribute.String("error.type", t.x.o.Redact(e.Err.Error())))
+			attrs = append(attrs, str("error.type", t.x.o.Redact(e.Err.Error())))
 		}
-		_, span := t.x.tracer.Start(parent, "chat "+model, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+		s := child(parent, "chat "+model, kindClient, now.Add(-e.Duration), attrs...)
 		if e.Err != nil {
-			t.failed(span, e.Err.Error())
+			t.failed(s, e.Err.Error())
 		}
-		span.End(trace.WithTimestamp(now))
+		t.end(s, now)
 	case agent.EventDispatch:
 		for i, c := range e.Commands {
-			attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"),
-				attribute.String("gen_ai.tool.name", c.ToolName), attribute.String("saucer.namespace", c.Namespace)}
+			attrs := []attr{str("gen_ai.operation.name", "execute_tool"), str("gen_ai.tool.name", c.ToolName), str("saucer.namespace", c.Namespace)}
 			if i < len(e.Results) {
-				attrs = append(attrs, attribute.String("saucer.result.status", string(e.Results[i].Status)))
+				attrs = append(attrs, str("saucer.result.status", string(e.Results[i].Status)))
 			}
-			_, span := t.x.tracer.Start(parent, "execute_tool "+c.ToolName, trace.WithSpanKind(t.toolKind),
-				trace.WithTimestamp(now.Add(-e.Duration)), trace.WithAttributes(attrs...))
+			s := child(parent, "execute_tool "+c.ToolName, t.toolKind, now.Add(-e.Duration), attrs...)
 			if i < len(e.Results) && e.Results[i].Status == command.Failure {
-				t.failed(span, e.Results[i].Error)
+				t.failed(s, e.Results[i].Error)
 			}
-			span.End(trace.WithTimestamp(now))
+			t.end(s, now)
 		}
 	case agent.EventStep:
-		_, span := t.x.tracer.Start(parent, fmt.Sprintf("step %d", e.Step), trace.WithTimestamp(now.Add(-e.Duration)),
-			trace.WithAttributes(attribute.String("saucer.status", string(e.To)), attribute.Int("saucer.step", e.Step)))
+		s := child(parent, fmt.Sprintf("step %d", e.Step), kindInternal, now.Add(-e.Duration),
+			str("saucer.status", string(e.To)), integer("saucer.step", e.Step))
 		if e.Err != nil {
-			t.failed(span, e.Err.Error())
+			t.failed(s, e.Err.Error())
 		}
-		span.End(trace.WithTimestamp(now))
+		t.end(s, now)
 	}
 }
 
@@ -199,22 +184,23 @@ func (t *Tracer) Observe(e agent.Event) {
 // sends what is left and shuts its exporter down.
 func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 	t.mu.Lock()
+	now := time.Now()
 	for name, a := range t.agents {
-		a.span.End()
+		t.end(a, now)
 		delete(t.agents, name)
 	}
 	if out != nil {
-		t.session.SetAttributes(attribute.String("saucer.status", string(out.Status)),
-			attribute.Int("gen_ai.usage.input_tokens", out.Usage.PromptTokens), attribute.Int("gen_ai.usage.output_tokens", out.Usage.CompletionTokens))
+		t.session.set(str("saucer.status", string(out.Status)),
+			integer("gen_ai.usage.input_tokens", out.Usage.PromptTokens), integer("gen_ai.usage.output_tokens", out.Usage.CompletionTokens))
 		switch {
 		case out.Err != nil:
-			t.session.SetAttributes(attribute.String("error.type", t.x.o.Redact(out.Err.Error())))
+			t.session.set(str("error.type", t.x.o.Redact(out.Err.Error())))
 			t.failed(t.session, out.Err.Error())
 		case failedStatus(string(out.Status)):
 			t.failed(t.session, string(out.Status)+": "+out.Answer)
 		}
 	}
-	t.session.End()
+	t.end(t.session, now)
 	t.mu.Unlock()
 	if t.own {
 		return t.x.Shutdown(ctx)
@@ -224,8 +210,14 @@ func (t *Tracer) End(ctx context.Context, out *agent.Outcome) error {
 
 // failed sets span's status to error, with the reason redacted (and cut:
 // an answer can be long).
-func (t *Tracer) failed(span trace.Span, reason string) {
-	span.SetStatus(codes.Error, cut(t.x.o.Redact(reason), 500))
+func (t *Tracer) failed(s *span, reason string) {
+	s.failed, s.message = true, cut(t.x.o.Redact(reason), 500)
+}
+
+// end ends s at now and hands it to the exporter.
+func (t *Tracer) end(s *span, now time.Time) {
+	s.end = now
+	t.x.batch.end(s)
 }
 
 // failedStatus reports whether an agent's or a session's end status is a

@@ -17,12 +17,18 @@ const ProgressEvery = 50 * time.Millisecond
 // progressOut sends the tools' progress reports to the server as
 // heartbeats with a progress field, from a goroutine of its own so that a
 // slow connection never holds a tool: each command's latest report waits
-// in a mailbox, and goes at most once per ProgressEvery.
+// in a mailbox, and goes at most once per ProgressEvery. The goroutine is
+// started by the first report (a device that never reports progress, as
+// most idle ones, has none).
 type progressOut struct {
 	mu      sync.Mutex
 	pending map[string]*aip.Progress // the latest unsent report, by call id
 	last    map[string]time.Time     // when a report of the call was last sent
 	wake    chan struct{}
+	// sender starts the sending goroutine (set by Client.Run); sending
+	// says it has been started.
+	sender  func()
+	sending bool
 }
 
 func newProgressOut() *progressOut {
@@ -33,7 +39,13 @@ func newProgressOut() *progressOut {
 func (o *progressOut) put(p *aip.Progress) {
 	o.mu.Lock()
 	o.pending[p.CallID] = p
+	start := !o.sending && o.sender != nil
+	o.sending = o.sending || start
+	sender := o.sender
 	o.mu.Unlock()
+	if start {
+		sender()
+	}
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -68,7 +80,7 @@ func (o *progressOut) due(now time.Time) (out []*aip.Progress, next time.Duratio
 	return out, next
 }
 
-// run sends reports until ctx ends.
+// sendProgress sends reports until ctx ends.
 func (c *Client) sendProgress(ctx context.Context) {
 	o := c.progress
 	timer := time.NewTimer(time.Hour)

@@ -248,7 +248,9 @@ func (c *Client) Run(ctx context.Context) error {
 	defer c.drainers.Wait()
 	pctx, stopProgress := context.WithCancel(ctx)
 	defer stopProgress()
-	go c.sendProgress(pctx)
+	c.progress.mu.Lock()
+	c.progress.sender, c.progress.sending = func() { go c.sendProgress(pctx) }, false
+	c.progress.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		conn, err := c.connect(ctx)
 		if ctx.Err() != nil {
@@ -431,7 +433,9 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 
 	go c.heartbeats(ctx, conn)
 	conn.Bind(ctx)
-	go c.read(ctx, conn)
+	// This goroutine reads (an idle device has no other); a command frame
+	// can hand reading over to a successor (see read).
+	c.read(ctx, conn)
 	// The connection ends when a read or write fails or ctx ends (its
 	// reader's context); aip.Conn then cancels its own context.
 	<-conn.Context().Done()

@@ -1,12 +1,11 @@
 package tokens
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
-	"io"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,18 +14,29 @@ import (
 	"github.com/saucerhq/saucer/llm/scripted"
 )
 
-// The embedded vocabulary is the one OpenAI publishes, byte for byte.
+// The embedded vocabulary is the one OpenAI publishes, token for token and
+// rank for rank: written back in OpenAI's format (base64 token, space,
+// rank, one line each) it is OpenAI's file byte for byte.
 func TestEmbeddedVocabularyIsOpenAIs(t *testing.T) {
-	zr, err := gzip.NewReader(bytes.NewReader(o200k))
+	ranks, err := vocabulary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
+	if len(ranks) != 199_998 {
+		t.Fatalf("%d tokens, want o200k_base's 199998", len(ranks))
 	}
-	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d" {
+	tokens := make([]string, len(ranks))
+	for tok, rank := range ranks {
+		if rank < 0 || rank >= len(tokens) || tokens[rank] != "" {
+			t.Fatalf("rank %d of %q is out of place", rank, tok)
+		}
+		tokens[rank] = tok
+	}
+	h := sha256.New()
+	for rank, tok := range tokens {
+		fmt.Fprintf(h, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(tok)), rank)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d" {
 		t.Errorf("o200k_base.tiktoken's sha256 is %s", got)
 	}
 }
