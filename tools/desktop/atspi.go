@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -45,31 +46,94 @@ type a11y struct {
 	// pids are the applications' process ids by bus name, for telling a
 	// busy application from a frozen one.
 	pids map[string]int
-	// changes counts each application's object events (children,
-	// states, properties changed): a window's tree read when the count
-	// was n still holds while it is n.
-	mu      sync.Mutex
-	changes map[string]uint64
+	// events are each application's object events (children, states,
+	// properties changed) and the objects that sent them: a window's tree
+	// read when the count was n still holds while no object it read has
+	// sent one since.
+	mu     sync.Mutex
+	events map[string]*appEvents
+	// calls counts the method calls sent, and trips the waits for them
+	// (calls sent together cost one trip), for the benchmark: unlike
+	// time, these counts do not change with the machine's load.
+	calls, trips atomic.Uint64
 }
 
 // The object events that may change a tree's shape, states or names.
 var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change"}
 
+// appEvents are one application's object events: how many so far, and
+// the latest at which each object sent one.
+type appEvents struct {
+	n     uint64
+	paths map[dbus.ObjectPath]objectEvent
+	// floor: the objects of events up to it are forgotten (more than
+	// maxEventPaths objects sent events).
+	floor uint64
+}
+
+// objectEvent is the count at one object's latest event, and at its
+// latest event that changed its children.
+type objectEvent struct{ seq, children uint64 }
+
+// maxEventPaths bounds the objects remembered per application.
+const maxEventPaths = 4096
+
 // version is the count of application bus's object events so far.
 func (a *a11y) version(bus string) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.changes[bus]
+	if e := a.events[bus]; e != nil {
+		return e.n
+	}
+	return 0
 }
 
-// listen counts the object events the applications send.
+// changedSince says which objects read (those read says yes to) sent an
+// object event after the application's count was v, and whether any of
+// them changed its children; all is set when that cannot be told (the
+// objects of those events are forgotten).
+func (a *a11y) changedSince(bus string, v uint64, read func(dbus.ObjectPath) bool) (changed []dbus.ObjectPath, children, all bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.events[bus]
+	if e == nil || e.n == v {
+		return nil, false, false
+	}
+	if v < e.floor {
+		return nil, false, true
+	}
+	for p, ev := range e.paths {
+		if ev.seq > v && read(p) {
+			changed = append(changed, p)
+			children = children || ev.children > v
+		}
+	}
+	return changed, children, false
+}
+
+// listen records the object events the applications send.
 func (a *a11y) listen(ch chan *dbus.Signal) {
 	for sig := range ch {
 		switch sig.Name {
 		case "org.a11y.atspi.Event.Object.ChildrenChanged", "org.a11y.atspi.Event.Object.StateChanged",
 			"org.a11y.atspi.Event.Object.PropertyChange":
 			a.mu.Lock()
-			a.changes[sig.Sender]++
+			e := a.events[sig.Sender]
+			if e == nil {
+				e = &appEvents{paths: map[dbus.ObjectPath]objectEvent{}}
+				a.events[sig.Sender] = e
+			}
+			e.n++
+			if _, ok := e.paths[sig.Path]; !ok && len(e.paths) >= maxEventPaths {
+				clear(e.paths)
+				e.floor = e.n - 1
+			}
+			ev := e.paths[sig.Path]
+			ev.seq = e.n
+			if sig.Name == "org.a11y.atspi.Event.Object.ChildrenChanged" {
+				ev.children = e.n
+			}
+			e.paths[sig.Path] = ev
 			a.mu.Unlock()
 		}
 	}
@@ -93,7 +157,7 @@ func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
 	}
-	a := &a11y{conn: conn, pids: map[string]int{}, changes: map[string]uint64{}}
+	a := &a11y{conn: conn, pids: map[string]int{}, events: map[string]*appEvents{}}
 	// Applications send the events some client listens for (and GTK's
 	// atk-bridge serves its object cache only once one does): Saucer
 	// listens for those that change a tree, to reuse a window's tree
@@ -174,6 +238,7 @@ func (b *batch) call(r ref, method string, args ...any) call {
 	if b.bus == "" {
 		b.bus = r.Bus
 	}
+	b.a.calls.Add(1)
 	c := call{b.a.obj(r).GoWithContext(b.ctx, method, 0, make(chan *dbus.Call, 1), args...), new(bool)}
 	b.calls = append(b.calls, c)
 	return c
@@ -189,6 +254,9 @@ func (b *batch) prop(r ref, iface, name string) call {
 // error.
 func (b *batch) wait() error {
 	defer b.cancel()
+	if len(b.calls) > 0 {
+		b.a.trips.Add(1)
+	}
 	timer := time.NewTimer(appTimeout)
 	defer timer.Stop()
 	pid := b.a.pids[b.bus]
@@ -409,6 +477,8 @@ func (e extents) rect() Rect { return Rect{int(e.X), int(e.Y), int(e.W), int(e.H
 func (a *a11y) apps(ctx context.Context) ([]ref, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
+	a.calls.Add(1)
+	a.trips.Add(1)
 	var kids []childRef
 	if err := a.conn.Object("org.a11y.atspi.Registry", rootPath).CallWithContext(ctx, ifAccessible+".GetChildren", 0).Store(&kids); err != nil {
 		return nil, fmt.Errorf("list the applications on the accessibility bus: %w", err)
@@ -429,6 +499,8 @@ const registryTimeout = 5 * time.Second
 func (a *a11y) pid(ctx context.Context, bus string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
+	a.calls.Add(1)
+	a.trips.Add(1)
 	var pid uint32
 	err := a.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, bus).Store(&pid)
 	return int(pid), err

@@ -668,13 +668,33 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	area := d.screenArea(w)
 	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}
 	t0 := time.Now()
-	// A tree read before is reused while its application has sent no
+	// A tree read before is reused while no object it read has sent an
 	// event that changes trees since (GTK 4 is read afresh: what it shows
-	// follows its objects' boxes, which change without events).
+	// follows its objects' boxes, which change without events). Events of
+	// objects it did not read (a spreadsheet's cells, another window's
+	// controls, what is under a hidden container) leave it as it is; the
+	// objects it read that sent one are read again in place, unless their
+	// children changed or they were shown or hidden.
 	version := d.a.version(w.ref.Bus)
 	rt, ok := d.trees[w.ref]
-	reuse := ok && rt.version == version && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
+	reuse := ok && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
 		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
+	if reuse && rt.version != version {
+		changed, children, all := d.a.changedSince(w.ref.Bus, rt.version, func(p dbus.ObjectPath) bool {
+			return rt.t.taken[ref{w.ref.Bus, p}]
+		})
+		reuse = !children && !all
+		if reuse && len(changed) > 0 {
+			var err error
+			if reuse, err = d.a.refresh(ctx, s, rt.t, changed); err != nil {
+				return nil, d.appErr(w, app, err)
+			}
+		}
+		if reuse {
+			rt.version = version
+			d.trees[w.ref] = rt
+		}
+	}
 	t := rt.t
 	if !reuse {
 		var err error
