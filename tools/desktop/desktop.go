@@ -848,12 +848,9 @@ func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
 		obs.Drawn = annotate(img, ms)
 	}
 	t2 := time.Now()
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
+	if obs.PNG, err = encodePNG(img); err != nil {
 		return err
 	}
-	obs.PNG = buf.Bytes()
 	obs.Timing.Capture, obs.Timing.Annotate, obs.Timing.Encode = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
 	return nil
 }
