@@ -196,16 +196,87 @@ func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 
 // An application that leaves Saucer's calls unanswered is looked at
 // every appTimeout: a stopped process (SIGSTOP, a debugger) is "not
-// responding" at once; one that is working (it used the processor, or is
-// runnable or in an uninterruptible wait: on a loaded machine a starved
-// process uses nothing while it waits for a processor) is waited on, up
-// to appBusyLimit in all; one that does neither for appIdleLimit (a
-// deadlock, or a wait on a peer that never answers) is not responding.
+// responding" at once. One that is at work is waited on, up to
+// appBusyLimit in all: since the last look it used the processor, or
+// one of its threads waited in the run queue for one (on a loaded
+// machine a process at work may get no processor for a while: a
+// LibreOffice opening a document at load 40 is slow, not frozen), or a
+// thread is runnable or in an uninterruptible wait now. One that does
+// none of these for appIdleLimit (a deadlock, or a wait on a peer that
+// never answers) is not responding.
 const (
 	appTimeout   = 400 * time.Millisecond
 	appIdleLimit = 2 * time.Second
-	appBusyLimit = 10 * time.Second
+	appBusyLimit = 60 * time.Second
 )
+
+// activity follows one process between looks, to tell a busy one from a
+// frozen one.
+type activity struct {
+	pid  int
+	last procSample
+	idle time.Duration // unanswered and doing nothing, so far
+}
+
+func newActivity(pid int) *activity { return &activity{pid: pid, last: sampleProc(pid)} }
+
+// look is called every appTimeout while calls are unanswered; it says
+// whether the process is stopped, or has been idle past appIdleLimit.
+func (p *activity) look() (frozen bool) {
+	now := sampleProc(p.pid)
+	defer func() { p.last = now }()
+	switch {
+	case now.stopped:
+		return true
+	case now.working || now.cpu > p.last.cpu || now.queued > p.last.queued:
+		p.idle = 0
+		return false
+	}
+	p.idle += appTimeout
+	return p.idle >= appIdleLimit
+}
+
+// answered resets the idle time: the process answered a call.
+func (p *activity) answered() { p.idle = 0 }
+
+// procSample is what /proc says of a process's threads at one moment.
+type procSample struct {
+	stopped bool   // its main thread is stopped (T, or t under a tracer)
+	working bool   // a thread is runnable (R) or in an uninterruptible wait (D)
+	cpu     uint64 // nanoseconds its threads have run
+	queued  uint64 // nanoseconds its threads have waited for a processor
+}
+
+// sampleProc reads the state and scheduler figures of each thread of
+// process pid (zero when unknown: another namespace's, or gone).
+func sampleProc(pid int) procSample {
+	var s procSample
+	if pid <= 0 {
+		return s
+	}
+	if f := procStat(pid); len(f) > 0 && (f[0] == "T" || f[0] == "t") {
+		s.stopped = true
+		return s
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+		if b, err := os.ReadFile(dir + "stat"); err == nil {
+			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'R' || b[i+2] == 'D') {
+				s.working = true
+			}
+		}
+		// schedstat: time on a processor, time waiting for one, slices.
+		if b, err := os.ReadFile(dir + "schedstat"); err == nil {
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				run, _ := strconv.ParseUint(f[0], 10, 64)
+				wait, _ := strconv.ParseUint(f[1], 10, 64)
+				s.cpu, s.queued = s.cpu+run, s.queued+wait
+			}
+		}
+	}
+	return s
+}
 
 // errNotResponding is a batch given up on.
 var errNotResponding = errors.New("not responding")
@@ -259,29 +330,19 @@ func (b *batch) wait() error {
 	}
 	timer := time.NewTimer(appTimeout)
 	defer timer.Stop()
-	pid := b.a.pids[b.bus]
-	cpu := cpuTime(pid)
+	act := newActivity(b.a.pids[b.bus])
 	limit := time.Now().Add(appBusyLimit)
-	var idle time.Duration // unanswered and doing nothing, so far
 	for _, c := range b.calls {
 		for waiting := true; waiting; {
 			select {
 			case <-c.c.Done:
-				*c.answered, waiting, idle = true, false, 0
+				*c.answered, waiting = true, false
+				act.answered()
 				timer.Reset(appTimeout)
 			case <-timer.C:
-				now, state := cpuTime(pid), procState(pid)
-				switch {
-				case state == 'T' || state == 't' || time.Now().After(limit):
+				if act.look() || time.Now().After(limit) {
 					return errNotResponding
-				case now > cpu || state == 'R' || state == 'D':
-					idle = 0 // working on it: wait on
-				default:
-					if idle += appTimeout; idle >= appIdleLimit {
-						return errNotResponding
-					}
 				}
-				cpu = now
 				timer.Reset(appTimeout)
 			case <-b.ctx.Done():
 				return b.ctx.Err()
@@ -289,29 +350,6 @@ func (b *batch) wait() error {
 		}
 	}
 	return nil
-}
-
-// cpuTime is the processor time process pid has used, in clock ticks
-// (0 when unknown: a process of another namespace, or gone).
-func cpuTime(pid int) uint64 {
-	f := procStat(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	// After the command: state(0) ... utime(11) stime(12).
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	s, _ := strconv.ParseUint(f[12], 10, 64)
-	return u + s
-}
-
-// procState is the state letter of process pid's main thread (R running
-// or runnable, S sleeping, D in an uninterruptible wait, T stopped, ...),
-// 0 when unknown.
-func procState(pid int) byte {
-	if f := procStat(pid); len(f) > 0 && len(f[0]) > 0 {
-		return f[0][0]
-	}
-	return 0
 }
 
 // procStat is /proc/PID/stat's fields after the command, which may hold

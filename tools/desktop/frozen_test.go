@@ -169,6 +169,52 @@ func TestSlowAppIsWaitedOn(t *testing.T) {
 	}
 }
 
+// TestBusyAppIsWaitedOn: an application that works for 15 s without
+// answering (its main loop uses the processor) is busy, not frozen: an
+// observation waits for it and succeeds, past the 10 s that once
+// bounded any wait.
+func TestBusyAppIsWaitedOn(t *testing.T) {
+	_, d := start(t, "/usr/bin/python3")
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "marker")
+	if err := syscall.Mkfifo(marker, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := os.OpenFile(marker, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	w := launch(t, d, "/usr/bin/python3", "testdata/sleepy.py", marker)
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.PID <= 0 {
+		t.Fatalf("the window has no process id (%d): refusing to signal it", w.PID)
+	}
+	if err := syscall.Kill(w.PID, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(pipe).ReadString('\n')
+		line <- err
+	}()
+	select {
+	case err := <-line:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the application did not start working in 30 s")
+	}
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatalf("observing an application at work for 15 s: %v", err)
+	}
+	mustFind(t, obs, "push button", "Hello")
+}
+
 // TestTreeReusedForALimitedTime: a window's tree is reused while its
 // application sends no event that changes it, but not past maxTreeAge,
 // against a toolkit that sends none.
