@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,7 +204,11 @@ func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 // LibreOffice opening a document at load 40 is slow, not frozen), or a
 // thread is runnable or in an uninterruptible wait now. One that does
 // none of these for appIdleLimit (a deadlock, or a wait on a peer that
-// never answers) is not responding.
+// never answers) is not responding; on a machine with more runnable
+// threads than processors that limit grows with the excess, up to
+// appBusyLimit/3, since there the process may only wait for a starved
+// peer (the bus daemon that has yet to hand it Saucer's call, the X
+// server).
 const (
 	appTimeout   = 400 * time.Millisecond
 	appIdleLimit = 2 * time.Second
@@ -233,7 +238,24 @@ func (p *activity) look() (frozen bool) {
 		return false
 	}
 	p.idle += appTimeout
-	return p.idle >= appIdleLimit
+	return p.idle >= idleLimit()
+}
+
+// idleLimit is appIdleLimit times the machine's runnable threads per
+// processor (procs_running in /proc/stat, which counts the looking
+// thread too), at least once and at most up to appBusyLimit/3.
+func idleLimit() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return appIdleLimit
+	}
+	_, rest, _ := strings.Cut(string(b), "\nprocs_running ")
+	line, _, _ := strings.Cut(rest, "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || n <= runtime.NumCPU() {
+		return appIdleLimit
+	}
+	return min(appIdleLimit*time.Duration(n)/time.Duration(runtime.NumCPU()), appBusyLimit/3)
 }
 
 // answered resets the idle time: the process answered a call.
