@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -45,31 +47,94 @@ type a11y struct {
 	// pids are the applications' process ids by bus name, for telling a
 	// busy application from a frozen one.
 	pids map[string]int
-	// changes counts each application's object events (children,
-	// states, properties changed): a window's tree read when the count
-	// was n still holds while it is n.
-	mu      sync.Mutex
-	changes map[string]uint64
+	// events are each application's object events (children, states,
+	// properties changed) and the objects that sent them: a window's tree
+	// read when the count was n still holds while no object it read has
+	// sent one since.
+	mu     sync.Mutex
+	events map[string]*appEvents
+	// calls counts the method calls sent, and trips the waits for them
+	// (calls sent together cost one trip), for the benchmark: unlike
+	// time, these counts do not change with the machine's load.
+	calls, trips atomic.Uint64
 }
 
 // The object events that may change a tree's shape, states or names.
 var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change"}
 
+// appEvents are one application's object events: how many so far, and
+// the latest at which each object sent one.
+type appEvents struct {
+	n     uint64
+	paths map[dbus.ObjectPath]objectEvent
+	// floor: the objects of events up to it are forgotten (more than
+	// maxEventPaths objects sent events).
+	floor uint64
+}
+
+// objectEvent is the count at one object's latest event, and at its
+// latest event that changed its children.
+type objectEvent struct{ seq, children uint64 }
+
+// maxEventPaths bounds the objects remembered per application.
+const maxEventPaths = 4096
+
 // version is the count of application bus's object events so far.
 func (a *a11y) version(bus string) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.changes[bus]
+	if e := a.events[bus]; e != nil {
+		return e.n
+	}
+	return 0
 }
 
-// listen counts the object events the applications send.
+// changedSince says which objects read (those read says yes to) sent an
+// object event after the application's count was v, and whether any of
+// them changed its children; all is set when that cannot be told (the
+// objects of those events are forgotten).
+func (a *a11y) changedSince(bus string, v uint64, read func(dbus.ObjectPath) bool) (changed []dbus.ObjectPath, children, all bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.events[bus]
+	if e == nil || e.n == v {
+		return nil, false, false
+	}
+	if v < e.floor {
+		return nil, false, true
+	}
+	for p, ev := range e.paths {
+		if ev.seq > v && read(p) {
+			changed = append(changed, p)
+			children = children || ev.children > v
+		}
+	}
+	return changed, children, false
+}
+
+// listen records the object events the applications send.
 func (a *a11y) listen(ch chan *dbus.Signal) {
 	for sig := range ch {
 		switch sig.Name {
 		case "org.a11y.atspi.Event.Object.ChildrenChanged", "org.a11y.atspi.Event.Object.StateChanged",
 			"org.a11y.atspi.Event.Object.PropertyChange":
 			a.mu.Lock()
-			a.changes[sig.Sender]++
+			e := a.events[sig.Sender]
+			if e == nil {
+				e = &appEvents{paths: map[dbus.ObjectPath]objectEvent{}}
+				a.events[sig.Sender] = e
+			}
+			e.n++
+			if _, ok := e.paths[sig.Path]; !ok && len(e.paths) >= maxEventPaths {
+				clear(e.paths)
+				e.floor = e.n - 1
+			}
+			ev := e.paths[sig.Path]
+			ev.seq = e.n
+			if sig.Name == "org.a11y.atspi.Event.Object.ChildrenChanged" {
+				ev.children = e.n
+			}
+			e.paths[sig.Path] = ev
 			a.mu.Unlock()
 		}
 	}
@@ -93,7 +158,7 @@ func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
 	}
-	a := &a11y{conn: conn, pids: map[string]int{}, changes: map[string]uint64{}}
+	a := &a11y{conn: conn, pids: map[string]int{}, events: map[string]*appEvents{}}
 	// Applications send the events some client listens for (and GTK's
 	// atk-bridge serves its object cache only once one does): Saucer
 	// listens for those that change a tree, to reuse a window's tree
@@ -132,16 +197,108 @@ func (a *a11y) obj(r ref) dbus.BusObject { return a.conn.Object(r.Bus, r.Path) }
 
 // An application that leaves Saucer's calls unanswered is looked at
 // every appTimeout: a stopped process (SIGSTOP, a debugger) is "not
-// responding" at once; one that is working (it used the processor, or is
-// runnable or in an uninterruptible wait: on a loaded machine a starved
-// process uses nothing while it waits for a processor) is waited on, up
-// to appBusyLimit in all; one that does neither for appIdleLimit (a
-// deadlock, or a wait on a peer that never answers) is not responding.
+// responding" at once. One that is at work is waited on, up to
+// appBusyLimit in all: since the last look it used the processor, or
+// one of its threads waited in the run queue for one (on a loaded
+// machine a process at work may get no processor for a while: a
+// LibreOffice opening a document at load 40 is slow, not frozen), or a
+// thread is runnable or in an uninterruptible wait now. One that does
+// none of these for appIdleLimit (a deadlock, or a wait on a peer that
+// never answers) is not responding; on a machine with more runnable
+// threads than processors that limit grows with the excess, up to
+// appBusyLimit/3, since there the process may only wait for a starved
+// peer (the bus daemon that has yet to hand it Saucer's call, the X
+// server).
 const (
 	appTimeout   = 400 * time.Millisecond
 	appIdleLimit = 2 * time.Second
-	appBusyLimit = 10 * time.Second
+	appBusyLimit = 60 * time.Second
 )
+
+// activity follows one process between looks, to tell a busy one from a
+// frozen one.
+type activity struct {
+	pid  int
+	last procSample
+	idle time.Duration // unanswered and doing nothing, so far
+}
+
+func newActivity(pid int) *activity { return &activity{pid: pid, last: sampleProc(pid)} }
+
+// look is called every appTimeout while calls are unanswered; it says
+// whether the process is stopped, or has been idle past appIdleLimit.
+func (p *activity) look() (frozen bool) {
+	now := sampleProc(p.pid)
+	defer func() { p.last = now }()
+	switch {
+	case now.stopped:
+		return true
+	case now.working || now.cpu > p.last.cpu || now.queued > p.last.queued:
+		p.idle = 0
+		return false
+	}
+	p.idle += appTimeout
+	return p.idle >= idleLimit()
+}
+
+// idleLimit is appIdleLimit times the machine's runnable threads per
+// processor (procs_running in /proc/stat, which counts the looking
+// thread too), at least once and at most up to appBusyLimit/3.
+func idleLimit() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return appIdleLimit
+	}
+	_, rest, _ := strings.Cut(string(b), "\nprocs_running ")
+	line, _, _ := strings.Cut(rest, "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || n <= runtime.NumCPU() {
+		return appIdleLimit
+	}
+	return min(appIdleLimit*time.Duration(n)/time.Duration(runtime.NumCPU()), appBusyLimit/3)
+}
+
+// answered resets the idle time: the process answered a call.
+func (p *activity) answered() { p.idle = 0 }
+
+// procSample is what /proc says of a process's threads at one moment.
+type procSample struct {
+	stopped bool   // its main thread is stopped (T, or t under a tracer)
+	working bool   // a thread is runnable (R) or in an uninterruptible wait (D)
+	cpu     uint64 // nanoseconds its threads have run
+	queued  uint64 // nanoseconds its threads have waited for a processor
+}
+
+// sampleProc reads the state and scheduler figures of each thread of
+// process pid (zero when unknown: another namespace's, or gone).
+func sampleProc(pid int) procSample {
+	var s procSample
+	if pid <= 0 {
+		return s
+	}
+	if f := procStat(pid); len(f) > 0 && (f[0] == "T" || f[0] == "t") {
+		s.stopped = true
+		return s
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+		if b, err := os.ReadFile(dir + "stat"); err == nil {
+			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'R' || b[i+2] == 'D') {
+				s.working = true
+			}
+		}
+		// schedstat: time on a processor, time waiting for one, slices.
+		if b, err := os.ReadFile(dir + "schedstat"); err == nil {
+			if f := strings.Fields(string(b)); len(f) >= 2 {
+				run, _ := strconv.ParseUint(f[0], 10, 64)
+				wait, _ := strconv.ParseUint(f[1], 10, 64)
+				s.cpu, s.queued = s.cpu+run, s.queued+wait
+			}
+		}
+	}
+	return s
+}
 
 // errNotResponding is a batch given up on.
 var errNotResponding = errors.New("not responding")
@@ -174,6 +331,7 @@ func (b *batch) call(r ref, method string, args ...any) call {
 	if b.bus == "" {
 		b.bus = r.Bus
 	}
+	b.a.calls.Add(1)
 	c := call{b.a.obj(r).GoWithContext(b.ctx, method, 0, make(chan *dbus.Call, 1), args...), new(bool)}
 	b.calls = append(b.calls, c)
 	return c
@@ -189,31 +347,24 @@ func (b *batch) prop(r ref, iface, name string) call {
 // error.
 func (b *batch) wait() error {
 	defer b.cancel()
+	if len(b.calls) > 0 {
+		b.a.trips.Add(1)
+	}
 	timer := time.NewTimer(appTimeout)
 	defer timer.Stop()
-	pid := b.a.pids[b.bus]
-	cpu := cpuTime(pid)
+	act := newActivity(b.a.pids[b.bus])
 	limit := time.Now().Add(appBusyLimit)
-	var idle time.Duration // unanswered and doing nothing, so far
 	for _, c := range b.calls {
 		for waiting := true; waiting; {
 			select {
 			case <-c.c.Done:
-				*c.answered, waiting, idle = true, false, 0
+				*c.answered, waiting = true, false
+				act.answered()
 				timer.Reset(appTimeout)
 			case <-timer.C:
-				now, state := cpuTime(pid), procState(pid)
-				switch {
-				case state == 'T' || state == 't' || time.Now().After(limit):
+				if act.look() || time.Now().After(limit) {
 					return errNotResponding
-				case now > cpu || state == 'R' || state == 'D':
-					idle = 0 // working on it: wait on
-				default:
-					if idle += appTimeout; idle >= appIdleLimit {
-						return errNotResponding
-					}
 				}
-				cpu = now
 				timer.Reset(appTimeout)
 			case <-b.ctx.Done():
 				return b.ctx.Err()
@@ -221,29 +372,6 @@ func (b *batch) wait() error {
 		}
 	}
 	return nil
-}
-
-// cpuTime is the processor time process pid has used, in clock ticks
-// (0 when unknown: a process of another namespace, or gone).
-func cpuTime(pid int) uint64 {
-	f := procStat(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	// After the command: state(0) ... utime(11) stime(12).
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	s, _ := strconv.ParseUint(f[12], 10, 64)
-	return u + s
-}
-
-// procState is the state letter of process pid's main thread (R running
-// or runnable, S sleeping, D in an uninterruptible wait, T stopped, ...),
-// 0 when unknown.
-func procState(pid int) byte {
-	if f := procStat(pid); len(f) > 0 && len(f[0]) > 0 {
-		return f[0][0]
-	}
-	return 0
 }
 
 // procStat is /proc/PID/stat's fields after the command, which may hold
@@ -409,6 +537,8 @@ func (e extents) rect() Rect { return Rect{int(e.X), int(e.Y), int(e.W), int(e.H
 func (a *a11y) apps(ctx context.Context) ([]ref, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
+	a.calls.Add(1)
+	a.trips.Add(1)
 	var kids []childRef
 	if err := a.conn.Object("org.a11y.atspi.Registry", rootPath).CallWithContext(ctx, ifAccessible+".GetChildren", 0).Store(&kids); err != nil {
 		return nil, fmt.Errorf("list the applications on the accessibility bus: %w", err)
@@ -429,6 +559,8 @@ const registryTimeout = 5 * time.Second
 func (a *a11y) pid(ctx context.Context, bus string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
+	a.calls.Add(1)
+	a.trips.Add(1)
 	var pid uint32
 	err := a.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, bus).Store(&pid)
 	return int(pid), err

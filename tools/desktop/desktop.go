@@ -213,6 +213,7 @@ type probe struct {
 	done   chan struct{} // closed once answered (or given up after a minute)
 	err    error
 	cancel context.CancelFunc
+	proc   procSample // the process when it was marked
 }
 
 func (app *appInfo) frozen() bool { return app.probe != nil }
@@ -230,7 +231,7 @@ func (d *Desktop) notResponding(app *appInfo) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	p := &probe{done: make(chan struct{}), cancel: cancel}
+	p := &probe{done: make(chan struct{}), cancel: cancel, proc: sampleProc(app.pid)}
 	ch := make(chan *dbus.Call, 1)
 	d.a.obj(ref{app.bus, rootPath}).GoWithContext(ctx, ifAccessible+".GetChildren", 0, ch)
 	go func() {
@@ -259,6 +260,36 @@ func (d *Desktop) stillFrozen(app *appInfo) bool {
 	}
 	d.notResponding(app)
 	return true
+}
+
+// awaitBusy waits on the probe of an application marked not responding
+// while its process shows that it is at work (see activity), up to
+// appBusyLimit, and reports whether it answers again. A stopped process,
+// or one that has done nothing since it was marked, is not waited on.
+func (d *Desktop) awaitBusy(ctx context.Context, app *appInfo) bool {
+	if !d.stillFrozen(app) {
+		return true
+	}
+	act := newActivity(app.pid)
+	if was := app.probe.proc; act.last.stopped || !act.last.working && act.last.cpu == was.cpu && act.last.queued == was.queued {
+		return false
+	}
+	timer := time.NewTimer(appTimeout)
+	defer timer.Stop()
+	limit := time.Now().Add(appBusyLimit)
+	for {
+		select {
+		case <-app.probe.done:
+			return !d.stillFrozen(app)
+		case <-timer.C:
+			if act.look() || time.Now().After(limit) {
+				return false
+			}
+			timer.Reset(appTimeout)
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // notRespondingErr says which application does not answer.
@@ -559,6 +590,23 @@ func (d *Desktop) window(ctx context.Context, id string) (Window, []Window, erro
 	if err != nil {
 		return Window{}, nil, err
 	}
+	w, err := d.pickWindow(ws, id)
+	if err == nil && w.NotResponding {
+		// An application busy at work (opening a document on a loaded
+		// machine) is waited on when its own window is wanted.
+		if app := d.apps[w.ref.Bus]; app != nil && d.awaitBusy(ctx, app) {
+			if ws, err = d.windows(ctx); err != nil {
+				return Window{}, nil, err
+			}
+			w, err = d.pickWindow(ws, id)
+		}
+	}
+	return w, ws, err
+}
+
+// pickWindow finds window id among ws; "" is the newest dialog, else the
+// active window, else the newest.
+func (d *Desktop) pickWindow(ws []Window, id string) (Window, error) {
 	if id == "" {
 		if len(d.opts.App) > 0 {
 			var mine []Window
@@ -568,17 +616,17 @@ func (d *Desktop) window(ctx context.Context, id string) (Window, []Window, erro
 				}
 			}
 			if len(mine) == 0 {
-				return Window{}, ws, fmt.Errorf("%s has no window open: launch it with launch_app", filepath.Base(d.opts.App[0]))
+				return Window{}, fmt.Errorf("%s has no window open: launch it with launch_app", filepath.Base(d.opts.App[0]))
 			}
 			ws = mine
 		}
 		if len(ws) == 0 {
-			return Window{}, ws, errors.New("no application window is open: launch one with launch_app")
+			return Window{}, errors.New("no application window is open: launch one with launch_app")
 		}
 		// A dialog comes first: it blocks its application until answered.
 		for i := len(ws) - 1; i >= 0; i-- {
 			if dialogRoles[ws[i].Role] {
-				return ws[i], ws, nil
+				return ws[i], nil
 			}
 		}
 		best := ws[len(ws)-1]
@@ -587,17 +635,17 @@ func (d *Desktop) window(ctx context.Context, id string) (Window, []Window, erro
 				best = w
 			}
 		}
-		return best, ws, nil
+		return best, nil
 	}
 	for _, w := range ws {
 		if w.ID == id {
-			return w, ws, nil
+			return w, nil
 		}
 	}
 	if _, known := d.wins.byID[id]; known {
-		return Window{}, ws, fmt.Errorf("window %s is gone (closed, or its application quit); open windows: %s", id, windowList(ws))
+		return Window{}, fmt.Errorf("window %s is gone (closed, or its application quit); open windows: %s", id, windowList(ws))
 	}
-	return Window{}, ws, fmt.Errorf("no window %q; open windows: %s", id, windowList(ws))
+	return Window{}, fmt.Errorf("no window %q; open windows: %s", id, windowList(ws))
 }
 
 // ownWindow reports whether w belongs to the application of Options.App:
@@ -668,13 +716,33 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	area := d.screenArea(w)
 	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}
 	t0 := time.Now()
-	// A tree read before is reused while its application has sent no
+	// A tree read before is reused while no object it read has sent an
 	// event that changes trees since (GTK 4 is read afresh: what it shows
-	// follows its objects' boxes, which change without events).
+	// follows its objects' boxes, which change without events). Events of
+	// objects it did not read (a spreadsheet's cells, another window's
+	// controls, what is under a hidden container) leave it as it is; the
+	// objects it read that sent one are read again in place, unless their
+	// children changed or they were shown or hidden.
 	version := d.a.version(w.ref.Bus)
 	rt, ok := d.trees[w.ref]
-	reuse := ok && rt.version == version && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
+	reuse := ok && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
 		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
+	if reuse && rt.version != version {
+		changed, children, all := d.a.changedSince(w.ref.Bus, rt.version, func(p dbus.ObjectPath) bool {
+			return rt.t.taken[ref{w.ref.Bus, p}]
+		})
+		reuse = !children && !all
+		if reuse && len(changed) > 0 {
+			var err error
+			if reuse, err = d.a.refresh(ctx, s, rt.t, changed); err != nil {
+				return nil, d.appErr(w, app, err)
+			}
+		}
+		if reuse {
+			rt.version = version
+			d.trees[w.ref] = rt
+		}
+	}
 	t := rt.t
 	if !reuse {
 		var err error
@@ -828,12 +896,9 @@ func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
 		obs.Drawn = annotate(img, ms)
 	}
 	t2 := time.Now()
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, img); err != nil {
+	if obs.PNG, err = encodePNG(img); err != nil {
 		return err
 	}
-	obs.PNG = buf.Bytes()
 	obs.Timing.Capture, obs.Timing.Annotate, obs.Timing.Encode = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,6 +169,52 @@ func TestSlowAppIsWaitedOn(t *testing.T) {
 	}
 }
 
+// TestBusyAppIsWaitedOn: an application that works for 15 s without
+// answering (its main loop uses the processor) is busy, not frozen: an
+// observation waits for it and succeeds, past the 10 s that once
+// bounded any wait.
+func TestBusyAppIsWaitedOn(t *testing.T) {
+	_, d := start(t, "/usr/bin/python3")
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "marker")
+	if err := syscall.Mkfifo(marker, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pipe, err := os.OpenFile(marker, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	w := launch(t, d, "/usr/bin/python3", "testdata/sleepy.py", marker)
+	if _, err := d.Observe(ctx, w.ID, ObserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if w.PID <= 0 {
+		t.Fatalf("the window has no process id (%d): refusing to signal it", w.PID)
+	}
+	if err := syscall.Kill(w.PID, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(pipe).ReadString('\n')
+		line <- err
+	}()
+	select {
+	case err := <-line:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the application did not start working in 30 s")
+	}
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatalf("observing an application at work for 15 s: %v", err)
+	}
+	mustFind(t, obs, "push button", "Hello")
+}
+
 // TestTreeReusedForALimitedTime: a window's tree is reused while its
 // application sends no event that changes it, but not past maxTreeAge,
 // against a toolkit that sends none.
@@ -200,5 +247,76 @@ func TestTreeReusedForALimitedTime(t *testing.T) {
 	d.mu.Unlock()
 	if reused() {
 		t.Fatalf("a tree read %s ago was reused", maxTreeAge)
+	}
+}
+
+// TestTreeKeptAcrossEventsOfItsOwnObjects: an event from a control the
+// tree read (a check box toggled) has that control read again in place,
+// and the tree is reused, its new state shown; a change of what is shown
+// (another notebook page) has the tree read again.
+func TestTreeKeptAcrossEventsOfItsOwnObjects(t *testing.T) {
+	_, d, w := sharedApp(t, "widgets", "/usr/bin/python3", "testdata/widgets.py")
+	ctx := context.Background()
+	observe := func() *Observation {
+		t.Helper()
+		obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs
+	}
+	// Settled: two observations meet no event between them.
+	for try := 0; !observe().Reused; try++ {
+		if try == 20 {
+			t.Fatal("the window's tree was never reused in 20 observations")
+		}
+	}
+	box := mustFind(t, observe(), "check box", "Remember me")
+	checked := slices.Contains(box.States, "checked")
+	d.mu.Lock()
+	err := d.a.do(ctx, box.ref, ifAction+".DoAction", nil, int32(0))
+	d.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until its event arrives the tree is reused as it was; once it has,
+	// the box is read again and the rest reused.
+	for try := 0; ; try++ {
+		obs := observe()
+		now := mustFind(t, obs, "check box", "Remember me")
+		if slices.Contains(now.States, "checked") != checked {
+			if !obs.Reused {
+				t.Fatalf("toggling a check box had the whole tree read again (%s)", obs.Fetch)
+			}
+			break
+		}
+		if try == 50 {
+			t.Fatalf("the check box never showed its new state: %s", now.line())
+		}
+	}
+	observe()
+	d.mu.Lock()
+	var tabs ref
+	for _, n := range d.trees[w.ref].t.nodes {
+		if roleName(n.role) == "page tab list" {
+			tabs = n.ref
+		}
+	}
+	err = d.a.do(ctx, tabs, ifSelection+".SelectChild", nil, int32(1))
+	d.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for try := 0; ; try++ {
+		obs := observe()
+		if _, ok := obs.Find("label", "second page"); ok {
+			if obs.Reused {
+				t.Fatal("the notebook's other page was shown from a reused tree")
+			}
+			break
+		}
+		if try == 50 {
+			t.Fatalf("the second page never showed:\n%s", obs.Text())
+		}
 	}
 }

@@ -46,7 +46,7 @@ func (d *Desktop) control(ctx context.Context, t Target) (resolved, error) {
 		}
 	}
 	app := d.apps[r.Bus]
-	if app != nil && d.stillFrozen(app) {
+	if app != nil && !d.awaitBusy(ctx, app) {
 		return resolved{}, fmt.Errorf("control %d: %w", t.ID, notRespondingErr(app))
 	}
 	if t.isCell() {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/godbus/dbus/v5"
 )
 
 // Bounds of one observation: no toolkit, however large its tree, makes an
@@ -206,6 +208,63 @@ func (a *a11y) fetchTree(ctx context.Context, s scope, useCache bool) (*tree, er
 	}
 	t.nodes = preorder(t.nodes)
 	return t, nil
+}
+
+// refresh reads again, in place, the objects of t at paths (of its
+// application), which sent events since t was read: their role, name,
+// states, interfaces and child count. It reports false, leaving t to be
+// read again, when t's shape may have changed: an object shown or
+// hidden, gone, or whose role or child count changed.
+func (a *a11y) refresh(ctx context.Context, s scope, t *tree, paths []dbus.ObjectPath) (bool, error) {
+	shown := make(map[ref]*node, len(t.nodes))
+	for _, n := range t.nodes {
+		shown[n.ref] = n
+	}
+	type info struct{ role, name, state, ifaces, count call }
+	b := a.batch(ctx)
+	infos := make([]info, len(paths))
+	for i, p := range paths {
+		r := ref{s.root.Bus, p}
+		infos[i].state = b.call(r, ifAccessible+".GetState")
+		if shown[r] != nil {
+			infos[i].role, infos[i].name = b.call(r, ifAccessible+".GetRole"), b.prop(r, ifAccessible, "Name")
+			infos[i].ifaces, infos[i].count = b.call(r, ifAccessible+".GetInterfaces"), b.prop(r, ifAccessible, "ChildCount")
+		}
+	}
+	if err := b.wait(); err != nil {
+		return false, err
+	}
+	for i, p := range paths {
+		r, in := ref{s.root.Bus, p}, infos[i]
+		var words []uint32
+		if in.state.store(&words) != nil {
+			return false, nil // gone
+		}
+		now := node{ref: r, states: statesOf(words)}
+		n := shown[r]
+		if n == nil {
+			// Read but not shown: its part of the tree changes only if it
+			// is shown now.
+			if r != s.root && s.shown(&now) {
+				return false, nil
+			}
+			continue
+		}
+		var names []string
+		var count int32
+		if errors.Join(in.role.store(&now.role), in.name.storeVariant(&now.name), in.ifaces.store(&names),
+			in.count.storeVariant(&count)) != nil {
+			return false, nil
+		}
+		now.ifaces, now.childCount = ifacesOf(names), int(count)
+		managed := func(n *node) bool { return n.states.has(stManagesDescendants) }
+		if r != s.root && !s.shown(&now) || now.role != n.role || managed(&now) != managed(n) ||
+			!managed(n) && now.childCount != n.childCount {
+			return false, nil
+		}
+		n.name, n.states, n.ifaces = now.name, now.states, now.ifaces
+	}
+	return true, nil
 }
 
 // take returns the nodes for refs, within the bound on objects read.

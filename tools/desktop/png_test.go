@@ -1,0 +1,116 @@
+package desktop
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// controlsImage draws a window of n buttons with their marks, like a
+// screenshot: flat areas, edges, digits.
+func controlsImage(w, h, n int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{0xf6, 0xf5, 0xf4, 0xff}}, image.Point{}, draw.Src)
+	var marks []mark
+	for i := range n {
+		x, y := 10+(i%20)*(w-20)/20, 10+(i/20)*30
+		r := image.Rect(x, y, x+(w-20)/20-4, y+26)
+		draw.Draw(img, r, &image.Uniform{color.RGBA{0xe0, 0xe0, 0xe0, 0xff}}, image.Point{}, draw.Src)
+		marks = append(marks, mark{i + 1, r})
+	}
+	annotate(img, marks)
+	return img
+}
+
+// TestEncodePNG: the fast encoder's PNG decodes to the same pixels, for a
+// screenshot-like image, noise, a part of a larger image, and an image
+// that is not opaque (which image/png encodes).
+func TestEncodePNG(t *testing.T) {
+	noise := image.NewRGBA(image.Rect(0, 0, 97, 61))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range noise.Pix {
+		noise.Pix[i] = byte(rng.IntN(256))
+		if i%4 == 3 {
+			noise.Pix[i] = 0xff
+		}
+	}
+	controls := controlsImage(640, 400, 200)
+	translucent := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	translucent.Pix[3] = 0x80
+	for name, img := range map[string]*image.RGBA{
+		"controls":    controls,
+		"noise":       noise,
+		"part":        controls.SubImage(image.Rect(33, 17, 301, 222)).(*image.RGBA),
+		"one pixel":   controls.SubImage(image.Rect(5, 5, 6, 6)).(*image.RGBA),
+		"translucent": translucent,
+	} {
+		b, err := encodePNG(img)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: the PNG does not decode: %v", name, err)
+		}
+		if got.Bounds().Dx() != img.Bounds().Dx() || got.Bounds().Dy() != img.Bounds().Dy() {
+			t.Fatalf("%s: decoded %v, want the size of %v", name, got.Bounds(), img.Bounds())
+		}
+		for y := range img.Bounds().Dy() {
+			for x := range img.Bounds().Dx() {
+				want := img.RGBAAt(img.Bounds().Min.X+x, img.Bounds().Min.Y+y)
+				if c := color.RGBAModel.Convert(got.At(got.Bounds().Min.X+x, got.Bounds().Min.Y+y)).(color.RGBA); c != want {
+					t.Fatalf("%s: pixel (%d,%d) is %v, want %v", name, x, y, c, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkEncodePNG encodes a 1165x700 screenshot of 500 marked
+// controls (the size of LibreOffice's window) with image/png at
+// BestSpeed, the encoder before, and with encodePNG.
+//
+//	go test -run '^$' -bench EncodePNG ./tools/desktop/
+func BenchmarkEncodePNG(b *testing.B) {
+	img := controlsImage(1165, 700, 500)
+	for _, enc := range []struct {
+		name string
+		fn   func(*image.RGBA) ([]byte, error)
+	}{
+		{"image-png", func(img *image.RGBA) ([]byte, error) {
+			var buf bytes.Buffer
+			err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img)
+			return buf.Bytes(), err
+		}},
+		{"fast", encodePNG},
+	} {
+		b.Run(enc.name, func(b *testing.B) {
+			var out []byte
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				var err error
+				if out, err = enc.fn(img); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(out)), "bytes")
+			// Processor time, which other processes' load does not add to.
+			b.ReportMetric(ms(processCPU(b)-cpu0)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// processCPU is the processor time the test process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
