@@ -171,7 +171,12 @@ func TestFullDiskPausesARunningTask(t *testing.T) {
 	watch.watching.Store(false)
 	free := disk.fill(t, st)
 	close(resume)
-	<-watch.full // step 2's round was refused
+	// Step 2's round is refused, and then refused again when the task
+	// tries once more: by the second refusal the task has counted itself
+	// as waiting (keep counts after a refused write, so the first refusal
+	// alone can reach the test before the count does).
+	<-watch.full
+	<-watch.full
 	if code, h := f.health(t); code != 503 || h.Status != "degraded" || h.WaitingForStore != 1 || !strings.Contains(h.Store, "the disk is full") {
 		t.Errorf("health while the task waits for room: %d %+v", code, h)
 	}
