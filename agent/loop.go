@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
@@ -131,6 +132,13 @@ type ending struct {
 // commands are never cut off in the middle).
 func (c *core) loop(ctx context.Context) ending {
 	pc := c.context()
+	// The device's client picks the tools that run a command by the
+	// agent that asks (UFO's routes each frame by its agent_name).
+	asker := command.AppAgentName
+	if pc.Agent().Role == fsm.Host {
+		asker = command.HostAgentName
+	}
+	ctx = command.WithAgent(ctx, asker)
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return c.stop(fsm.Fail, ending{cancelled: true, answer: fmt.Sprintf("cancelled after %d steps: %v", step-1, context.Cause(ctx))})

@@ -46,6 +46,10 @@ type Remote struct {
 	MaxTasks          int `yaml:"max_tasks"`
 	MaxTasksPerDevice int `yaml:"max_tasks_per_device"`
 	MaxDevices        int `yaml:"max_devices"`
+	// DeviceAgents names, by client id, the agent of a UFO device
+	// client's mcp.yaml that runs Saucer's commands (the agent_name of
+	// its command frames), where the default by platform is wrong.
+	DeviceAgents map[string]string `yaml:"device_agents"`
 	// Store is where `saucer serve` keeps tasks, their journals and the
 	// device registry: "sqlite:PATH", "postgres://..." or "memory"; empty
 	// means sqlite:RUNS/saucer-server.db (RUNS: the record directory).

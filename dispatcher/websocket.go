@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,13 @@ type CommandState struct {
 // Round describes the session a batch of commands belongs to; its values go
 // into each command frame.
 type Round struct {
-	SessionID, TaskName, AgentName string
+	SessionID, TaskName string
+	// AgentName is the agent_name of its frames: the agent of the
+	// device's client that runs them (UFO's client answers only the
+	// agents of its mcp.yaml). Empty: the agent that asks
+	// (command.AgentFrom). ProcessName and RootName, when set, pick the
+	// app within it.
+	AgentName, ProcessName, RootName string
 	// QueuedBy says who queued the commands ("api:KEY-ID", "device:ID").
 	QueuedBy string
 	// TTL is how long after creation a command may still start; zero means
@@ -253,8 +260,8 @@ func (w *WebSocket) run(ctx context.Context, info Round, cmds []command.Command)
 	}
 	actions := make([]command.Command, len(cmds))
 	frame := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, Actions: actions,
-		SessionID: info.SessionID, TaskName: info.TaskName, AgentName: info.AgentName,
-		ResponseID: w.opts.NewID(), Timestamp: aip.Timestamp(now),
+		SessionID: info.SessionID, TaskName: info.TaskName, AgentName: cmp.Or(info.AgentName, command.AgentFrom(ctx)),
+		ProcessName: info.ProcessName, RootName: info.RootName, ResponseID: w.opts.NewID(), Timestamp: aip.Timestamp(now),
 		Lifecycle: &aip.Lifecycle{CreatedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(), QueuedBy: info.QueuedBy,
 			DetachAfter: command.DetachFrom(ctx), Progress: true}}
 	for i, c := range cmds {

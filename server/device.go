@@ -552,3 +552,29 @@ func (s *Server) sendError(conn *aip.Conn, msg, sessionID string) {
 	conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeError, Status: aip.StatusError, Error: msg, SessionID: sessionID,
 		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())})
 }
+
+// ufoAgents is the agent of UFO's device client that runs the command
+// frames UFO's server sends to a device of each platform (the agent_name
+// it routes them by, an entry of the client's mcp.yaml). "" for windows:
+// the agent that asks, HostAgent or AppAgent, as Saucer's agents are.
+var ufoAgents = map[string]string{"windows": "", "linux": "LinuxAgent", "mobile": "MobileAgent"}
+
+// agentNameLocked is the agent_name of the command frames sent to d: its
+// entry in Options.DeviceAgents, else "" (the agent that asks) for
+// Saucer's client, which runs a frame whatever it names, else the agent
+// UFO's server uses for the platform d registered with. Called with s.mu
+// held.
+func (s *Server) agentNameLocked(d *device) (string, error) {
+	if name, ok := s.opts.DeviceAgents[d.id]; ok {
+		return name, nil
+	}
+	if d.instance != "" || d.namespaces != nil { // registered as Saucer's client does
+		return "", nil
+	}
+	if name, ok := ufoAgents[d.platform]; ok {
+		return name, nil
+	}
+	return "", fmt.Errorf("%w: device %s registered as a UFO client on platform %q, and UFO's client names no agent for it "+
+		"(windows, linux and mobile have one): set remote.device_agents.%s to the agent of its mcp.yaml that should run Saucer's commands",
+		ErrBadRequest, d.id, d.platform, d.id)
+}

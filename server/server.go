@@ -79,6 +79,11 @@ const (
 
 // Options configure a Server. NewSession is required.
 type Options struct {
+	// DeviceAgents names, by client id, the agent of a device's client
+	// that runs its command frames (their agent_name), over the default:
+	// the agent that asks on Saucer's client and UFO's Windows client,
+	// LinuxAgent and MobileAgent on UFO's Linux and mobile clients.
+	DeviceAgents map[string]string
 	// Token is the API key devices and API callers must present (query
 	// ?token= or header X-API-Key). Empty disables authentication.
 	Token string

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,13 @@ func (s *Server) CancelCommand(ctx context.Context, id, callID string) (command.
 		return command.Status{}, fmt.Errorf("%w: %s (%s) ended %s; nothing to cancel", ErrCommandEnded, callID, cs.ToolName, cs.State)
 	}
 	cancel := command.Command{ToolName: command.CancelCommand, Parameters: map[string]any{"call_id": callID}}
-	res := t.target.disp.Session(dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName, QueuedBy: s.queuedBy()}).
+	s.mu.Lock()
+	agentName, _ := s.agentNameLocked(t.target) // the task started, so it has one
+	s.mu.Unlock()
+	// No agent asks for it: the one that runs the device's commands (the
+	// host's, on a device that runs each agent's by its own).
+	agentName = cmp.Or(agentName, command.HostAgentName)
+	res := t.target.disp.Session(dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName, AgentName: agentName, QueuedBy: s.queuedBy()}).
 		Execute(ctx, []command.Command{cancel})
 	if len(res) != 1 || !res[0].OK() {
 		why := "no answer"

@@ -278,6 +278,9 @@ func (s *Server) newTaskLocked(target, requester *device, session, request, task
 	case target.tasks >= s.opts.MaxTasksPerDevice:
 		return nil, fmt.Errorf("%w: device %s runs %d task(s), its limit; try again when it is done", ErrBusy, target.id, target.tasks)
 	}
+	if _, err := s.agentNameLocked(target); err != nil {
+		return nil, err
+	}
 	s.running++
 	target.tasks++
 	t := &task{srv: s, target: target, requester: requester, cmdIndex: map[string]int{}, done: make(chan struct{}),
@@ -400,6 +403,7 @@ func (s *Server) requestedLocked(session, requester string) (t *task, owner stri
 func (s *Server) start(t *task) {
 	s.mu.Lock()
 	info, ns := t.target.info, t.target.namespaces
+	agentName, agentErr := s.agentNameLocked(t.target) // a restored task's device may have changed
 	s.mu.Unlock()
 	j := &journal{s: s, taskID: t.info.ID, rounds: map[string][]*journalRound{}}
 	if t.resume {
@@ -441,7 +445,7 @@ func (s *Server) start(t *task) {
 			s.commandProgress(t.target.id, progressInfo(p))
 		}
 	}
-	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName,
+	disp := journaledDispatcher{j: j, ws: t.target.disp, round: dispatcher.Round{SessionID: t.info.ID, TaskName: t.info.TaskName, AgentName: agentName,
 		QueuedBy: t.info.QueuedBy, TTL: s.opts.CommandTTL, OnState: onState, OnProgress: onProgress}}
 	observe := func(e agent.Event) {
 		t.watchAgents(e)
@@ -453,10 +457,14 @@ func (s *Server) start(t *task) {
 	go func() {
 		defer s.taskWG.Done()
 		var out *agent.Outcome
-		runner, err := s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
-			TaskName: t.info.TaskName, Dispatcher: learningDispatcher{inner: disp, s: s, d: t.target, taskID: t.info.ID}, Device: info, AppDescriptions: ns, Observer: observe,
-			Person: taskPerson{s, t}, Resumed: t.resume,
-			WrapModel: func(m llm.Model) llm.Model { return journaledModel{j: j, inner: m} }})
+		var runner Runner
+		err := agentErr
+		if err == nil {
+			runner, err = s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
+				TaskName: t.info.TaskName, Dispatcher: learningDispatcher{inner: disp, s: s, d: t.target, taskID: t.info.ID}, Device: info, AppDescriptions: ns, Observer: observe,
+				Person: taskPerson{s, t}, Resumed: t.resume,
+				WrapModel: func(m llm.Model) llm.Model { return journaledModel{j: j, inner: m} }})
+		}
 		if err == nil {
 			out = runner.Run(t.ctx, t.info.Request)
 		}
