@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,4 +425,23 @@ func (w *recordWatch) until(t testing.TB, id string, done func(server.TaskInfo) 
 		}
 		<-w.written
 	}
+}
+
+// ufoAgents are the agents of UFO's device client's mcp.yaml
+// (config/ufo/mcp.yaml in microsoft/UFO), as the transcripts'
+// client ran with them.
+var ufoAgents = []string{"HostAgent", "AppAgent", "ConstellationAgent", "HardwareAgent", "LinuxAgent", "MobileAgent"}
+
+// ufoRoute is what UFO's client says of a command frame it cannot route:
+// it runs a frame through the agent its agent_name names, and answers
+// nothing to one that names none of its agents (it logs the error).
+func ufoRoute(m *aip.ServerMessage) error {
+	if !slices.Contains(ufoAgents, m.AgentName) {
+		name := m.AgentName
+		if name == "" {
+			name = "None" // Python's null
+		}
+		return fmt.Errorf("UFO's client: Agent configuration for %s not found.", name)
+	}
+	return nil
 }

@@ -30,10 +30,11 @@ import (
 // rounds: a frame it gets again runs again. Its tool "count" appends the
 // call id to a file, which tells how often it ran.
 type ufoClient struct {
-	t       *testing.T
-	id      string
-	counter string
-	conn    *aip.Conn
+	t        *testing.T
+	id       string
+	platform string // registered as; empty: UFO's frame's (linux)
+	counter  string
+	conn     *aip.Conn
 }
 
 func newUFOClient(t *testing.T, id string) *ufoClient {
@@ -53,6 +54,10 @@ func (u *ufoClient) register(f *fixture) *aip.ServerMessage {
 	}
 	frame["client_id"] = u.id
 	frame["metadata"].(map[string]any)["system_info"].(map[string]any)["device_id"] = u.id
+	if u.platform != "" {
+		frame["metadata"].(map[string]any)["platform"] = u.platform
+		frame["metadata"].(map[string]any)["system_info"].(map[string]any)["platform"] = u.platform
+	}
 	b, _ = json.Marshal(frame)
 	u.conn = f.rawConn(u.t)
 	if err := u.conn.SendRaw(context.Background(), b); err != nil {
@@ -75,9 +80,14 @@ func (u *ufoClient) nextCommand() *aip.ServerMessage {
 	}
 }
 
-// run runs a command frame's actions, as UFO's client does.
+// run runs a command frame's actions, as UFO's client does: nothing runs,
+// and nil is the answer, when the frame names none of its agents.
 func (u *ufoClient) run(m *aip.ServerMessage) *aip.ClientMessage {
 	u.t.Helper()
+	if err := ufoRoute(m); err != nil {
+		u.t.Log(err)
+		return nil
+	}
 	res := make([]command.Result, len(m.Actions))
 	for i, a := range m.Actions {
 		if a.ToolName == "count" {
@@ -103,8 +113,10 @@ func (u *ufoClient) serve() []string {
 		m := readServer(u.t, u.conn)
 		switch m.Type {
 		case aip.TypeCommand:
-			ran = append(ran, m.ResponseID)
-			send(u.t, u.conn, u.run(m))
+			if res := u.run(m); res != nil {
+				ran = append(ran, m.ResponseID)
+				send(u.t, u.conn, res)
+			}
 		case aip.TypeTaskEnd:
 			return ran
 		}

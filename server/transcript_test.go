@@ -147,6 +147,9 @@ func replayAgainstServer(t *testing.T, name string, dispatchFirst bool) {
 			}
 		case aip.TypeCommand:
 			lastCommand = got
+			if err := ufoRoute(got); err != nil {
+				t.Fatalf("line %d: %v (it would answer nothing)", i+1, err)
+			}
 			if got.SessionID != session || got.TaskName != want.TaskName {
 				t.Errorf("line %d: command in session %q task %q; the task was accepted as %q", i+1, got.SessionID, got.TaskName, session)
 			}

@@ -20,9 +20,12 @@ import (
 // came with its registration); after the first failure the rest of the
 // round is skipped, not run.
 type ufoDevice struct {
-	mu   sync.Mutex
-	ran  []string
-	file map[string]string
+	mu  sync.Mutex
+	ran []string
+	// askers is the agent that asked for each command of ran (UFO's
+	// client routes a frame by it; the dispatcher names it in the frame).
+	askers []string
+	file   map[string]string
 }
 
 func (d *ufoDevice) Execute(ctx context.Context, cmds []command.Command) []command.Result {
@@ -37,6 +40,7 @@ func (d *ufoDevice) Execute(ctx context.Context, cmds []command.Command) []comma
 			continue
 		}
 		d.ran = append(d.ran, c.ToolName)
+		d.askers = append(d.askers, command.AgentFrom(ctx))
 		switch c.ToolName {
 		case command.ListTools:
 			tt, _ := c.Parameters["tool_type"].(string)
@@ -96,5 +100,10 @@ replies:
 	}
 	if !strings.Contains(strings.Join(dev.ran, " "), "get_mcp_tools list_tools list_tools") {
 		t.Errorf("discovery: %v", dev.ran)
+	}
+	for i, tool := range dev.ran {
+		if tool == "write_file" && dev.askers[i] != command.AppAgentName || dev.askers[i] == "" {
+			t.Errorf("%s was asked for by %q (all: %v)", tool, dev.askers[i], dev.askers)
+		}
 	}
 }
