@@ -25,6 +25,7 @@ import (
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/tools/desktop/display"
 	"github.com/saucerhq/saucer/tools/shell"
 )
 
@@ -110,11 +111,7 @@ func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, device
 		stops: map[string]func(){}}
 	if slices.ContainsFunc(devices, func(id string) bool { return strings.HasPrefix(id, "desktop") }) {
 		desktoptest.Require(t, "mousepad")
-		s := desktoptest.Start(t)
-		for _, kv := range s.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
-		}
+		sharedDesktop(t)
 	}
 	c.startServer()
 	c.http = httptest.NewServer(c.handler)
@@ -446,4 +443,43 @@ func TestServerRestartMidGraph(t *testing.T) {
 			t.Errorf("%s ran %q, want %q once", d, got, want)
 		}
 	}
+}
+
+// The private desktop the desktop devices of this test binary share. One
+// for the whole binary, not one per cluster: the benchmark builds a
+// cluster per case and keeps each until it ends, and a desktop started
+// while another's environment was set for the process (its session bus,
+// runtime folder and AT-SPI bus) never got its AT-SPI registry up.
+var desktop struct {
+	once sync.Once
+	s    *desktoptest.Session
+	err  error
+}
+
+// sharedDesktop starts the shared desktop the first time and points this
+// process's environment at it (the devices' desktop tools read it there);
+// TestMain stops it.
+func sharedDesktop(t testing.TB) {
+	t.Helper()
+	desktop.once.Do(func() {
+		desktop.s, desktop.err = desktoptest.New(context.Background(), display.Xvfb)
+		if desktop.err != nil {
+			return
+		}
+		for _, kv := range desktop.s.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	})
+	if desktop.err != nil {
+		t.Fatal(desktop.err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if desktop.s != nil {
+		desktop.s.Close()
+	}
+	os.Exit(code)
 }
