@@ -10,6 +10,19 @@ import (
 // (/ws?token=KEY).
 const TokenParam = "token"
 
+// WithToken is rawURL with token in its TokenParam query parameter (a URL
+// that does not parse is returned as it is).
+func WithToken(rawURL, token string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	q := u.Query()
+	q.Set(TokenParam, token)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // redacted stands for a token in what is shown.
 const redacted = "REDACTED"
 

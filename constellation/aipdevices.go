@@ -314,7 +314,7 @@ func (a *AIPDevices) open(ctx context.Context, device string) (*link, error) {
 	opts := aip.DialOptions{Header: h, HTTPClient: a.opts.HTTPClient}
 	conn, resp, err := aip.Dial(ctx, a.opts.URL, opts)
 	if err != nil && resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && a.opts.Token != "" {
-		conn, resp, err = aip.Dial(ctx, withToken(a.opts.URL, a.opts.Token), opts)
+		conn, resp, err = aip.Dial(ctx, aip.WithToken(a.opts.URL, a.opts.Token), opts)
 	}
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
@@ -402,18 +402,6 @@ func (l *link) read(logf func(string, ...any)) {
 // errDuplicate is a registration refused because the server still holds
 // a connection of this client's name.
 var errDuplicate = errors.New("the server still holds a connection of this name")
-
-// withToken is rawURL with the token in its query.
-func withToken(rawURL, token string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	q := u.Query()
-	q.Set(aip.TokenParam, token)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // Join runs nodes on the devices of several places (this server's, an AIP
 // server's) as one set: a device belongs to the first place that lists it.

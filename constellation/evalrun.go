@@ -90,11 +90,7 @@ func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir stri
 		closers = append(closers, stop)
 		trial.Devices[d.ID] = exec
 	}
-	plan := make([]PlanNode, len(k.Plan))
-	for i, n := range k.Plan {
-		plan[i] = PlanNode(n)
-	}
-	planner := &ScriptedPlanner{Nodes: plan, Latency: k.Latency.D()}
+	planner := &ScriptedPlanner{Nodes: k.Plan, Latency: k.Latency.D()}
 	o, err := New(Options{Devices: ServerDevices{srv}, Record: RecordTo(dir), NewID: func() string { return "constellation" },
 		NewPlanner: func(*Graph) (Stepper, error) {
 			return NewPlanner(PlannerOptions{Model: planner, Prompts: prom, Limits: strategy.Limits{RetryBackoff: time.Millisecond}})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/internal/clock"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/prompts"
@@ -48,27 +49,15 @@ func reply(calls ...llm.ToolCall) *llm.Response {
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}, FinishReason: "tool_calls", Model: "scripted"}
 }
 
-// PlanNode is a node of a scripted plan: its command (Run) is what the
-// scripted device agents run, {{dep:ID}} replaced by node ID's result;
-// a node that fails beyond its retries is moved to Fallback with
+// PlanNode is a node of a scripted plan (evals.PlanNode, the form a
+// constellation eval case writes it in): its command (Run) is what the
+// scripted device agents run, {{dep:ID}} replaced by node ID's result; a
+// node that fails beyond its retries is moved to Fallback with
 // FallbackRun, when given.
-type PlanNode struct {
-	ID          string   `yaml:"id" json:"id"`
-	Device      string   `yaml:"device" json:"device"`
-	Run         string   `yaml:"run" json:"run"`
-	After       []string `yaml:"after,omitempty" json:"after,omitempty"`
-	Retries     int      `yaml:"retries,omitempty" json:"retries,omitempty"`
-	Fallback    string   `yaml:"fallback,omitempty" json:"fallback,omitempty"`
-	FallbackRun string   `yaml:"fallback_run,omitempty" json:"fallback_run,omitempty"`
-}
+type PlanNode = evals.PlanNode
 
-// Task is the node's task text: its command on a RUN line.
-func (n PlanNode) Task() string { return "Step " + n.ID + " of the request.\nRUN: " + n.Run }
-
-// FallbackTask is the task text of the node moved to its fallback.
-func (n PlanNode) FallbackTask() string {
-	return "Step " + n.ID + " of the request.\nRUN: " + n.FallbackRun
-}
+// nodeTask is a node's task text: its command on a RUN line.
+func nodeTask(id, run string) string { return "Step " + id + " of the request.\nRUN: " + run }
 
 // ScriptedAgents plays a device's host and app agents: the task's line
 // "RUN: COMMAND" is run with the shell app ({{dep:ID}} replaced by the
@@ -179,7 +168,7 @@ func (m *ScriptedPlanner) Complete(ctx context.Context, req *llm.Request) (*llm.
 	if len(status) == 0 {
 		var calls []llm.ToolCall
 		for _, n := range m.Nodes {
-			calls = append(calls, call(ToolAddNode, map[string]any{"id": n.ID, "device": n.Device, "task": n.Task(), "apps": []string{"shell"},
+			calls = append(calls, call(ToolAddNode, map[string]any{"id": n.ID, "device": n.Device, "task": nodeTask(n.ID, n.Run), "apps": []string{"shell"},
 				"max_retries": n.Retries}))
 		}
 		for _, n := range m.Nodes {
@@ -195,7 +184,7 @@ func (m *ScriptedPlanner) Complete(ctx context.Context, req *llm.Request) (*llm.
 		switch status[n.ID] {
 		case "failed":
 			if n.Fallback != "" {
-				calls = append(calls, call(ToolUpdateNode, map[string]any{"id": n.ID, "device": n.Fallback, "task": n.FallbackTask()}))
+				calls = append(calls, call(ToolUpdateNode, map[string]any{"id": n.ID, "device": n.Fallback, "task": nodeTask(n.ID, n.FallbackRun)}))
 			}
 		case "cancelled":
 			calls = append(calls, call(ToolUpdateNode, map[string]any{"id": n.ID}))

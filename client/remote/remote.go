@@ -371,11 +371,11 @@ func (c *Client) dial(ctx context.Context) (*aip.Conn, error) {
 	target := c.url()
 	opts := aip.DialOptions{ConnOptions: c.opts.Conn, Header: h, HTTPClient: c.opts.HTTPClient}
 	if c.inQuery[i].Load() {
-		target = withToken(target, c.opts.Token)
+		target = aip.WithToken(target, c.opts.Token)
 	}
 	conn, resp, err := aip.Dial(ctx, target, opts)
 	if refused(resp) && c.opts.Token != "" && !c.inQuery[i].Load() && !hasToken(target) {
-		if conn, resp, err = aip.Dial(ctx, withToken(target, c.opts.Token), opts); err == nil {
+		if conn, resp, err = aip.Dial(ctx, aip.WithToken(target, c.opts.Token), opts); err == nil {
 			c.opts.Logf("%s takes the token only in the URL (as UFO's server does): sending it there too", c.shown())
 			c.inQuery[i].Store(true)
 		}
@@ -399,18 +399,6 @@ func refused(resp *http.Response) bool {
 func hasToken(rawURL string) bool {
 	u, err := url.Parse(rawURL)
 	return err == nil && u.Query().Has(aip.TokenParam)
-}
-
-// withToken is rawURL with the token in its query.
-func withToken(rawURL, token string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	q := u.Query()
-	q.Set(aip.TokenParam, token)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // serve runs one registered connection until it ends.
