@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/strategy"
@@ -72,6 +75,34 @@ func bareCallNs() float64 {
 	})
 }
 
+// mcpCallNs is what one call of the benchmarks' tool costs through an
+// MCP client and server that share this process (mcp-go's in-process
+// transport), with nothing of Saucer's around it: the in-process tool call
+// the device client made before it called Saucer's own tools directly.
+func mcpCallNs(b *testing.B) float64 {
+	srv := &tools.Server{Name: "bench"}
+	srv.Add(noopTool())
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "bench"}}}); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "noop", Arguments: map[string]any{}}}
+	return perCall(func() {
+		if r, err := c.CallTool(ctx, req); err != nil || r.IsError {
+			b.Fatalf("mcp call: %v %+v", err, r)
+		}
+	})
+}
+
 // benchSession is a session over a device with one in-process MCP server
 // whose only tool does nothing, driven by a zero-latency scripted model
 // that always asks for that tool.
@@ -119,9 +150,11 @@ func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Scri
 //
 // Measured in the same run: the same tool called bare (bareCallNs), and
 // through the device client alone (client.Execute, as the step's
-// dispatcher calls it). Metrics, in CPU time: step-vs-bare, a step over a
-// bare call; call-vs-bare, the device client's call over a bare call;
-// bare-ns, the bare call.
+// dispatcher calls it), and through mcp-go's in-process client and server
+// (mcpCallNs). Metrics, in CPU time: step-vs-bare, a step over a bare
+// call; step-vs-mcp, a step over an in-process MCP call; call-vs-bare, the
+// device client's call over a bare call; bare-ns and mcp-ns, the two
+// baselines.
 func BenchmarkAgentStep(b *testing.B) {
 	for _, c := range []struct {
 		mode   strategy.Mode
@@ -155,6 +188,9 @@ func BenchmarkAgentStep(b *testing.B) {
 			b.ReportMetric(stepNs/bare, "step-vs-bare")
 			b.ReportMetric(clientCallNs(b)/bare, "call-vs-bare")
 			b.ReportMetric(bare, "bare-ns")
+			mcpNs := mcpCallNs(b)
+			b.ReportMetric(stepNs/mcpNs, "step-vs-mcp")
+			b.ReportMetric(mcpNs, "mcp-ns")
 		})
 	}
 }
