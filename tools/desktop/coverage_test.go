@@ -18,7 +18,10 @@ import (
 // cell in view is addressable by row and column). Each window must be
 // seen at 95% or more.
 func TestCoverage(t *testing.T) {
-	files := t.TempDir()
+	// The file chooser is shared by the test binary's runs (-count): its
+	// folder must outlive this one.
+	files := filepath.Join(sharedDir(t), "chooser")
+	os.Mkdir(files, 0o755)
 	for i := range 14 {
 		os.WriteFile(filepath.Join(files, fmt.Sprintf("file%02d.txt", i)), []byte("x"), 0o644)
 	}

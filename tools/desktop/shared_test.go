@@ -22,6 +22,9 @@ var shared struct {
 	s    *desktoptest.Session
 	d    *Desktop
 	apps map[string]*launched
+	// dir holds files the shared applications were started on: it lives
+	// as long as they do (a test's TempDir would go with its first test).
+	dir string
 }
 
 func TestMain(m *testing.M) {
@@ -32,6 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	if shared.s != nil {
 		shared.s.Close()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
 	}
 	shared.mu.Unlock()
 	os.Exit(code)
@@ -55,6 +61,21 @@ func sharedDesktop(t testing.TB) (*desktoptest.Session, *Desktop) {
 		shared.d = New(Options{Display: s.Display, Bus: s.BusAddr, Env: s.Env, LaunchTimeout: 90 * time.Second})
 	}
 	return shared.s, shared.d
+}
+
+// sharedDir is a folder that lasts as long as the shared applications.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.dir == "" {
+		dir, err := os.MkdirTemp("", "saucer-desktop-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+	}
+	return shared.dir
 }
 
 // sharedApp is the window of an application on the shared desktop,
