@@ -15,7 +15,12 @@ import (
 // ServerDevices runs nodes as tasks on the devices connected to an agent
 // server in this process, through the server's own task path (as POST
 // /api/dispatch does): each node is a task with its journal, its record
-// and its end, and survives a restart of the server as tasks do.
+// and its end, and survives a restart of the server as tasks do. When the
+// server is one of a cluster, the devices the other live servers hold
+// are its devices too: a node for one of them is dispatched to the
+// server that holds it, through the store (the way the cluster passes on
+// POST /api/dispatch), runs and is journaled there, and is followed there
+// until it ends, also if its device moves to another server meanwhile.
 type ServerDevices struct {
 	Server *server.Server
 }
@@ -26,7 +31,7 @@ var _ Devices = ServerDevices{}
 // they registered).
 func (d ServerDevices) List(context.Context) ([]Device, error) {
 	var out []Device
-	for _, c := range d.Server.Clients() {
+	for _, c := range d.Server.ClusterClients() {
 		if c.ClientType != aip.ClientDevice || c.Status != "connected" {
 			continue
 		}
@@ -42,13 +47,13 @@ func (d ServerDevices) List(context.Context) ([]Device, error) {
 
 // Start dispatches the task under the name key, or finds the task a
 // first Start (before a restart) dispatched under it.
-func (d ServerDevices) Start(_ context.Context, device, key, task string) (string, error) {
-	for _, t := range d.Server.Tasks() {
+func (d ServerDevices) Start(ctx context.Context, device, key, task string) (string, error) {
+	for _, t := range d.Server.ClusterTasks() {
 		if t.TaskName == key {
 			return t.ID, nil
 		}
 	}
-	info, err := d.Server.Dispatch(device, task, key, "constellation")
+	info, err := d.Server.DispatchAnywhere(ctx, device, task, key, "constellation")
 	if errors.Is(err, server.ErrNoDevice) {
 		return "", fmt.Errorf("%w: %v", ErrDeviceGone, err)
 	}
@@ -61,7 +66,7 @@ func (d ServerDevices) Start(_ context.Context, device, key, task string) (strin
 // Wait waits for the task to end. A failed task whose device is no
 // longer connected counts as a lost device.
 func (d ServerDevices) Wait(ctx context.Context, id string) (TaskOutcome, error) {
-	info, err := d.Server.Wait(ctx, id)
+	info, err := d.Server.WaitAnywhere(ctx, id)
 	if err != nil {
 		return TaskOutcome{}, err
 	}

@@ -87,9 +87,12 @@ type cluster struct {
 	agents  *ScriptedAgents
 	dirs    map[string]string
 	// away is how long a device may stay away before its tasks fail.
-	away  time.Duration
-	mu    sync.Mutex
-	stops map[string]func()
+	away time.Duration
+	// member, when set, makes the server one of a cluster on a shared
+	// PostgreSQL store.
+	member server.Cluster
+	mu     sync.Mutex
+	stops  map[string]func()
 }
 
 // swapHandler lets a restarted server take over the same address.
@@ -107,7 +110,14 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, st: st, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
+	return newClusterOf(t, st, nil, modelLatency, devices...)
+}
+
+// newClusterOf is newCluster with the server a member of a cluster (nil:
+// alone).
+func newClusterOf(t testing.TB, st store.Store, member server.Cluster, modelLatency time.Duration, devices ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, st: st, member: member, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
 		stops: map[string]func(){}}
 	if slices.ContainsFunc(devices, func(id string) bool { return strings.HasPrefix(id, "desktop") }) {
 		desktoptest.Require(t, "mousepad")
@@ -125,7 +135,7 @@ func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, device
 
 func (c *cluster) startServer() {
 	prom := loadPrompts(c.t)
-	srv, err := server.New(server.Options{Token: suiteToken, Store: c.st, AwayTimeout: c.away, MaxTasks: 64,
+	srv, err := server.New(server.Options{Token: suiteToken, Store: c.st, Cluster: c.member, AwayTimeout: c.away, MaxTasks: 64,
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 			var m = spec.WrapModel(c.agents)
 			return agent.New(agent.Options{Model: m, Dispatcher: spec.Dispatcher, Prompts: prom, AppDescriptions: spec.AppDescriptions,

@@ -632,3 +632,131 @@ func (s *Server) sweep() {
 }
 
 var _ Cluster = (*store.Member)(nil)
+
+// ClusterClients lists this server's devices and, in a cluster, those
+// the other live servers hold (as GET /api/clients does).
+func (s *Server) ClusterClients() []ClientInfo {
+	list := s.Clients()
+	if s.peers != nil {
+		list = s.clusterClients(list)
+	}
+	return list
+}
+
+// ClusterTasks lists this server's tasks and, in a cluster, the store's
+// (as GET /api/tasks does).
+func (s *Server) ClusterTasks() []TaskInfo {
+	list := s.Tasks()
+	if s.peers != nil {
+		list = s.clusterTasks(list)
+	}
+	return list
+}
+
+// DispatchAnywhere is Dispatch for a device connected to any live server
+// of the cluster: a device connected here gets the task here; one that
+// another server holds gets it there, the dispatch passed on through the
+// store as POST /api/dispatch is, so that the task runs, and is
+// journaled and taken over, where its device is.
+func (s *Server) DispatchAnywhere(ctx context.Context, clientID, request, taskName, queuedBy string) (TaskInfo, error) {
+	info, err := s.Dispatch(clientID, request, taskName, queuedBy)
+	if s.peers == nil || !errors.Is(err, ErrNoDevice) {
+		return info, err
+	}
+	to := ""
+	if rec, ok := s.storedDevice(clientID); ok && rec.Connected {
+		to = s.elsewhere(rec.Server)
+	}
+	if to == "" {
+		return info, err
+	}
+	body, _ := json.Marshal(DispatchRequest{ClientID: clientID, Request: request, TaskName: taskName})
+	rep, err := s.ask(ctx, to, peerMsg{Kind: "call", Method: http.MethodPost, Path: "/api/dispatch", Body: body})
+	if err != nil {
+		return TaskInfo{}, fmt.Errorf("device %q is connected to server %s, which could not be reached through the store: %w", clientID, to, err)
+	}
+	if rep.Status != http.StatusOK {
+		return TaskInfo{}, peerError(to, rep)
+	}
+	var d DispatchResponse
+	if err := json.Unmarshal(rep.Body, &d); err != nil || d.TaskID == "" {
+		return TaskInfo{}, fmt.Errorf("server %s answered the dispatch to %q with no task id (%s)", to, clientID, rep.Body)
+	}
+	return TaskInfo{ID: d.TaskID, ClientID: d.ClientID, TaskName: d.TaskName, Request: request, Status: StatusRunning}, nil
+}
+
+// peerError is the error another server answered a passed-on call with,
+// with this package's error for its status, so callers can tell a
+// device that has gone (ErrNoDevice) from a busy one (ErrBusy).
+func peerError(from string, rep peerMsg) error {
+	var body struct {
+		Error string `json:"error"`
+	}
+	json.Unmarshal(rep.Body, &body)
+	msg := fmt.Sprintf("server %s: %s", from, body.Error)
+	switch rep.Status {
+	case http.StatusNotFound:
+		return fmt.Errorf("%w: %s", ErrNoDevice, msg)
+	case http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %s", ErrBusy, msg)
+	case http.StatusBadRequest:
+		return fmt.Errorf("%w: %s", ErrBadRequest, msg)
+	}
+	return fmt.Errorf("%s (HTTP %d)", msg, rep.Status)
+}
+
+// WaitAnywhere is Wait for a task of any server of the cluster: it
+// follows the task where it runs (here, or at another live server with a
+// long poll passed on through the store), also when it moves between
+// servers with its device, and returns its state once it has ended, or
+// as it stands when ctx ends or this server stops. A task whose server
+// is gone is looked at again every clusterPoll, until a server that its
+// device connects to takes it over.
+func (s *Server) WaitAnywhere(ctx context.Context, id string) (TaskInfo, error) {
+	for {
+		s.mu.Lock()
+		local := s.tasks[id] != nil
+		s.mu.Unlock()
+		if local || s.peers == nil {
+			info, err := s.Wait(ctx, id)
+			if err != nil || info.Status != StatusRunning || ctx.Err() != nil || s.ctx.Err() != nil {
+				return info, err
+			}
+			continue // handed over to the server its device moved to
+		}
+		sctx, cancel := storeCtx()
+		rec, err := s.store.Task(sctx, id)
+		cancel()
+		if err != nil {
+			return TaskInfo{}, fmt.Errorf("%w: %q (%v)", ErrNoTask, id, err)
+		}
+		var info TaskInfo
+		if err := json.Unmarshal(rec.Data, &info); err != nil {
+			return TaskInfo{}, fmt.Errorf("task %s has an unreadable record: %w", id, err)
+		}
+		if info.Status != StatusRunning {
+			return info, nil
+		}
+		if to := s.elsewhere(rec.Server); to != "" {
+			rep, err := s.ask(ctx, to, peerMsg{Kind: "call", Method: http.MethodGet, Path: "/api/tasks/" + id + "?wait=" + maxWait.String()})
+			if err == nil && rep.Status == http.StatusOK && json.Unmarshal(rep.Body, &info) == nil && info.Status != StatusRunning {
+				return info, nil
+			}
+			if ctx.Err() != nil || s.ctx.Err() != nil {
+				return info, nil
+			}
+			if err == nil && rep.Status == http.StatusOK {
+				continue // still running there, or moved: look again
+			}
+		}
+		// Its server is gone (or did not answer): the task resumes where
+		// its device connects next; look again then.
+		select {
+		case <-ctx.Done():
+			return info, nil
+		case <-s.ctx.Done():
+			return info, nil
+		case <-time.After(clusterPoll):
+		}
+	}
+}
