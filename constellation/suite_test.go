@@ -224,6 +224,16 @@ func (c *cluster) kill(id string) {
 	stop()
 }
 
+// close stops every device, and with each the apps its desktop tools
+// launched: a Mousepad left open on the shared desktop takes the next
+// launch's file into its own process, whose window launch_app does not
+// count as the launch's and waits out its timeout for.
+func (c *cluster) close() {
+	for id := range c.dirs {
+		c.kill(id)
+	}
+}
+
 func (c *cluster) read(device, file string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(c.dirs[device], file))
 	return strings.TrimSpace(string(b)), err
