@@ -25,7 +25,9 @@ func memberCluster(t *testing.T, url, id string, devices ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() }) // after the server's shutdown, before the store closes
-	return newClusterOf(t, st, m, 0, devices...)
+	// A device that leaves a server has a minute to come back (here or at
+	// the other server) before its tasks fail.
+	return newClusterOf(t, st, m, time.Minute, 0, devices...)
 }
 
 // Two servers of one cluster on a real PostgreSQL, each holding its own

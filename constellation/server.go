@@ -48,10 +48,8 @@ func (d ServerDevices) List(context.Context) ([]Device, error) {
 // Start dispatches the task under the name key, or finds the task a
 // first Start (before a restart) dispatched under it.
 func (d ServerDevices) Start(ctx context.Context, device, key, task string) (string, error) {
-	for _, t := range d.Server.ClusterTasks() {
-		if t.TaskName == key {
-			return t.ID, nil
-		}
+	if t, ok := d.Server.FindTask(device, key); ok {
+		return t.ID, nil
 	}
 	info, err := d.Server.DispatchAnywhere(ctx, device, task, key, "constellation")
 	if errors.Is(err, server.ErrNoDevice) {

@@ -110,14 +110,14 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func newCluster(t testing.TB, st store.Store, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	return newClusterOf(t, st, nil, modelLatency, devices...)
+	return newClusterOf(t, st, nil, 300*time.Millisecond, modelLatency, devices...)
 }
 
 // newClusterOf is newCluster with the server a member of a cluster (nil:
-// alone).
-func newClusterOf(t testing.TB, st store.Store, member server.Cluster, modelLatency time.Duration, devices ...string) *cluster {
+// alone), its devices' away time given.
+func newClusterOf(t testing.TB, st store.Store, member server.Cluster, away, modelLatency time.Duration, devices ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, st: st, member: member, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: 300 * time.Millisecond,
+	c := &cluster{t: t, st: st, member: member, handler: &swapHandler{}, agents: &ScriptedAgents{Latency: modelLatency}, dirs: map[string]string{}, away: away,
 		stops: map[string]func(){}}
 	if slices.ContainsFunc(devices, func(id string) bool { return strings.HasPrefix(id, "desktop") }) {
 		desktoptest.Require(t, "mousepad")

@@ -643,14 +643,31 @@ func (s *Server) ClusterClients() []ClientInfo {
 	return list
 }
 
-// ClusterTasks lists this server's tasks and, in a cluster, the store's
-// (as GET /api/tasks does).
-func (s *Server) ClusterTasks() []TaskInfo {
-	list := s.Tasks()
-	if s.peers != nil {
-		list = s.clusterTasks(list)
+// FindTask finds the task named name of device clientID: among this
+// server's tasks and, in a cluster, the store's (the tasks of the other
+// servers, and those this server ran before a restart).
+func (s *Server) FindTask(clientID, name string) (TaskInfo, bool) {
+	for _, t := range s.Tasks() {
+		if t.ClientID == clientID && t.TaskName == name {
+			return t, true
+		}
 	}
-	return list
+	if s.peers == nil {
+		return TaskInfo{}, false
+	}
+	ctx, cancel := storeCtx()
+	recs, err := s.store.Tasks(ctx, "", s.opts.KeepTasks)
+	cancel()
+	if err != nil {
+		return TaskInfo{}, false
+	}
+	for _, rec := range recs {
+		var info TaskInfo
+		if rec.ClientID == clientID && json.Unmarshal(rec.Data, &info) == nil && info.TaskName == name {
+			return info, true
+		}
+	}
+	return TaskInfo{}, false
 }
 
 // DispatchAnywhere is Dispatch for a device connected to any live server
