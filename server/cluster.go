@@ -739,6 +739,12 @@ func (s *Server) WaitAnywhere(ctx context.Context, id string) (TaskInfo, error) 
 			if err != nil || info.Status != StatusRunning || ctx.Err() != nil || s.ctx.Err() != nil {
 				return info, err
 			}
+			s.mu.Lock()
+			left := s.tasks[id] == nil
+			s.mu.Unlock()
+			if !left {
+				return info, nil // stopped here for a restart: the next server resumes it
+			}
 			continue // handed over to the server its device moved to
 		}
 		sctx, cancel := storeCtx()
