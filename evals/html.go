@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -68,7 +67,7 @@ func (r *Report) WriteHTML(w io.Writer, resultsDir string) error {
 	for _, c := range r.Cases {
 		for _, t := range c.Trials {
 			ht := htmlTrial{ID: fmt.Sprintf("t-%s-%d", c.ID, t.Trial), Case: c.ID, Result: t}
-			tr, err := trajectory.Read(filepath.Join(resultsDir, filepath.FromSlash(t.Trajectory)))
+			tr, err := trajectory.Read(t.TrajectoryPath(resultsDir))
 			if err != nil {
 				ht.Problem = err.Error()
 			} else {

@@ -151,8 +151,25 @@ type TrialResult struct {
 	// PhaseMS is wall time per phase: the agents' processing phases plus
 	// SETUP and CHECK.
 	PhaseMS map[string]float64 `json:"phase_ms,omitempty"`
-	// Trajectory is the trial's recording, relative to the results dir.
+	// Trajectory is the trial's recording, relative to the results dir;
+	// or, when IsRecording is set, the recording the trial replayed
+	// (an absolute path).
 	Trajectory string `json:"trajectory"`
+	// IsRecording says the trial replayed its recording exactly (the
+	// recorded model and device, every call and command as recorded, the
+	// same end), so its trajectory is that recording and nothing of its
+	// own was written.
+	IsRecording bool `json:"trajectory_is_recording,omitempty"`
+}
+
+// TrajectoryPath is where the trial's trajectory is, for a results
+// directory at resultsDir: the recording it replayed exactly, or its own.
+func (t *TrialResult) TrajectoryPath(resultsDir string) string {
+	p := filepath.FromSlash(t.Trajectory)
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(resultsDir, p)
 }
 
 // runFile records what a results directory was made with.
@@ -495,8 +512,15 @@ type trial struct {
 	live      dispatcher.Executor
 	timeout   time.Duration
 	divergers []func() []string
-	close     func()
-	trace     *telemetry.Tracer // nil unless Options.Trace
+	// sameAsRecording, for a trial that replays a recording with its
+	// recorded model, reports whether the trial did exactly what the
+	// recording (at the absolute path recording) holds: then its
+	// trajectory is that recording. Such a trial's recorder holds its
+	// events in memory until it is known whether they are needed.
+	sameAsRecording func(c Case, out *agent.Outcome) bool
+	recording       string
+	close           func()
+	trace           *telemetry.Tracer // nil unless Options.Trace
 }
 
 // runTrial runs one trial and saves its result. It returns errInterrupted
@@ -509,14 +533,15 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	if err := os.RemoveAll(dir); err != nil { // an interrupted attempt's leftovers
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
+	// dir is made when there is something to write in it.
 	start := time.Now()
 	lim := r.s.limits(c)
 	spec := r.modelOf(c)
 	res := &TrialResult{Case: c.ID, Trial: n, Model: spec, PhaseMS: map[string]float64{}, Trajectory: filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "trajectory"))}
 	if c.Constellation != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
 		return r.runConstellation(ctx, c, n, dir, res, start)
 	}
 	t := &trial{res: res}
@@ -585,18 +610,38 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 		if err := t.rec.Finish(out); err != nil {
 			return nil, fmt.Errorf("evals: case %s trial %d: recording: %w", c.ID, n, err)
 		}
+		if t.sameAsRecording != nil && len(divs) == 0 && t.sameAsRecording(c, out) {
+			res.Trajectory, res.IsRecording = t.recording, true
+		} else if err := t.save(dir); err != nil {
+			return nil, fmt.Errorf("evals: case %s trial %d: recording: %w", c.ID, n, err)
+		}
 	}
 	if out == nil && t.rec != nil {
 		t.rec.Finish(&agent.Outcome{Status: fsm.Error, Answer: res.Detail})
+		if err := t.save(dir); err != nil {
+			return nil, fmt.Errorf("evals: case %s trial %d: recording: %w", c.ID, n, err)
+		}
 	}
 	res.WallMS = trajectory.MS(time.Since(start))
 	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	if err := WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// save writes a held recording (a trial that replays a recording) into
+// the trial's directory; one recorded directly is already there.
+func (t *trial) save(dir string) error {
+	if t.rec == nil || t.sameAsRecording == nil {
+		return nil
+	}
+	return t.rec.Save(filepath.Join(dir, "trajectory"))
 }
 
 // scripts is the dispatcher of a live trial's setup and start scripts:
@@ -636,6 +681,19 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		if spec == ReplayModel {
 			rm := replay.New(callsOf(tr), replay.Options{Redactor: r.opts.Redactor})
 			model = rm
+			abs, err := filepath.Abs(r.s.path(rec))
+			if err != nil {
+				return nil, nil, err
+			}
+			t.recording = filepath.ToSlash(abs)
+			t.sameAsRecording = func(c Case, out *agent.Outcome) bool {
+				// Every recorded call and command made (the checks' too),
+				// none other, and the recorded end; a judge's call is the
+				// trial's own.
+				end := tr.End()
+				return rm.Remaining() == 0 && rd.Remaining() == 0 && len(rm.Divergences()) == 0 && len(rd.Divergences()) == 0 &&
+					end != nil && endDiffers(end, out) == "" && !slices.ContainsFunc(c.Checks, func(ch Check) bool { return ch.Judge != nil })
+			}
 			t.divergers = append(t.divergers, func() []string {
 				var out []string
 				for _, d := range rm.Divergences() {
@@ -730,8 +788,11 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			meta.Mode = tr.Session().Mode
 		}
 	}
-	rec, err := record.Start(trajDir, meta, trajectory.Options{Redactor: r.redactor(), ArtifactThreshold: cfg.Record.ArtifactThreshold})
-	if err != nil {
+	topts := trajectory.Options{Redactor: r.redactor(), ArtifactThreshold: cfg.Record.ArtifactThreshold}
+	var rec *record.Recorder
+	if t.sameAsRecording != nil {
+		rec = record.Hold(meta, topts)
+	} else if rec, err = record.Start(trajDir, meta, topts); err != nil {
 		return nil, nil, err
 	}
 	t.rec = rec

@@ -373,3 +373,62 @@ func TestReplaySuiteRunsATrialPerCPU(t *testing.T) {
 		t.Fatal("no two trials ran at once")
 	}
 }
+
+// A trial that replays its recording exactly writes no trajectory of its
+// own: its result names the recording, which the HTML report walks. A
+// trial that does anything else (here a changed task, so the first
+// request differs; and a recording whose check commands the case does
+// not run) keeps its own trajectory, holding what it did.
+func TestExactReplayNamesItsRecording(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	const state = "      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n"
+	cases := []struct{ task, checks string }{
+		{demoTask, state},          // exact
+		{demoTask + " now", state}, // diverges at the first request
+		{demoTask, ""},             // the recorded check's command is not run
+	}
+	var s strings.Builder
+	s.WriteString("name: exact\nmodel: replay\ncases:\n")
+	for i, c := range cases {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n%s      - {answer: {contains: \"Hello from Saucer\"}}\n", i, c.task, rec, c.checks)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "results")
+	rep, err := runSuite(t, file, results, evals.Options{Jobs: 2})
+	if err != nil || rep.Metrics.Successes != 2 || rep.Metrics.Failures["replay_divergence"] != 1 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	for i, c := range rep.Cases {
+		tr := c.Trials[0]
+		own := filepath.Join(results, "cases", c.ID, "trial-1", "trajectory")
+		_, statErr := os.Stat(own)
+		if i == 0 {
+			if !tr.IsRecording || tr.Trajectory != filepath.ToSlash(rec) || tr.TrajectoryPath(results) != rec || !os.IsNotExist(statErr) {
+				t.Errorf("case %s: trajectory %q (is the recording: %v), own copy: %v; want the recording and no copy", c.ID, tr.Trajectory, tr.IsRecording, statErr)
+			}
+			continue
+		}
+		if tr.IsRecording || tr.TrajectoryPath(results) != own {
+			t.Errorf("case %s: trajectory %q (is the recording: %v); want its own", c.ID, tr.Trajectory, tr.IsRecording)
+		}
+		got, err := trajectory.Read(own)
+		if err != nil {
+			t.Fatalf("case %s: %v", c.ID, err)
+		}
+		if got.Session().Task != cases[i].task || got.End() == nil || got.Session().ID != "trajectory" {
+			t.Errorf("case %s: its trajectory holds the task %q, end %v, id %q", c.ID, got.Session().Task, got.End(), got.Session().ID)
+		}
+	}
+	// The report walks the exact trial's steps from the recording.
+	var html strings.Builder
+	if err := rep.WriteHTML(&html, results); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(html.String(), "no such file") {
+		t.Error("the HTML report could not read a trial's trajectory")
+	}
+}

@@ -25,12 +25,17 @@ import (
 
 // Recorder writes one session. Its Observe method is an agent observer.
 type Recorder struct {
-	w     *trajectory.Writer
-	start time.Time
-	mu    sync.Mutex
-	calls int
-	err   error
-	told  bool // OnError was told of err
+	w *trajectory.Writer
+	// held, for a Recorder made by Hold, is the session's events so far,
+	// kept in memory (w is nil until Save).
+	held     []trajectory.Event
+	holding  bool
+	heldOpts trajectory.Options
+	start    time.Time
+	mu       sync.Mutex
+	calls    int
+	err      error
+	told     bool // OnError was told of err
 	// switched holds the fallback switches of the model call in progress,
 	// recorded with it.
 	switched []string
@@ -41,6 +46,7 @@ type Recorder struct {
 	// progress throttles the commands' progress reports, by call id.
 	progress map[string]*progressSlot
 	finished bool
+	closed   bool // Finish has written session_end
 	now      func() time.Time
 }
 
@@ -81,8 +87,63 @@ func Start(dir string, s trajectory.Session, opts trajectory.Options) (*Recorder
 	return r, nil
 }
 
-// Dir is the trajectory's directory.
-func (r *Recorder) Dir() string { return r.w.Dir() }
+// Hold starts recording a session in memory: nothing is written until
+// Save, so a session whose recording turns out to say nothing new (an
+// eval trial that replayed its recording exactly) costs no encoding, no
+// directory and no file. s and opts are as for Start.
+func Hold(s trajectory.Session, opts trajectory.Options) *Recorder {
+	r := &Recorder{start: time.Now(), progress: map[string]*progressSlot{}, now: time.Now, holding: true, heldOpts: opts}
+	s.Format = trajectory.Format
+	if s.Version == "" {
+		s.Version = Version()
+	}
+	r.held = append(r.held, trajectory.Event{Type: trajectory.TypeSessionStart, Session: &s, Time: r.start})
+	return r
+}
+
+// Save writes a held session (Hold) into the new trajectory directory dir,
+// as Start and the same events would have, and closes it. An empty
+// session ID is filled from the directory's name. Call it after Finish.
+func (r *Recorder) Save(dir string) error {
+	r.mu.Lock()
+	if !r.holding || r.w != nil {
+		r.mu.Unlock()
+		return errors.New("record: Save is for a held recording, once")
+	}
+	held := r.held
+	r.held = nil
+	r.mu.Unlock()
+	w, err := trajectory.Create(dir, r.heldOpts)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.w = w
+	r.mu.Unlock()
+	start := *held[0].Session
+	if start.ID == "" {
+		start.ID = filepath.Base(dir)
+	}
+	held[0].Session = &start
+	for _, e := range held {
+		if err := w.Write(e); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// Dir is the trajectory's directory: "" while a held recording is not
+// saved.
+func (r *Recorder) Dir() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.w == nil {
+		return ""
+	}
+	return r.w.Dir()
+}
 
 // Err is the first error writing the trajectory, if any. Observe cannot
 // return one, so a run goes on and reports it at the end.
@@ -96,6 +157,19 @@ func (r *Recorder) Err() error {
 // The event reaches the disk in the background: a write that fails is
 // returned by a later Write, told to OnError and returned by Finish.
 func (r *Recorder) Write(e trajectory.Event) error {
+	r.mu.Lock()
+	if r.holding && r.w == nil {
+		defer r.mu.Unlock()
+		if r.closed {
+			return errors.New("trajectory: write after close")
+		}
+		if e.Time.IsZero() { // when it happened, not when it is saved
+			e.Time = r.now()
+		}
+		r.held = append(r.held, e)
+		return nil
+	}
+	r.mu.Unlock()
 	err := r.w.Write(e)
 	if err != nil {
 		r.failed(err)
@@ -238,7 +312,14 @@ func (r *Recorder) Finish(o *agent.Outcome) error {
 	}
 	end.Budget = o.Budget
 	r.Write(trajectory.Event{Type: trajectory.TypeSessionEnd, End: end})
-	cerr := r.w.Close()
+	r.mu.Lock()
+	w := r.w
+	r.closed = true
+	r.mu.Unlock()
+	if w == nil { // held: Save writes it
+		return nil
+	}
+	cerr := w.Close()
 	if err := r.Err(); err != nil {
 		return err
 	}

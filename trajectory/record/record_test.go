@@ -1,6 +1,7 @@
 package record_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -70,5 +71,82 @@ func TestPromptsOfAndNewID(t *testing.T) {
 	id := record.NewID(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC))
 	if !regexp.MustCompile(`^20250304-050607-[0-9a-f]{6}$`).MatchString(id) {
 		t.Errorf("id %s", id)
+	}
+}
+
+// A held recording writes nothing until Save, and then what Start and the
+// same events would have written (times aside).
+func TestHeldRecordingSavesWhatStartWrites(t *testing.T) {
+	base := t.TempDir()
+	session := trajectory.Session{Task: "t", Model: "scripted:x.yaml"}
+	req := &llm.Request{Messages: []llm.Message{llm.User("hi")}}
+	events := []agent.Event{
+		{Kind: agent.EventModelCall, Agent: "host", Role: fsm.Host, Step: 1, Request: req, Response: &llm.Response{Message: llm.Assistant("ok")}},
+		{Kind: agent.EventStep, Agent: "host", Role: fsm.Host, Step: 1, To: fsm.Finish, Decision: &strategy.Decision{Status: fsm.Finish, Result: "done"},
+			Commands: []command.Command{{ToolName: "x"}}, Results: []command.Result{command.Succeeded("1", "y")}},
+	}
+	outcome := &agent.Outcome{Status: fsm.Finish, Answer: "done", Steps: 1}
+	direct, err := record.Start(filepath.Join(base, "direct"), session, trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := record.Hold(session, trajectory.Options{})
+	for _, r := range []*record.Recorder{direct, held} {
+		for _, e := range events {
+			r.Observe(e)
+		}
+		r.Write(trajectory.Event{Type: trajectory.TypeDispatch, Agent: "check", Commands: []command.Command{{ToolName: "cat"}}, Results: []command.Result{command.Succeeded("2", "z")}})
+		if err := r.Finish(outcome); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heldDir := filepath.Join(base, "held")
+	if held.Dir() != "" {
+		t.Fatalf("a held recording has a directory before Save: %q", held.Dir())
+	}
+	if _, err := os.Stat(heldDir); !os.IsNotExist(err) {
+		t.Fatalf("a held recording wrote before Save: %v", err)
+	}
+	if err := held.Save(heldDir); err != nil {
+		t.Fatal(err)
+	}
+	if held.Dir() != heldDir {
+		t.Errorf("Dir after Save: %q", held.Dir())
+	}
+	if err := held.Save(filepath.Join(base, "again")); err == nil {
+		t.Error("a second Save was accepted")
+	}
+	a, err := trajectory.Read(filepath.Join(base, "direct"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := trajectory.Read(heldDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Events) != len(b.Events) || len(b.Events) != 5 {
+		t.Fatalf("held recording has %d events, direct %d; want 5 each", len(b.Events), len(a.Events))
+	}
+	if b.Session().ID != "held" || b.Session().Task != "t" || b.Session().Format != trajectory.Format {
+		t.Errorf("held session %+v", b.Session())
+	}
+	for i := range a.Events {
+		x, y := a.Events[i], b.Events[i]
+		x.Time, y.Time = time.Time{}, time.Time{}
+		if x.Session != nil {
+			xs, ys := *x.Session, *y.Session
+			xs.ID, ys.ID = "", ""
+			x.Session, y.Session = &xs, &ys
+		}
+		if x.End != nil {
+			xe, ye := *x.End, *y.End
+			xe.DurationMS, ye.DurationMS = 0, 0
+			x.End, y.End = &xe, &ye
+		}
+		xj, _ := json.Marshal(x)
+		yj, _ := json.Marshal(y)
+		if string(xj) != string(yj) {
+			t.Errorf("event %d differs:\n%s\n%s", i, xj, yj)
+		}
 	}
 }
