@@ -64,14 +64,20 @@ type htmlPage struct {
 // tokens and timings. resultsDir is where the trials' trajectories are.
 func (r *Report) WriteHTML(w io.Writer, resultsDir string) error {
 	page := htmlPage{Report: r}
+	// Trials that replayed one recording exactly share its trajectory:
+	// read it once.
+	steps := map[string][]htmlStep{}
 	for _, c := range r.Cases {
 		for _, t := range c.Trials {
 			ht := htmlTrial{ID: fmt.Sprintf("t-%s-%d", c.ID, t.Trial), Case: c.ID, Result: t}
-			tr, err := trajectory.Read(t.TrajectoryPath(resultsDir))
-			if err != nil {
+			p := t.TrajectoryPath(resultsDir)
+			if s, ok := steps[p]; ok {
+				ht.Steps = s
+			} else if tr, err := trajectory.Read(p); err != nil {
 				ht.Problem = err.Error()
 			} else {
 				ht.Steps = htmlSteps(tr)
+				steps[p] = ht.Steps
 			}
 			page.Trials = append(page.Trials, ht)
 		}

@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -218,6 +219,7 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if err := r.prepare(); err != nil {
 		return nil, err
 	}
+	defer r.closeLog()
 	if opts.Jobs <= 0 {
 		opts.Jobs = r.defaultJobs()
 	}
@@ -318,6 +320,82 @@ type runner struct {
 	// model, and encoding YAML costs more than the replay.
 	yamls           map[yamlKey][]byte
 	defaultRedactor *trajectory.Redactor
+	// finished are the trials in TrialsFile when the run began (resuming);
+	// log is that file, open for appending (logMu orders the lines).
+	finished map[trialKey]*TrialResult
+	resuming bool
+	// torn says TrialsFile ends in a line cut short: the next line
+	// starts on a line of its own.
+	torn  bool
+	logMu sync.Mutex
+	log   *os.File
+}
+
+type trialKey struct {
+	id    string
+	trial int
+}
+
+// TrialsFile, in a results directory, holds each finished trial's result,
+// one JSON object a line, appended as the trial ends: running again
+// resumes from it. One file for all trials, rather than a folder and a
+// file each, because creating those cost more than a replayed trial.
+const TrialsFile = "trials.jsonl"
+
+// readTrials reads a results directory's TrialsFile. A line cut short (a
+// crash while appending it) is ignored: its trial runs again. torn says
+// the file ends in one.
+func readTrials(dir string) (_ map[trialKey]*TrialResult, torn bool, _ error) {
+	b, err := os.ReadFile(filepath.Join(dir, TrialsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[trialKey]*TrialResult{}, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("evals: %w", err)
+	}
+	out := map[trialKey]*TrialResult{}
+	for line := range bytes.Lines(b) {
+		var tr TrialResult
+		if json.Unmarshal(line, &tr) != nil || tr.Case == "" || tr.Trial < 1 {
+			continue
+		}
+		out[trialKey{tr.Case, tr.Trial}] = &tr
+	}
+	return out, len(b) > 0 && b[len(b)-1] != '\n', nil
+}
+
+// appendTrial adds a finished trial to TrialsFile, in one write.
+func (r *runner) appendTrial(res *TrialResult) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	if r.log == nil {
+		f, err := os.OpenFile(filepath.Join(r.opts.Results, TrialsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("evals: %w", err)
+		}
+		r.log = f
+		if r.torn {
+			b = append([]byte{'\n'}, b...)
+			r.torn = false
+		}
+	}
+	if _, err := r.log.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("evals: %w", err)
+	}
+	return nil
+}
+
+func (r *runner) closeLog() {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	if r.log != nil {
+		r.log.Close()
+		r.log = nil
+	}
 }
 
 // redactor is the trials' recordings' redactor: Options.Redactor, else
@@ -466,7 +544,9 @@ func (r *runner) prepare() error {
 		if (prev.Shard == nil) != (shard == nil) || prev.Shard != nil && prev.Shard.Shard != shard.Shard {
 			return fmt.Errorf("evals: %s holds the results of %s, not of %s; use a results directory per shard", r.opts.Results, prev.Shard, shard)
 		}
-		return nil
+		r.resuming = true
+		r.finished, r.torn, err = readTrials(r.opts.Results)
+		return err
 	}
 	if err := os.MkdirAll(r.opts.Results, 0o755); err != nil {
 		return fmt.Errorf("evals: %w", err)
@@ -478,7 +558,15 @@ func (r *runner) trialDir(id string, trial int) string {
 	return filepath.Join(r.opts.Results, "cases", id, fmt.Sprintf("trial-%d", trial))
 }
 
+// load is a trial finished before this run began: in TrialsFile, or in
+// its own result.json in a directory written before TrialsFile was.
 func (r *runner) load(id string, trial int) (*TrialResult, error) {
+	if !r.resuming {
+		return nil, os.ErrNotExist
+	}
+	if tr, ok := r.finished[trialKey{id, trial}]; ok {
+		return tr, nil
+	}
 	b, err := os.ReadFile(filepath.Join(r.trialDir(id, trial), "result.json"))
 	if err != nil {
 		return nil, err
@@ -626,10 +714,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
+	if err := r.appendTrial(res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -1076,7 +1161,7 @@ func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string
 		res.Success = res.Failure == ""
 	}
 	res.WallMS = trajectory.MS(time.Since(start))
-	if err := WriteJSON(filepath.Join(dir, "result.json"), res); err != nil {
+	if err := r.appendTrial(res); err != nil {
 		return nil, err
 	}
 	return res, nil

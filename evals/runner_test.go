@@ -432,3 +432,60 @@ func TestExactReplayNamesItsRecording(t *testing.T) {
 		t.Error("the HTML report could not read a trial's trajectory")
 	}
 }
+
+// Finished trials go into one file, a line each, and running again
+// resumes from it: a line cut short by a crash is a trial to run again.
+// Trials with nothing of their own to keep make no folders at all.
+func TestTrialsFileResumes(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := filepath.Abs("suites/recordings/hello")
+	var s strings.Builder
+	s.WriteString("name: trials\nmodel: replay\ncases:\n")
+	for i := range 3 {
+		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n", i, demoTask, rec)
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "results")
+	var mu sync.Mutex
+	ran := 0
+	count := func(e agent.Event) {
+		if e.Kind == agent.EventAgentStart && e.Agent == "host" {
+			mu.Lock()
+			ran++
+			mu.Unlock()
+		}
+	}
+	opts := evals.Options{Jobs: 2, Session: session.Options{Observers: []func(agent.Event){count}}}
+	if rep, err := runSuite(t, file, results, opts); err != nil || rep.Metrics.Successes != 3 {
+		t.Fatalf("%v %+v", err, rep.Metrics)
+	}
+	if _, err := os.Stat(filepath.Join(results, "cases")); !os.IsNotExist(err) {
+		t.Errorf("exact replays made folders: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(results, evals.TrialsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 3 || ran != 3 {
+		t.Fatalf("%d lines in %s after %d trials; want 3 and 3", len(lines), evals.TrialsFile, ran)
+	}
+	// A crash while the second line was being appended: the first trial
+	// is kept, the other two run again.
+	torn := lines[0] + lines[1][:len(lines[1])/2]
+	if err := os.WriteFile(filepath.Join(results, evals.TrialsFile), []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran = 0
+	rep, err := runSuite(t, file, results, opts)
+	if err != nil || rep.Metrics.Successes != 3 || ran != 2 {
+		t.Fatalf("resumed: %v %+v, %d trials run again; want 3 successes, 2 run", err, rep.Metrics, ran)
+	}
+	ran = 0
+	if rep, err := runSuite(t, file, results, opts); err != nil || rep.Metrics.Successes != 3 || ran != 0 {
+		t.Fatalf("resumed a finished run: %v %+v, %d trials run again; want none", err, rep.Metrics, ran)
+	}
+}

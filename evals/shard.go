@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,7 +120,12 @@ func Merge(dirs []string, out string) (*Report, error) {
 				return nil, fmt.Errorf("merge: shard %s (%s) has no result for case %s", sh, dir, id)
 			}
 			for _, tr := range c.Trials {
+				// A trial's folder holds what it wrote of its own; a trial
+				// that replayed its recording exactly has none.
 				src := filepath.Join(dir, "cases", id, fmt.Sprintf("trial-%d", tr.Trial))
+				if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+					continue
+				}
 				if err := copyDir(src, filepath.Join(out, "cases", id, fmt.Sprintf("trial-%d", tr.Trial))); err != nil {
 					return nil, fmt.Errorf("merge: %w", err)
 				}
@@ -152,6 +158,19 @@ func Merge(dirs []string, out string) (*Report, error) {
 	}
 	if err := WriteJSON(filepath.Join(out, "run.json"), whole); err != nil {
 		return nil, err
+	}
+	var trials bytes.Buffer
+	for _, id := range first.Shard.Cases {
+		for _, tr := range results[id] {
+			b, err := json.Marshal(tr)
+			if err != nil {
+				return nil, err
+			}
+			trials.Write(append(b, '\n'))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(out, TrialsFile), trials.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
 	}
 	return rep, WriteJSON(filepath.Join(out, "report.json"), rep)
 }

@@ -19,7 +19,7 @@ func TestEvalDemoSuite(t *testing.T) {
 	if code != 0 || !strings.Contains(text, "| success rate | 100.0% (3/3 trials, 3 cases) |") || !strings.Contains(text, "3/3  pass 3  fail 0") {
 		t.Fatalf("exit %d\n%s", code, text)
 	}
-	for _, f := range []string{"report.json", "report.md", "junit.xml", "report.html", "run.json", "cases/hello/trial-1/result.json"} {
+	for _, f := range []string{"report.json", "report.md", "junit.xml", "report.html", "run.json", "trials.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
@@ -92,7 +92,7 @@ func TestEvalShardsAndMerge(t *testing.T) {
 	if code != 0 || !strings.Contains(text, "| success rate | 100.0% (3/3 trials, 3 cases) |") {
 		t.Fatalf("merge: exit %d\n%s", code, text)
 	}
-	for _, f := range []string{"report.json", "report.md", "junit.xml", "report.html", "run.json", "cases/moon-flight/trial-1/result.json"} {
+	for _, f := range []string{"report.json", "report.md", "junit.xml", "report.html", "run.json", "trials.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
