@@ -199,8 +199,10 @@ var (
 	errInterrupted = errors.New("interrupted")
 )
 
-// Run runs the suite's cases and writes the results directory: a
-// result.json and a trajectory per trial, and report.json. It returns the
+// Run runs the suite's cases and writes the results directory: each
+// trial's result (TrialsFile) and trajectory (or, for a trial that
+// replayed its recording exactly, none: it names the recording), and
+// report.json. It returns the
 // report even when interrupted (with the trials done so far) along with
 // ctx's error.
 func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {

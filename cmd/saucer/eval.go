@@ -43,8 +43,8 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 		Use:   "eval SUITE.yaml",
 		Short: "Run an eval suite and write its reports (JSON, JUnit XML, Markdown, HTML)",
 		Long: "Run every case of an eval suite (see evals/README.md): cases on recorded or live local devices, " +
-			"with checkers, trials, limits and metrics. The results directory keeps a result and a trajectory per " +
-			"trial; running again with the same directory resumes, and refuses if the suite or the options changed. " +
+			"with checkers, trials, limits and metrics. The results directory keeps every trial's result (trials.jsonl) " +
+			"and its trajectory (a trial that replayed its recording exactly names the recording instead); running again with the same directory resumes, and refuses if the suite or the options changed. " +
 			"--model replaces every case's model. Exits 1 when the success rate is below --min-success, 3 when trials " +
 			"could not be run (infra_error: a device, setup script or model that did not start), 130 when interrupted (143 by SIGTERM) " +
 			"(run again to resume).",
@@ -158,8 +158,8 @@ func infraFailed(w io.Writer, rep *evals.Report) bool {
 	if len(lines) == 0 {
 		return false
 	}
-	fmt.Fprintf(w, "saucer eval: %d trial(s) could not be run (infra_error); fix the cause, delete their trial directories (cases/ID/trial-N) and run again to redo them:\n%s\n",
-		len(lines), strings.Join(lines, "\n"))
+	fmt.Fprintf(w, "saucer eval: %d trial(s) could not be run (infra_error); fix the cause, remove their lines from the results directory's %s (grep -v '\"failure\":\"infra_error\"') and run again to redo them:\n%s\n",
+		len(lines), evals.TrialsFile, strings.Join(lines, "\n"))
 	return true
 }
 
