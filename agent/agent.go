@@ -242,9 +242,10 @@ func (s *Session) announceDecision(next strategy.Handler) strategy.Handler {
 		if s.opts.Observer == nil {
 			return next(ctx, pc)
 		}
-		had := pc.Decision() != nil
+		had := pc.Decided()
 		err := next(ctx, pc)
-		if d := pc.Decision(); !had && d != nil && pc.Phase() == strategy.LLMInteraction {
+		if !had && pc.Decided() && pc.Phase() == strategy.LLMInteraction {
+			d := pc.Decision()
 			e := about(EventDecision, pc)
 			e.Phase = "" // a decision is reported for the step, not the phase
 			e.To, e.Decision, e.Usage, e.Attempts = d.Status, d, pc.Usage(), pc.Attempts()

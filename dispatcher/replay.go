@@ -27,6 +27,9 @@ type ReplayOptions struct {
 	// of the replay, not a divergence. AtEnd is called and the batch's
 	// commands are skipped.
 	AtEnd func()
+	// Skip, when set, leaves out the recorded dispatches it reports true
+	// for (an eval trial's checks, when only its agents replay).
+	Skip func(*trajectory.Event) bool
 }
 
 // Replay answers commands with the results of a recorded session: the
@@ -61,7 +64,7 @@ var _ Dispatcher = (*Replay)(nil)
 func NewReplay(events []trajectory.Event, opts ReplayOptions) *Replay {
 	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}, wantParams: map[*command.Command]string{}}
 	for i := range events {
-		if events[i].Type == trajectory.TypeDispatch {
+		if events[i].Type == trajectory.TypeDispatch && (opts.Skip == nil || !opts.Skip(&events[i])) {
 			r.batches = append(r.batches, &events[i])
 		}
 	}

@@ -103,3 +103,19 @@ func TestReplayAtEnd(t *testing.T) {
 		t.Errorf("past the end: %+v, AtEnd called %d times, divergences %v", res, ended, r.Divergences())
 	}
 }
+
+// Skip leaves recorded dispatches out of the replay without a copy of the
+// events: here the step's action, so the observations are all there is.
+func TestReplaySkip(t *testing.T) {
+	events := recorded()
+	r := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Skip: func(e *trajectory.Event) bool { return e.Phase == "ACTION_EXECUTION" }})
+	if r.Remaining() != 2 {
+		t.Fatalf("%d batches to replay; want the 2 observations", r.Remaining())
+	}
+	ctx := context.Background()
+	r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "a"})})
+	r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "b"})})
+	if r.Remaining() != 0 || len(r.Divergences()) != 0 {
+		t.Errorf("remaining %d, divergences %v", r.Remaining(), r.Divergences())
+	}
+}

@@ -175,16 +175,8 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	}
 	// An eval trial's recording ends with its checks' commands; a replay of
 	// the session runs no checks. The device answers from the dispatches.
-	events := t.Events
-	if slices.ContainsFunc(events, isCheck) {
-		events = nil
-		for _, e := range t.Events {
-			if e.Type == trajectory.TypeDispatch && !isCheck(e) {
-				events = append(events, e)
-			}
-		}
-	}
-	dev := dispatcher.NewReplay(events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor, AtEnd: atEnd})
+	dev := dispatcher.NewReplay(t.Events, dispatcher.ReplayOptions{Lenient: opts.Model != nil, Redactor: opts.Redactor, AtEnd: atEnd,
+		Skip: isCheck})
 	observer := opts.Observer
 	var rec *record.Recorder
 	if opts.RecordTo != "" {
@@ -323,7 +315,7 @@ func callsOf(t *trajectory.Trajectory) []trajectory.Call {
 	return out
 }
 
-func isCheck(e trajectory.Event) bool { return e.Agent == CheckAgent || e.Agent == JudgeAgent }
+func isCheck(e *trajectory.Event) bool { return e.Agent == CheckAgent || e.Agent == JudgeAgent }
 
 // CheckAgent and JudgeAgent name, in a trial's trajectory, the commands of
 // state checks and the calls of judge checks.

@@ -151,6 +151,9 @@ func (pc *Context) Response() *llm.Response {
 	return &r
 }
 
+// Decided reports whether the step has a decision, without copying it.
+func (pc *Context) Decided() bool { return pc.decision != nil }
+
 // Decision is what the model decided this step, or nil before it has.
 // Change it with Decide.
 func (pc *Context) Decision() *Decision {

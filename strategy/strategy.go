@@ -73,14 +73,16 @@ type Entry struct {
 
 // Processor runs a step's strategies phase by phase.
 type Processor struct {
-	phases     map[Phase][]Entry
-	middleware []Middleware
+	phases map[Phase][]Entry
+	// handlers[ph][i] is phases[ph][i]'s Execute inside the middleware,
+	// wrapped once: a step runs each without building its chain again.
+	handlers map[Phase][]Handler
 }
 
 // NewProcessor builds a processor. Entries run in phase order, and in the
 // given order within a phase. Middleware is applied outermost first.
 func NewProcessor(entries []Entry, mw ...Middleware) (*Processor, error) {
-	p := &Processor{phases: map[Phase][]Entry{}, middleware: mw}
+	p := &Processor{phases: map[Phase][]Entry{}, handlers: map[Phase][]Handler{}}
 	for _, e := range entries {
 		if e.Strategy == nil {
 			return nil, errors.New("strategy: nil strategy in processor")
@@ -90,6 +92,11 @@ func NewProcessor(entries []Entry, mw ...Middleware) (*Processor, error) {
 			return nil, fmt.Errorf("strategy %q: unknown phase %q (phases: %v)", e.Strategy.Name(), ph, Phases)
 		}
 		p.phases[ph] = append(p.phases[ph], e)
+		h := Handler(e.Strategy.Execute)
+		for i := len(mw) - 1; i >= 0; i-- {
+			h = mw[i](h)
+		}
+		p.handlers[ph] = append(p.handlers[ph], h)
 	}
 	return p, nil
 }
@@ -124,7 +131,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // strategy that has started is never cut off by the processor.
 func (p *Processor) Run(ctx context.Context, pc *Context) error {
 	for _, ph := range Phases {
-		for _, e := range p.phases[ph] {
+		for i, e := range p.phases[ph] {
 			if ph == DataCollection || ph == LLMInteraction {
 				if err := ctx.Err(); err != nil {
 					return context.Cause(ctx)
@@ -132,12 +139,8 @@ func (p *Processor) Run(ctx context.Context, pc *Context) error {
 			}
 			pc.running = e.Strategy.Name()
 			pc.phase = ph
-			h := Handler(e.Strategy.Execute)
-			for i := len(p.middleware) - 1; i >= 0; i-- {
-				h = p.middleware[i](h)
-			}
 			start := time.Now()
-			err := runGuarded(h, ctx, pc)
+			err := runGuarded(p.handlers[ph][i], ctx, pc)
 			pc.addTiming(ph, time.Since(start))
 			if err != nil {
 				serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}

@@ -145,3 +145,27 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("unknown strategy error should list the registered ones: %v", err)
 	}
 }
+
+// A processor wraps each strategy in its middleware once, when it is
+// made: a step does not build the chains again (a replayed step spent a
+// tenth of its allocations on them).
+func TestMiddlewareWrapsOncePerProcessor(t *testing.T) {
+	var log []string
+	wraps := 0
+	mw := func(next strategy.Handler) strategy.Handler {
+		wraps++
+		return next
+	}
+	p, _ := strategy.NewProcessor([]strategy.Entry{
+		{Strategy: record(&log, "a", strategy.DataCollection, nil)},
+		{Strategy: record(&log, "b", strategy.MemoryUpdate, nil)},
+	}, mw)
+	for range 5 {
+		if err := p.Run(context.Background(), &strategy.Context{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wraps != 2 || len(log) != 10 {
+		t.Errorf("%d wraps for 2 strategies over 5 steps (%d runs); want 2 (10 runs)", wraps, len(log))
+	}
+}
