@@ -54,8 +54,9 @@ func BenchmarkReplay(b *testing.B) {
 
 // BenchmarkReplaySuite1000 runs a suite of 1,000 cases on recorded devices
 // end to end with two workers: reading the recordings, replaying each
-// session, running its checks, writing a result and a trajectory per case
-// and the JSON report. s/suite is wall time, cpu-s/suite the CPU it took
+// session, running its checks, writing each result (a line of
+// trials.jsonl; every case replays its recording exactly, so none keeps a
+// trajectory of its own) and the JSON report. s/suite is wall time, cpu-s/suite the CPU it took
 // (goal: under 3 s on two cores, so under 6 CPU-seconds).
 func BenchmarkReplaySuite1000(b *testing.B) {
 	dir := b.TempDir()
