@@ -60,7 +60,7 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 			return nil, err
 		}
 	}
-	own, err := ownDisplay(ctx, cfg, o.App)
+	own, err := ownDisplay(ctx, cfg, o.App, sb)
 	if err != nil {
 		if sb != nil {
 			sb.Close()
@@ -280,7 +280,7 @@ func Builtin(cfg *config.Config, workdir, name string) (srv *tools.Server, stop 
 	}
 	var own *display.Display
 	if name == "desktop" && cfg.Tools.Desktop.Enabled {
-		if own, err = startOwnDisplay(context.Background(), cfg); err != nil {
+		if own, err = startOwnDisplay(context.Background(), cfg, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -325,6 +325,11 @@ func builtin(cfg *config.Config, workdir, name string, def config.MCPServer, sb 
 				ScrubURLPasswords: p.ScrubURLPasswords}}
 		if sb != nil {
 			o.Dir, o.Jail = sb.WorkDir(), sb
+			if own != nil && own.Jailed() {
+				// The desktop runs in the sandbox too: what the agent
+				// starts from the shell shows on it.
+				o.Env = own.SessionEnv
+			}
 		} else if own != nil {
 			// What the agent starts from the shell shows on its own
 			// desktop too, never on the person's.

@@ -173,6 +173,9 @@ type Sandbox struct {
 	closeOnce sync.Once
 	closeErr  error
 	watched   chan struct{} // closed when the watcher has returned
+
+	pidMu    sync.Mutex
+	hostPIDs map[int]int // by id inside, as last found (pids.go)
 }
 
 // instance is one run of the sandbox: its bwrap and first process.

@@ -143,16 +143,18 @@ func (a *a11y) listen(ch chan *dbus.Signal) {
 // dialA11y finds the AT-SPI bus through org.a11y.Bus on the session bus
 // (sessionAddr, or the environment's when empty) and connects to it. ctx
 // bounds the dialling only: the connection lives until Close.
-func dialA11y(ctx context.Context, sessionAddr string) (*a11y, error) {
-	if sessionAddr == "" {
-		sessionAddr = envSessionBus()
-	}
-	if sessionAddr == "" {
-		return nil, errors.New("no session D-Bus: DBUS_SESSION_BUS_ADDRESS is not set (start the desktop session, or set it)")
-	}
-	addr, err := a11yBusAddress(ctx, sessionAddr)
-	if err != nil {
-		return nil, err
+func dialA11y(ctx context.Context, sessionAddr, addr string) (*a11y, error) {
+	if addr == "" {
+		if sessionAddr == "" {
+			sessionAddr = envSessionBus()
+		}
+		if sessionAddr == "" {
+			return nil, errors.New("no session D-Bus: DBUS_SESSION_BUS_ADDRESS is not set (start the desktop session, or set it)")
+		}
+		var err error
+		if addr, err = a11yBusAddress(ctx, sessionAddr); err != nil {
+			return nil, err
+		}
 	}
 	conn, err := dbus.Connect(addr, dbus.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {

@@ -72,7 +72,7 @@ func checkBuses(ctx context.Context, sessionAddr string) []Finding {
 	}
 	sess.Close()
 	found := []Finding{{What: "session bus", OK: true, Detail: sessionAddr}}
-	a, err := dialA11y(ctx, sessionAddr)
+	a, err := dialA11y(ctx, sessionAddr, "")
 	if err != nil {
 		return append(found, Finding{What: "AT-SPI bus", Detail: err.Error(),
 			Fix: "install at-spi2-core (Debian) and let the session start its bus launcher (/usr/libexec/at-spi-bus-launcher)"})

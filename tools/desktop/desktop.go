@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,6 +52,35 @@ type Options struct {
 	// is for (a named desktop app): launch_app with nothing named starts
 	// it, and tools that name no window act on its windows.
 	App []string
+	// Launcher, when set, starts the applications where the display runs
+	// (a desktop of its own inside a sandbox), and A11yBus is the AT-SPI
+	// bus's address as this process reaches it (default: asked of the
+	// session bus).
+	Launcher Launcher
+	A11yBus  string
+}
+
+// A Launcher starts applications on a display that runs in another PID
+// namespace than this process (a sandbox's: package display's Display
+// inside a jail). The buses and the display server there know processes
+// by their ids there; HostPID gives the id here, by which the desktop
+// tells launched processes, their windows and frozen ones.
+type Launcher interface {
+	// AppCommand prepares argv to run there, in dir (there), with env
+	// added to that place's environment.
+	AppCommand(dir string, env []string, argv ...string) *exec.Cmd
+	// HostPID is the id here of the process with id pid there; 0 when
+	// there is none.
+	HostPID(pid int) int
+}
+
+// hostPID is the id here of a process a bus or the display server
+// reports.
+func (d *Desktop) hostPID(pid int) int {
+	if d.opts.Launcher == nil || pid <= 0 {
+		return pid
+	}
+	return d.opts.Launcher.HostPID(pid)
 }
 
 func (o Options) withDefaults() Options {
@@ -144,7 +174,7 @@ func (d *Desktop) connect(ctx context.Context) error {
 		d.x = x
 	}
 	if d.a == nil {
-		a, err := dialA11y(ctx, d.opts.Bus)
+		a, err := dialA11y(ctx, d.opts.Bus, d.opts.A11yBus)
 		if err != nil {
 			return err
 		}
@@ -448,7 +478,8 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 		app := d.apps[r.Bus]
 		if app == nil {
 			app = &appInfo{bus: r.Bus}
-			app.pid, _ = d.a.pid(ctx, r.Bus)
+			pid, _ := d.a.pid(ctx, r.Bus)
+			app.pid = d.hostPID(pid)
 			d.apps[r.Bus] = app
 			d.a.pids[r.Bus] = app.pid
 		}

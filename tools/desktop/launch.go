@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -170,21 +171,33 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	if isChromium(command[0]) && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
 		args = append([]string{chromiumFlag}, args...)
 	}
-	cmd := exec.Command(command[0], args...)
-	cmd.Env = append(os.Environ(), d.opts.Env...)
-	if d.opts.Display != "" {
-		cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
+	startupID := fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))
+	var cmd *exec.Cmd
+	if d.opts.Launcher != nil {
+		// Where the display runs (a sandbox): the options' environment is
+		// the display's as the application sees it; nothing of this
+		// process's goes in.
+		env := append(append(slices.Clone(d.opts.Env), a11yEnv()...), "DESKTOP_STARTUP_ID="+startupID)
+		cmd = d.opts.Launcher.AppCommand(d.opts.Dir, env, append([]string{command[0]}, args...)...)
+		// The application may outlive the process that entered its
+		// place (and leave its group), holding its error output.
+		cmd.WaitDelay = 2 * time.Second
+	} else {
+		cmd = exec.Command(command[0], args...)
+		cmd.Env = append(os.Environ(), d.opts.Env...)
+		if d.opts.Display != "" {
+			cmd.Env = append(cmd.Env, "DISPLAY="+d.opts.Display)
+		}
+		if d.opts.Wayland != "" {
+			cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
+		}
+		if d.opts.Bus != "" {
+			cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
+		}
+		cmd.Env = append(append(cmd.Env, a11yEnv()...), "DESKTOP_STARTUP_ID="+startupID)
+		cmd.Dir = d.opts.Dir
 	}
-	if d.opts.Wayland != "" {
-		cmd.Env = append(cmd.Env, "WAYLAND_DISPLAY="+d.opts.Wayland, "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland")
-	}
-	if d.opts.Bus != "" {
-		cmd.Env = append(cmd.Env, "DBUS_SESSION_BUS_ADDRESS="+d.opts.Bus)
-	}
-	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail.Buffer{},
-		startupID: fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))}
-	cmd.Env = append(append(cmd.Env, a11yEnv()...), "DESKTOP_STARTUP_ID="+p.startupID)
-	cmd.Dir = d.opts.Dir
+	p := &launched{cmd: cmd, done: make(chan struct{}), stderr: &tail.Buffer{}, startupID: startupID}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -64,7 +64,14 @@ var errCannot = errors.New("this display server offers no way to do it")
 func dialScreen(o Options) (screen, error) {
 	switch {
 	case o.Display != "":
-		return dialX(o.Display)
+		x, err := dialX(o.Display)
+		if err != nil {
+			return nil, err
+		}
+		if o.Launcher != nil {
+			x.hostPID = o.Launcher.HostPID
+		}
+		return x, nil
 	case o.Wayland != "":
 		return dialWayland(o.Wayland, o.SwaySock)
 	case os.Getenv("DISPLAY") != "":

@@ -46,6 +46,9 @@ type display struct {
 	damage  bool                    // the server has the DAMAGE extension
 	damages chan damage.NotifyEvent // damage events, from the event pump
 	ended   atomic.Bool             // the connection has closed
+	// hostPID maps the process ids windows carry (_NET_WM_PID, the id
+	// in the client's PID namespace) to this process's; nil keeps them.
+	hostPID func(int) int
 }
 
 func dialX(name string) (*display, error) {
@@ -443,6 +446,14 @@ type xwin struct {
 	startupID string
 }
 
+// pid is a window's process id as this process knows it.
+func (d *display) pid(p uint32) uint32 {
+	if d.hostPID == nil || p == 0 {
+		return p
+	}
+	return uint32(d.hostPID(int(p)))
+}
+
 // topLevels lists the client windows: the root's mapped children with a
 // process id (_NET_WM_PID), else their children that have one (a
 // reparenting window manager's frames hold the clients).
@@ -478,7 +489,7 @@ func (d *display) topLevels() ([]xwin, error) {
 				continue
 			}
 			if err2 == nil && p.ValueLen == 1 && len(p.Value) >= 4 {
-				found = append(found, xwin{id: w, top: tops[i], pid: xgb.Get32(p.Value)})
+				found = append(found, xwin{id: w, top: tops[i], pid: d.pid(xgb.Get32(p.Value))})
 				continue
 			}
 			if depth == 0 {

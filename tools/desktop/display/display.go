@@ -83,21 +83,81 @@ func Missing(kind Kind) string {
 	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
 }
 
+// missingIn is Missing for the inside of a jail: what kind needs and the
+// jail's root lacks, looked for in the folders of its PATH.
+func missingIn(j Jail, kind Kind) string {
+	var miss, pkgs []string
+	for exe, pkg := range map[string]string{servers[kind]: packages[kind], BusDaemon: "dbus-daemon", BusLauncher: "at-spi2-core"} {
+		found := false
+		for _, dir := range jailPath {
+			p := exe
+			if !filepath.IsAbs(exe) {
+				p = filepath.Join(dir, exe)
+			}
+			if st, err := os.Stat(j.Path(p)); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			miss, pkgs = append(miss, exe), append(pkgs, pkg)
+		}
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	slices.Sort(miss)
+	slices.Sort(pkgs)
+	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
+}
+
+// jailPath are the folders where programs are looked for inside a jail
+// (a sandbox's PATH).
+var jailPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
 // Options configure a display.
 type Options struct {
 	Kind Kind
 	// Width and Height of the screen; default 1280x800.
 	Width, Height int
+	// Jail, when set, is where the display, its buses and its
+	// applications run (a sandbox); Xvfb only.
+	Jail Jail
 }
+
+// A Jail is a place other than this host where a display can run: a
+// sandbox, with its own root, /tmp, network and PID namespaces (package
+// local adapts sandbox.Sandbox). The display, its buses and its
+// applications start inside; this process reaches their sockets, which
+// are files inside, through Path, and knows their processes through
+// HostPID. Nothing of the person's session is reachable from inside.
+type Jail interface {
+	// Command prepares argv to run inside, in dir there ("" for the
+	// jail's working folder), with env added to the jail's own
+	// environment (never this process's).
+	Command(dir string, env []string, argv ...string) *exec.Cmd
+	// Path is the host's path of a path inside.
+	Path(inside string) string
+	// HostPID is the host's id of the process with id pid inside, or 0.
+	HostPID(pid int) int
+}
+
+// JailDir is the display's folder inside a jail: its bus socket, the X
+// cookie, and the applications' home and runtime folders.
+const JailDir = "/run/saucer-display"
 
 // Display is a running desktop of its own.
 type Display struct {
 	Kind Kind
-	// X11 is the X display (":N") of Xvfb; Wayland the absolute path of
+	// X11 is the X display (":N") of Xvfb ("/FOLDER/X:N", a link to its
+	// socket, inside a jail); Wayland the absolute path of
 	// the compositor's socket; SwaySock sway's IPC socket.
 	X11, Wayland, SwaySock string
-	// Bus is the private session bus's address.
-	Bus string
+	// Bus is the private session bus's address; A11yBus the AT-SPI
+	// bus's. Inside a jail, the display's processes reach both by paths
+	// inside, and X11, Bus and A11yBus name the sockets as this process
+	// reaches them (Env names them as the processes inside do).
+	Bus, A11yBus string
 	// Env is what the applications on this display need: the display and
 	// the bus, a private home and runtime folder, accessibility on, and
 	// the person's display and accessibility variables emptied, so that
@@ -111,11 +171,16 @@ type Display struct {
 
 	dir string
 	tag string
-	// a11yAddr is the AT-SPI bus's address, once it is up.
-	a11yAddr string
-	mu       sync.Mutex
-	procs    []*proc
-	ended    bool
+	// root is the display's folder as its processes see it: dir, or
+	// JailDir inside a jail.
+	root string
+	jail Jail
+	// x11, bus and a11yAddr are the display's and the buses' addresses
+	// as its processes reach them.
+	x11, bus, a11yAddr string
+	mu                 sync.Mutex
+	procs              []*proc
+	ended              bool
 }
 
 // proc is a started process and a channel closed when it has exited.
@@ -133,22 +198,35 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 	if m := Missing(o.Kind); m != "" {
 		return nil, fmt.Errorf("a desktop of its own on %s needs %s", o.Kind, m)
 	}
+	if o.Jail != nil {
+		if o.Kind != Xvfb {
+			return nil, fmt.Errorf("a desktop of its own inside the sandbox runs on Xvfb (own or xvfb), not %s", o.Kind)
+		}
+		if m := missingIn(o.Jail, o.Kind); m != "" {
+			return nil, fmt.Errorf("a desktop of its own inside the sandbox needs %s inside: install them in the sandbox's root filesystem, or give it the host's (sandbox.root: /)", m)
+		}
+	}
 	if o.Width <= 0 || o.Height <= 0 {
 		o.Width, o.Height = 1280, 800
 	}
 	sweepOnce.Do(sweep)
+	// Inside a jail the host folder keeps only the display's tag (for the
+	// sweep) and the way to its X socket.
 	dir, err := os.MkdirTemp("", dirPrefix+ownerTag()+"-")
 	if err != nil {
 		return nil, err
 	}
-	d := &Display{Kind: o.Kind, dir: dir, tag: filepath.Base(dir)}
+	d := &Display{Kind: o.Kind, dir: dir, tag: filepath.Base(dir), root: dir, jail: o.Jail}
+	if o.Jail != nil {
+		d.root = JailDir
+	}
 	defer func() {
 		if err != nil {
 			d.Close()
 		}
 	}()
 	for _, sub := range []string{"home", "xdg", "config", "data", "cache"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+		if err := os.MkdirAll(d.host(d.at(sub)), 0o700); err != nil {
 			return nil, err
 		}
 	}
@@ -166,13 +244,13 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 	if err := d.startBus(ctx); err != nil {
 		return nil, err
 	}
-	d.SessionEnv = append(d.displayEnv(), "DBUS_SESSION_BUS_ADDRESS="+d.Bus, "AT_SPI_BUS_ADDRESS=",
+	d.SessionEnv = append(d.displayEnv(), "DBUS_SESSION_BUS_ADDRESS="+d.bus, "AT_SPI_BUS_ADDRESS=",
 		"NO_AT_BRIDGE=0", "GTK_A11Y=atspi", "QT_ACCESSIBILITY=1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1",
 		tagVar+"="+d.tag)
 	d.Env = append(slices.Clone(d.SessionEnv),
-		"XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg"), "HOME="+filepath.Join(dir, "home"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GSETTINGS_BACKEND=memory", "LANG=C.UTF-8")
+		"XDG_RUNTIME_DIR="+d.at("xdg"), "HOME="+d.at("home"),
+		"XDG_CONFIG_HOME="+d.at("config"), "XDG_DATA_HOME="+d.at("data"),
+		"XDG_CACHE_HOME="+d.at("cache"), "GSETTINGS_BACKEND=memory", "LANG=C.UTF-8")
 	if err := d.start(d.command(BusLauncher, "--launch-immediately")); err != nil {
 		return nil, fmt.Errorf("start the AT-SPI bus launcher: %w", err)
 	}
@@ -194,18 +272,44 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 // displayEnv names this display and empties the others.
 func (d *Display) displayEnv() []string {
 	if d.Kind == Xvfb {
-		return []string{"DISPLAY=" + d.X11, "XAUTHORITY=" + filepath.Join(d.dir, "xauth"), "WAYLAND_DISPLAY=",
+		return []string{"DISPLAY=" + d.x11, "XAUTHORITY=" + d.at("xauth"), "WAYLAND_DISPLAY=",
 			"GDK_BACKEND=x11", "QT_QPA_PLATFORM=xcb", "SWAYSOCK="}
 	}
 	return []string{"WAYLAND_DISPLAY=" + d.Wayland, "DISPLAY=", "GDK_BACKEND=wayland", "QT_QPA_PLATFORM=wayland",
 		"SWAYSOCK=" + d.SwaySock, "XDG_SESSION_TYPE=wayland"}
 }
 
-// Dir is the display's private folder (the applications' home is in it).
+// Dir is the display's private folder on the host (the applications'
+// home is in it, but inside a jail).
 func (d *Display) Dir() string { return d.dir }
 
-// Home is the applications' home folder.
-func (d *Display) Home() string { return filepath.Join(d.dir, "home") }
+// Home is the applications' home folder, as they see it.
+func (d *Display) Home() string { return d.at("home") }
+
+// Jailed reports whether the display runs inside a jail.
+func (d *Display) Jailed() bool { return d.jail != nil }
+
+// at is a path in the display's folder as its processes see it.
+func (d *Display) at(elem ...string) string {
+	return filepath.Join(append([]string{d.root}, elem...)...)
+}
+
+// host is the host's path of a path its processes see.
+func (d *Display) host(p string) string {
+	if d.jail == nil {
+		return p
+	}
+	return d.jail.Path(p)
+}
+
+// HostPID is the host's id of the display's process pid, as a bus or
+// the display server reports it (the id inside a jail).
+func (d *Display) HostPID(pid int) int {
+	if d.jail == nil {
+		return pid
+	}
+	return d.jail.HostPID(pid)
+}
 
 // Command prepares a process that runs on the display and its bus.
 func (d *Display) Command(name string, args ...string) *exec.Cmd {
@@ -213,9 +317,30 @@ func (d *Display) Command(name string, args ...string) *exec.Cmd {
 }
 
 func (d *Display) command(name string, args ...string) *exec.Cmd {
-	c := exec.Command(name, args...)
-	c.Env = append(os.Environ(), d.Env...)
-	c.Dir = d.Home()
+	return d.exec(d.Home(), d.Env, append([]string{name}, args...)...)
+}
+
+// AppCommand prepares an application to run on the display, in dir, with
+// env (the display's variables among them) added to this process's
+// environment, or inside a jail to the jail's.
+func (d *Display) AppCommand(dir string, env []string, argv ...string) *exec.Cmd {
+	return d.exec(dir, env, argv...)
+}
+
+// exec prepares argv where the display runs, tagged, with env added to
+// the environment there.
+func (d *Display) exec(dir string, env []string, argv ...string) *exec.Cmd {
+	env = append(slices.Clone(env), tagVar+"="+d.tag)
+	if d.jail != nil {
+		c := d.jail.Command(dir, env, argv...)
+		// What runs inside may outlive the host process that entered the
+		// jail, holding its output: Wait does not wait on it for long.
+		c.WaitDelay = 2 * time.Second
+		return c
+	}
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env = append(os.Environ(), env...)
+	c.Dir = dir
 	return c
 }
 
@@ -280,6 +405,13 @@ func (d *Display) Close() error {
 	procs := d.procs
 	d.procs, d.ended = nil, true
 	d.mu.Unlock()
+	if d.jail != nil {
+		// Inside a jail a process may leave the group it was started in:
+		// Xvfb, finding no process group of its own in the jail's PID
+		// namespace (the group's leader is outside), makes one. Every
+		// process the display started there carries its tag.
+		killTagged(d.tag)
+	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		pid := procs[i].cmd.Process.Pid
 		if pid <= 0 {
@@ -305,8 +437,8 @@ func (d *Display) Close() error {
 // startXvfb starts Xvfb with -displayfd, which picks a free display and
 // writes its number once the server is ready, behind a cookie (xauth.go).
 func (d *Display) startXvfb(ctx context.Context, o Options) error {
-	auth, cookie := filepath.Join(d.dir, "xauth"), randomBytes(16)
-	if err := writeXauthority(auth, cookie); err != nil {
+	auth, cookie := d.at("xauth"), randomBytes(16)
+	if err := writeXauthority(d.host(auth), cookie); err != nil {
 		return err
 	}
 	r, w, err := os.Pipe()
@@ -314,9 +446,10 @@ func (d *Display) startXvfb(ctx context.Context, o Options) error {
 		return err
 	}
 	defer r.Close()
-	x := exec.Command(servers[Xvfb], "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
+	x := d.exec("", nil, servers[Xvfb], "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", o.Width, o.Height),
 		"-nolisten", "tcp", "-noreset", "-auth", auth) // no reset: it would forget the user let in
 	x.ExtraFiles = []*os.File{w}
+	x.Stderr = &tail.Buffer{}
 	err = d.start(x)
 	w.Close()
 	if err != nil {
@@ -324,10 +457,21 @@ func (d *Display) startXvfb(ctx context.Context, o Options) error {
 	}
 	line, err := readLine(ctx, r, 15*time.Second)
 	if err != nil {
-		return fmt.Errorf("Xvfb did not report a display: %w", err)
+		return fmt.Errorf("Xvfb did not report a display: %w%s", err, errorNote(x.Stderr))
 	}
-	d.X11 = ":" + line
-	return allowLocalUser(line, cookie)
+	d.x11, d.X11 = ":"+line, ":"+line
+	socket := d.host("/tmp/.X11-unix/X" + line)
+	if d.jail != nil {
+		// The X socket is a file of the jail's own /tmp. X11 clients take
+		// a display named "/path/NAME:N" as the socket "/path/NAME:N":
+		// a link of that name in the host folder leads to it.
+		link := filepath.Join(d.dir, "X:"+line)
+		if err := os.Symlink(socket, link); err != nil {
+			return err
+		}
+		d.X11 = filepath.Join(d.dir, "X") + ":" + line
+	}
+	return allowLocalUser(socket, line, cookie)
 }
 
 // compositorUser is who a compositor runs as. sway refuses to run as
@@ -477,10 +621,8 @@ func (d *Display) startBus(ctx context.Context) error {
 		return err
 	}
 	defer r.Close()
-	c := exec.Command(BusDaemon, "--session", "--nofork", "--nosyslog", "--print-address=3",
-		"--address=unix:path="+filepath.Join(d.dir, "bus"))
-	c.Env = append(os.Environ(), d.displayEnv()...)
-	c.Env = append(c.Env, "HOME="+d.Home(), "XDG_RUNTIME_DIR="+filepath.Join(d.dir, "xdg"))
+	c := d.exec("", append(d.displayEnv(), "HOME="+d.Home(), "XDG_RUNTIME_DIR="+d.at("xdg")),
+		BusDaemon, "--session", "--nofork", "--nosyslog", "--print-address=3", "--address=unix:path="+d.at("bus"))
 	c.ExtraFiles = []*os.File{w}
 	err = d.start(c)
 	w.Close()
@@ -491,7 +633,10 @@ func (d *Display) startBus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the session D-Bus did not print its address: %w", err)
 	}
-	d.Bus = line
+	d.bus, d.Bus = line, line
+	if d.jail != nil {
+		d.Bus = "unix:path=" + d.host(d.at("bus"))
+	}
 	return nil
 }
 
@@ -506,8 +651,12 @@ func (d *Display) a11yReady() error {
 	if err := conn.Object("org.a11y.Bus", "/org/a11y/bus").Call("org.a11y.Bus.GetAddress", 0).Store(&addr); err != nil {
 		return err
 	}
-	d.a11yAddr = addr
-	a11y, err := dbus.Connect(addr)
+	reach, err := d.reach(addr)
+	if err != nil {
+		return err
+	}
+	d.a11yAddr, d.A11yBus = addr, reach
+	a11y, err := dbus.Connect(reach)
 	if err != nil {
 		return err
 	}
@@ -518,6 +667,29 @@ func (d *Display) a11yReady() error {
 	}
 	return a11y.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root").
 		Call("org.a11y.atspi.Accessible.GetChildren", 0).Store(&children)
+}
+
+// reach is a bus address inside the jail as this process reaches it: a
+// socket's path under the jail's root. A bus on an abstract socket (or
+// TCP) inside a jail with a network of its own cannot be reached.
+func (d *Display) reach(addr string) (string, error) {
+	if d.jail == nil {
+		return addr, nil
+	}
+	for _, alt := range strings.Split(addr, ";") {
+		kind, params, ok := strings.Cut(alt, ":")
+		if !ok || kind != "unix" {
+			continue
+		}
+		kv := strings.Split(params, ",")
+		for i, p := range kv {
+			if path, ok := strings.CutPrefix(p, "path="); ok {
+				kv[i] = "path=" + d.host(path)
+				return kind + ":" + strings.Join(kv, ","), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the bus inside the sandbox listens at %s, not at a socket's path, so Saucer cannot reach it from outside", addr)
 }
 
 // waitFor calls f until it succeeds, the deadline passes or ctx ends.

@@ -29,14 +29,14 @@ func writeXauthority(path string, cookie []byte) error {
 	return writeFile(path, b)
 }
 
-// allowLocalUser connects to display number n with the cookie and adds
+// allowLocalUser connects to display number n (at socket) with the cookie and adds
 // "localuser:NAME" (this process's user) to its access list.
-func allowLocalUser(n string, cookie []byte) error {
+func allowLocalUser(socket, n string, cookie []byte) error {
 	u, err := user.Current()
 	if err != nil {
 		return err
 	}
-	c, err := net.DialTimeout("unix", "/tmp/.X11-unix/X"+n, 5*time.Second)
+	c, err := net.DialTimeout("unix", socket, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("connect to the X display :%s: %w", n, err)
 	}
