@@ -122,7 +122,9 @@ func TestEditorInTheSandboxOnItsOwnDisplay(t *testing.T) {
 		t.Fatalf("the editor (pid %d) runs in this process's PID namespace %s, not the sandbox's", w.PID, ours)
 	}
 	environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.PID))
-	if bytes.Contains(environ, []byte("SAUCER_TEST_SECRET")) || bytes.Contains(environ, []byte("DISPLAY="+person.Display+"\x00")) {
+	// (Its DISPLAY may read as the person's, :0 in another /tmp and
+	// network: the probe below tells the displays apart.)
+	if bytes.Contains(environ, []byte("SAUCER_TEST_SECRET")) || bytes.Contains(environ, []byte(person.BusAddr)) {
 		t.Fatalf("the editor got Saucer's environment: %q", bytes.ReplaceAll(environ, []byte{0}, []byte{' '}))
 	}
 
@@ -153,8 +155,7 @@ func TestEditorInTheSandboxOnItsOwnDisplay(t *testing.T) {
 	// variables, as the editor does): the person's display is out of
 	// reach by any number, the sandbox's own is there, and the host's
 	// folders are not written.
-	probe := `echo "display=$DISPLAY"
-for n in 0 1 2 3 4 5 6 7 8 9; do xprop -display :$n -root _SAUCER_PERSON 2>/dev/null; done
+	probe := `for n in 0 1 2 3 4 5 6 7 8 9; do xprop -display :$n -root _SAUCER_PERSON 2>/dev/null; done
 xprop -root -f _SAUCER_AGENT 8s -set _SAUCER_AGENT mine && xprop -root _SAUCER_AGENT
 for d in /tmp /run /var/tmp; do echo x > $d/saucer-escape-probe && echo "wrote $d"; done
 echo inside > inside.txt`
@@ -169,9 +170,6 @@ echo inside > inside.txt`
 	}
 	if !strings.Contains(sh.Stdout, `_SAUCER_AGENT(STRING) = "mine"`) {
 		t.Fatalf("the sandbox's own display is not reachable from inside:\n%s", sh.Stdout)
-	}
-	if strings.Contains(sh.Stdout, "display="+person.Display+"\n") {
-		t.Fatalf("the person's DISPLAY reached the sandbox:\n%s", sh.Stdout)
 	}
 	for _, d := range []string{"/tmp", "/run", "/var/tmp"} {
 		if _, err := os.Stat(filepath.Join(d, "saucer-escape-probe")); err == nil {
