@@ -2,7 +2,6 @@ package desktop
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -39,65 +38,72 @@ func BenchmarkObserve(b *testing.B) {
 		{"galculator", func() []string { return []string{"galculator"} }},
 		{"mousepad", func() []string { return []string{"mousepad"} }},
 	}
-	ctx := context.Background()
 	for _, a := range apps {
-		_, d, w := sharedApp(b, a.name, a.cmd()...)
-		if a.name == "chromium" {
-			w = pageWindow(b, d, w)
-		}
-		modes := []string{"walk", "cold", "warm"}
-		var bold Control
-		if a.name == "libreoffice-calc" {
-			modes = append(modes, "changed")
-			bold = boldOf(b, d, w)
-		}
-		for _, mode := range modes {
-			b.Run(fmt.Sprintf("%s/%s", a.name, mode), func(b *testing.B) {
-				if mode == "walk" {
-					d.opts.Fetch = "walk"
+		// Each application is launched only when the -bench pattern
+		// selects one of its cases.
+		b.Run(a.name, func(b *testing.B) { observeApp(b, a.name, a.cmd()) })
+	}
+}
+
+// observeApp runs BenchmarkObserve's cases for one application.
+func observeApp(b *testing.B, name string, cmd []string) {
+	ctx := context.Background()
+	_, d, w := sharedApp(b, name, cmd...)
+	if name == "chromium" {
+		w = pageWindow(b, d, w)
+	}
+	modes := []string{"walk", "cold", "warm"}
+	var bold Control
+	if name == "libreoffice-calc" {
+		modes = append(modes, "changed")
+		bold = boldOf(b, d, w)
+	}
+	for _, mode := range modes {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "walk" {
+				d.opts.Fetch = "walk"
+			}
+			d.noReuse = mode == "cold"
+			defer func() { d.opts.Fetch, d.noReuse = "cache", false }()
+			var totals, dbus []time.Duration
+			var obs *Observation
+			var calls, trips, n, reused uint64
+			for b.Loop() {
+				if mode == "changed" {
+					toggleBold(b, d, bold)
 				}
-				d.noReuse = mode == "cold"
-				defer func() { d.opts.Fetch, d.noReuse = "cache", false }()
-				var totals, dbus []time.Duration
-				var obs *Observation
-				var calls, trips, n, reused uint64
-				for b.Loop() {
-					if mode == "changed" {
-						toggleBold(b, d, bold)
-					}
-					var err error
-					n++
-					calls0, trips0 := d.a.calls.Load(), d.a.trips.Load()
-					obs, err = d.Observe(ctx, w.ID, ObserveOptions{Screenshot: true, Marks: true})
-					if err != nil {
-						b.Fatal(err)
-					}
-					calls, trips = calls+d.a.calls.Load()-calls0, trips+d.a.trips.Load()-trips0
-					if obs.Reused {
-						reused++
-					}
-					totals, dbus = append(totals, obs.Timing.Total()), append(dbus, obs.Timing.DBus())
+				var err error
+				n++
+				calls0, trips0 := d.a.calls.Load(), d.a.trips.Load()
+				obs, err = d.Observe(ctx, w.ID, ObserveOptions{Screenshot: true, Marks: true})
+				if err != nil {
+					b.Fatal(err)
 				}
-				gtk4 := d.apps[w.ref.Bus].gtk4 // read afresh every time
-				if (mode == "walk") != (obs.Fetch == "walk") || mode == "warm" && !gtk4 && !obs.Reused || mode == "cold" && obs.Reused {
-					b.Fatalf("%s: fetched by %s, reused %v", mode, obs.Fetch, obs.Reused)
+				calls, trips = calls+d.a.calls.Load()-calls0, trips+d.a.trips.Load()-trips0
+				if obs.Reused {
+					reused++
 				}
-				var sumT, sumD time.Duration
-				for i := range totals {
-					sumT, sumD = sumT+totals[i], sumD+dbus[i]
-				}
-				b.ReportMetric(ms(percentile(totals, 50)), "p50-ms")
-				b.ReportMetric(ms(percentile(totals, 95)), "p95-ms")
-				b.ReportMetric(100*float64(sumD)/float64(sumT), "dbus-%")
-				b.ReportMetric(float64(len(obs.Controls)), "controls")
-				b.ReportMetric(float64(obs.Nodes), "nodes")
-				// Calls and round trips per observation (listing the
-				// windows included): counts that load does not change.
-				b.ReportMetric(float64(calls)/float64(n), "calls")
-				b.ReportMetric(float64(trips)/float64(n), "trips")
-				b.ReportMetric(100*float64(reused)/float64(n), "reused-%")
-			})
-		}
+				totals, dbus = append(totals, obs.Timing.Total()), append(dbus, obs.Timing.DBus())
+			}
+			gtk4 := d.apps[w.ref.Bus].gtk4 // read afresh every time
+			if (mode == "walk") != (obs.Fetch == "walk") || mode == "warm" && !gtk4 && !obs.Reused || mode == "cold" && obs.Reused {
+				b.Fatalf("%s: fetched by %s, reused %v", mode, obs.Fetch, obs.Reused)
+			}
+			var sumT, sumD time.Duration
+			for i := range totals {
+				sumT, sumD = sumT+totals[i], sumD+dbus[i]
+			}
+			b.ReportMetric(ms(percentile(totals, 50)), "p50-ms")
+			b.ReportMetric(ms(percentile(totals, 95)), "p95-ms")
+			b.ReportMetric(100*float64(sumD)/float64(sumT), "dbus-%")
+			b.ReportMetric(float64(len(obs.Controls)), "controls")
+			b.ReportMetric(float64(obs.Nodes), "nodes")
+			// Calls and round trips per observation (listing the
+			// windows included): counts that load does not change.
+			b.ReportMetric(float64(calls)/float64(n), "calls")
+			b.ReportMetric(float64(trips)/float64(n), "trips")
+			b.ReportMetric(100*float64(reused)/float64(n), "reused-%")
+		})
 	}
 }
 
