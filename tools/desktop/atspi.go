@@ -59,17 +59,20 @@ type a11y struct {
 	calls, trips atomic.Uint64
 }
 
-// The object events that may change a tree's shape, states or names.
-var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change"}
+// The object events Saucer registers for: those that may change a
+// tree's shape, states or names, and boxes moved or resized.
+var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change", "object:bounds-changed"}
 
 // appEvents are one application's object events: how many so far, and
 // the latest at which each object sent one.
 type appEvents struct {
-	n     uint64
+	n     uint64 // the events that may change a tree
 	paths map[dbus.ObjectPath]objectEvent
 	// floor: the objects of events up to it are forgotten (more than
 	// maxEventPaths objects sent events).
 	floor uint64
+	// all counts every event, boxes moved or resized included.
+	all uint64
 }
 
 // objectEvent is the count at one object's latest event, and at its
@@ -85,6 +88,17 @@ func (a *a11y) version(bus string) uint64 {
 	defer a.mu.Unlock()
 	if e := a.events[bus]; e != nil {
 		return e.n
+	}
+	return 0
+}
+
+// allEvents is the count of every object event application bus has
+// sent so far, boxes moved or resized included.
+func (a *a11y) allEvents(bus string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.events[bus]; e != nil {
+		return e.all
 	}
 	return 0
 }
@@ -112,32 +126,43 @@ func (a *a11y) changedSince(bus string, v uint64, read func(dbus.ObjectPath) boo
 	return changed, children, false
 }
 
-// listen records the object events the applications send.
-func (a *a11y) listen(ch chan *dbus.Signal) {
-	for sig := range ch {
-		switch sig.Name {
-		case "org.a11y.atspi.Event.Object.ChildrenChanged", "org.a11y.atspi.Event.Object.StateChanged",
-			"org.a11y.atspi.Event.Object.PropertyChange":
-			a.mu.Lock()
-			e := a.events[sig.Sender]
-			if e == nil {
-				e = &appEvents{paths: map[dbus.ObjectPath]objectEvent{}}
-				a.events[sig.Sender] = e
-			}
-			e.n++
-			if _, ok := e.paths[sig.Path]; !ok && len(e.paths) >= maxEventPaths {
-				clear(e.paths)
-				e.floor = e.n - 1
-			}
-			ev := e.paths[sig.Path]
-			ev.seq = e.n
-			if sig.Name == "org.a11y.atspi.Event.Object.ChildrenChanged" {
-				ev.children = e.n
-			}
-			e.paths[sig.Path] = ev
-			a.mu.Unlock()
-		}
+// DeliverSignal records the object events the applications send. The
+// connection calls it from the goroutine that reads the bus, before it
+// reads any later message: once a call to an application is answered,
+// every event that application sent before answering is counted (D-Bus
+// keeps one sender's messages in order), so an observation never
+// reuses what an event it could have seen says has changed.
+func (a *a11y) DeliverSignal(iface, member string, sig *dbus.Signal) {
+	if iface != "org.a11y.atspi.Event.Object" {
+		return
 	}
+	switch member {
+	case "ChildrenChanged", "StateChanged", "PropertyChange", "BoundsChanged":
+	default:
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.events[sig.Sender]
+	if e == nil {
+		e = &appEvents{paths: map[dbus.ObjectPath]objectEvent{}}
+		a.events[sig.Sender] = e
+	}
+	e.all++
+	if member == "BoundsChanged" {
+		return // not a tree's change
+	}
+	e.n++
+	if _, ok := e.paths[sig.Path]; !ok && len(e.paths) >= maxEventPaths {
+		clear(e.paths)
+		e.floor = e.n - 1
+	}
+	ev := e.paths[sig.Path]
+	ev.seq = e.n
+	if member == "ChildrenChanged" {
+		ev.children = e.n
+	}
+	e.paths[sig.Path] = ev
 }
 
 // dialA11y finds the AT-SPI bus through org.a11y.Bus on the session bus
@@ -156,22 +181,21 @@ func dialA11y(ctx context.Context, sessionAddr, addr string) (*a11y, error) {
 			return nil, err
 		}
 	}
-	conn, err := dbus.Connect(addr, dbus.WithContext(context.WithoutCancel(ctx)))
+	a := &a11y{pids: map[string]int{}, events: map[string]*appEvents{}}
+	conn, err := dbus.Connect(addr, dbus.WithContext(context.WithoutCancel(ctx)), dbus.WithSignalHandler(a))
 	if err != nil {
 		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
 	}
-	a := &a11y{conn: conn, pids: map[string]int{}, events: map[string]*appEvents{}}
+	a.conn = conn
 	// Applications send the events some client listens for (and GTK's
 	// atk-bridge serves its object cache only once one does): Saucer
 	// listens for those that change a tree, to reuse a window's tree
-	// while its application sends none.
+	// while its application sends none, and for moved boxes, to reuse a
+	// GTK 3 window's boxes while it sends no event at all.
 	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchInterface("org.a11y.atspi.Event.Object")); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("listen for accessibility events: %w", err)
 	}
-	ch := make(chan *dbus.Signal, 1024)
-	conn.Signal(ch)
-	go a.listen(ch)
 	for _, ev := range treeEvents {
 		_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").
 			CallWithContext(ctx, "org.a11y.atspi.Registry.RegisterEvent", 0, ev).Err

@@ -58,6 +58,12 @@ func observeApp(b *testing.B, name string, cmd []string) {
 		modes = append(modes, "changed")
 		bold = boldOf(b, d, w)
 	}
+	// The accessibility bus's daemon: its processor time and the
+	// application's are the other sides of the calls.
+	busPID, err := d.a.pid(ctx, "org.freedesktop.DBus")
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, mode := range modes {
 		b.Run(mode, func(b *testing.B) {
 			if mode == "walk" {
@@ -66,8 +72,10 @@ func observeApp(b *testing.B, name string, cmd []string) {
 			d.noReuse = mode == "cold"
 			defer func() { d.opts.Fetch, d.noReuse = "cache", false }()
 			var totals, dbus []time.Duration
+			var parts Timing
 			var obs *Observation
 			var calls, trips, n, reused uint64
+			app0, bus0 := sampleProc(w.PID).cpu, sampleProc(busPID).cpu
 			for b.Loop() {
 				if mode == "changed" {
 					toggleBold(b, d, bold)
@@ -84,7 +92,10 @@ func observeApp(b *testing.B, name string, cmd []string) {
 					reused++
 				}
 				totals, dbus = append(totals, obs.Timing.Total()), append(dbus, obs.Timing.DBus())
+				t := obs.Timing
+				parts = Timing{parts.Tree + t.Tree, parts.Details + t.Details, parts.Capture + t.Capture, parts.Annotate + t.Annotate, parts.Encode + t.Encode}
 			}
+			appCPU, busCPU := sampleProc(w.PID).cpu-app0, sampleProc(busPID).cpu-bus0
 			gtk4 := d.apps[w.ref.Bus].gtk4 // read afresh every time
 			if (mode == "walk") != (obs.Fetch == "walk") || mode == "warm" && !gtk4 && !obs.Reused || mode == "cold" && obs.Reused {
 				b.Fatalf("%s: fetched by %s, reused %v", mode, obs.Fetch, obs.Reused)
@@ -96,6 +107,12 @@ func observeApp(b *testing.B, name string, cmd []string) {
 			b.ReportMetric(ms(percentile(totals, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(totals, 95)), "p95-ms")
 			b.ReportMetric(100*float64(sumD)/float64(sumT), "dbus-%")
+			// The parts' means: tree, details, screenshot (raise and
+			// capture), marks and PNG.
+			b.ReportMetric(ms(parts.Tree)/float64(n), "tree-ms")
+			b.ReportMetric(ms(parts.Details)/float64(n), "details-ms")
+			b.ReportMetric(ms(parts.Capture)/float64(n), "shot-ms")
+			b.ReportMetric(ms(parts.Annotate+parts.Encode)/float64(n), "marks+png-ms")
 			b.ReportMetric(float64(len(obs.Controls)), "controls")
 			b.ReportMetric(float64(obs.Nodes), "nodes")
 			// Calls and round trips per observation (listing the
@@ -103,6 +120,10 @@ func observeApp(b *testing.B, name string, cmd []string) {
 			b.ReportMetric(float64(calls)/float64(n), "calls")
 			b.ReportMetric(float64(trips)/float64(n), "trips")
 			b.ReportMetric(100*float64(reused)/float64(n), "reused-%")
+			// Processor time per observation of the application and the
+			// bus daemon (the window's repaints after a change included).
+			b.ReportMetric(float64(appCPU)/1e6/float64(n), "app-cpu-ms")
+			b.ReportMetric(float64(busCPU)/1e6/float64(n), "bus-cpu-ms")
 		})
 	}
 }

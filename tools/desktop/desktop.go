@@ -121,7 +121,21 @@ type readTree struct {
 	version uint64
 	area    Rect
 	at      time.Time
+	// boxes are the candidates' boxes as last read (GTK 3 only), when
+	// the application's count of all events was boxesAt and the window
+	// was at bounds: reused with the tree while neither has changed.
+	boxes   map[ref]Rect
+	boxesAt uint64
+	bounds  Rect
 }
+
+// keepsBoxes says whether an application's boxes may be reused while it
+// sends no event: GTK 3 sends one whenever a control moves or is resized
+// within its window (bounds-changed on every new allocation) and when a
+// view scrolls (its scroll bar's value changes), and the window's own
+// moves are seen in its bounds. Other toolkits read their boxes every
+// time: a web page scrolls, or a toolkit lays out, without such events.
+func keepsBoxes(app *appInfo) bool { return app.gtk3 }
 
 // maxTreeAge bounds how long a tree is reused without events, against a
 // toolkit that sends none.
@@ -231,6 +245,8 @@ type appInfo struct {
 	// gtk4 is GTK 4's accessibility: boxes relative to the window, and no
 	// SHOWING state below the window.
 	gtk4 bool
+	// gtk3 is GTK 3's (at-spi2-atk, which names it "gtk").
+	gtk3 bool
 	// probe, while set, is a call to an application that stopped
 	// answering: it is listed as not responding, without waiting on it,
 	// until the probe is answered.
@@ -531,6 +547,7 @@ func (d *Desktop) windows(ctx context.Context) ([]Window, error) {
 			_ = ac.version.storeVariant(&v)
 			ac.app.toolkit = strings.TrimSpace(tk + " " + v)
 			ac.app.gtk4 = tk == "GTK" && strings.HasPrefix(v, "4.")
+			ac.app.gtk3 = strings.EqualFold(tk, "gtk") && strings.HasPrefix(v, "3.")
 		}
 		aw := appWins{app: ac.app, b: d.a.batch(ctx)}
 		for _, k := range kids {
@@ -754,7 +771,7 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	// controls, what is under a hidden container) leave it as it is; the
 	// objects it read that sent one are read again in place, unless their
 	// children changed or they were shown or hidden.
-	version := d.a.version(w.ref.Bus)
+	version, all := d.a.version(w.ref.Bus), d.a.allEvents(w.ref.Bus)
 	rt, ok := d.trees[w.ref]
 	reuse := ok && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
 		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
@@ -775,12 +792,19 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		}
 	}
 	t := rt.t
+	// The boxes read last time hold while the application has sent no
+	// event of any kind since and the window has not moved.
+	var boxes map[ref]Rect
+	if reuse && keepsBoxes(app) && rt.boxes != nil && rt.boxesAt == all && rt.bounds == w.Bounds {
+		boxes = rt.boxes
+	}
 	if !reuse {
 		var err error
 		if t, err = d.a.fetchTree(ctx, s, d.opts.Fetch != "walk"); err != nil {
 			return nil, d.appErr(w, app, err)
 		}
-		d.trees[w.ref] = readTree{t: t, version: version, area: s.area, at: time.Now()}
+		rt = readTree{t: t, version: version, area: s.area, at: time.Now()}
+		d.trees[w.ref] = rt
 	}
 	obs.Fetch, obs.Nodes, obs.Cut, obs.Reused = t.fetch, t.read, t.cut, reuse
 	t1 := time.Now()
@@ -790,9 +814,16 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 			cands = append(cands, n)
 		}
 	}
-	dets, err := d.a.details(ctx, cands)
+	dets, err := d.a.details(ctx, cands, boxes)
 	if err != nil {
 		return nil, d.appErr(w, app, err)
+	}
+	if keepsBoxes(app) && boxes == nil && !d.noReuse {
+		rt.boxes, rt.boxesAt, rt.bounds = make(map[ref]Rect, len(cands)), all, w.Bounds
+		for i, n := range cands {
+			rt.boxes[n.ref] = dets[i].box
+		}
+		d.trees[w.ref] = rt
 	}
 	grids := map[*node]*grid{}
 	for _, n := range t.managed {

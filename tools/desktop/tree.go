@@ -214,7 +214,8 @@ func (a *a11y) fetchTree(ctx context.Context, s scope, useCache bool) (*tree, er
 // application), which sent events since t was read: their role, name,
 // states, interfaces and child count. It reports false, leaving t to be
 // read again, when t's shape may have changed: an object shown or
-// hidden, gone, or whose role or child count changed.
+// hidden, gone, or whose role or child count changed, or a scroll bar's
+// view scrolled.
 func (a *a11y) refresh(ctx context.Context, s scope, t *tree, paths []dbus.ObjectPath) (bool, error) {
 	shown := make(map[ref]*node, len(t.nodes))
 	for _, n := range t.nodes {
@@ -258,7 +259,11 @@ func (a *a11y) refresh(ctx context.Context, s scope, t *tree, paths []dbus.Objec
 		}
 		now.ifaces, now.childCount = ifacesOf(names), int(count)
 		managed := func(n *node) bool { return n.states.has(stManagesDescendants) }
-		if r != s.root && !s.shown(&now) || now.role != n.role || managed(&now) != managed(n) ||
+		// A scroll bar's event is a view scrolled: what it shows changes
+		// without events from what it shows (GTK 3 sets SHOWING on the
+		// controls scrolled into view without saying so).
+		if roleName(n.role) == "scroll bar" ||
+			r != s.root && !s.shown(&now) || now.role != n.role || managed(&now) != managed(n) ||
 			!managed(n) && now.childCount != n.childCount {
 			return false, nil
 		}
@@ -404,18 +409,18 @@ type details struct {
 }
 
 // details fetches the details of nodes, all calls in flight together:
-// each one's box (unless the walk read it), its actions unless its role
+// each one's box (unless the walk read it, or boxes holds it), its actions unless its role
 // implies them (a button clicks; they are read when it is acted on), its
 // text, and its value if its role has one (a slider's; LibreOffice gives
 // its buttons a Value interface too).
-func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
+func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) ([]details, error) {
 	type pending struct{ ext, act, text, val call }
 	b := a.batch(ctx)
 	ps := make([]pending, len(nodes))
 	for i, n := range nodes {
 		p := &ps[i]
 		role := roleName(n.role)
-		if !n.hasBox {
+		if _, ok := boxes[n.ref]; !ok && !n.hasBox {
 			p.ext = b.call(n.ref, ifComponent+".GetExtents", uint32(0))
 		}
 		if n.has(hasAction) && !impliedActions[role] {
@@ -436,6 +441,9 @@ func (a *a11y) details(ctx context.Context, nodes []*node) ([]details, error) {
 	for i, p := range ps {
 		d := &out[i]
 		d.box = nodes[i].box
+		if box, ok := boxes[nodes[i].ref]; ok {
+			d.box = box
+		}
 		if p.ext.c != nil {
 			var e extents
 			if p.ext.store(&e) == nil {
