@@ -93,7 +93,7 @@ func observeApp(b *testing.B, name string, cmd []string) {
 				}
 				totals, dbus = append(totals, obs.Timing.Total()), append(dbus, obs.Timing.DBus())
 				t := obs.Timing
-				parts = Timing{parts.Tree + t.Tree, parts.Details + t.Details, parts.Capture + t.Capture, parts.Annotate + t.Annotate, parts.Encode + t.Encode}
+				parts = Timing{Tree: parts.Tree + t.Tree, Details: parts.Details + t.Details, Capture: parts.Capture + t.Capture, Annotate: parts.Annotate + t.Annotate, Encode: parts.Encode + t.Encode}
 			}
 			appCPU, busCPU := sampleProc(w.PID).cpu-app0, sampleProc(busPID).cpu-bus0
 			gtk4 := d.apps[w.ref.Bus].gtk4 // read afresh every time

@@ -449,18 +449,20 @@ type Observation struct {
 	byID   map[int]*Control
 }
 
-// Timing splits an observation's time.
+// Timing splits an observation's time. The screenshot is taken (Capture)
+// while the tree and details are read, so the parts add up to more than
+// the whole.
 type Timing struct {
 	Tree, Details, Capture, Annotate, Encode time.Duration
+	// All is the whole observation, from its first read to its PNG.
+	All time.Duration
 }
 
 // DBus is the time spent in D-Bus calls.
 func (t Timing) DBus() time.Duration { return t.Tree + t.Details }
 
 // Total is the whole observation.
-func (t Timing) Total() time.Duration {
-	return t.Tree + t.Details + t.Capture + t.Annotate + t.Encode
-}
+func (t Timing) Total() time.Duration { return t.All }
 
 // Windows lists the applications' top-level windows that are showing.
 func (d *Desktop) Windows(ctx context.Context) ([]Window, error) {
@@ -764,6 +766,19 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	area := d.screenArea(w)
 	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}
 	t0 := time.Now()
+	// The screenshot (raising the window if covered, and waiting for it
+	// to repaint) is taken while the tree and details are read: neither
+	// depends on the other, and the reads mostly wait on the application.
+	var shooting chan shot
+	if o.Screenshot {
+		shooting = make(chan shot, 1)
+		go func() { shooting <- d.shoot(w) }()
+		defer func() {
+			if shooting != nil {
+				<-shooting // returning early: d.x is free again once it is done
+			}
+		}()
+	}
 	// A tree read before is reused while no object it read has sent an
 	// event that changes trees since (GTK 4 is read afresh: what it shows
 	// follows its objects' boxes, which change without events). Events of
@@ -857,10 +872,13 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	}
 	d.last[w.ref] = obs
 	if o.Screenshot {
-		if err := d.capture(obs, o); err != nil {
+		sh := <-shooting
+		shooting = nil
+		if err := d.mark(obs, o, sh); err != nil {
 			return nil, err
 		}
 	}
+	obs.Timing.All = time.Since(t0)
 	return obs, nil
 }
 
@@ -924,26 +942,43 @@ func (d *Desktop) appErr(w Window, app *appInfo, err error) error {
 	return fmt.Errorf("read window %s %q: %w", w.ID, w.Title, err)
 }
 
-// capture takes the window's screenshot, raising it first if another
-// window covers it (and waiting for it to repaint), and draws the marks
-// of the controls the page lists.
-func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
+// shot is a window's screenshot as taken, before its marks.
+type shot struct {
+	img   *image.RGBA
+	area  Rect // the part of the screen it shows
+	stale string
+	took  time.Duration
+	err   error
+}
+
+// shoot takes the window's screenshot, raising it first if another
+// window covers it (and waiting for it to repaint). A display that
+// cannot capture says so in err (errCannot).
+func (d *Desktop) shoot(w Window) (sh shot) {
 	t0 := time.Now()
-	if xw, ok := d.xwindow(obs.Window); ok {
-		stale, err := d.x.bringToFront(xw, repaintTimeout)
-		if err != nil {
-			return err
+	defer func() { sh.took = time.Since(t0) }()
+	if xw, ok := d.xwindow(w); ok {
+		if sh.stale, sh.err = d.x.bringToFront(xw, repaintTimeout); sh.err != nil {
+			return sh
 		}
-		obs.Stale = stale
 	}
-	img, area, err := d.x.capture(obs.Window.Bounds)
-	if errors.Is(err, errCannot) {
-		obs.NoScreenshot = err.Error()
+	sh.img, sh.area, sh.err = d.x.capture(w.Bounds)
+	return sh
+}
+
+// mark draws on the screenshot the marks of the controls the page lists
+// and encodes it.
+func (d *Desktop) mark(obs *Observation, o ObserveOptions, sh shot) error {
+	obs.Stale = sh.stale
+	obs.Timing.Capture = sh.took
+	if errors.Is(sh.err, errCannot) {
+		obs.NoScreenshot = sh.err.Error()
 		return nil
 	}
-	if err != nil {
-		return err
+	if sh.err != nil {
+		return sh.err
 	}
+	img, area := sh.img, sh.area
 	t1 := time.Now()
 	if o.Marks {
 		_, shown, err := obs.Page(o.Page)
@@ -958,10 +993,11 @@ func (d *Desktop) capture(obs *Observation, o ObserveOptions) error {
 		obs.Drawn = annotate(img, ms)
 	}
 	t2 := time.Now()
+	var err error
 	if obs.PNG, err = encodePNG(img); err != nil {
 		return err
 	}
-	obs.Timing.Capture, obs.Timing.Annotate, obs.Timing.Encode = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
+	obs.Timing.Annotate, obs.Timing.Encode = t2.Sub(t1), time.Since(t2)
 	return nil
 }
 
