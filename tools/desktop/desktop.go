@@ -135,7 +135,10 @@ type readTree struct {
 // view scrolls (its scroll bar's value changes), and the window's own
 // moves are seen in its bounds. Other toolkits read their boxes every
 // time: a web page scrolls, or a toolkit lays out, without such events.
-func keepsBoxes(app *appInfo) bool { return app.gtk3 }
+// LibreOffice's GTK 3 plugin names its toolkit GTK 3 too, but its
+// accessible objects are its own, not GTK's widgets, and move without
+// GTK's allocations: it reads its boxes every time.
+func keepsBoxes(app *appInfo) bool { return app.gtk3 && app.name != "soffice" }
 
 // maxTreeAge bounds how long a tree is reused without events, against a
 // toolkit that sends none.
