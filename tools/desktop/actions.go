@@ -16,6 +16,10 @@ import (
 type Effect struct {
 	// Did says how the action was carried out.
 	Did string `json:"did"`
+	// Ready says, for a launch, what it waited for before the window
+	// counted as ready (a page or document loading, a tree settling), or
+	// when it gave up.
+	Ready string `json:"ready,omitempty"`
 	// Point is where the action landed, in the pixels of the window's
 	// screenshot (for reports that mark it).
 	Point *Point `json:"point,omitempty"`

@@ -57,11 +57,23 @@ type a11y struct {
 	// (calls sent together cost one trip), for the benchmark: unlike
 	// time, these counts do not change with the machine's load.
 	calls, trips atomic.Uint64
+	// wake is closed (and replaced) at every event, for those waiting for
+	// a window to change (launch_app, wait_for).
+	wake chan struct{}
+}
+
+// changes returns a channel closed at the next accessibility event.
+func (a *a11y) changes() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wake
 }
 
 // The object events Saucer registers for: those that may change a
-// tree's shape, states or names, and boxes moved or resized.
-var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change", "object:bounds-changed"}
+// tree's shape, states or names, and boxes moved or resized; and a
+// document's end of loading (what launch_app waits for in a browser).
+var treeEvents = []string{"object:children-changed", "object:state-changed", "object:property-change", "object:bounds-changed",
+	"document:load-complete", "document:load-stopped"}
 
 // appEvents are one application's object events: how many so far, and
 // the latest at which each object sent one.
@@ -131,8 +143,15 @@ func (a *a11y) changedSince(bus string, v uint64, read func(dbus.ObjectPath) boo
 // reads any later message: once a call to an application is answered,
 // every event that application sent before answering is counted (D-Bus
 // keeps one sender's messages in order), so an observation never
-// reuses what an event it could have seen says has changed.
+// reuses what an event it could have seen says has changed. Every
+// event wakes those waiting for a window to change.
 func (a *a11y) DeliverSignal(iface, member string, sig *dbus.Signal) {
+	if strings.HasPrefix(iface, "org.a11y.atspi.Event.") {
+		a.mu.Lock()
+		close(a.wake)
+		a.wake = make(chan struct{})
+		a.mu.Unlock()
+	}
 	if iface != "org.a11y.atspi.Event.Object" {
 		return
 	}
@@ -181,7 +200,7 @@ func dialA11y(ctx context.Context, sessionAddr, addr string) (*a11y, error) {
 			return nil, err
 		}
 	}
-	a := &a11y{pids: map[string]int{}, events: map[string]*appEvents{}}
+	a := &a11y{pids: map[string]int{}, events: map[string]*appEvents{}, wake: make(chan struct{})}
 	conn, err := dbus.Connect(addr, dbus.WithContext(context.WithoutCancel(ctx)), dbus.WithSignalHandler(a))
 	if err != nil {
 		return nil, fmt.Errorf("connect to the accessibility bus %s: %w", addr, err)
@@ -190,11 +209,14 @@ func dialA11y(ctx context.Context, sessionAddr, addr string) (*a11y, error) {
 	// Applications send the events some client listens for (and GTK's
 	// atk-bridge serves its object cache only once one does): Saucer
 	// listens for those that change a tree, to reuse a window's tree
-	// while its application sends none, and for moved boxes, to reuse a
-	// GTK 3 window's boxes while it sends no event at all.
-	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchInterface("org.a11y.atspi.Event.Object")); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("listen for accessibility events: %w", err)
+	// while its application sends none, for moved boxes, to reuse a
+	// GTK 3 window's boxes while it sends no event at all, and for
+	// documents' loading, which launch_app waits on.
+	for _, iface := range []string{"org.a11y.atspi.Event.Object", "org.a11y.atspi.Event.Document"} {
+		if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchInterface(iface)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("listen for accessibility events: %w", err)
+		}
 	}
 	for _, ev := range treeEvents {
 		_ = conn.Object("org.a11y.atspi.Registry", "/org/a11y/atspi/registry").

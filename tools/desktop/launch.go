@@ -168,7 +168,8 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		return nil, err
 	}
 	args := command[1:]
-	if isChromium(command[0]) && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
+	browser := isChromium(command[0])
+	if browser && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
 		args = append([]string{chromiumFlag}, args...)
 	}
 	startupID := fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))
@@ -256,36 +257,72 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		// (LibreOffice's document window): a window counts once it is
 		// still there a settle time later.
 		if len(mine) > 0 && sameWindows(mine, prev) {
-			mine = d.settle(ctx, mine, deadline.C)
-			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), NewWindows: mine, Window: &mine[0]}, nil
+			mine, ready := d.ready(ctx, mine, browser, d.opts.LaunchTimeout)
+			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), Ready: ready,
+				NewWindows: mine, Window: &mine[0]}, nil
 		}
 		prev = mine
 	}
 }
 
-// settle waits until the first of a launched application's windows reads
-// the same twice in a row (up to five reads, or until the launch's
-// deadline): some build their accessibility tree once asked (Chromium's
-// page arrives after its first read) or change their title as they
-// load. It returns the windows as they are then.
-func (d *Desktop) settle(ctx context.Context, ws []Window, deadline <-chan time.Time) []Window {
+// ready waits until the first of a launched application's windows is
+// ready for an agent, and says what it waited for: no document in it
+// still loading (AT-SPI's BUSY state on a document, which browsers and
+// office suites set until the document's load completes), a browser's
+// page in its tree (Chromium shows its tab a while before the page's
+// tree arrives), and a tree that reads the same twice in a row (some
+// toolkits build theirs once asked, or change their title as they load).
+// Documents are waited on up to limit; a tree that keeps changing without
+// one loading (a clock, an animation) for at most maxSettleReads reads.
+// It returns the windows as they are then, and what it waited for, or why
+// it gave up.
+func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit time.Duration) ([]Window, string) {
+	start := time.Now()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	prev := ""
-	for range 5 {
+	loading := ""
+	reads := 0 // since nothing was loading
+	for {
+		wake := d.a.changes()
+		if loading != "" {
+			// Read it afresh: a tree read before is reused while the
+			// objects it read send no events, and Chromium's page
+			// arrives under objects it did not read.
+			delete(d.trees, ws[0].ref)
+		}
 		obs, err := d.observe(ctx, ws[0], ObserveOptions{})
 		if err != nil {
-			break
+			return ws, fmt.Sprintf("not waited for: reading window %s failed: %v", ws[0].ID, err)
 		}
+		loading = d.loading(ws[0], browser)
 		text := obs.Window.Title + "\n" + obs.Text()
-		if text == prev {
-			break
+		reads++
+		if loading != "" {
+			reads = 0
+		}
+		if loading == "" && (text == prev || reads >= maxSettleReads) {
+			what := "its controls read the same twice"
+			if text != prev {
+				what = fmt.Sprintf("its controls were still changing after %d reads", reads)
+			}
+			if browser {
+				what = "its page loaded and " + what
+			}
+			return ws, fmt.Sprintf("ready after %s: %s", seconds(time.Since(start)), what)
 		}
 		prev = text
+		// What may change it is an event (the events of one change come
+		// in a burst: read after it); a toolkit that sends none is read
+		// again a settle time later.
 		select {
+		case <-wake:
+			time.Sleep(eventBurst)
 		case <-time.After(d.opts.Settle):
-		case <-deadline:
-			return ws
+		case <-deadline.C:
+			return ws, fmt.Sprintf("gave up after %s waiting for %s; it may still change: observe it, or wait_for the control you need", seconds(time.Since(start)), loading)
 		case <-ctx.Done():
-			return ws
+			return ws, "not waited for: " + ctx.Err().Error()
 		}
 		if now, err := d.windows(ctx); err == nil {
 			for i := range ws {
@@ -297,8 +334,45 @@ func (d *Desktop) settle(ctx context.Context, ws []Window, deadline <-chan time.
 			}
 		}
 	}
-	return ws
 }
+
+// eventBurst is how long a read waits after the event that woke it, for
+// the rest of the events of the same change.
+const eventBurst = 50 * time.Millisecond
+
+// maxSettleReads bounds the reads launch_app makes of a window whose tree
+// keeps changing while no document of it is loading.
+const maxSettleReads = 5
+
+// loading says what of window w, as last read, is still loading: a
+// document marked BUSY, or, in a browser, a page not yet in its tree
+// (browser: the launch was of a Chromium program). Empty when nothing is.
+func (d *Desktop) loading(w Window, browser bool) string {
+	rt, ok := d.trees[w.ref]
+	if !ok {
+		return "its tree"
+	}
+	page := false
+	for _, n := range rt.t.nodes {
+		role := roleName(n.role)
+		if !strings.HasPrefix(role, "document ") {
+			continue
+		}
+		if n.states.has(stBusy) {
+			return fmt.Sprintf("the %s %q to finish loading (it is busy)", role, cleanName(n.name))
+		}
+		// A browser's tab holds an empty document (no name, no
+		// children) until its first page arrives.
+		page = page || role == "document web" && (n.name != "" || n.childCount > 0)
+	}
+	if browser && !page {
+		return "the browser's page to appear in its tree"
+	}
+	return ""
+}
+
+// seconds says a duration in seconds, to the tenth.
+func seconds(t time.Duration) string { return fmt.Sprintf("%.1f s", t.Seconds()) }
 
 func sameWindows(a, b []Window) bool {
 	if len(a) != len(b) {

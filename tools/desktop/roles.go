@@ -47,6 +47,7 @@ var stateNames = [...]string{
 // The states Saucer reads itself.
 const (
 	stActive             = 1
+	stBusy               = 3
 	stChecked            = 4
 	stDefunct            = 6
 	stEditable           = 7

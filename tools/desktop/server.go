@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/saucerhq/saucer/tools"
 )
@@ -85,6 +86,14 @@ type scrollArgs struct {
 type launchArgs struct {
 	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
 	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
+}
+
+type waitArgs struct {
+	Window  string  `json:"window,omitempty" jsonschema_description:"Window id from list_windows (w1, w2, ...); empty: the open dialog if any, else the active window (with title alone: any window)."`
+	Role    string  `json:"role,omitempty" jsonschema_description:"Wait for a control of this role (link, push button, entry, ...)."`
+	Name    string  `json:"name,omitempty" jsonschema_description:"Wait for a control whose name or text contains this (any case)."`
+	Title   string  `json:"title,omitempty" jsonschema_description:"Wait for a window whose title contains this (any case): a page that loaded, a dialog that opened."`
+	Timeout float64 `json:"timeout,omitempty" jsonschema_description:"Seconds to wait at most (default 10, at most 120)."`
 }
 
 // NewServer builds the desktop MCP server (name "desktop") over d.
@@ -178,7 +187,16 @@ func NewServer(d *Desktop) *tools.Server {
 		titled(destructive, "Close a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
 			return effect(d.CloseWindow(ctx, a.Window))
 		}))
-	s.Add(tools.New("launch_app", "Start an application by command or desktop file and wait for its first window; returns the new windows. A named desktop app starts its own application when neither is given.",
+	s.Add(tools.New("wait_for", "Wait until a control appears (by role and/or name) or a window's title contains a text, instead of acting on a window "+
+		"that is still loading or changing. Returns the matching controls with their ids; fails after the timeout with what is there.",
+		titled(read, "Wait for a control or title"), func(ctx context.Context, a waitArgs) (string, error) {
+			if a.Timeout < 0 {
+				return "", errors.New("timeout: give seconds above 0, or leave it out for 10")
+			}
+			return d.WaitFor(ctx, Wait{Window: a.Window, Role: a.Role, Name: a.Name, Title: a.Title,
+				Timeout: time.Duration(a.Timeout * float64(time.Second))})
+		}))
+	s.Add(tools.New("launch_app", "Start an application by command or desktop file and wait for its first window to be ready (a page or document loaded, its controls settled); returns the new windows, and in ready what it waited for. A named desktop app starts its own application when neither is given.",
 		titled(destructive, "Launch an application"), func(ctx context.Context, a launchArgs) (json.RawMessage, error) {
 			return effect(d.Launch(ctx, a.Command, a.DesktopFile))
 		}))

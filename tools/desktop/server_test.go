@@ -33,7 +33,7 @@ func TestServerThroughDeviceClient(t *testing.T) {
 		risks[info.Name] = client.RiskOf(info)
 	}
 	for tool, want := range map[string]client.Risk{"observe": "read", "click": "write", "type_text": "write",
-		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive"} {
+		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive", "wait_for": "read"} {
 		if risks[tool] != want {
 			t.Errorf("%s has risk %q, want %q", tool, risks[tool], want)
 		}
@@ -60,6 +60,16 @@ func TestServerThroughDeviceClient(t *testing.T) {
 	}
 	if png, err := base64.StdEncoding.DecodeString(entries[1].Data); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
 		t.Fatalf("the image is not a PNG (%v)", err)
+	}
+	// wait_for returns the controls it waited for, with their ids; what
+	// never comes fails with what is there.
+	r = run("wait_for", map[string]any{"role": "toggle button", "name": "7"})
+	if r.Status != command.Success || !strings.Contains(string(r.Result), `toggle button \"7\"`) {
+		t.Fatalf("wait_for the 7 key: %+v", r)
+	}
+	r = run("wait_for", map[string]any{"role": "link", "timeout": 0.3})
+	if r.Status != command.Failure || !strings.Contains(r.Error, "not found in 0.3 s: no control with role \"link\"") || !strings.Contains(r.Error, `toggle button "7"`) {
+		t.Fatalf("wait_for a link galculator never has: %+v", r)
 	}
 	// An id the server never handed out is a failure Result the model reads.
 	r = run("click", map[string]any{"id": 4242})
