@@ -320,6 +320,9 @@ func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit ti
 			time.Sleep(eventBurst)
 		case <-time.After(d.opts.Settle):
 		case <-deadline.C:
+			if loading == "" {
+				loading = "its controls to hold still"
+			}
 			return ws, fmt.Sprintf("gave up after %s waiting for %s; it may still change: observe it, or wait_for the control you need", seconds(time.Since(start)), loading)
 		case <-ctx.Done():
 			return ws, "not waited for: " + ctx.Err().Error()
