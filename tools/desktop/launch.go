@@ -282,7 +282,8 @@ func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit ti
 	defer deadline.Stop()
 	prev := ""
 	loading := ""
-	reads := 0 // since nothing was loading
+	waited := "" // what was seen loading
+	reads := 0   // since nothing was loading
 	for {
 		wake := d.a.changes()
 		if loading != "" {
@@ -300,6 +301,11 @@ func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit ti
 		reads++
 		if loading != "" {
 			reads = 0
+			if waited == "" {
+				waited = loading
+			} else if !strings.Contains(waited, loading) && len(waited) < 300 {
+				waited += ", then " + loading
+			}
 		}
 		if loading == "" && (text == prev || reads >= maxSettleReads) {
 			what := "its controls read the same twice"
@@ -308,6 +314,9 @@ func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit ti
 			}
 			if browser {
 				what = "its page loaded and " + what
+			}
+			if waited != "" {
+				what = "waited for " + waited + "; " + what
 			}
 			return ws, fmt.Sprintf("ready after %s: %s", seconds(time.Since(start)), what)
 		}
