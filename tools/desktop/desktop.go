@@ -127,6 +127,10 @@ type readTree struct {
 	boxes   map[ref]Rect
 	boxesAt uint64
 	bounds  Rect
+	// loading: a document was still loading when the tree was read. Such
+	// a tree is read again every time: a page arrives under objects it
+	// did not read, whose events would not stop its reuse.
+	loading bool
 }
 
 // keepsBoxes says whether an application's boxes may be reused while it
@@ -792,7 +796,7 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 	version, all := d.a.version(w.ref.Bus), d.a.allEvents(w.ref.Bus)
 	rt, ok := d.trees[w.ref]
 	reuse := ok && rt.area == s.area && time.Since(rt.at) < maxTreeAge &&
-		!app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
+		!rt.loading && !app.gtk4 && !d.noReuse && d.opts.Fetch != "walk"
 	if reuse && rt.version != version {
 		changed, children, all := d.a.changedSince(w.ref.Bus, rt.version, func(p dbus.ObjectPath) bool {
 			return rt.t.taken[ref{w.ref.Bus, p}]
@@ -821,7 +825,7 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		if t, err = d.a.fetchTree(ctx, s, d.opts.Fetch != "walk"); err != nil {
 			return nil, d.appErr(w, app, err)
 		}
-		rt = readTree{t: t, version: version, area: s.area, at: time.Now()}
+		rt = readTree{t: t, version: version, area: s.area, at: time.Now(), loading: docLoading(t) != ""}
 		d.trees[w.ref] = rt
 	}
 	obs.Fetch, obs.Nodes, obs.Cut, obs.Reused = t.fetch, t.read, t.cut, reuse

@@ -364,8 +364,20 @@ func (d *Desktop) loading(w Window, browser bool) string {
 	if !ok {
 		return "its tree"
 	}
-	page := false
-	for _, n := range rt.t.nodes {
+	if what := docLoading(rt.t); what != "" {
+		return what
+	}
+	if browser && !hasPage(rt.t) {
+		return "the browser's page to appear in its tree"
+	}
+	return ""
+}
+
+// docLoading says which document of t was loading when it was read: one
+// marked busy, or a browser's empty document (no name, no children), which
+// a tab holds until its first page arrives.
+func docLoading(t *tree) string {
+	for _, n := range t.nodes {
 		role := roleName(n.role)
 		if !strings.HasPrefix(role, "document ") {
 			continue
@@ -373,14 +385,22 @@ func (d *Desktop) loading(w Window, browser bool) string {
 		if n.states.has(stBusy) {
 			return fmt.Sprintf("the %s %q to finish loading (it is busy)", role, cleanName(n.name))
 		}
-		// A browser's tab holds an empty document (no name, no
-		// children) until its first page arrives.
-		page = page || role == "document web" && (n.name != "" || n.childCount > 0)
-	}
-	if browser && !page {
-		return "the browser's page to appear in its tree"
+		if role == "document web" && n.name == "" && n.childCount == 0 {
+			return "the browser's page to appear in its tree"
+		}
 	}
 	return ""
+}
+
+// hasPage says whether t holds a browser's page: a web document with a
+// name or children.
+func hasPage(t *tree) bool {
+	for _, n := range t.nodes {
+		if roleName(n.role) == "document web" && (n.name != "" || n.childCount > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // seconds says a duration in seconds, to the tenth.

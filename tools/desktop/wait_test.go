@@ -31,6 +31,10 @@ func slowSite(t *testing.T) *httptest.Server {
 		pause()
 		fmt.Fprint(w, `<p><a href="/later">Next page</a></p></body></html>`)
 	})
+	mux.HandleFunc("/start", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><html><head><title>Start</title></head><body><p><a href="/slow">Go slow</a></p></body></html>`)
+	})
 	mux.HandleFunc("/later", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><html><head><title>Later page</title></head><body><h1>Later page</h1><p id="p"></p>
@@ -111,5 +115,49 @@ func TestWaitFor(t *testing.T) {
 	}
 	if _, err := d.WaitFor(ctx, Wait{Window: w}); err == nil || !strings.Contains(err.Error(), "nothing to wait for") {
 		t.Fatalf("wait_for nothing: %v", err)
+	}
+}
+
+// TestObserveFollowsANavigation clicks a link to a page that is slow to
+// answer and slower to finish, then observes until the new page's link
+// shows: a tree read while a document was loading is never reused, so
+// the page shows as soon as it is there (a reused tree held the empty or
+// busy document until the tree's age ran out).
+func TestObserveFollowsANavigation(t *testing.T) {
+	desktoptest.Require(t, "chromium")
+	_, d := sharedDesktop(t)
+	srv := slowSite(t)
+	eff := launchChromium(t, d, srv.URL+"/start")
+	ctx := context.Background()
+	w := eff.Window.ID
+	obs, err := d.Observe(ctx, w, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, ok := obs.Find("link", "Go slow")
+	if !ok {
+		t.Fatalf("no link \"Go slow\" after launch_app (ready: %q):\n%s", eff.Ready, obs.Text())
+	}
+	if _, err := d.Click(ctx, Target{ID: link.ID}, "left", 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		obs, err := d.Observe(ctx, w, ObserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := obs.Find("link", "Next page"); ok {
+			return
+		}
+		d.mu.Lock()
+		loading := d.trees[eff.Window.ref].loading
+		d.mu.Unlock()
+		if obs.Reused && loading {
+			t.Fatalf("an observation reused a tree read while a document was loading:\n%s", obs.Text())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow page's link never showed:\n%s", obs.Text())
+		}
 	}
 }
