@@ -225,11 +225,12 @@ type Client struct {
 	conns       []*conn // in the order given to New
 	byNamespace map[string]*conn
 	calls       calls // the commands it runs, and those that ended lately
-	// toolsMu guards the tool list's version and the channel closed at
-	// its next change (ToolsVersion).
+	// toolsMu guards the tool list's version and the context cancelled
+	// at its next change (ToolsVersion).
 	toolsMu      sync.Mutex
 	toolsVersion uint64
-	toolsChanged chan struct{}
+	toolsChanged context.Context
+	signalTools  context.CancelFunc
 	closeOnce    sync.Once
 	closeErr     error
 }
@@ -242,7 +243,8 @@ type Client struct {
 // retried in the background.
 func New(ctx context.Context, servers []Server, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
-	c := &Client{opts: opts, log: opts.Logger, byNamespace: make(map[string]*conn, len(servers)), toolsChanged: make(chan struct{})}
+	c := &Client{opts: opts, log: opts.Logger, byNamespace: make(map[string]*conn, len(servers))}
+	c.toolsChanged, c.signalTools = context.WithCancel(context.Background())
 	for _, s := range servers {
 		if err := c.check(s); err != nil {
 			return nil, err
@@ -343,9 +345,12 @@ func (c *Client) Tools(namespace string, toolType command.ToolType) []command.To
 
 // ToolsVersion is the tool list's version, which goes up whenever a
 // server's tools change (a server that announced a new list, or came
-// back with another after a restart), and a channel closed at the next
+// back with another after a restart), and a context cancelled at the next
 // change: a remote device tells its server at once (aip.MetaToolsVersion).
-func (c *Client) ToolsVersion() (uint64, <-chan struct{}) {
+// A context rather than a channel so that a watcher can wait with
+// context.AfterFunc, without a goroutine of its own: a device that
+// waits idle for its server holds as few as it can.
+func (c *Client) ToolsVersion() (uint64, context.Context) {
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
 	return c.toolsVersion, c.toolsChanged
@@ -355,8 +360,8 @@ func (c *Client) ToolsVersion() (uint64, <-chan struct{}) {
 func (c *Client) toolsChange() {
 	c.toolsMu.Lock()
 	c.toolsVersion++
-	close(c.toolsChanged)
-	c.toolsChanged = make(chan struct{})
+	c.signalTools()
+	c.toolsChanged, c.signalTools = context.WithCancel(context.Background())
 	c.toolsMu.Unlock()
 }
 

@@ -48,10 +48,10 @@ type namespacer interface {
 }
 
 // toolsWatcher is what *client.Client adds too: its tool list's version
-// and a channel closed when it changes, so that the server is told at
+// and a context cancelled when it changes, so that the server is told at
 // once and asks for the tools again.
 type toolsWatcher interface {
-	ToolsVersion() (uint64, <-chan struct{})
+	ToolsVersion() (uint64, context.Context)
 }
 
 // Defaults of Options.
@@ -419,7 +419,7 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 		c.deliver(ctx, m)
 	}
 
-	go c.heartbeats(ctx, conn)
+	c.heartbeats(ctx, conn)
 	conn.Bind(ctx)
 	// This goroutine reads (an idle device has no other); a command frame
 	// can hand reading over to a successor (see read).
@@ -487,35 +487,70 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 // heartbeats sends a heartbeat every HeartbeatInterval, and one at once
 // when the device's tool list changes: each carries the list's version
 // (aip.MetaToolsVersion), so that the server asks for the tools again.
+// They run from a timer and from context.AfterFunc, not from a goroutine
+// of their own: an idle device then has one goroutine, its reader.
 func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
-	t := time.NewTicker(c.opts.HeartbeatInterval)
-	defer t.Stop()
-	tw, _ := c.dev.(toolsWatcher)
-	var changed <-chan struct{} // nil: never ready
-	if tw != nil {
-		_, changed = tw.ToolsVersion()
+	h := &heartbeater{c: c, ctx: ctx, conn: conn}
+	h.tw, _ = c.dev.(toolsWatcher)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.timer = time.AfterFunc(c.opts.HeartbeatInterval, h.beat)
+	if h.tw != nil {
+		_, changed := h.tw.ToolsVersion()
+		h.unwatch = context.AfterFunc(changed, h.beat)
 	}
-	for {
-		select {
-		case <-conn.Context().Done():
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-changed:
-		}
-		hb := &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: c.opts.ClientID,
-			Timestamp: aip.Timestamp(time.Now())}
-		if tw != nil {
-			var v uint64
-			v, changed = tw.ToolsVersion()
-			hb.Metadata = map[string]any{aip.MetaToolsVersion: v}
-		}
-		if r := c.current.Load(); r != nil {
-			hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(command.StateRunning),
-				Index: r.index, ElapsedMS: time.Since(r.start).Milliseconds()}
-		}
-		conn.Send(ctx, hb)
+	context.AfterFunc(conn.Context(), h.stop)
+}
+
+// heartbeater is one connection's heartbeats.
+type heartbeater struct {
+	c    *Client
+	ctx  context.Context
+	conn *aip.Conn
+	tw   toolsWatcher // nil: the device has no tool list to watch
+	// mu makes beats one at a time (the timer and a change of tools can
+	// fire together) and guards the rest.
+	mu      sync.Mutex
+	timer   *time.Timer
+	unwatch func() bool
+	stopped bool
+}
+
+// beat sends a heartbeat and sets the next: HeartbeatInterval from now,
+// and at the tool list's next change.
+func (h *heartbeater) beat() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.conn.Context().Err() != nil || h.ctx.Err() != nil {
+		return
+	}
+	h.timer.Stop()
+	if h.unwatch != nil {
+		h.unwatch()
+	}
+	hb := &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientID: h.c.opts.ClientID,
+		Timestamp: aip.Timestamp(time.Now())}
+	if h.tw != nil {
+		v, changed := h.tw.ToolsVersion()
+		hb.Metadata = map[string]any{aip.MetaToolsVersion: v}
+		h.unwatch = context.AfterFunc(changed, h.beat)
+	}
+	if r := h.c.current.Load(); r != nil {
+		hb.Progress = &aip.Progress{ResponseID: r.responseID, CallID: r.callID, State: string(command.StateRunning),
+			Index: r.index, ElapsedMS: time.Since(r.start).Milliseconds()}
+	}
+	h.conn.Send(h.ctx, hb)
+	h.timer.Reset(h.c.opts.HeartbeatInterval)
+}
+
+// stop ends the heartbeats when the connection ends.
+func (h *heartbeater) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.timer.Stop()
+	if h.unwatch != nil {
+		h.unwatch()
 	}
 }
 
