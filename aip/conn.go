@@ -90,6 +90,9 @@ type Conn struct {
 	// pinger fires every PingInterval (see ping); a timer rather than a
 	// goroutine of its own, since most connections are idle.
 	pinger atomic.Pointer[time.Timer]
+	// lean is an accepted connection's socket, nil for a dialled one or
+	// one over TLS (see leanConn).
+	lean *leanConn
 }
 
 // newConn allocates the Conn before the handshake so that the pong
@@ -115,16 +118,19 @@ func (c *Conn) start(ws *websocket.Conn) *Conn {
 
 // Accept upgrades an HTTP request to an AIP connection. Refuse
 // unauthenticated requests before calling it: after the upgrade the only
-// way to say no is to close.
+// way to say no is to close. An idle accepted connection holds no read
+// or write buffer (see leanConn).
 func Accept(w http.ResponseWriter, r *http.Request, opts ConnOptions) (*Conn, error) {
 	c := newConn(opts)
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	lean := &leanHijacker{ResponseWriter: w}
+	ws, err := websocket.Accept(lean, r, &websocket.AcceptOptions{
 		OnPongReceived: func(context.Context, []byte) { c.seen() },
 	})
 	if err != nil {
 		c.cancel(err)
 		return nil, fmt.Errorf("aip: websocket upgrade: %w", err)
 	}
+	c.lean = lean.conn
 	return c.start(ws), nil
 }
 
@@ -165,10 +171,19 @@ func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Respo
 // bound context need no per-read timer.
 func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	c.readMu.Lock()
+	bound := ctx == c.bound || ctx.Done() == nil
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
 	}
 	c.readMu.Unlock()
+	if c.lean != nil && bound {
+		// Nothing but closing the connection can end this wait, which
+		// the bound context does when it ends.
+		if err := c.lean.await(); err != nil {
+			c.cancel(fmt.Errorf("aip: read: %w", err))
+			return false, nil, err
+		}
+	}
 	typ, r, err := c.ws.Reader(ctx)
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))

@@ -264,6 +264,7 @@ func runIdleClients(url string) int {
 	}
 	wg.Wait()
 	time.Sleep(6 * time.Second) // a round of heartbeats
+	fmt.Println("MEM", goMemory())
 	fmt.Println("READY", rssBytes(), runtime.NumGoroutine())
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	return 0
@@ -319,6 +320,17 @@ func BenchmarkIdleClients(b *testing.B) {
 			b.ReportMetric(worst.clientGoroutines/float64(n), "client-goroutines/client")
 		})
 	}
+}
+
+// goMemory says where a process's memory is, as the Go runtime sees it:
+// what the heap holds, what its goroutines' stacks hold, and what the
+// runtime keeps from the OS without using it.
+func goMemory() string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("heap in use %.1f MiB (live objects %.1f MiB), stacks %.1f MiB, idle heap kept %.1f MiB, runtime %.1f MiB",
+		mib(int64(ms.HeapInuse)), mib(int64(ms.HeapAlloc)), mib(int64(ms.StackInuse)), mib(int64(ms.HeapIdle-ms.HeapReleased)),
+		mib(int64(ms.MSpanInuse+ms.MCacheInuse+ms.GCSys+ms.OtherSys+ms.BuckHashSys)))
 }
 
 // idleBudget is the memory 10,000 idle clients may take in all.
@@ -476,6 +488,9 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 		if strings.HasPrefix(line, "ERROR") {
 			b.Fatal(line)
 		}
+		if v, ok := strings.CutPrefix(line, "MEM "); ok {
+			b.Logf("clients' process: %s", v)
+		}
 		if v, ok := strings.CutPrefix(line, "READY "); ok {
 			f := strings.Fields(v)
 			if len(f) != 2 {
@@ -494,6 +509,7 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 		b.Fatalf("%d clients registered, want %d", got, n)
 	}
 	m.server = serverBytes(false) - baseServer
+	b.Logf("server's process: %s", goMemory())
 	// The kernel's counters also move by what other processes do, and TCP's
 	// by per-CPU reserves (up to 1 MiB a CPU, with nothing queued): a
 	// difference below zero counts as none rather than shrinking the total.

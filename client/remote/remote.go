@@ -252,7 +252,7 @@ func (c *Client) Run(ctx context.Context) error {
 	c.progress.sender, c.progress.sending = func() { go c.sendProgress(pctx) }, false
 	c.progress.mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		conn, err := c.connect(ctx)
+		conn, err := c.connectApart(ctx)
 		if ctx.Err() != nil {
 			if conn != nil {
 				conn.Close(1000, "device client stopping")
@@ -288,6 +288,26 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		c.opts.Logf("connection lost (%v); reconnecting", context.Cause(conn.Context()))
 	}
+}
+
+// connectApart connects from a goroutine of its own, which ends with the
+// handshake: the handshake's deep calls (net/http's transport) grow that
+// goroutine's stack, not the stack of Run's goroutine, which goes on to
+// read the connection for as long as it lasts. (Go gives back a grown
+// stack only at a collection: a device would hold the handshake's 8 KiB
+// while idle.)
+func (c *Client) connectApart(ctx context.Context) (*aip.Conn, error) {
+	type dialed struct {
+		conn *aip.Conn
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		conn, err := c.connect(ctx)
+		done <- dialed{conn, err}
+	}()
+	d := <-done
+	return d.conn, d.err
 }
 
 // Close releases what the client holds open: its journal file. Call it
