@@ -171,19 +171,10 @@ func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Respo
 // bound context need no per-read timer.
 func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	c.readMu.Lock()
-	bound := ctx == c.bound || ctx.Done() == nil
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
 	}
 	c.readMu.Unlock()
-	if c.lean != nil && bound {
-		// Nothing but closing the connection can end this wait, which
-		// the bound context does when it ends.
-		if err := c.lean.await(); err != nil {
-			c.cancel(fmt.Errorf("aip: read: %w", err))
-			return false, nil, err
-		}
-	}
 	typ, r, err := c.ws.Reader(ctx)
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))

@@ -119,18 +119,6 @@ func (c *leanConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// await waits until there is something to read. Conn.Read waits here,
-// a few calls deep, rather than under coder/websocket's reader, a dozen
-// calls deeper: a goroutine's stack is sized by what it uses while it
-// waits (Go starts goroutines at the average size it finds and shrinks
-// them at a collection), and a server's readers wait nearly all the time.
-func (c *leanConn) await() error {
-	if len(c.prefix) > 0 || c.in != nil || c.br.Buffered() > 0 {
-		return nil
-	}
-	return c.fill()
-}
-
 // fill waits until the socket has data, holding no buffer, then reads up
 // to readChunk bytes into a pooled one.
 func (c *leanConn) fill() error {
