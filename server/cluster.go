@@ -202,6 +202,15 @@ func (s *Server) elsewhere(id string) string {
 	return id
 }
 
+// deviceServer is the live server other than this one that device
+// clientID is connected to, or "".
+func (s *Server) deviceServer(clientID string) string {
+	if rec, ok := s.storedDevice(clientID); ok && rec.Connected {
+		return s.elsewhere(rec.Server)
+	}
+	return ""
+}
+
 // forward passes a request to the server that can answer it and copies
 // its answer back.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, to string, body []byte) {
@@ -269,11 +278,9 @@ func (s *Server) routeDevice(h http.HandlerFunc) http.HandlerFunc {
 		here := s.connectedLocked(req.ClientID)
 		s.mu.Unlock()
 		if !here {
-			if rec, ok := s.storedDevice(req.ClientID); ok && rec.Connected {
-				if to := s.elsewhere(rec.Server); to != "" {
-					s.forward(w, r, to, body)
-					return
-				}
+			if to := s.deviceServer(req.ClientID); to != "" {
+				s.forward(w, r, to, body)
+				return
 			}
 		}
 		h(w, r)
@@ -680,10 +687,7 @@ func (s *Server) DispatchAnywhere(ctx context.Context, clientID, request, taskNa
 	if s.peers == nil || !errors.Is(err, ErrNoDevice) {
 		return info, err
 	}
-	to := ""
-	if rec, ok := s.storedDevice(clientID); ok && rec.Connected {
-		to = s.elsewhere(rec.Server)
-	}
+	to := s.deviceServer(clientID)
 	if to == "" {
 		return info, err
 	}
