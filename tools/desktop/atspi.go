@@ -146,22 +146,28 @@ func (a *a11y) changedSince(bus string, v uint64, read func(dbus.ObjectPath) boo
 // reuses what an event it could have seen says has changed. Every
 // event wakes those waiting for a window to change.
 func (a *a11y) DeliverSignal(iface, member string, sig *dbus.Signal) {
-	if strings.HasPrefix(iface, "org.a11y.atspi.Event.") {
-		a.mu.Lock()
-		close(a.wake)
-		a.wake = make(chan struct{})
-		a.mu.Unlock()
-	}
-	if iface != "org.a11y.atspi.Event.Object" {
+	if !strings.HasPrefix(iface, "org.a11y.atspi.Event.") {
 		return
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if iface == "org.a11y.atspi.Event.Object" {
+		a.countLocked(member, sig)
+	}
+	// Waiters wake once the event is counted, so that what they read
+	// next knows of it.
+	close(a.wake)
+	a.wake = make(chan struct{})
+}
+
+// countLocked records an object event of the kinds that change a tree or
+// move a box. a.mu is held.
+func (a *a11y) countLocked(member string, sig *dbus.Signal) {
 	switch member {
 	case "ChildrenChanged", "StateChanged", "PropertyChange", "BoundsChanged":
 	default:
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	e := a.events[sig.Sender]
 	if e == nil {
 		e = &appEvents{paths: map[dbus.ObjectPath]objectEvent{}}

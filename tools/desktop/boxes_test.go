@@ -60,8 +60,15 @@ func TestBoxesKeptUntilTheyMove(t *testing.T) {
 		if err := syscall.Kill(w.PID, m.sig); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); d.a.allEvents(w.ref.Bus) == all; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
+		timeout := time.After(10 * time.Second)
+		for {
+			wake := d.a.changes()
+			if d.a.allEvents(w.ref.Bus) != all {
+				break
+			}
+			select {
+			case <-wake:
+			case <-timeout:
 				t.Fatalf("%s: GTK 3 sent no event in 10 s", m.name)
 			}
 		}
