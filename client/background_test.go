@@ -60,24 +60,26 @@ func newGate() *gate {
 
 func (g *gate) server() *tools.Server {
 	s := &tools.Server{Name: "work"}
-	s.Add(tools.New("long", "runs until released", tools.Annotations{Risk: tools.RiskRead, Streams: []string{"output"}},
-		func(ctx context.Context, in struct{}) (string, error) {
-			n := 0
-			for {
-				select {
-				case msg := <-g.report:
-					n++
-					tools.ReportProgress(ctx, tools.Progress{Progress: float64(n), Message: msg})
-					g.report <- msg // done
-				case <-g.release:
-					return "finished after " + fmt.Sprint(n) + " lines", nil
-				case <-ctx.Done():
-					g.stopped <- context.Cause(ctx)
-					return "", fmt.Errorf("stopped after %d lines", n)
-				}
-			}
-		}))
+	s.Add(tools.New("long", "runs until released", tools.Annotations{Risk: tools.RiskRead, Streams: []string{"output"}}, g.run))
+	s.Add(tools.New("wait", "waits until released", tools.Annotations{Risk: tools.RiskRead, Waits: true}, g.run))
 	return s
+}
+
+func (g *gate) run(ctx context.Context, in struct{}) (string, error) {
+	n := 0
+	for {
+		select {
+		case msg := <-g.report:
+			n++
+			tools.ReportProgress(ctx, tools.Progress{Progress: float64(n), Message: msg})
+			g.report <- msg // done
+		case <-g.release:
+			return "finished after " + fmt.Sprint(n) + " lines", nil
+		case <-ctx.Done():
+			g.stopped <- context.Cause(ctx)
+			return "", fmt.Errorf("stopped after %d lines", n)
+		}
+	}
 }
 
 // say makes the tool report msg and waits until it has.
@@ -216,6 +218,40 @@ func TestShortCommandIsWaitedFor(t *testing.T) {
 	}
 	if cause := <-g2.stopped; !strings.Contains(fmt.Sprint(cause), "the user pressed stop") {
 		t.Errorf("the tool saw cause %v", cause)
+	}
+}
+
+// A tool whose work is to wait (tools.Annotations.Waits) is never left in
+// the background, however short the threshold: the model asked to wait for
+// its answer. A threshold of a nanosecond detaches any other call at once.
+func TestWaitingToolIsNeverDetached(t *testing.T) {
+	g := newGate()
+	c := newClient(t, []client.Server{{Namespace: "work", MCP: g.server()}}, fastOpts())
+	if info := c.Tools("work", ""); len(info) != 2 {
+		t.Fatalf("tools %+v", info)
+	}
+	for _, info := range c.Tools("work", "") {
+		if got, _ := info.Meta[tools.MetaWaits].(bool); got != (info.Name == "wait") {
+			t.Errorf("%s: meta %s is %v", info.Name, tools.MetaWaits, info.Meta[tools.MetaWaits])
+		}
+	}
+	ctx := command.WithDetach(context.Background(), time.Nanosecond)
+	res := make(chan command.Result, 1)
+	go func() { res <- c.Execute(ctx, command.Command{Namespace: "work", ToolName: "long", CallID: "d1"}) }()
+	g.say("one")
+	if r := <-res; !r.Running() {
+		t.Fatalf("a call past the threshold was not detached: %+v", r)
+	}
+	close(g.release)
+
+	g2 := newGate()
+	c2 := newClient(t, []client.Server{{Namespace: "work", MCP: g2.server()}}, fastOpts())
+	go func() { res <- c2.Execute(ctx, command.Command{Namespace: "work", ToolName: "wait", CallID: "w1"}) }()
+	g2.say("one")
+	g2.say("two")
+	close(g2.release)
+	if r := <-res; !r.OK() || r.Running() || string(r.Result) != `"finished after 2 lines"` {
+		t.Errorf("a waiting tool's call: %+v", r)
 	}
 }
 

@@ -224,7 +224,9 @@ func (cl *call) detach() (_ command.Result, detached bool) {
 // none, command.Running) says how it is doing, and the built-in commands
 // command_status and cancel_command look after it. It keeps the deadline
 // ctx had, but no longer ctx's cancellation; its end is reported to the
-// progress callback, with its final state.
+// progress callback, with its final state. A tool that declares that
+// waiting is its work (tools.Annotations.Waits) is never detached: its own
+// timeout bounds it.
 //
 // The built-in commands get_mcp_tools ({namespace?, tool_type?}),
 // list_tools ({tool_type?}), get_device_info, describe ({namespace?}),
@@ -241,7 +243,7 @@ func (c *Client) Execute(ctx context.Context, cmd command.Command) command.Resul
 	switch {
 	case cmd.CallID == "" || command.IsBackgroundControl(cmd.ToolName) || cmd.ToolName == "":
 		r = c.execute(ctx, cmd, nil)
-	case command.DetachFrom(ctx) > 0:
+	case command.DetachFrom(ctx) > 0 && !c.waits(cmd):
 		r = c.background(ctx, cmd, command.DetachFrom(ctx))
 	default:
 		rctx, cancel := context.WithCancelCause(ctx)
@@ -252,6 +254,12 @@ func (c *Client) Execute(ctx context.Context, cmd command.Command) command.Resul
 	}
 	r.CallID = cmd.CallID
 	return r
+}
+
+// waits reports whether cmd's tool declares that waiting is its work.
+func (c *Client) waits(cmd command.Command) bool {
+	_, t, _ := c.resolve(cmd)
+	return t != nil && t.waits
 }
 
 // background runs cmd in a goroutine of its own and waits for it until

@@ -88,6 +88,9 @@ type tool struct {
 	info   command.ToolInfo
 	risk   Risk
 	schema *jsonschema.Schema // nil: the server's schema could not be compiled
+	// waits: the tool declares that waiting is its work (tools.MetaWaits),
+	// so a call to it is never detached.
+	waits bool
 }
 
 // checkPattern refuses a malformed path.Match pattern.
@@ -153,7 +156,8 @@ func buildTools(s Server, list []mcp.Tool, log *slog.Logger) (map[string]*tool, 
 			info.Meta = map[string]any{}
 		}
 		info.Meta[MetaRisk] = string(risk)
-		tl := &tool{info: info, risk: risk}
+		waits, _ := info.Meta[tools.MetaWaits].(bool)
+		tl := &tool{info: info, risk: risk, waits: waits}
 		if len(info.InputSchema) > 0 {
 			if tl.schema, err = compileSchema(info.InputSchema); err != nil {
 				// A schema we cannot read must not make the tool unusable:

@@ -46,6 +46,11 @@ type Annotations struct {
 	// result (StreamProgress, or a stream of its own such as "output").
 	// Every stream travels as progress reports: see ReportProgress.
 	Streams []string
+	// Waits says that waiting is the tool's work: it returns when what it
+	// waits for happens or when a timeout of its own, given in the call,
+	// runs out. Such a call is never left running in the background
+	// (agent.detach_after), because the model asked to wait for its answer.
+	Waits bool
 }
 
 // Risk is how much harm a tool can do: the device policy's unit
@@ -74,10 +79,12 @@ func (r Risk) Valid() bool {
 }
 
 // The _meta keys under which a served tool declares what MCP's annotations
-// cannot say: its risk class and its streams. Other MCP hosts ignore them.
+// cannot say: its risk class, its streams and whether it waits on purpose.
+// Other MCP hosts ignore them.
 const (
 	MetaRisk    = "saucer/risk"
 	MetaStreams = "saucer/streams"
+	MetaWaits   = "saucer/waits"
 )
 
 // New makes handler a tool. The input schema is Schema[In] (so In must be

@@ -101,6 +101,9 @@ func mcpTool(t *tools.Tool) mcp.Tool {
 	if len(a.Streams) > 0 {
 		meta[tools.MetaStreams] = a.Streams
 	}
+	if a.Waits {
+		meta[tools.MetaWaits] = true
+	}
 	if len(meta) > 0 {
 		mt.Meta = &mcp.Meta{AdditionalFields: meta}
 	}

@@ -105,6 +105,7 @@ func NewServer(d *Desktop) *tools.Server {
 	write := tools.Annotations{Risk: tools.RiskWrite}
 	destructive := tools.Annotations{Risk: tools.RiskDestructive}
 	titled := func(a tools.Annotations, title string) tools.Annotations { a.Title = title; return a }
+	waiting := func(a tools.Annotations) tools.Annotations { a.Waits = true; return a }
 
 	s.Add(tools.New(ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
 		titled(read, "List windows"), func(ctx context.Context, _ struct{}) ([]Window, error) {
@@ -189,7 +190,7 @@ func NewServer(d *Desktop) *tools.Server {
 		}))
 	s.Add(tools.New("wait_for", "Wait until a control appears (by role and/or name) or a window's title contains a text, instead of acting on a window "+
 		"that is still loading or changing. Returns the matching controls with their ids; fails after the timeout with what is there.",
-		titled(read, "Wait for a control or title"), func(ctx context.Context, a waitArgs) (string, error) {
+		waiting(titled(read, "Wait for a control or title")), func(ctx context.Context, a waitArgs) (string, error) {
 			if a.Timeout < 0 {
 				return "", errors.New("timeout: give seconds above 0, or leave it out for 10")
 			}
