@@ -14,6 +14,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
+	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools/shell"
 )
@@ -71,6 +72,9 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 				}
 			}
 			// The sandboxed device: a FAIL only when the config asks for it.
+			// Kept for the desktop checks, which look inside it when the
+			// device is the sandbox.
+			var inside *sandbox.Sandbox
 			if sb, err := local.StartSandbox(cmd.Context(), cfg, workdir); err != nil {
 				if cfg.Device == config.DeviceSandbox {
 					report(false, "sandbox", err.Error(), "install what is named above, run as root, or set device: local")
@@ -79,7 +83,10 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 				}
 			} else {
 				report(true, "sandbox", "available ("+sb.Limits()+")", "")
-				sb.Close()
+				defer sb.Close()
+				if cfg.Device == config.DeviceSandbox {
+					inside = sb
+				}
 			}
 			if cfg.Tools.Shell.Enabled && cfg.Device != config.DeviceSandbox {
 				// How a command's timeout reaches what it started, on this machine.
@@ -87,7 +94,7 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			}
 			// The desktop servers' display, buses and applications: a
 			// desktop server starts without them and fails only when used.
-			if found, err := local.DesktopChecks(cmd.Context(), cfg, workdir, app); err == nil {
+			if found, err := local.DesktopChecks(cmd.Context(), cfg, workdir, app, inside); err == nil {
 				for _, f := range found {
 					report(f.OK, "desktop "+f.What, f.Detail, f.Fix)
 				}

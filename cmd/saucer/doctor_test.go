@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/tools/desktop/display"
 )
@@ -73,5 +74,51 @@ func TestDoctorChecksAWaylandAndAnOwnDisplay(t *testing.T) {
 	out, code = saucer(t, "doctor", "--skip-provider", "-c", cfgFile, "-C", dir)
 	if want := "ok   desktop display: a desktop of its own (xvfb)"; !strings.Contains(out, want) || code != 0 || strings.Contains(out, "session bus") {
 		t.Errorf("own: exit %d, output lacks %q (or checks the person's buses)\n%s", code, want, out)
+	}
+}
+
+// TestDoctorChecksTheDesktopInsideTheSandbox: with device: sandbox, a
+// desktop of its own runs inside the sandbox, so doctor looks for Xvfb,
+// the buses and the apps in the sandbox's root, not on the host: the image
+// root (which CI builds, without a desktop) lacks them, the host's root has
+// them.
+func TestDoctorChecksTheDesktopInsideTheSandbox(t *testing.T) {
+	if err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must be able to create sandboxes: %v", err)
+		}
+		t.Skip(err)
+	}
+	desktoptest.Require(t, "mousepad")
+	const image = "/var/lib/saucer/rootfs"
+	if _, err := os.Stat(filepath.Join(image, "bin/sh")); err != nil {
+		t.Fatalf("the sandbox image root is not built (.ci/run builds it): %v", err)
+	}
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "c.yaml")
+	write := func(root string) {
+		os.WriteFile(cfgFile, []byte(fmt.Sprintf("device: sandbox\nsandbox: {root: %s}\nmcp:\n  use: [desktop, editor]\n  servers:\n    editor: {kind: desktop, command: mousepad}\n"+
+			"tools:\n  desktop: {display: own}\n", root)), 0o644)
+	}
+	write(image)
+	out, code := saucer(t, "doctor", "--skip-provider", "-c", cfgFile, "-C", dir)
+	for _, want := range []string{"FAIL desktop display: a desktop of its own (xvfb) cannot start inside the sandbox: its root filesystem lacks ",
+		"Xvfb", "at-spi2-core", "fix: install the packages named in the sandbox's root filesystem",
+		"FAIL desktop app editor: mousepad: not found inside the sandbox"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("image root: output lacks %q\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("image root: exit %d, want 1\n%s", code, out)
+	}
+
+	write("/")
+	out, _ = saucer(t, "doctor", "--skip-provider", "-c", cfgFile, "-C", dir)
+	for _, want := range []string{"ok   desktop display: a desktop of its own (xvfb) inside the sandbox",
+		"ok   desktop app editor: mousepad (/usr/bin/mousepad inside the sandbox)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("host's root: output lacks %q\n%s", want, out)
+		}
 	}
 }

@@ -80,26 +80,17 @@ func Missing(kind Kind) string {
 	if len(miss) == 0 {
 		return ""
 	}
+	slices.Sort(miss)
+	slices.Sort(pkgs)
 	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
 }
 
-// missingIn is Missing for the inside of a jail: what kind needs and the
+// MissingIn is Missing for the inside of a jail: what kind needs and the
 // jail's root lacks, looked for in the folders of its PATH.
-func missingIn(j Jail, kind Kind) string {
+func MissingIn(j Jail, kind Kind) string {
 	var miss, pkgs []string
 	for exe, pkg := range map[string]string{servers[kind]: packages[kind], BusDaemon: "dbus-daemon", BusLauncher: "at-spi2-core"} {
-		found := false
-		for _, dir := range jailPath {
-			p := exe
-			if !filepath.IsAbs(exe) {
-				p = filepath.Join(dir, exe)
-			}
-			if st, err := os.Stat(j.Path(p)); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if LookPathIn(j, exe) == "" {
 			miss, pkgs = append(miss, exe), append(pkgs, pkg)
 		}
 	}
@@ -109,6 +100,23 @@ func missingIn(j Jail, kind Kind) string {
 	slices.Sort(miss)
 	slices.Sort(pkgs)
 	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
+}
+
+// LookPathIn finds a program inside a jail as its PATH would: exe itself
+// when it is an absolute path, else in the folders of jailPath. It returns
+// the path inside, or "" when the jail's root has no such program.
+func LookPathIn(j Jail, exe string) string {
+	dirs := jailPath
+	if filepath.IsAbs(exe) {
+		dirs = []string{""}
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, exe)
+		if st, err := os.Stat(j.Path(p)); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // jailPath are the folders where programs are looked for inside a jail
@@ -195,14 +203,16 @@ func Start(ctx context.Context, o Options) (_ *Display, err error) {
 	if _, ok := servers[o.Kind]; !ok {
 		return nil, fmt.Errorf("display kind %q: use xvfb, sway or weston", o.Kind)
 	}
-	if m := Missing(o.Kind); m != "" {
-		return nil, fmt.Errorf("a desktop of its own on %s needs %s", o.Kind, m)
-	}
-	if o.Jail != nil {
+	if o.Jail == nil {
+		if m := Missing(o.Kind); m != "" {
+			return nil, fmt.Errorf("a desktop of its own on %s needs %s", o.Kind, m)
+		}
+	} else {
+		// Everything runs from the jail's root: the host needs none of it.
 		if o.Kind != Xvfb {
 			return nil, fmt.Errorf("a desktop of its own inside the sandbox runs on Xvfb (own or xvfb), not %s", o.Kind)
 		}
-		if m := missingIn(o.Jail, o.Kind); m != "" {
+		if m := MissingIn(o.Jail, o.Kind); m != "" {
 			return nil, fmt.Errorf("a desktop of its own inside the sandbox needs %s inside: install them in the sandbox's root filesystem, or give it the host's (sandbox.root: /)", m)
 		}
 	}
