@@ -170,6 +170,17 @@ func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, *http.Respo
 // connection. A read loop should Bind its context first: reads under the
 // bound context need no per-read timer.
 func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
+	err = c.ReadFunc(ctx, func(t bool, b []byte) {
+		text, frame = t, bytes.Clone(b)
+	})
+	return text, frame, err
+}
+
+// ReadFunc reads the next frame, as Read does, and hands it to use, which
+// must not keep it: the bytes are a pooled buffer, reused once use
+// returns. A read loop that decodes each frame (the decoders copy what
+// they keep) saves the copy that Read makes of every frame.
+func (c *Conn) ReadFunc(ctx context.Context, use func(text bool, frame []byte)) error {
 	c.readMu.Lock()
 	if ctx == c.bound {
 		ctx = context.Background() // Bind closes the connection when it ends
@@ -178,25 +189,22 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 	typ, r, err := c.ws.Reader(ctx)
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return false, nil, err
+		return err
 	}
-	// The frame is read into a pooled buffer and handed out as an exact
-	// copy: one allocation of the frame's size, where
-	// websocket.Conn.Read grows a fresh buffer from 512 bytes. The buffer
-	// is taken once the frame has begun, so that an idle connection,
-	// blocked above, holds none.
+	// The frame is read into a pooled buffer: one that fits the frame,
+	// where websocket.Conn.Read grows a fresh buffer from 512 bytes. The
+	// buffer is taken once the frame has begun, so that an idle
+	// connection, blocked above, holds none.
 	buf := getBuffer()
+	defer putBuffer(buf)
 	*buf, err = readAll(r, (*buf)[:0])
-	if err == nil {
-		frame = bytes.Clone(*buf)
-	}
-	putBuffer(buf)
 	if err != nil {
 		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return false, nil, err
+		return err
 	}
 	c.seen()
-	return typ == websocket.MessageText, frame, nil
+	use(typ == websocket.MessageText, *buf)
+	return nil
 }
 
 // buffers are the frame buffers of all connections: a frame's encoding

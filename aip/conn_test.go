@@ -2,6 +2,7 @@ package aip_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/command"
 )
 
 // serve starts a loopback server whose handler gets each accepted Conn.
@@ -178,5 +180,88 @@ func TestConnSendAfterClose(t *testing.T) {
 	err = c.Send(context.Background(), &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK})
 	if err == nil {
 		t.Fatal("send on a closed connection succeeded")
+	}
+}
+
+// TestReadFuncFramesOutliveTheBuffer: ReadFunc hands out a pooled buffer
+// that the next read reuses, so a frame decoded inside it must keep
+// copies only. Each side decodes a frame, reads a second one of the same
+// size into the same buffer, and finds the first message intact: every
+// field, the tool's raw result and the command's parameters included.
+func TestReadFuncFramesOutliveTheBuffer(t *testing.T) {
+	results := func(s string) *aip.ClientMessage {
+		return &aip.ClientMessage{Type: aip.TypeCommandResults, Status: aip.StatusContinue, ClientType: aip.ClientDevice,
+			ClientID: "dev-" + s, SessionID: "session-" + s, PrevResponseID: "resp-" + s, RequestID: "req-" + s,
+			Timestamp: "2026-01-01T00:00:00.000000+00:00", Metadata: map[string]any{"k": "meta-" + s},
+			ActionResults: []command.Result{{Status: command.Success, Result: json.RawMessage(`{"out":"result-` + s + `"}`),
+				Error: "error-" + s, Namespace: "ns-" + s, CallID: "call-" + s}}}
+	}
+	commands := func(s string) *aip.ServerMessage {
+		return &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, SessionID: "session-" + s, TaskName: "task-" + s,
+			ResponseID: "resp-" + s, Timestamp: "2026-01-01T00:00:00.000000+00:00", Result: json.RawMessage(`"result-` + s + `"`),
+			Actions: []command.Command{{ToolName: "tool-" + s, ToolType: command.Action, CallID: "call-" + s,
+				Parameters: map[string]any{"text": "param-" + s, "list": []any{"item-" + s}}}}}
+	}
+	encode := func(f aip.Frame) string {
+		b, err := f.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// readTwo decodes two frames with ReadFunc and returns the first
+	// re-encoded after the second was read.
+	readTwo := func(c *aip.Conn, decode func([]byte) (aip.Frame, error)) (string, error) {
+		var first aip.Frame
+		for i := range 2 {
+			var derr error
+			err := c.ReadFunc(context.Background(), func(_ bool, b []byte) {
+				f, err := decode(b)
+				if i == 0 {
+					first, derr = f, err
+				}
+			})
+			if err != nil || derr != nil {
+				return "", fmt.Errorf("frame %d: read: %v, decode: %v", i+1, err, derr)
+			}
+		}
+		return encode(first), nil
+	}
+	serverGot := make(chan string, 1)
+	url := serve(t, aip.ConnOptions{}, func(c *aip.Conn) {
+		got, err := readTwo(c, func(b []byte) (aip.Frame, error) { return aip.DecodeClient(b) })
+		if err != nil {
+			t.Error(err)
+		}
+		serverGot <- got
+		for _, s := range []string{"a", "b"} {
+			c.Send(context.Background(), commands(s))
+		}
+		c.Read(context.Background()) // until the client closes
+	})
+	c, _, err := aip.Dial(context.Background(), url, aip.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for _, s := range []string{"a", "b"} {
+		if err := c.Send(context.Background(), results(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case got := <-serverGot:
+		if want := encode(results("a")); got != want {
+			t.Errorf("the first results frame changed when the second was read:\n got %s\nwant %s", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server read no frames")
+	}
+	got, err := readTwo(c, func(b []byte) (aip.Frame, error) { return aip.DecodeServer(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := encode(commands("a")); got != want {
+		t.Errorf("the first command frame changed when the second was read:\n got %s\nwant %s", got, want)
 	}
 }

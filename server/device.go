@@ -430,15 +430,21 @@ func (s *Server) forgetDevice(d *device) {
 func (s *Server) serveDevice(d *device, conn *aip.Conn) {
 	conn.Bind(s.ctx)
 	for {
-		text, b, err := conn.Read(s.ctx)
-		if err != nil {
+		var text bool
+		var m *aip.ClientMessage
+		var err error
+		// Decoded from the connection's buffer: the message keeps copies.
+		if conn.ReadFunc(s.ctx, func(t bool, b []byte) {
+			if text = t; t {
+				m, err = aip.DecodeClient(b)
+			}
+		}) != nil {
 			return
 		}
 		if !text {
 			s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
 			continue
 		}
-		m, err := aip.DecodeClient(b)
 		if err == nil {
 			err = m.Validate()
 		}

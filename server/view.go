@@ -465,5 +465,9 @@ func (t *task) commandChangedLocked(cs dispatcher.CommandState) {
 	if cs.State.Terminal() {
 		delete(t.progress, cs.CallID)
 	}
-	t.publishLocked(EventCommand, cs)
+	// Asked before cs is boxed for publishLocked: most rounds have nobody
+	// watching, and the box cost every command state change an allocation.
+	if t.srv.events.wanted() {
+		t.publishLocked(EventCommand, cs)
+	}
 }

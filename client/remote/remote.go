@@ -466,15 +466,21 @@ const successorAfter = 2 * time.Millisecond
 
 func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 	for {
-		text, b, err := conn.Read(ctx)
-		if err != nil {
+		var text bool
+		var m *aip.ServerMessage
+		var err error
+		// Decoded from the connection's buffer: the message keeps copies.
+		if conn.ReadFunc(ctx, func(t bool, b []byte) {
+			if text = t; t {
+				m, err = aip.DecodeServer(b)
+			}
+		}) != nil {
 			return
 		}
 		if !text {
 			c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
 			continue
 		}
-		m, err := aip.DecodeServer(b)
 		if err == nil {
 			err = m.Validate()
 		}
