@@ -526,9 +526,11 @@ func (r *run) drive(ctx context.Context) error {
 		}
 	}
 	answers := make(chan planAnswer, 1)
-	planning := false
+	// planning says a step is in flight; refusedEdits that the planner's
+	// last answer had edits the graph refused, which it must hear of.
+	planning, refusedEdits := false, false
 	ask := func() {
-		planning = true
+		planning, refusedEdits = true, false
 		view, evs := g.Clone(), events
 		events = nil
 		r.planWG.Add(1)
@@ -541,6 +543,17 @@ func (r *run) drive(ctx context.Context) error {
 		ask()
 	}
 	for {
+		if !planning && !refusedEdits && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
+			// The planner declared the graph all the request needs and
+			// every node has completed: its step on these last ends could
+			// only finish, so the constellation ends without it (a
+			// failure would have brought it back).
+			g.Status = Completed
+			if g.Answer == "" {
+				g.Answer = lastResult(g)
+			}
+			return nil
+		}
 		if !planning && len(events) > 0 {
 			ask()
 		}
@@ -577,6 +590,7 @@ func (r *run) drive(ctx context.Context) error {
 				return r.finish(ctx)
 			}
 			events = append(events, refused...)
+			refusedEdits = len(refused) > 0
 			continue
 		case m := <-r.ends:
 			events = append(events, r.take(ctx, m)...)
@@ -681,7 +695,7 @@ func applyEdits(g *Graph, ds []Device, eds []Edit) ([]Edit, []string) {
 				ed.Op, argsText(ed.Args), oneLine(err.Error())))
 			continue
 		}
-		g.Nodes, g.Edges = c.Nodes, c.Edges
+		g.Nodes, g.Edges, g.FinishWhenDone = c.Nodes, c.Edges, c.FinishWhenDone
 	}
 	return out, refused
 }

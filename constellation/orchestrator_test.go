@@ -375,3 +375,78 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 		t.Fatalf("the replay ends elsewhere: %s", d)
 	}
 }
+
+// A planner that declared its graph all the request needs
+// (finish_when_done) is not asked again once every node has completed:
+// that step could only have said "finish", and it held the
+// constellation's end a model call after its last node's. A failure
+// still brings it back, and its re-plan ends the same way. The recording
+// replays to the same end.
+func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
+	f := newFake(threeDevices...)
+	f.outcome = func(device, task string, try int) TaskOutcome {
+		if firstLine(task) == "b task" && try == 1 {
+			return TaskOutcome{Error: "disk full"}
+		}
+		return TaskOutcome{OK: true, Result: "ok " + firstLine(task)}
+	}
+	var mu sync.Mutex
+	var steps [][]string
+	planner := func(*Graph) (Stepper, error) {
+		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+			mu.Lock()
+			steps = append(steps, events)
+			mu.Unlock()
+			switch {
+			case len(g.Nodes) == 0:
+				p.do(t, ToolAddNode, node("a", "d1", "a task"))
+				p.do(t, ToolAddNode, node("b", "d2", "b task"))
+				p.do(t, ToolAddEdge, map[string]any{"from": "a", "to": "b"})
+				p.do(t, ToolFinishWhenDone, map[string]any{})
+			case g.Node("b").Status == NodeFailed:
+				p.do(t, ToolUpdateNode, map[string]any{"id": "b", "device": "d3"})
+			case g.AllCompleted():
+				return fsm.Finish, "asked after the last end"
+			}
+			return fsm.Continue, ""
+		}), nil
+	}
+	dir := t.TempDir()
+	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
+	g, err := o.Run(context.Background(), "declared")
+	if err != nil || g.Status != Completed {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	if g.Answer != "ok b task" {
+		t.Errorf("answer %q, want the last node's result (ok b task)", g.Answer)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var told []string
+	for _, evs := range steps {
+		told = append(told, evs...)
+	}
+	joined := strings.Join(told, "\n")
+	if !strings.Contains(joined, "b FAILED") {
+		t.Errorf("the planner was not told of b's failure:\n%s", joined)
+	}
+	if strings.Contains(joined, "b completed") {
+		t.Errorf("the planner was asked after the last node completed, though it had declared the graph done (%d steps):\n%s", len(steps), joined)
+	}
+	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	events, err := ReadRecording(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := Replay(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := versions[len(versions)-1]; !last.FinishWhenDone || diff(last, g) != "" {
+		t.Fatalf("the replay ends elsewhere (finish_when_done %v): %s", last.FinishWhenDone, diff(last, g))
+	}
+}
