@@ -529,25 +529,35 @@ func (r *run) drive(ctx context.Context) error {
 	// planning says a step is in flight; refusedEdits that the planner's
 	// last answer had edits the graph refused, which it must hear of.
 	planning, refusedEdits := false, false
+	// stopStep cancels the step in flight.
+	stopStep := context.CancelCauseFunc(func(error) {})
 	ask := func() {
 		planning, refusedEdits = true, false
 		view, evs := g.Clone(), events
 		events = nil
+		var stepCtx context.Context
+		stepCtx, stopStep = context.WithCancelCause(ctx)
 		r.planWG.Add(1)
 		go func() {
 			defer r.planWG.Done()
-			answers <- r.think(ctx, view, evs)
+			answers <- r.think(stepCtx, view, evs)
 		}()
 	}
+	defer func() { stopStep(nil) }()
 	if len(g.Nodes) == 0 {
 		ask()
 	}
 	for {
-		if !planning && !refusedEdits && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
+		if !refusedEdits && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
 			// The planner declared the graph all the request needs and
 			// every node has completed: its step on these last ends could
 			// only finish, so the constellation ends without it (a
-			// failure would have brought it back).
+			// failure would have brought it back). A step still on an
+			// earlier end (a sibling's, a moment before) is stopped: the
+			// declaration holds for every completion, that one's too.
+			if planning {
+				stopStep(errors.New("every node has completed and the planner had declared the graph done (finish_when_done)"))
+			}
 			g.Status = Completed
 			if g.Answer == "" {
 				g.Answer = lastResult(g)

@@ -450,3 +450,61 @@ func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
 		t.Fatalf("the replay ends elsewhere (finish_when_done %v): %s", last.FinishWhenDone, diff(last, g))
 	}
 }
+
+// ctxStepper is a planner whose steps may wait on their context: block
+// says which (by the events shown), and stopped is told how it ended.
+type ctxStepper struct {
+	inner   stepFunc
+	block   func(events []string) bool
+	started chan struct{}
+	stopped chan error
+}
+
+func (s *ctxStepper) Step(ctx context.Context, g *Graph, ds []Device, events []string) (StepResult, error) {
+	if s.block(events) {
+		close(s.started)
+		<-ctx.Done()
+		s.stopped <- context.Cause(ctx)
+		return StepResult{}, context.Cause(ctx)
+	}
+	return s.inner.Step(ctx, g, ds, events)
+}
+
+// Two siblings end a moment apart, the second while the planner's step
+// on the first is in flight: with the graph declared done, the
+// constellation ends at the second end, and the step in flight is
+// stopped rather than waited for (it held the end a model call).
+func TestFinishWhenDoneStopsAStepInFlight(t *testing.T) {
+	f := newFake(threeDevices...)
+	s := &ctxStepper{started: make(chan struct{}), stopped: make(chan error, 1),
+		block: func(events []string) bool { return strings.Contains(strings.Join(events, "\n"), "a completed") },
+		inner: func(p *edits, g *Graph, _ []string) (fsm.State, string) {
+			if len(g.Nodes) == 0 {
+				p.do(t, ToolAddNode, node("a", "d1", "a task"))
+				p.do(t, ToolAddNode, node("b", "d2", "b task"))
+				p.do(t, ToolFinishWhenDone, map[string]any{})
+			}
+			return fsm.Continue, ""
+		}}
+	f.outcome = func(device, task string, _ int) TaskOutcome {
+		if firstLine(task) == "b task" {
+			<-s.started // b ends while the step on a's end is in flight
+		}
+		return TaskOutcome{OK: true, Result: "ok " + firstLine(task)}
+	}
+	o, _ := New(Options{Devices: f, NewPlanner: func(*Graph) (Stepper, error) { return s, nil }})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := o.Run(ctx, "siblings")
+	if err != nil || g.Status != Completed || !g.AllCompleted() {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	select {
+	case why := <-s.stopped:
+		if why == nil || !strings.Contains(why.Error(), "finish_when_done") {
+			t.Errorf("the step in flight was stopped by %v, want the declaration", why)
+		}
+	default:
+		t.Error("the step in flight was not stopped")
+	}
+}
