@@ -60,6 +60,26 @@ func TestFloorOfAKnownGraph(t *testing.T) {
 	}
 }
 
+// Five independent nodes on two devices, then a sixth after them all
+// (the suite's wide_fan_in): the critical path is two nodes long and the
+// busiest device's total two nodes, but no schedule ends before three,
+// since two of the five run one after the other on linux1 before the
+// sixth can start.
+func TestFloorCountsTheAncestorsOnOneDevice(t *testing.T) {
+	sc := suiteCase{Name: "fan in", Nodes: []suiteNode{
+		{ID: "n1", Device: "linux1"}, {ID: "n2", Device: "linux2"}, {ID: "n3", Device: "linux3"},
+		{ID: "n4", Device: "linux1"}, {ID: "n5", Device: "linux2"},
+		{ID: "tot", Device: "linux3", After: []string{"n1", "n2", "n3", "n4", "n5"}},
+	}}
+	r := newRunTimes()
+	for _, sn := range sc.Nodes {
+		r.took[sn.ID], r.device[sn.ID] = 100*time.Millisecond, sn.Device
+	}
+	if got := r.floor(sc); got != 300*time.Millisecond {
+		t.Errorf("floor %v, want 300ms", got)
+	}
+}
+
 // The measurement that reported 38.5 % lower against a bound of 12.4 %: a
 // node (Mousepad's launch) took far longer in the serial run than in the
 // parallel one. The bound comes from the parallel run's own node times

@@ -72,6 +72,8 @@ func TestNodesOnAnotherServerOfTheCluster(t *testing.T) {
 	}
 	if ti := alpha.srv.Tasks()[i]; ti.TaskName != k || ti.Status != server.StatusCompleted || ti.ClientID != "far1" {
 		t.Errorf("alpha's task: %+v", ti)
+	} else if ti.QueuedBy != "constellation" {
+		t.Errorf("alpha's task was queued by %q, want constellation (not the call beta passed it on in)", ti.QueuedBy)
 	}
 	if slices.ContainsFunc(beta.srv.Tasks(), func(ti server.TaskInfo) bool { return ti.ID == far.TaskID }) {
 		t.Errorf("the far node's task also ran on beta")

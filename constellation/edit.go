@@ -19,6 +19,10 @@ const (
 	ToolRemoveNode = "remove_node"
 	ToolAddEdge    = "add_edge"
 	ToolRemoveEdge = "remove_edge"
+	// ToolFinishWhenDone declares the plan complete: the constellation
+	// ends as completed when its last node completes, without a planner
+	// step after it (a step that could only say "finish").
+	ToolFinishWhenDone = "finish_when_done"
 )
 
 const nodeProps = `"id":{"type":"string","description":"A short unique id, e.g. build_report."},` +
@@ -49,6 +53,10 @@ func Tools() []command.ToolInfo {
 			`{"type":"object","properties":{`+edgeProps+`},"required":["from","to"]}`),
 		tool(ToolRemoveEdge, "Remove a dependency.",
 			`{"type":"object","properties":{`+edgeProps+`},"required":["from","to"]}`),
+		tool(ToolFinishWhenDone, "Declare that the graph is all the request needs: once every node has completed, the constellation "+
+			"ends as completed, the last node's result its answer, without asking you again. You are still told of ends; "+
+			"a node that fails comes back to you as usual.",
+			`{"type":"object","properties":{}}`),
 	}
 }
 
@@ -116,7 +124,7 @@ func (e *editor) apply(op string, args map[string]any) (string, error) {
 	if err := g.Validate(e.devices); err != nil {
 		return "", fmt.Errorf("%s not made: %w", op, err)
 	}
-	e.graph.Nodes, e.graph.Edges = g.Nodes, g.Edges
+	e.graph.Nodes, e.graph.Edges, e.graph.FinishWhenDone = g.Nodes, g.Edges, g.FinishWhenDone
 	return msg, nil
 }
 
@@ -180,9 +188,12 @@ func edit(g *Graph, op string, args map[string]any) (string, error) {
 		}
 		g.Edges = slices.Delete(g.Edges, i, i+1)
 		return fmt.Sprintf("removed edge %s→%s", e.From, e.To), nil
+	case ToolFinishWhenDone:
+		g.FinishWhenDone = true
+		return "the constellation ends as completed when every node has completed", nil
 	}
-	return "", fmt.Errorf("unknown tool %q: the planner's tools are %s, %s, %s, %s and %s", op,
-		ToolAddNode, ToolUpdateNode, ToolRemoveNode, ToolAddEdge, ToolRemoveEdge)
+	return "", fmt.Errorf("unknown tool %q: the planner's tools are %s, %s, %s, %s, %s and %s", op,
+		ToolAddNode, ToolUpdateNode, ToolRemoveNode, ToolAddEdge, ToolRemoveEdge, ToolFinishWhenDone)
 }
 
 // setNode sets the fields args gives.

@@ -108,6 +108,10 @@ type Graph struct {
 	// PlannerSteps counts the planner's steps, so that a resumed
 	// constellation keeps to its limit.
 	PlannerSteps int `json:"planner_steps,omitempty"`
+	// FinishWhenDone is the planner's declaration (finish_when_done) that
+	// the graph is all the request needs: when every node has completed,
+	// the constellation completes without another planner step.
+	FinishWhenDone bool `json:"finish_when_done,omitempty"`
 }
 
 // Device is a device a constellation may use: its id and the apps (tool
@@ -387,6 +391,9 @@ func (g *Graph) Summary() string {
 		case n.Error != "":
 			fmt.Fprintf(&b, "\n  error: %s", oneLine(n.Error))
 		}
+	}
+	if g.FinishWhenDone {
+		b.WriteString("\n(finish_when_done: the constellation ends as completed when every node has completed)")
 	}
 	return b.String()
 }

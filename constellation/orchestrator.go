@@ -526,21 +526,44 @@ func (r *run) drive(ctx context.Context) error {
 		}
 	}
 	answers := make(chan planAnswer, 1)
-	planning := false
+	// planning says a step is in flight; refusedEdits that the planner's
+	// last answer had edits the graph refused, which it must hear of.
+	planning, refusedEdits := false, false
+	// stopStep cancels the step in flight.
+	stopStep := context.CancelCauseFunc(func(error) {})
 	ask := func() {
-		planning = true
+		planning, refusedEdits = true, false
 		view, evs := g.Clone(), events
 		events = nil
+		var stepCtx context.Context
+		stepCtx, stopStep = context.WithCancelCause(ctx)
 		r.planWG.Add(1)
 		go func() {
 			defer r.planWG.Done()
-			answers <- r.think(ctx, view, evs)
+			answers <- r.think(stepCtx, view, evs)
 		}()
 	}
+	defer func() { stopStep(nil) }()
 	if len(g.Nodes) == 0 {
 		ask()
 	}
 	for {
+		if !refusedEdits && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
+			// The planner declared the graph all the request needs and
+			// every node has completed: its step on these last ends could
+			// only finish, so the constellation ends without it (a
+			// failure would have brought it back). A step still on an
+			// earlier end (a sibling's, a moment before) is stopped: the
+			// declaration holds for every completion, that one's too.
+			if planning {
+				stopStep(errors.New("every node has completed and the planner had declared the graph done (finish_when_done)"))
+			}
+			g.Status = Completed
+			if g.Answer == "" {
+				g.Answer = lastResult(g)
+			}
+			return nil
+		}
 		if !planning && len(events) > 0 {
 			ask()
 		}
@@ -577,6 +600,7 @@ func (r *run) drive(ctx context.Context) error {
 				return r.finish(ctx)
 			}
 			events = append(events, refused...)
+			refusedEdits = len(refused) > 0
 			continue
 		case m := <-r.ends:
 			events = append(events, r.take(ctx, m)...)
@@ -681,7 +705,7 @@ func applyEdits(g *Graph, ds []Device, eds []Edit) ([]Edit, []string) {
 				ed.Op, argsText(ed.Args), oneLine(err.Error())))
 			continue
 		}
-		g.Nodes, g.Edges = c.Nodes, c.Edges
+		g.Nodes, g.Edges, g.FinishWhenDone = c.Nodes, c.Edges, c.FinishWhenDone
 	}
 	return out, refused
 }

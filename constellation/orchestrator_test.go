@@ -375,3 +375,136 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 		t.Fatalf("the replay ends elsewhere: %s", d)
 	}
 }
+
+// A planner that declared its graph all the request needs
+// (finish_when_done) is not asked again once every node has completed:
+// that step could only have said "finish", and it held the
+// constellation's end a model call after its last node's. A failure
+// still brings it back, and its re-plan ends the same way. The recording
+// replays to the same end.
+func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
+	f := newFake(threeDevices...)
+	f.outcome = func(device, task string, try int) TaskOutcome {
+		if firstLine(task) == "b task" && try == 1 {
+			return TaskOutcome{Error: "disk full"}
+		}
+		return TaskOutcome{OK: true, Result: "ok " + firstLine(task)}
+	}
+	var mu sync.Mutex
+	var steps [][]string
+	planner := func(*Graph) (Stepper, error) {
+		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+			mu.Lock()
+			steps = append(steps, events)
+			mu.Unlock()
+			switch {
+			case len(g.Nodes) == 0:
+				p.do(t, ToolAddNode, node("a", "d1", "a task"))
+				p.do(t, ToolAddNode, node("b", "d2", "b task"))
+				p.do(t, ToolAddEdge, map[string]any{"from": "a", "to": "b"})
+				p.do(t, ToolFinishWhenDone, map[string]any{})
+			case g.Node("b").Status == NodeFailed:
+				p.do(t, ToolUpdateNode, map[string]any{"id": "b", "device": "d3"})
+			case g.AllCompleted():
+				return fsm.Finish, "asked after the last end"
+			}
+			return fsm.Continue, ""
+		}), nil
+	}
+	dir := t.TempDir()
+	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
+	g, err := o.Run(context.Background(), "declared")
+	if err != nil || g.Status != Completed {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	if g.Answer != "ok b task" {
+		t.Errorf("answer %q, want the last node's result (ok b task)", g.Answer)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var told []string
+	for _, evs := range steps {
+		told = append(told, evs...)
+	}
+	joined := strings.Join(told, "\n")
+	if !strings.Contains(joined, "b FAILED") {
+		t.Errorf("the planner was not told of b's failure:\n%s", joined)
+	}
+	if strings.Contains(joined, "b completed") {
+		t.Errorf("the planner was asked after the last node completed, though it had declared the graph done (%d steps):\n%s", len(steps), joined)
+	}
+	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	events, err := ReadRecording(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := Replay(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := versions[len(versions)-1]; !last.FinishWhenDone || diff(last, g) != "" {
+		t.Fatalf("the replay ends elsewhere (finish_when_done %v): %s", last.FinishWhenDone, diff(last, g))
+	}
+}
+
+// ctxStepper is a planner whose steps may wait on their context: block
+// says which (by the events shown), and stopped is told how it ended.
+type ctxStepper struct {
+	inner   stepFunc
+	block   func(events []string) bool
+	started chan struct{}
+	stopped chan error
+}
+
+func (s *ctxStepper) Step(ctx context.Context, g *Graph, ds []Device, events []string) (StepResult, error) {
+	if s.block(events) {
+		close(s.started)
+		<-ctx.Done()
+		s.stopped <- context.Cause(ctx)
+		return StepResult{}, context.Cause(ctx)
+	}
+	return s.inner.Step(ctx, g, ds, events)
+}
+
+// Two siblings end a moment apart, the second while the planner's step
+// on the first is in flight: with the graph declared done, the
+// constellation ends at the second end, and the step in flight is
+// stopped rather than waited for (it held the end a model call).
+func TestFinishWhenDoneStopsAStepInFlight(t *testing.T) {
+	f := newFake(threeDevices...)
+	s := &ctxStepper{started: make(chan struct{}), stopped: make(chan error, 1),
+		block: func(events []string) bool { return strings.Contains(strings.Join(events, "\n"), "a completed") },
+		inner: func(p *edits, g *Graph, _ []string) (fsm.State, string) {
+			if len(g.Nodes) == 0 {
+				p.do(t, ToolAddNode, node("a", "d1", "a task"))
+				p.do(t, ToolAddNode, node("b", "d2", "b task"))
+				p.do(t, ToolFinishWhenDone, map[string]any{})
+			}
+			return fsm.Continue, ""
+		}}
+	f.outcome = func(device, task string, _ int) TaskOutcome {
+		if firstLine(task) == "b task" {
+			<-s.started // b ends while the step on a's end is in flight
+		}
+		return TaskOutcome{OK: true, Result: "ok " + firstLine(task)}
+	}
+	o, _ := New(Options{Devices: f, NewPlanner: func(*Graph) (Stepper, error) { return s, nil }})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := o.Run(ctx, "siblings")
+	if err != nil || g.Status != Completed || !g.AllCompleted() {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	select {
+	case why := <-s.stopped:
+		if why == nil || !strings.Contains(why.Error(), "finish_when_done") {
+			t.Errorf("the step in flight was stopped by %v, want the declaration", why)
+		}
+	default:
+		t.Error("the step in flight was not stopped")
+	}
+}

@@ -133,9 +133,10 @@ func (m *ScriptedAgents) Complete(ctx context.Context, req *llm.Request) (*llm.R
 }
 
 // ScriptedPlanner plays the constellation agent for a fixed plan: it adds
-// the plan's graph at its first step; when a node failed it moves it to
-// its fallback device and revives what was cancelled; it finishes when
-// every node has completed.
+// the plan's graph at its first step and declares it all the request
+// needs (finish_when_done); when a node failed it moves it to its
+// fallback device and revives what was cancelled; asked when every node
+// has completed, it finishes.
 type ScriptedPlanner struct {
 	Nodes   []PlanNode
 	Latency time.Duration
@@ -176,6 +177,9 @@ func (m *ScriptedPlanner) Complete(ctx context.Context, req *llm.Request) (*llm.
 				calls = append(calls, call(ToolAddEdge, map[string]string{"from": d, "to": n.ID}))
 			}
 		}
+		// The plan is all the request needs: the constellation ends when
+		// its last node completes, without a step that could only finish.
+		calls = append(calls, call(ToolFinishWhenDone, map[string]any{}))
 		return reply(calls...), nil
 	}
 	var calls []llm.ToolCall

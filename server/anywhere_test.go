@@ -47,8 +47,10 @@ func TestWaitAnywhereFollowsTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := alpha.srv.Task(info.ID); !ok {
+	if ti, ok := alpha.srv.Task(info.ID); !ok {
 		t.Fatal("the task does not run on alpha, which holds the device")
+	} else if ti.QueuedBy != "test" {
+		t.Errorf("alpha's task was queued by %q, want test (who asked beta), not the call that carried it", ti.QueuedBy)
 	}
 	if got, ok := beta.srv.FindTask("box", "moving"); !ok || got.ID != info.ID {
 		t.Fatalf("beta does not find the task by name: %+v %v", got, ok)

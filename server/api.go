@@ -59,6 +59,11 @@ type DispatchRequest struct {
 	ClientID string `json:"client_id"`
 	Request  string `json:"request"`
 	TaskName string `json:"task_name"`
+	// QueuedBy names who queued the task when another server of the
+	// cluster passes its own caller's dispatch on (a constellation, say).
+	// It is read only on a call passed on through the cluster: an API
+	// caller is always named by its key.
+	QueuedBy string `json:"queued_by,omitempty"`
 }
 
 // DispatchResponse answers POST /api/dispatch (UFO's fields plus task_id).
@@ -77,7 +82,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be JSON {client_id, request, task_name}: " + err.Error()})
 		return
 	}
-	info, err := s.Dispatch(req.ClientID, req.Request, req.TaskName, s.queuedBy())
+	queuedBy := s.queuedBy()
+	if forwarded(r) && req.QueuedBy != "" {
+		queuedBy = req.QueuedBy
+	}
+	info, err := s.Dispatch(req.ClientID, req.Request, req.TaskName, queuedBy)
 	if err != nil {
 		writeError(w, err)
 		return

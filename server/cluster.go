@@ -279,6 +279,11 @@ func (s *Server) routeDevice(h http.HandlerFunc) http.HandlerFunc {
 		s.mu.Unlock()
 		if !here {
 			if to := s.deviceServer(req.ClientID); to != "" {
+				// The other server reads queued_by on a passed-on call:
+				// it names this server's caller, never what the body
+				// claimed.
+				req.QueuedBy = s.queuedBy()
+				body, _ = json.Marshal(req)
 				s.forward(w, r, to, body)
 				return
 			}
@@ -691,7 +696,9 @@ func (s *Server) DispatchAnywhere(ctx context.Context, clientID, request, taskNa
 	if to == "" {
 		return info, err
 	}
-	body, _ := json.Marshal(DispatchRequest{ClientID: clientID, Request: request, TaskName: taskName})
+	// The other server names the task's caller as this one was asked to
+	// (a constellation), not as the API call that carries it.
+	body, _ := json.Marshal(DispatchRequest{ClientID: clientID, Request: request, TaskName: taskName, QueuedBy: queuedBy})
 	rep, err := s.ask(ctx, to, peerMsg{Kind: "call", Method: http.MethodPost, Path: "/api/dispatch", Body: body})
 	if err != nil {
 		return TaskInfo{}, fmt.Errorf("device %q is connected to server %s, which could not be reached through the store: %w", clientID, to, err)

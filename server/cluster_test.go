@@ -54,11 +54,15 @@ func clusterPairTB(t testing.TB, script string, tweak ...func(*server.Options)) 
 func TestClusterPassesCallsOn(t *testing.T) {
 	alpha, beta, dir, am := clusterPair(t, askScript)
 	var d server.DispatchResponse
-	if code := beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write a file"}, &d); code != 200 {
+	// An API caller cannot name who queued its task: queued_by is read on
+	// calls passed on by another server only, and beta names its caller.
+	if code := beta.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "write a file", "queued_by": "constellation"}, &d); code != 200 {
 		t.Fatalf("dispatch through beta: %d", code)
 	}
-	if _, ok := alpha.srv.Task(d.TaskID); !ok {
+	if ti, ok := alpha.srv.Task(d.TaskID); !ok {
 		t.Fatal("the task does not run on alpha, which holds the device")
+	} else if !strings.HasPrefix(ti.QueuedBy, "api-key:") {
+		t.Errorf("alpha's task was queued by %q, want beta's caller (api-key:…)", ti.QueuedBy)
 	}
 	list := beta.waitPending(t, d.TaskID, 1)
 	if list[0].Kind != "question" || !strings.Contains(list[0].Question, "Which file?") {
