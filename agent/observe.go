@@ -22,10 +22,23 @@ type observedModel struct {
 
 // about is an event about the agent whose context pc is, in its current
 // step and phase.
-func about(kind EventKind, pc *strategy.Context) Event {
-	a := pc.Agent()
-	return Event{Kind: kind, Agent: a.Name, Role: a.Role, App: a.App, Subtask: pc.Subtask(),
-		Round: pc.Round(), Step: pc.Step(), Phase: pc.Phase()}
+func about(kind EventKind, pc *strategy.Context) Event { return whereOf(pc).event(kind) }
+
+// where is who an event is about and where in its work, as about reads it.
+type where struct {
+	agent       strategy.Agent
+	subtask     string
+	round, step int
+	phase       strategy.Phase
+}
+
+func whereOf(pc *strategy.Context) where {
+	return where{agent: pc.Agent(), subtask: pc.Subtask(), round: pc.Round(), step: pc.Step(), phase: pc.Phase()}
+}
+
+func (w where) event(kind EventKind) Event {
+	return Event{Kind: kind, Agent: w.agent.Name, Role: w.agent.Role, App: w.agent.App, Subtask: w.subtask,
+		Round: w.round, Step: w.step, Phase: w.phase}
 }
 
 func (m *observedModel) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -64,13 +77,15 @@ func (d *observedDispatcher) Execute(ctx context.Context, cmds []command.Command
 	// The commands' progress reports become events of this agent and
 	// step, also those that come after it (a command left running in the
 	// background); a callback the caller set still gets them.
-	pe := about(EventProgress, d.pc)
+	// The callback keeps only who and where (an Event is large, and most
+	// commands report no progress).
+	w := whereOf(d.pc)
 	outer := command.ProgressFrom(ctx)
 	ctx = command.WithProgress(ctx, func(p command.Progress) {
 		if outer != nil {
 			outer(p)
 		}
-		e := pe
+		e := w.event(EventProgress)
 		e.Progress = &p
 		d.s.emit(e)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/saucerhq/saucer/command"
@@ -236,6 +237,9 @@ func (r *Replay) sameCommand(want, got *command.Command) bool {
 	if want.ToolName != got.ToolName || want.Namespace != got.Namespace || want.ToolType != got.ToolType {
 		return false
 	}
+	if sameJSON(want.Parameters, got.Parameters) {
+		return true
+	}
 	w, ok := r.wantParams[want]
 	if !ok {
 		w = params(want.Parameters)
@@ -254,4 +258,56 @@ func params(p map[string]any) string {
 		return fmt.Sprint(p)
 	}
 	return string(b)
+}
+
+// sameJSON reports whether two parameter maps are certainly the same JSON,
+// without encoding them: the same keys with values of the same types that
+// are equal. false means "not known to be": the caller compares the
+// encodings (3 and 3.0 encode alike; so may two strings that are not
+// valid UTF-8).
+func sameJSON(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !sameValue(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case float64:
+		b, ok := b.(float64)
+		return ok && math.Float64bits(a) == math.Float64bits(b) // -0 encodes apart from 0
+	case int:
+		b, ok := b.(int)
+		return ok && a == b
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		return ok && a != nil && b != nil && sameJSON(a, b)
+	case []any:
+		b, ok := b.([]any)
+		if !ok || a == nil || b == nil || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package dispatcher_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -117,5 +118,34 @@ func TestReplaySkip(t *testing.T) {
 	r.Execute(ctx, []command.Command{cmd("list_dir", map[string]any{"path": "b"})})
 	if r.Remaining() != 0 || len(r.Divergences()) != 0 {
 		t.Errorf("remaining %d, divergences %v", r.Remaining(), r.Divergences())
+	}
+}
+
+// A command's parameters are compared without encoding them where they
+// are plainly the same; what differs anywhere inside, or encodes apart
+// (-0 and 0), is still a divergence.
+func TestReplayComparesParametersAsJSON(t *testing.T) {
+	params := func(depth, zero float64, names ...any) map[string]any {
+		return map[string]any{"path": "notes", "opts": map[string]any{"depth": depth, "names": names, "hidden": false, "glob": nil}, "zero": zero}
+	}
+	events := []trajectory.Event{{Type: trajectory.TypeDispatch, Agent: "app:files#1", Step: 1, Phase: "ACTION_EXECUTION",
+		Commands: []command.Command{cmd("list_dir", params(2, 0, "a", "b"))}, Results: []command.Result{command.Succeeded("x-1", "ok")}}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		same   bool
+	}{
+		{"equal", params(2, 0, "a", "b"), true},
+		{"a nested number", params(3, 0, "a", "b"), false},
+		{"a nested list", params(2, 0, "a", "c"), false},
+		{"a shorter list", params(2, 0, "a"), false},
+		{"negative zero", params(2, math.Copysign(0, -1), "a", "b"), false},
+	} {
+		r := dispatcher.NewReplay(events, dispatcher.ReplayOptions{})
+		res := r.Execute(ctx, []command.Command{cmd("list_dir", tc.params)})
+		if got := len(r.Divergences()) == 0 && res[0].OK(); got != tc.same {
+			t.Errorf("%s: replayed as the recorded command %v, want %v (%+v)", tc.name, got, tc.same, res[0])
+		}
 	}
 }

@@ -293,7 +293,8 @@ var (
 // workOf counts the agents' recorded model calls and dispatches, as the
 // replayed session's observers see them.
 func workOf(t *trajectory.Trajectory) (calls, batches int) {
-	for _, e := range t.Events {
+	for i := range t.Events {
+		e := &t.Events[i] // not a copy: an event is large
 		switch {
 		case e.Type == trajectory.TypeModelCall && e.Agent != JudgeAgent:
 			calls++
@@ -307,7 +308,8 @@ func workOf(t *trajectory.Trajectory) (calls, batches int) {
 // callsOf is the agents' recorded model calls, without a judge's.
 func callsOf(t *trajectory.Trajectory) []trajectory.Call {
 	var out []trajectory.Call
-	for _, e := range t.Events {
+	for i := range t.Events {
+		e := &t.Events[i]
 		if e.Type == trajectory.TypeModelCall && e.Agent != JudgeAgent {
 			out = append(out, *e.Call)
 		}

@@ -97,13 +97,18 @@ func ParseArguments(s string) (map[string]any, error) {
 		if strings.TrimSpace(s) == "" {
 			return map[string]any{}, nil
 		}
-		fixed, err := RepairJSON(s)
-		if err != nil {
-			return nil, err
-		}
+		// Arguments are almost always JSON already: decoding them at
+		// once checks that too, and only what fails is repaired.
 		var v any
-		if err := json.Unmarshal([]byte(fixed), &v); err != nil {
-			return nil, fmt.Errorf("decode arguments: %w", err)
+		if json.Unmarshal([]byte(s), &v) != nil {
+			fixed, err := RepairJSON(s)
+			if err != nil {
+				return nil, err
+			}
+			v = nil
+			if err := json.Unmarshal([]byte(fixed), &v); err != nil {
+				return nil, fmt.Errorf("decode arguments: %w", err)
+			}
 		}
 		switch v := v.(type) {
 		case nil:

@@ -3,7 +3,6 @@ package strategy
 import (
 	"context"
 	"errors"
-	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -191,7 +190,7 @@ func (pc *Context) Notes() []string { return slices.Clone(pc.notes) }
 func (pc *Context) Errors() []error { return slices.Clone(pc.errs) }
 
 // Timings are how long each phase has taken this step.
-func (pc *Context) Timings() map[Phase]time.Duration { return maps.Clone(pc.timings) }
+func (pc *Context) Timings() map[Phase]time.Duration { return pc.timings.asMap() }
 
 // What a strategy adds to the step.
 

@@ -112,7 +112,7 @@ type Context struct {
 	visited      []fsm.State
 	notes        []string
 	errs         []error
-	timings      map[Phase]time.Duration
+	timings      phaseTimes
 	running      string
 	phase        Phase
 
@@ -232,15 +232,36 @@ func (pc *Context) BeginStep(round, step int) {
 	pc.visited = nil
 	pc.notes = nil
 	pc.errs = nil
-	pc.timings = nil
+	pc.timings = phaseTimes{}
 	pc.values = nil
 }
 
 func (pc *Context) addTiming(p Phase, d time.Duration) {
-	if pc.timings == nil {
-		pc.timings = map[Phase]time.Duration{}
+	if i := slices.Index(Phases, p); i >= 0 && i < len(pc.timings.d) {
+		pc.timings.d[i] += d
+		pc.timings.ran[i] = true
 	}
-	pc.timings[p] += d
+}
+
+// phaseTimes is the time a step spent in each phase so far, by the index
+// of the phase in Phases: a step keeps no map of its own, and Timings
+// makes the one it gives.
+type phaseTimes struct {
+	d   [4]time.Duration
+	ran [4]bool
+}
+
+func (t *phaseTimes) asMap() map[Phase]time.Duration {
+	var out map[Phase]time.Duration
+	for i, ran := range t.ran {
+		if ran {
+			if out == nil {
+				out = make(map[Phase]time.Duration, len(Phases))
+			}
+			out[Phases[i]] = t.d[i]
+		}
+	}
+	return out
 }
 
 // Key is a typed slot in a processing context, for data that custom

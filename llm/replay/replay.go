@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,7 +212,7 @@ func (m *Model) differs(want, got *llm.Request) string {
 		}
 	}
 	if want.ToolChoice != got.ToolChoice || want.JSON != got.JSON || want.MaxTokens != got.MaxTokens ||
-		!sameFloat(want.Temperature, got.Temperature) || fmt.Sprint(want.Stop) != fmt.Sprint(got.Stop) {
+		!sameFloat(want.Temperature, got.Temperature) || !slices.Equal(want.Stop, got.Stop) {
 		return "the request options (tool choice, JSON, temperature, max tokens, stop) differ"
 	}
 	return ""

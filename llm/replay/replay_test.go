@@ -107,3 +107,17 @@ func TestReplayAtEnd(t *testing.T) {
 		t.Errorf("past the end: %v, AtEnd called %d times, divergences %v", err, ended, m.Divergences())
 	}
 }
+
+// Stop sequences are compared as a list: ["a b"] is not ["a", "b"],
+// though both print alike.
+func TestReplayComparesStopSequences(t *testing.T) {
+	req := llm.Request{Messages: []llm.Message{llm.User("go")}, Stop: []string{"a", "b"}}
+	m := replay.New([]trajectory.Call{{N: 1, Request: req, Response: &llm.Response{Message: llm.Assistant("ok")}}}, replay.Options{})
+	got := req
+	got.Stop = []string{"a b"}
+	_, err := m.Complete(context.Background(), &got)
+	var de *replay.DivergenceError
+	if !errors.As(err, &de) || !strings.Contains(de.Reason, "stop") {
+		t.Fatalf("a request with other stop sequences: %v, want a divergence", err)
+	}
+}
