@@ -99,8 +99,8 @@ func ParseArguments(s string) (map[string]any, error) {
 		}
 		// Arguments are almost always JSON already: decoding them at
 		// once checks that too, and only what fails is repaired.
-		var v any
-		if json.Unmarshal([]byte(s), &v) != nil {
+		v, ok := decodeArgs(s)
+		if !ok && json.Unmarshal([]byte(s), &v) != nil {
 			fixed, err := RepairJSON(s)
 			if err != nil {
 				return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -57,12 +58,8 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	}
 	var device command.DeviceInfo
 	if pc.agent.Role == fsm.Host && results[1].OK() {
-		device = pc.device // the answer adds to what was known up front
-		// Decoding reuses a slice's array and a map: the known info's are
-		// shared with whoever gave it (the server's device registry), so
-		// the answer goes into copies of its own.
-		device.Features, device.Custom = slices.Clone(device.Features), maps.Clone(device.Custom)
-		if err := json.Unmarshal(results[1].Result, &device); err != nil {
+		var err error
+		if device, err = learnDevice(pc.device, results[1].Result); err != nil {
 			return fmt.Errorf("discover: device info: %w", err)
 		}
 	}
@@ -82,6 +79,29 @@ func decodeTools(b []byte) ([]command.ToolInfo, error) {
 	var tools []command.ToolInfo
 	err := json.Unmarshal(b, &tools)
 	return tools, err
+}
+
+// deviceInfos are the device answers discovery decoded: every session on
+// the same device (every case of a replayed suite) gets the same answer.
+var deviceInfos memo.Bytes[command.DeviceInfo]
+
+// learnDevice is what was known of the device up front with the device's
+// answer on top.
+func learnDevice(known command.DeviceInfo, answer []byte) (command.DeviceInfo, error) {
+	if reflect.ValueOf(known).IsZero() {
+		d, err := deviceInfos.Get(answer, func(b []byte) (d command.DeviceInfo, err error) {
+			return d, json.Unmarshal(b, &d)
+		})
+		// Each its own list and map: the decoded ones are shared.
+		d.Features, d.Custom = slices.Clone(d.Features), maps.Clone(d.Custom)
+		return d, err
+	}
+	// Decoding reuses a slice's array and a map: the known info's are
+	// shared with whoever gave it (the server's device registry), so the
+	// answer goes into copies of its own.
+	known.Features, known.Custom = slices.Clone(known.Features), maps.Clone(known.Custom)
+	err := json.Unmarshal(answer, &known)
+	return known, err
 }
 
 // offerBackgroundTools adds command_status and cancel_command to an app

@@ -41,3 +41,24 @@ func TestDiscoverLeavesTheKnownDeviceAlone(t *testing.T) {
 		t.Errorf("discovery wrote into the known device's info: features %v, custom %v", features[:2], custom)
 	}
 }
+
+// A device's answer is decoded once for every session that meets it (the
+// cases of a replayed suite), but each session gets a list and a map of
+// its own: one changing its device info changes no other's.
+func TestDiscoverSharesNoDeviceInfo(t *testing.T) {
+	dev := answers{command.GetMCPTools: []command.ToolInfo{{Name: "run", Namespace: "shell"}},
+		command.GetDeviceInfo: map[string]any{"hostname": "vm", "supported_features": []string{"cli"}, "custom_metadata": map[string]any{"rack": "9"}}}
+	discover := func() command.DeviceInfo {
+		pc := NewContext(Setup{Agent: Agent{Name: "host", Role: fsm.Host}, Dispatcher: dev})
+		if err := (discoverStrategy{}).Execute(context.Background(), pc); err != nil {
+			t.Fatal(err)
+		}
+		return pc.Device()
+	}
+	first := discover()
+	first.Features[0], first.Custom["rack"] = "changed", "changed"
+	second := discover()
+	if second.Hostname != "vm" || !slices.Equal(second.Features, []string{"cli"}) || second.Custom["rack"] != "9" {
+		t.Errorf("the second session's device info %+v", second)
+	}
+}
