@@ -15,29 +15,44 @@ import (
 type Machine struct {
 	role Role
 
-	mu      sync.Mutex // serialises Go so history matches the transitions
+	mu sync.Mutex // serialises Go so history matches the transitions
+	// machine is the looplab machine this one walks, until it reaches a
+	// final state: then no transition is left to make, and it goes back
+	// to its role's pool for a later Machine.
 	machine *fsm.FSM
+	current State
 	history []State
 }
 
 // New returns a machine for role r in the start state (CONTINUE). It panics
 // if r is not Host, App or Constellation: the role is chosen in code, never read from input.
 func New(r Role) *Machine {
-	events, ok := roleEvents()[r]
+	pool, ok := rolePools()[r]
 	if !ok {
 		panic(fmt.Sprintf("fsm: unknown role %q (use fsm.Host, fsm.App or fsm.Constellation)", string(r)))
 	}
 	return &Machine{
 		role:    r,
-		machine: fsm.NewFSM(string(Start), events, nil),
+		machine: pool.Get().(*fsm.FSM),
+		current: Start,
 		history: []State{Start},
 	}
 }
 
-// roleEvents are each role's looplab events, built once from the tables
-// (every agent of every session makes a machine): one event per target
-// state ("to_FINISH"), whose sources are the table's states that may
-// reach it. looplab only reads them.
+// rolePools hold each role's looplab machines in the start state, for
+// reuse: every agent of every session makes a machine, and building a
+// looplab machine from the events costs more than the agent's moves.
+var rolePools = sync.OnceValue(func() map[Role]*sync.Pool {
+	out := map[Role]*sync.Pool{}
+	for r, events := range roleEvents() {
+		out[r] = &sync.Pool{New: func() any { return fsm.NewFSM(string(Start), events, nil) }}
+	}
+	return out
+})
+
+// roleEvents are each role's looplab events, built once from the tables:
+// one event per target state ("to_FINISH"), whose sources are the table's
+// states that may reach it. looplab only reads them.
 var roleEvents = sync.OnceValue(func() map[Role]fsm.Events {
 	out := map[Role]fsm.Events{}
 	for r, rows := range tables {
@@ -67,7 +82,11 @@ func eventName(to State) string { return "to_" + string(to) }
 func (m *Machine) Role() Role { return m.role }
 
 // Current is the state the machine is in.
-func (m *Machine) Current() State { return State(m.machine.Current()) }
+func (m *Machine) Current() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.current
+}
 
 // Terminal reports whether the machine has reached a final state.
 func (m *Machine) Terminal() bool { return m.Current().Terminal() }
@@ -102,7 +121,7 @@ func (m *Machine) History() []State {
 func (m *Machine) Go(ctx context.Context, to State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	from := State(m.machine.Current())
+	from := m.current
 	if !Allowed(m.role, from, to) {
 		return &TransitionError{Role: m.role, From: from, To: to}
 	}
@@ -120,7 +139,14 @@ func (m *Machine) Go(ctx context.Context, to State) error {
 		// Unreachable while New builds the events from the same table.
 		return fmt.Errorf("fsm: %s: moving from %s to %s: %w", m.role, from, to, err)
 	}
+	m.current = to
 	m.history = append(m.history, to)
+	if to.Terminal() {
+		// No transition leaves a final state: the looplab machine is done.
+		m.machine.SetState(string(Start))
+		rolePools()[m.role].Put(m.machine)
+		m.machine = nil
+	}
 	return nil
 }
 

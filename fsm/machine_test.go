@@ -206,3 +206,35 @@ func TestTransitionErrorFromUnknownState(t *testing.T) {
 		t.Fatalf("Error() = %q\nwant      %q", err.Error(), want)
 	}
 }
+
+// A machine that reached a final state gives its looplab machine back for
+// the next one: that next machine starts in CONTINUE and walks its own
+// path, while the finished one stays final and refuses every move.
+func TestFinishedMachinesLendTheirLooplabMachine(t *testing.T) {
+	ctx := context.Background()
+	for i := range 20 {
+		done := New(App)
+		for _, s := range []State{Confirm, Continue, Finish} {
+			if err := done.Go(ctx, s); err != nil {
+				t.Fatalf("round %d: Go(%s): %v", i, s, err)
+			}
+		}
+		next := New(App)
+		if next.Current() != Continue {
+			t.Fatalf("round %d: a new machine starts in %s", i, next.Current())
+		}
+		if err := next.Go(ctx, Pending); err != nil {
+			t.Fatalf("round %d: the new machine: %v", i, err)
+		}
+		var te *TransitionError
+		if err := done.Go(ctx, Continue); !errors.As(err, &te) || done.Current() != Finish || !done.Terminal() {
+			t.Fatalf("round %d: the finished machine moved: %v, now %s", i, err, done.Current())
+		}
+		if next.Current() != Pending || !slices.Equal(next.History(), []State{Continue, Pending}) {
+			t.Fatalf("round %d: the new machine is in %s, history %v", i, next.Current(), next.History())
+		}
+		if err := next.Go(ctx, Fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
