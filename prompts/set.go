@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 
@@ -36,6 +37,7 @@ type Set struct {
 	// fast holds the templates the fast path renders (see fast.go).
 	fast map[string]bool
 	fastSites
+	again renders
 }
 
 // Load parses the embedded templates and then, if overrideDir is not empty,
@@ -288,6 +290,139 @@ func (s *Set) Render(name string, data any) (string, error) {
 		return "", fmt.Errorf("prompts: render %s (fault in %s): %w", name, file, err)
 	}
 	return strings.TrimSpace(buf.String()), nil
+}
+
+// RenderAgain is Render for a template that is rendered with the same
+// data again and again: an agent's system prompt and first turn, the same
+// for every agent of an app on one device and in every case of a replayed
+// suite. It keeps the last few renders of each template and gives the one
+// whose data is equal to data (sameData) instead of rendering it again.
+// The lists and maps in data must not change after the call: a kept
+// render's data shares them.
+func (s *Set) RenderAgain(name string, data any) (string, error) {
+	if out, ok := s.again.find(name, data); ok {
+		return out, nil
+	}
+	out, err := s.Render(name, data)
+	if err == nil {
+		s.again.add(name, data, out)
+	}
+	return out, err
+}
+
+// renders are the last renders of each template RenderAgain made.
+type renders struct {
+	mu   sync.Mutex
+	last map[string]*[rendersKept]render
+}
+
+// rendersKept is how many renders of each template are kept: the agents
+// of one task (a host and the apps it uses) each have their own.
+const rendersKept = 4
+
+type render struct {
+	data any
+	out  string
+}
+
+func (r *renders) find(name string, data any) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if kept := r.last[name]; kept != nil {
+		for _, k := range kept {
+			if k.data != nil && sameData(reflect.ValueOf(k.data), reflect.ValueOf(data), 0) {
+				return k.out, true
+			}
+		}
+	}
+	return "", false
+}
+
+func (r *renders) add(name string, data any, out string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]*[rendersKept]render{}
+	}
+	kept := r.last[name]
+	if kept == nil {
+		kept = new([rendersKept]render)
+		r.last[name] = kept
+	}
+	copy(kept[1:], kept[:rendersKept-1]) // the newest first
+	kept[0] = render{data, out}
+}
+
+// sameData is reflect.DeepEqual for template data, without its record of
+// the pointers it followed (data has no cycles, and keeping that record
+// cost as much as rendering): a kept render's lists and maps are often
+// the very ones given again, which compare at once. Past a depth of 32,
+// or at a function or channel, it says false: a render is only a render
+// saved, never a wrong one.
+func sameData(a, b reflect.Value, depth int) bool {
+	if !a.IsValid() || !b.IsValid() {
+		return a.IsValid() == b.IsValid()
+	}
+	if a.Type() != b.Type() || depth > 32 {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !sameData(a.Field(i), b.Field(i), depth+1) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		if a.Type().Elem().Kind() == reflect.Uint8 {
+			return bytes.Equal(a.Bytes(), b.Bytes())
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range a.Len() {
+			if !sameData(a.Index(i), b.Index(i), depth+1) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		if a.UnsafePointer() == b.UnsafePointer() {
+			return true
+		}
+		for it := a.MapRange(); it.Next(); {
+			bv := b.MapIndex(it.Key())
+			if !bv.IsValid() || !sameData(it.Value(), bv, depth+1) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameData(a.Elem(), b.Elem(), depth+1)
+	}
+	return false // functions, channels, complex numbers, unsafe pointers
 }
 
 func (s *Set) fileOf(t *template.Template) string {

@@ -312,11 +312,11 @@ func prefix(pc *Context) string {
 // user turn.
 func renderIntro(pc *Context) ([]llm.Message, error) {
 	data := promptData(pc)
-	sys, err := pc.prompts.Render(prefix(pc)+"_system", data)
+	sys, err := pc.prompts.RenderAgain(prefix(pc)+"_system", data)
 	if err != nil {
 		return nil, err
 	}
-	user, err := pc.prompts.Render(prefix(pc)+"_user", data)
+	user, err := pc.prompts.RenderAgain(prefix(pc)+"_user", data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,70 @@
+package prompts
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/saucerhq/saucer/command"
+)
+
+// RenderAgain gives what Render gives for the same data, whether the data
+// is the kept render's own lists and maps, equal copies of them, or
+// differs from it anywhere deep inside (a tool's annotation, a byte of
+// its schema, a device feature, a note), and past the renders it keeps.
+func TestRenderAgainIsRender(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := command.ToolInfo{Name: "read_file", Namespace: "files", ToolType: command.Action, Description: "Read a file.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+		Annotations: map[string]any{"readOnlyHint": false}}
+	base := AppData{Request: "tidy up", Subtask: "list notes", App: "files", Tools: []command.ToolInfo{tool}, Mode: ModeJSON,
+		Device: command.DeviceInfo{Platform: "linux", Hostname: "vm", Features: []string{"cli"}, Custom: map[string]any{"rack": []any{"4"}}},
+		Notes:  []Note{{Subtask: "s", App: "shell", Status: "FINISH", Result: "r"}}, Step: 1, MaxSteps: 6}
+	copyOf := func(d AppData) AppData {
+		d.Tools = slices.Clone(d.Tools)
+		for i := range d.Tools {
+			d.Tools[i].Annotations = maps.Clone(d.Tools[i].Annotations)
+			d.Tools[i].InputSchema = slices.Clone(d.Tools[i].InputSchema)
+		}
+		d.Device.Features, d.Device.Custom = slices.Clone(d.Device.Features), maps.Clone(d.Device.Custom)
+		d.Device.Custom["rack"] = slices.Clone(d.Device.Custom["rack"].([]any))
+		d.Notes = slices.Clone(d.Notes)
+		return d
+	}
+	variants := map[string]func(*AppData){
+		"the same":      func(*AppData) {},
+		"an annotation": func(d *AppData) { d.Tools[0].Annotations["readOnlyHint"] = true },
+		"a byte of a schema": func(d *AppData) {
+			copy(d.Tools[0].InputSchema[bytes.Index(d.Tools[0].InputSchema, []byte("string")):], "strinG")
+		},
+		"a device feature":    func(d *AppData) { d.Device.Features[0] = "gui" },
+		"a nested custom":     func(d *AppData) { d.Device.Custom["rack"] = []any{"5"} },
+		"another app":         func(d *AppData) { d.App = "shell" },
+		"the mode":            func(d *AppData) { d.Mode = ModeTools },
+		"one tool more":       func(d *AppData) { d.Tools = append(d.Tools, tool) },
+		"no device features":  func(d *AppData) { d.Device.Features = nil },
+		"an empty annotation": func(d *AppData) { d.Tools[0].Annotations = map[string]any{} },
+	}
+	for _, name := range []string{"app_system", "app_user"} {
+		for round := range 2 { // the second round finds renders kept, or pushed out
+			for what, change := range variants {
+				d := copyOf(base)
+				change(&d)
+				want, err := s.Render(name, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, data := range []AppData{d, copyOf(d)} {
+					if got, err := s.RenderAgain(name, data); err != nil || got != want {
+						t.Fatalf("%s, round %d, %s: RenderAgain differs from Render (%v):\n%s\nwant\n%s", name, round, what, err, got, want)
+					}
+				}
+			}
+		}
+	}
+}
