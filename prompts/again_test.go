@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -66,5 +67,14 @@ func TestRenderAgainIsRender(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// sameTools compares every field of a tool: one added to command.ToolInfo
+// must be compared there too, or RenderAgain could give a render made for
+// another tool.
+func TestSameToolsKnowsEveryField(t *testing.T) {
+	if n := reflect.TypeFor[command.ToolInfo]().NumField(); n != 10 {
+		t.Fatalf("command.ToolInfo has %d fields, sameTools compares 10: compare the new ones", n)
 	}
 }

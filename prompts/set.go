@@ -394,6 +394,9 @@ func sameData(a, b reflect.Value, depth int) bool {
 		if a.Type().Elem().Kind() == reflect.Uint8 {
 			return bytes.Equal(a.Bytes(), b.Bytes())
 		}
+		if a.Type() == toolInfosType && a.CanInterface() && b.CanInterface() {
+			return sameTools(a.Interface().([]command.ToolInfo), b.Interface().([]command.ToolInfo), depth)
+		}
 		fallthrough
 	case reflect.Array:
 		for i := range a.Len() {
@@ -423,6 +426,24 @@ func sameData(a, b reflect.Value, depth int) bool {
 		return sameData(a.Elem(), b.Elem(), depth+1)
 	}
 	return false // functions, channels, complex numbers, unsafe pointers
+}
+
+var toolInfosType = reflect.TypeFor[[]command.ToolInfo]()
+
+// sameTools is sameData for lists of tools, the most of an agent's data,
+// without reflection but for their maps.
+func sameTools(a, b []command.ToolInfo, depth int) bool {
+	sameRaw := func(x, y []byte) bool { return (x == nil) == (y == nil) && bytes.Equal(x, y) }
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Key != y.Key || x.Name != y.Name || x.Title != y.Title || x.Namespace != y.Namespace || x.ToolType != y.ToolType ||
+			x.Description != y.Description || !sameRaw(x.InputSchema, y.InputSchema) || !sameRaw(x.OutputSchema, y.OutputSchema) ||
+			!sameData(reflect.ValueOf(x.Meta), reflect.ValueOf(y.Meta), depth+2) ||
+			!sameData(reflect.ValueOf(x.Annotations), reflect.ValueOf(y.Annotations), depth+2) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Set) fileOf(t *template.Template) string {

@@ -118,13 +118,19 @@ func (pc *Context) Apps() []prompts.App { return slices.Clone(pc.apps) }
 // tools the agent sees; a host agent's apps are the tools' namespaces,
 // with the descriptions it was configured with.
 func (pc *Context) Learn(device command.DeviceInfo, tools []command.ToolInfo) {
+	pc.learn(device, slices.Clone(tools))
+}
+
+// learn is Learn with a list of tools the context may keep: no one
+// changes it (discovery's lists are shared, read-only).
+func (pc *Context) learn(device command.DeviceInfo, tools []command.ToolInfo) {
 	if !reflect.ValueOf(device).IsZero() {
 		pc.device = device
 	}
 	if tools == nil {
 		tools = []command.ToolInfo{}
 	}
-	pc.tools = slices.Clone(tools)
+	pc.tools = tools
 	pc.native = nil
 	if pc.agent.Role == fsm.Host {
 		pc.apps = groupApps(pc.tools, pc.apps)

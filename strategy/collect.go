@@ -63,7 +63,7 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 			return fmt.Errorf("discover: device info: %w", err)
 		}
 	}
-	pc.Learn(device, tools)
+	pc.learn(device, tools)
 	if pc.agent.Role == fsm.App && len(tools) == 0 {
 		return fmt.Errorf("discover: the device has no app %q (no tools in that namespace)", pc.agent.App)
 	}
@@ -72,7 +72,7 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 
 // toolLists are the tool lists discovery decoded: every agent of every
 // session on the same device (every case of a replayed suite) gets the
-// same list, decoded once. Learn copies the slice; the infos are shared.
+// same list, decoded once. The agents keep the list itself: no one changes it.
 var toolLists memo.Bytes[[]command.ToolInfo]
 
 func decodeTools(b []byte) ([]command.ToolInfo, error) {
