@@ -78,3 +78,35 @@ func TestSameToolsKnowsEveryField(t *testing.T) {
 		t.Fatalf("command.ToolInfo has %d fields, sameTools compares 10: compare the new ones", n)
 	}
 }
+
+// A template called from another is rendered once for each data it meets
+// (the notes, the same at every step until a subtask finishes), and never
+// given for other data: not when the caller changed its list in place
+// since, nor for a list that differs in one field.
+func TestPartialsFollowTheirData(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := []Note{{Subtask: "write it", App: "files", Status: "FINISH", Result: "wrote 18 bytes"}, {Subtask: "list", App: "shell", Status: "FAIL", Result: "no folder"}}
+	data := HostData{Request: "tidy up", Notes: notes, Mode: ModeTools, Round: 2, MaxRounds: 4}
+	check := func(what string) {
+		t.Helper()
+		want, err := slowRender(s, "host_status", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Render("host_status", data); err != nil || got != want {
+			t.Fatalf("%s: the fast path rendered (%v)\n%s\nwant\n%s", what, err, got, want)
+		}
+	}
+	check("first")
+	check("again")
+	notes[1].Result = "listed 1 file" // in place: the same list
+	check("a note changed in place")
+	data.Notes = append(slices.Clone(notes), Note{Subtask: "read", App: "files", Status: "FINISH", Result: "ok"})
+	check("a note more")
+	data.Notes = data.Notes[:2]
+	data.Notes[0].Status = "FAIL"
+	check("a status")
+}

@@ -207,8 +207,24 @@ func (s *fastState) walk(dot reflect.Value, n parse.Node) error {
 		if err != nil {
 			return err
 		}
+		// A partial's text depends on its data alone: the notes of
+		// finished subtasks, say, are the same at every step until
+		// another finishes.
+		if out, ok := s.set.partials.find(n.Name, v); ok {
+			s.buf.WriteString(out)
+			return nil
+		}
+		start := s.buf.Len()
 		inner := fastState{set: s.set, buf: s.buf, vars: []fastVar{{"$", v}}, depth: s.depth + 1}
-		return inner.walk(v, t.Root)
+		if err := inner.walk(v, t.Root); err != nil {
+			return err
+		}
+		// Kept with a copy of its data: the caller may change its lists
+		// and maps once Render returns.
+		if kept, ok := copyData(v, 0); ok {
+			s.set.partials.add(n.Name, kept, string(s.buf.Bytes()[start:]))
+		}
+		return nil
 	}
 	return errSlow
 }
@@ -704,4 +720,85 @@ func indirectInterface(v reflect.Value) reflect.Value {
 		return v
 	}
 	return v.Elem()
+}
+
+// copyData is a deep copy of template data, for a kept render: false for
+// what it cannot copy (unexported fields, functions, channels, nesting
+// deeper than 32), which is then not kept.
+func copyData(v reflect.Value, depth int) (reflect.Value, bool) {
+	if !v.IsValid() || depth > 32 {
+		return v, false
+	}
+	switch v.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return v, true // a value, not shared
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		for i := range v.NumField() {
+			if !v.Type().Field(i).IsExported() {
+				return v, false
+			}
+			f, ok := copyData(v.Field(i), depth+1)
+			if !ok {
+				return v, false
+			}
+			out.Field(i).Set(f)
+		}
+		return out, true
+	case reflect.Slice:
+		if v.IsNil() {
+			return v, true
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			reflect.Copy(out, v)
+			return out, true
+		}
+		for i := range v.Len() {
+			e, ok := copyData(v.Index(i), depth+1)
+			if !ok {
+				return v, false
+			}
+			out.Index(i).Set(e)
+		}
+		return out, true
+	case reflect.Map:
+		if v.IsNil() {
+			return v, true
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			e, ok := copyData(it.Value(), depth+1)
+			if !ok {
+				return v, false
+			}
+			out.SetMapIndex(it.Key(), e)
+		}
+		return out, true
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v, true
+		}
+		e, ok := copyData(v.Elem(), depth+1)
+		if !ok {
+			return v, false
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(e)
+		return out, true
+	case reflect.Interface:
+		if v.IsNil() {
+			return v, true
+		}
+		e, ok := copyData(v.Elem(), depth+1)
+		if !ok {
+			return v, false
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(e)
+		return out, true
+	}
+	return v, false
 }

@@ -37,7 +37,9 @@ type Set struct {
 	// fast holds the templates the fast path renders (see fast.go).
 	fast map[string]bool
 	fastSites
-	again renders
+	// again are RenderAgain's renders, partials the fast path's renders
+	// of templates called from templates.
+	again, partials renders
 }
 
 // Load parses the embedded templates and then, if overrideDir is not empty,
@@ -298,14 +300,15 @@ func (s *Set) Render(name string, data any) (string, error) {
 // suite. It keeps the last few renders of each template and gives the one
 // whose data is equal to data (sameData) instead of rendering it again.
 // The lists and maps in data must not change after the call: a kept
-// render's data shares them.
+// render's data shares them, and so compares at once with the very lists
+// and maps given again (a deep copy would be compared in full each time).
 func (s *Set) RenderAgain(name string, data any) (string, error) {
-	if out, ok := s.again.find(name, data); ok {
+	if out, ok := s.again.find(name, reflect.ValueOf(data)); ok {
 		return out, nil
 	}
 	out, err := s.Render(name, data)
 	if err == nil {
-		s.again.add(name, data, out)
+		s.again.add(name, reflect.ValueOf(data), out)
 	}
 	return out, err
 }
@@ -321,16 +324,16 @@ type renders struct {
 const rendersKept = 4
 
 type render struct {
-	data any
+	data reflect.Value
 	out  string
 }
 
-func (r *renders) find(name string, data any) (string, bool) {
+func (r *renders) find(name string, data reflect.Value) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if kept := r.last[name]; kept != nil {
 		for _, k := range kept {
-			if k.data != nil && sameData(reflect.ValueOf(k.data), reflect.ValueOf(data), 0) {
+			if k.data.IsValid() && sameData(k.data, data, 0) {
 				return k.out, true
 			}
 		}
@@ -338,7 +341,7 @@ func (r *renders) find(name string, data any) (string, bool) {
 	return "", false
 }
 
-func (r *renders) add(name string, data any, out string) {
+func (r *renders) add(name string, data reflect.Value, out string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
@@ -355,8 +358,7 @@ func (r *renders) add(name string, data any, out string) {
 
 // sameData is reflect.DeepEqual for template data, without its record of
 // the pointers it followed (data has no cycles, and keeping that record
-// cost as much as rendering): a kept render's lists and maps are often
-// the very ones given again, which compare at once. Past a depth of 32,
+// cost as much as rendering). Past a depth of 32,
 // or at a function or channel, it says false: a render is only a render
 // saved, never a wrong one.
 func sameData(a, b reflect.Value, depth int) bool {
