@@ -55,7 +55,10 @@ func (d *argDecoder) value(depth int) (any, bool) {
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
-		return d.str()
+		if s, ok := d.str(); ok {
+			return s, true
+		}
+		return nil, false
 	case c == '-' || c >= '0' && c <= '9':
 		return d.number()
 	case strings.HasPrefix(d.s[d.i:], "true"):
@@ -97,7 +100,7 @@ func (d *argDecoder) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		m[k.(string)] = v // a repeated key: the last one, as encoding/json
+		m[k] = v // a repeated key: the last one, as encoding/json
 		d.space()
 		if d.i >= len(d.s) {
 			return nil, false
@@ -147,7 +150,7 @@ func (d *argDecoder) array(depth int) (any, bool) {
 // str reads a string whose escapes are the one-letter ones; a \u escape
 // or bytes that are not UTF-8 are left to encoding/json (surrogates and
 // replacement characters are its business).
-func (d *argDecoder) str() (any, bool) {
+func (d *argDecoder) str() (string, bool) {
 	d.i++ // "
 	start := d.i
 	var b []byte // nil while the string needs no unescaping
@@ -163,14 +166,14 @@ func (d *argDecoder) str() (any, bool) {
 			}
 			d.i++
 			if !utf8.ValidString(out) {
-				return nil, false
+				return "", false
 			}
 			return out, true
 		case c < 0x20:
-			return nil, false
+			return "", false
 		case c == '\\':
 			if d.i+1 >= len(d.s) {
-				return nil, false
+				return "", false
 			}
 			if b == nil {
 				b = append(make([]byte, 0, len(d.s)-start), d.s[start:d.i]...)
@@ -190,7 +193,7 @@ func (d *argDecoder) str() (any, bool) {
 			case 't':
 				r = '\t'
 			default:
-				return nil, false // \u, or not JSON
+				return "", false // \u, or not JSON
 			}
 			b = append(b, r)
 			d.i += 2
@@ -201,7 +204,7 @@ func (d *argDecoder) str() (any, bool) {
 			d.i++
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // number reads a number of JSON's grammar as a float64.
