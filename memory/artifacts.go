@@ -117,6 +117,15 @@ func (a *Artifacts) JSON(raw []byte) []byte {
 	return []byte(a.Text(strings.TrimRight(buf.String(), "\n")))
 }
 
+// JSONString is JSON for text held as a string: s itself when it is
+// within the threshold (no copies either way).
+func (a *Artifacts) JSONString(s string) string {
+	if !a.over(s) {
+		return s
+	}
+	return string(a.JSON([]byte(s)))
+}
+
 func (a *Artifacts) walk(v any) any { return walkStrings(v, a.Text) }
 
 // Keep keeps s aside, whatever its size, and returns its handle.

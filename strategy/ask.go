@@ -446,21 +446,22 @@ func shownReply(pc *Context, m llm.Message) llm.Message {
 	if a == nil {
 		return m
 	}
-	m.Content = string(a.JSON([]byte(m.Content)))
+	m.Content = a.JSONString(m.Content)
 	var calls []llm.ToolCall
 	for i, c := range m.ToolCalls {
-		args := a.JSON([]byte(c.Arguments))
-		if string(args) == c.Arguments {
+		args := a.JSONString(c.Arguments)
+		if args == c.Arguments {
 			continue
 		}
-		if !json.Valid(args) {
+		if !json.Valid([]byte(args)) {
 			// Still too long as a whole: providers want JSON arguments.
-			args, _ = json.Marshal(map[string]string{"_shortened": string(args)})
+			b, _ := json.Marshal(map[string]string{"_shortened": args})
+			args = string(b)
 		}
 		if calls == nil {
 			calls = slices.Clone(m.ToolCalls)
 		}
-		calls[i].Arguments = string(args)
+		calls[i].Arguments = args
 	}
 	if calls != nil {
 		m.ToolCalls = calls
