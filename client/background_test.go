@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,5 +318,43 @@ func TestCloseStopsBackgroundCommands(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the end of the background command was not reported")
+	}
+}
+
+// Close cancels the commands still running, a background one included,
+// and returns only once they have ended: a tool stops on a goroutine of its
+// own (os/exec kills a shell command's processes from one), and a process
+// that exits once its device is closed must not leave them behind.
+func TestCloseWaitsForCancelledCommands(t *testing.T) {
+	started, cancelled, proceed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var ended atomic.Bool
+	s := &tools.Server{Name: "work"}
+	s.Add(tools.New("long", "runs until cancelled, then takes its time to stop", tools.Annotations{Risk: tools.RiskRead},
+		func(ctx context.Context, in struct{}) (string, error) {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			<-proceed
+			ended.Store(true)
+			return "", ctx.Err()
+		}))
+	c, err := client.New(context.Background(), []client.Server{{Namespace: "work", MCP: s}}, fastOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := command.WithDetach(context.Background(), time.Nanosecond)
+	if r := c.Execute(ctx, command.Command{Namespace: "work", ToolName: "long", CallID: "bg"}); !r.Running() {
+		t.Fatalf("not left running: %+v", r)
+	}
+	<-started
+	closed := make(chan bool, 1)
+	go func() {
+		c.Close()
+		closed <- ended.Load()
+	}()
+	<-cancelled
+	close(proceed)
+	if !<-closed {
+		t.Error("Close returned before the cancelled command had ended")
 	}
 }

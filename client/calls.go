@@ -410,9 +410,34 @@ func waitParam(params map[string]any) (time.Duration, error) {
 	return min(time.Duration(n*float64(time.Second)), maxStatusWait), nil
 }
 
-// cancelAll stops every running call, for Close.
-func (cs *calls) cancelAll(cause error) {
-	for _, cl := range cs.running() {
+// cancelAll stops every running call, for Close, and waits up to wait in
+// all for them to end. A cancelled tool stops on its own goroutine (os/exec
+// kills a shell command's processes from one): without the wait, a process
+// that exits after closing its device could leave them running.
+func (cs *calls) cancelAll(cause error, wait time.Duration) {
+	running := cs.running()
+	for _, cl := range running {
 		cl.cancel(cause)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for _, cl := range running {
+		select {
+		case <-cl.done:
+		case <-t.C:
+			return
+		}
+		// A result can come before an in-process tool's handler returns;
+		// another server's process is stopped with its connection.
+		cl.mu.Lock()
+		inProcess := cl.inProcess
+		cl.mu.Unlock()
+		if inProcess {
+			select {
+			case <-cl.settled:
+			case <-t.C:
+				return
+			}
+		}
 	}
 }

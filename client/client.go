@@ -389,12 +389,14 @@ func (c *Client) Status() []ServerStatus {
 // Device describes the device the client runs on.
 func (c *Client) Device() command.DeviceInfo { return c.opts.Device }
 
-// Close stops supervising, ends every MCP session and stops every server
-// process with its whole process group. It waits for them to exit, so
-// nothing outlives it. Calling it again returns the first result.
+// Close stops supervising, cancels the commands still running (in the
+// background too) and waits for them to end, up to closeWait, then ends
+// every MCP session and stops every server process with its whole process
+// group. It waits for them to exit, so nothing outlives it. Calling it
+// again returns the first result.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.calls.cancelAll(errors.New("the device client was closed"))
+		c.calls.cancelAll(errors.New("the device client was closed"), closeWait)
 		var wg sync.WaitGroup
 		errs := make([]error, len(c.conns))
 		for i, cn := range c.conns {
@@ -419,6 +421,11 @@ func (c *Client) Close() error {
 	})
 	return c.closeErr
 }
+
+// closeWait bounds how long Close waits for cancelled commands to end: a
+// shell command's processes are killed at once, and a tool that ignores
+// its cancellation must not hold Close for good.
+const closeWait = 5 * time.Second
 
 func mapKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
