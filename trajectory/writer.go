@@ -70,9 +70,10 @@ type Writer struct {
 	// recent are the last model calls' full requests, which later
 	// requests are written as continuations of.
 	recent []recentCall
-	// line is where an event is encoded, reused from one to the next.
-	line bytes.Buffer
-	enc  *json.Encoder
+	// line encodes the events, one after the other.
+	line *lineEncoder
+	// flushAfter is FlushAfter (a test waits longer).
+	flushAfter time.Duration
 
 	q     queue
 	f     *os.File
@@ -110,6 +111,23 @@ type queued struct {
 	end       int
 	artifacts []artifact
 }
+
+// lineEncoder is a buffer and a JSON encoder writing into it. Writers
+// share them through lineEncoders, and the buffers lines wait in through
+// lineBuffers, so that a task's recording does not grow new ones.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var (
+	lineEncoders = sync.Pool{New: func() any {
+		l := &lineEncoder{}
+		l.enc = json.NewEncoder(&l.buf)
+		return l
+	}}
+	lineBuffers sync.Pool // of *[]byte, cap at most 2*FlushBytes
+)
 
 // flushes are the event types after which what waits is written at once:
 // the ends of steps, agents and sessions.
@@ -150,7 +168,8 @@ func Create(dir string, opts Options) (*Writer, error) {
 func newWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
-	w.enc = json.NewEncoder(&w.line)
+	w.line = lineEncoders.Get().(*lineEncoder)
+	w.flushAfter = FlushAfter
 	w.q.cond.L = &w.q.mu
 	if w.threshold == 0 {
 		w.threshold = DefaultArtifactThreshold
@@ -206,12 +225,12 @@ func (w *Writer) Write(e Event) error {
 	w.store.queued = nil
 	// The Encoder writes what json.Marshal returns, and a newline, into a
 	// buffer kept from one event to the next.
-	w.line.Reset()
-	if err := w.enc.Encode(e); err != nil {
+	w.line.buf.Reset()
+	if err := w.line.enc.Encode(e); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: encode %s event: %w", e.Type, err)
 	}
-	line := w.line.Bytes()
+	line := w.line.buf.Bytes()
 	line = line[:len(line)-1]
 	var err error
 	// A line shorter than the threshold cannot hold a value that long, nor
@@ -257,6 +276,11 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	}
 	if q.lines == nil {
 		q.lines, q.spare = q.spare[:0], nil
+		if q.lines == nil {
+			if p, ok := lineBuffers.Get().(*[]byte); ok {
+				q.lines = (*p)[:0]
+			}
+		}
 	}
 	q.lines = append(append(q.lines, line...), '\n')
 	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
@@ -268,9 +292,9 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	case !q.armed && !q.due:
 		q.armed = true
 		if q.timer == nil {
-			q.timer = time.AfterFunc(FlushAfter, w.flushSoon)
+			q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
 		} else {
-			q.timer.Reset(FlushAfter)
+			q.timer.Reset(w.flushAfter)
 		}
 	}
 }
@@ -291,6 +315,12 @@ func (w *Writer) flushSoon() {
 func (w *Writer) background() {
 	defer close(w.done)
 	q := &w.q
+	defer func() {
+		if b := q.spare; b != nil {
+			q.spare = nil
+			lineBuffers.Put(&b)
+		}
+	}()
 	var good int64 // the file's size up to its last whole line
 	made := false  // the artifacts directory exists
 	for {
@@ -402,17 +432,15 @@ func mayHoldLarge(line []byte, threshold int) bool {
 			}
 		}
 	}
-	for i := 0; i < len(line); i++ {
-		if line[i] != '"' {
-			continue
+	for i := 0; i < len(line); {
+		q := bytes.IndexByte(line[i:], '"')
+		if q < 0 {
+			break
 		}
-		start := i
-		for i++; i < len(line) && line[i] != '"'; i++ {
-			if line[i] == '\\' {
-				i++
-			}
-		}
-		if i-start-1 < threshold {
+		start := i + q
+		end := closingQuote(line, start)
+		i = end + 1
+		if end-start-1 < threshold {
 			continue
 		}
 		// A value: its key and a colon before it.
@@ -426,6 +454,28 @@ func mayHoldLarge(line []byte, threshold int) bool {
 		}
 	}
 	return false
+}
+
+// closingQuote is the index of the quote that closes the JSON string
+// opened at line[open] (len(line) when it is not closed): the next quote
+// that an even number of backslashes precede.
+func closingQuote(line []byte, open int) int {
+	for i := open + 1; i < len(line); {
+		q := bytes.IndexByte(line[i:], '"')
+		if q < 0 {
+			break
+		}
+		i += q
+		n := 0
+		for j := i - 1; j > open && line[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+		i++
+	}
+	return len(line)
 }
 
 // valueLen is the length of the JSON object or array b starts with (all
@@ -498,6 +548,10 @@ func (w *Writer) Close() error {
 	w.q.cond.Broadcast()
 	w.q.mu.Unlock()
 	<-w.done
+	if w.line.buf.Cap() <= 2*FlushBytes {
+		lineEncoders.Put(w.line)
+	}
+	w.line = nil
 	err := w.Err()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
