@@ -226,7 +226,7 @@ func (w *Writer) Write(e Event) error {
 	// The Encoder writes what json.Marshal returns, and a newline, into a
 	// buffer kept from one event to the next.
 	w.line.buf.Reset()
-	if err := w.line.enc.Encode(e); err != nil {
+	if err := w.line.enc.Encode(e.out()); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: encode %s event: %w", e.Type, err)
 	}
