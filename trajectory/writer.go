@@ -286,10 +286,10 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
 	q.bytes += size
 	switch {
-	case flush || q.bytes >= FlushBytes:
+	case flush || q.bytes >= FlushBytes || q.due:
 		q.due = true
 		q.cond.Broadcast()
-	case !q.armed && !q.due:
+	case !q.armed:
 		q.armed = true
 		if q.timer == nil {
 			q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
@@ -402,8 +402,10 @@ func (w *Writer) Flush() error {
 	q := &w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.due = true
-	q.cond.Broadcast()
+	if q.bytes > 0 {
+		q.due = true
+		q.cond.Broadcast()
+	}
 	for q.bytes > 0 && q.failed == nil {
 		q.cond.Wait()
 	}
