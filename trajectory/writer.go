@@ -353,12 +353,20 @@ func (w *Writer) background() {
 			end, written = it.end, it.seq
 		}
 		if end > 0 {
-			if _, werr := w.f.Write(buf[:end]); werr != nil {
+			if n, werr := w.f.Write(buf[:end]); werr != nil {
+				// Keep the whole lines that reached the file (a file size
+				// limit or a full disk can take part of the batch).
 				err = werr
+				end = bytes.LastIndexByte(buf[:n], '\n') + 1
 				written = items[0].seq - 1
-			} else {
-				good += int64(end)
+				for _, it := range items {
+					if it.end > end {
+						break
+					}
+					written = it.seq
+				}
 			}
+			good += int64(end)
 		}
 		size := len(buf)
 		for _, it := range items {
