@@ -54,8 +54,12 @@ var _ Runner = (*agent.Session)(nil)
 // run: saucer replay and saucer eval work on remote sessions too. The
 // directory is named by the task's id, never by anything a client sent.
 func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
-	// Every task runs with the same config: encode it once.
-	configYAML := sync.OnceValues(cfg.YAML)
+	// Every task runs with the same config: encode it once, as the
+	// string every task's session_start holds.
+	configYAML := sync.OnceValues(func() (string, error) {
+		b, err := cfg.YAML()
+		return string(b), err
+	})
 	return func(spec SessionSpec) (Runner, error) {
 		cfgYAML, err := configYAML()
 		if err != nil {
@@ -63,7 +67,7 @@ func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func
 		}
 		device := spec.Device
 		s := trajectory.Session{ID: spec.TaskID, Task: spec.Request, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)),
-			Config: string(cfgYAML), Device: &device, Apps: spec.AppDescriptions}
+			Config: cfgYAML, Device: &device, Apps: spec.AppDescriptions}
 		runDir := filepath.Join(dir, filepath.Base(spec.TaskID))
 		if spec.Resumed {
 			// The resumed run records the whole task again (its journal

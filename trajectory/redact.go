@@ -52,6 +52,10 @@ type Redactor struct {
 	// hooks[c] are the literals that may begin at a byte c.
 	hooks [256][]hook
 	first byteSet // the bytes that have hooks
+	// pairs holds, one bit each, the pairs of bytes a literal may begin
+	// with (all pairs that start with a one-byte literal's byte): most
+	// places where first alone would look are passed over by one test.
+	pairs *[1 << 16 / 64]uint64
 	// rescan: a pattern's literal could be made by a replacement, so the
 	// places where it can match are looked for again after one.
 	rescan bool
@@ -224,10 +228,29 @@ func NewRedactor(secrets []string, patterns []string) (*Redactor, error) {
 			r.rescan = r.rescan || madeByReplacing(lit, ru.fold)
 		}
 	}
+	r.pairs = new([1 << 16 / 64]uint64)
 	for c, hs := range r.hooks {
 		r.first[c] = len(hs) > 0
+		for _, h := range hs {
+			if len(h.lit) == 1 {
+				for d := range 256 {
+					r.setPair(byte(c), byte(d))
+				}
+				continue
+			}
+			// c is lit[0] or, folded, its other case.
+			r.setPair(byte(c), h.lit[1])
+			if h.fold && isLetter(h.lit[1]) {
+				r.setPair(byte(c), h.lit[1]^0x20)
+			}
+		}
 	}
 	return r, nil
+}
+
+func (r *Redactor) setPair(a, b byte) {
+	p := uint(a)<<8 | uint(b)
+	r.pairs[p>>6] |= 1 << (p & 63)
 }
 
 // madeByReplacing reports whether replacing text with Redacted can make
@@ -342,7 +365,12 @@ func shift(cands []cand, spans []span) []cand {
 func (r *Redactor) candidates(s string) [][]cand {
 	cands := make([][]cand, len(r.rules)+1)
 	for i := 0; i < len(s); i++ {
-		if !r.first[s[i]] {
+		if i+1 < len(s) {
+			// No literal begins with this pair: the usual case, one test.
+			if p := uint(s[i])<<8 | uint(s[i+1]); r.pairs[p>>6]&(1<<(p&63)) == 0 {
+				continue
+			}
+		} else if !r.first[s[i]] {
 			continue
 		}
 		for _, h := range r.hooks[s[i]] {

@@ -192,4 +192,14 @@ func TestMayHoldLarge(t *testing.T) {
 	if !mayHoldLarge([]byte(str), 4096) {
 		t.Error("a long content string is not moved out")
 	}
+	// Escaped quotes do not end a string; a quote after an escaped
+	// backslash does.
+	quotes := `{"type":"x","content":"` + strings.Repeat(`say \"hi\" `, 500) + `"}`
+	if !mayHoldLarge([]byte(quotes), 4096) {
+		t.Error("a long content string of escaped quotes is not moved out")
+	}
+	shortStrings := `{"type":"x","content":"` + strings.Repeat(`a\\","b":"`, 500) + `"}`
+	if mayHoldLarge([]byte(shortStrings), 4096) {
+		t.Error("short strings ending in an escaped backslash are taken for one long string")
+	}
 }

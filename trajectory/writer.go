@@ -38,14 +38,26 @@ type Options struct {
 // disk: Write waits while more do.
 const MaxQueued = 32 << 20
 
+// Lines wait in memory and go to disk together, in one write: when a step,
+// an agent or the session ends, when FlushBytes of lines and artifacts
+// wait, and at the latest FlushAfter after the first of them was written.
+// A trivial task's 25 lines then cost a handful of writes and wake-ups of
+// the background writer instead of one of each per line. Nothing is
+// fsynced: a crash loses what waits, as it always lost the lines the
+// background writer had not yet written.
+const (
+	FlushBytes = 64 << 10
+	FlushAfter = 100 * time.Millisecond
+)
+
 // Writer appends events to a trajectory directory. It numbers them, stamps
 // them, redacts secrets, moves large values into artifacts and hands each
 // event's line to a background writer, which puts the artifacts a line
 // refers to on disk before the line, and the lines that wait together in
-// one write: a session does not wait for the disk (unless more than
-// MaxQueued bytes wait), and an interrupted session keeps every event
-// written before it stopped (Close writes what waits). Safe for concurrent
-// use.
+// one write (see FlushAfter): a session does not wait for the disk (unless
+// more than MaxQueued bytes wait), and an interrupted session keeps every
+// event written before it stopped (Close writes what waits). Safe for
+// concurrent use.
 type Writer struct {
 	mu        sync.Mutex // the encoding state below
 	dir       string
@@ -58,6 +70,10 @@ type Writer struct {
 	// recent are the last model calls' full requests, which later
 	// requests are written as continuations of.
 	recent []recentCall
+	// line encodes the events, one after the other.
+	line *lineEncoder
+	// flushAfter is FlushAfter (a test waits longer).
+	flushAfter time.Duration
 
 	q     queue
 	f     *os.File
@@ -67,20 +83,56 @@ type Writer struct {
 
 // queue is what waits for the background writer.
 type queue struct {
-	mu      sync.Mutex
-	cond    sync.Cond
-	items   []queued
-	bytes   int
+	mu   sync.Mutex
+	cond sync.Cond
+	// lines are the waiting lines, each ending in a newline; items say
+	// where each ends and which artifacts it needs before it.
+	lines []byte
+	items []queued
+	// spare is the buffer the background writer wrote last, given back
+	// for the next lines.
+	spare []byte
+	// bytes counts what waits or is being written: lines and artifacts.
+	bytes int
+	// due asks the background writer to write what waits; timer sets it
+	// FlushAfter after a line came to wait alone (armed).
+	due     bool
+	timer   *time.Timer
+	armed   bool
 	closing bool
 	// failed is the write error that stopped the writer.
 	failed error
 }
 
-// queued is one event line and the new artifacts it refers to.
+// queued is one event line (it ends at offset end of queue.lines) and
+// the new artifacts it refers to.
 type queued struct {
 	seq       int
-	line      []byte
+	end       int
 	artifacts []artifact
+}
+
+// lineEncoder is a buffer and a JSON encoder writing into it. Writers
+// share them through lineEncoders, and the buffers lines wait in through
+// lineBuffers, so that a task's recording does not grow new ones.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var (
+	lineEncoders = sync.Pool{New: func() any {
+		l := &lineEncoder{}
+		l.enc = json.NewEncoder(&l.buf)
+		return l
+	}}
+	lineBuffers sync.Pool // of *[]byte, cap at most 2*FlushBytes
+)
+
+// flushes are the event types after which what waits is written at once:
+// the ends of steps, agents and sessions.
+func flushes(t Type) bool {
+	return t == TypeStep || t == TypeAgentEnd || t == TypeSessionEnd
 }
 
 type recentCall struct {
@@ -109,8 +161,15 @@ func Create(dir string, opts Options) (*Writer, error) {
 		}
 		return nil, fmt.Errorf("trajectory: %w", err)
 	}
+	return newWriter(dir, f, opts), nil
+}
+
+// newWriter starts a writer of events into f, the trajectory file of dir.
+func newWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
+	w.line = lineEncoders.Get().(*lineEncoder)
+	w.flushAfter = FlushAfter
 	w.q.cond.L = &w.q.mu
 	if w.threshold == 0 {
 		w.threshold = DefaultArtifactThreshold
@@ -125,7 +184,7 @@ func Create(dir string, opts Options) (*Writer, error) {
 		w.now = time.Now
 	}
 	go w.background()
-	return w, nil
+	return w
 }
 
 // Dir is the trajectory's directory.
@@ -164,11 +223,16 @@ func (w *Writer) Write(e Event) error {
 		e.Call = w.delta(e.Call)
 	}
 	w.store.queued = nil
-	line, err := json.Marshal(e)
-	if err != nil {
+	// The Encoder writes what json.Marshal returns, and a newline, into a
+	// buffer kept from one event to the next.
+	w.line.buf.Reset()
+	if err := w.line.enc.Encode(e.out()); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: encode %s event: %w", e.Type, err)
 	}
+	line := w.line.buf.Bytes()
+	line = line[:len(line)-1]
+	var err error
 	// A line shorter than the threshold cannot hold a value that long, nor
 	// can one whose strings are all shorter and that has no structured
 	// result or parameters.
@@ -189,15 +253,16 @@ func (w *Writer) Write(e Event) error {
 		w.seq--
 		return fmt.Errorf("trajectory: redact %s event: %w", e.Type, err)
 	}
-	w.enqueue(queued{seq: e.Seq, line: line, artifacts: w.store.queued})
+	w.enqueue(e.Seq, line, w.store.queued, flushes(e.Type))
 	return nil
 }
 
-// enqueue hands an item to the background writer, waiting while more than
-// MaxQueued bytes wait for the disk.
-func (w *Writer) enqueue(it queued) {
-	size := len(it.line) + 1
-	for _, a := range it.artifacts {
+// enqueue hands a line and its artifacts to the background writer,
+// waiting while more than MaxQueued bytes wait for the disk, and has what
+// waits written now (flush, or FlushBytes wait) or within FlushAfter.
+func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool) {
+	size := len(line) + 1
+	for _, a := range artifacts {
 		size += len(a.data)
 	}
 	q := &w.q
@@ -209,35 +274,73 @@ func (w *Writer) enqueue(it queued) {
 	if q.failed != nil {
 		return // the write error is returned by the next Write and Close
 	}
-	q.items = append(q.items, it)
+	if q.lines == nil {
+		q.lines, q.spare = q.spare[:0], nil
+		if q.lines == nil {
+			if p, ok := lineBuffers.Get().(*[]byte); ok {
+				q.lines = (*p)[:0]
+			}
+		}
+	}
+	q.lines = append(append(q.lines, line...), '\n')
+	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
 	q.bytes += size
-	q.cond.Broadcast()
+	switch {
+	case flush || q.bytes >= FlushBytes || q.due:
+		q.due = true
+		q.cond.Broadcast()
+	case !q.armed:
+		q.armed = true
+		if q.timer == nil {
+			q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
+		} else {
+			q.timer.Reset(w.flushAfter)
+		}
+	}
 }
 
-// background writes what is queued, each time all that waits: the
-// artifacts first, then the lines in one write. After a failed write it
-// cuts the part of a line that reached the disk, so that what was written
-// stays a readable trajectory, and writes nothing more.
+// flushSoon has the background writer write what waits.
+func (w *Writer) flushSoon() {
+	q := &w.q
+	q.mu.Lock()
+	q.due = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// background writes what is queued when it is due: the artifacts first,
+// then the lines in one write. After a failed write it cuts the part of a
+// line that reached the disk, so that what was written stays a readable
+// trajectory, and writes nothing more.
 func (w *Writer) background() {
 	defer close(w.done)
 	q := &w.q
+	defer func() {
+		if b := q.spare; b != nil {
+			q.spare = nil
+			lineBuffers.Put(&b)
+		}
+	}()
 	var good int64 // the file's size up to its last whole line
-	var buf []byte
-	made := false // the artifacts directory exists
+	made := false  // the artifacts directory exists
 	for {
 		q.mu.Lock()
-		for len(q.items) == 0 && !q.closing {
+		for !(q.due && len(q.items) > 0) && !q.closing {
 			q.cond.Wait()
 		}
-		items := q.items
-		q.items = nil
+		items, buf := q.items, q.lines
+		q.items, q.lines, q.due = nil, nil, false
+		if q.armed {
+			q.timer.Stop()
+			q.armed = false
+		}
 		q.mu.Unlock()
 		if len(items) == 0 {
 			return // closing, and all is written
 		}
 		var err error
-		buf = buf[:0]
-		written := items[0].seq - 1 // the last event in buf
+		end := 0                    // the end in buf of the last line whose artifacts are written
+		written := items[0].seq - 1 // the last event up to end
 		for _, it := range items {
 			for _, a := range it.artifacts {
 				if err = writeArtifact(w.dir, a, &made); err != nil {
@@ -247,31 +350,40 @@ func (w *Writer) background() {
 			if err != nil {
 				break
 			}
-			buf = append(append(buf, it.line...), '\n')
-			written = it.seq
+			end, written = it.end, it.seq
 		}
-		if len(buf) > 0 {
-			if _, werr := w.f.Write(buf); werr != nil {
+		if end > 0 {
+			if n, werr := w.f.Write(buf[:end]); werr != nil {
+				// Keep the whole lines that reached the file (a file size
+				// limit or a full disk can take part of the batch).
 				err = werr
+				end = bytes.LastIndexByte(buf[:n], '\n') + 1
 				written = items[0].seq - 1
-			} else {
-				good += int64(len(buf))
+				for _, it := range items {
+					if it.end > end {
+						break
+					}
+					written = it.seq
+				}
 			}
+			good += int64(end)
 		}
-		size := 0
+		size := len(buf)
 		for _, it := range items {
-			size += len(it.line) + 1
 			for _, a := range it.artifacts {
 				size += len(a.data)
 			}
 		}
 		q.mu.Lock()
 		q.bytes -= size
+		if q.spare == nil && cap(buf) <= FlushBytes*2 {
+			q.spare = buf[:0] // a buffer for the next lines, unless a large one
+		}
 		first := err != nil && q.failed == nil
 		if first {
 			w.f.Truncate(good)
 			q.failed = fmt.Errorf("trajectory: write %s: %w (the recording keeps its first %d events)", filepath.Join(w.dir, EventsFile), err, written)
-			q.items = nil
+			q.items, q.lines = nil, nil
 		}
 		q.cond.Broadcast()
 		failed := q.failed
@@ -283,7 +395,7 @@ func (w *Writer) background() {
 			// Nothing more is written; wait for Close.
 			q.mu.Lock()
 			for !q.closing {
-				q.items = nil
+				q.items, q.lines = nil, nil
 				q.cond.Wait()
 			}
 			q.mu.Unlock()
@@ -298,6 +410,10 @@ func (w *Writer) Flush() error {
 	q := &w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.bytes > 0 {
+		q.due = true
+		q.cond.Broadcast()
+	}
 	for q.bytes > 0 && q.failed == nil {
 		q.cond.Wait()
 	}
@@ -326,17 +442,15 @@ func mayHoldLarge(line []byte, threshold int) bool {
 			}
 		}
 	}
-	for i := 0; i < len(line); i++ {
-		if line[i] != '"' {
-			continue
+	for i := 0; i < len(line); {
+		q := bytes.IndexByte(line[i:], '"')
+		if q < 0 {
+			break
 		}
-		start := i
-		for i++; i < len(line) && line[i] != '"'; i++ {
-			if line[i] == '\\' {
-				i++
-			}
-		}
-		if i-start-1 < threshold {
+		start := i + q
+		end := closingQuote(line, start)
+		i = end + 1
+		if end-start-1 < threshold {
 			continue
 		}
 		// A value: its key and a colon before it.
@@ -350,6 +464,28 @@ func mayHoldLarge(line []byte, threshold int) bool {
 		}
 	}
 	return false
+}
+
+// closingQuote is the index of the quote that closes the JSON string
+// opened at line[open] (len(line) when it is not closed): the next quote
+// that an even number of backslashes precede.
+func closingQuote(line []byte, open int) int {
+	for i := open + 1; i < len(line); {
+		q := bytes.IndexByte(line[i:], '"')
+		if q < 0 {
+			break
+		}
+		i += q
+		n := 0
+		for j := i - 1; j > open && line[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+		i++
+	}
+	return len(line)
 }
 
 // valueLen is the length of the JSON object or array b starts with (all
@@ -422,6 +558,10 @@ func (w *Writer) Close() error {
 	w.q.cond.Broadcast()
 	w.q.mu.Unlock()
 	<-w.done
+	if w.line.buf.Cap() <= 2*FlushBytes {
+		lineEncoders.Put(w.line)
+	}
+	w.line = nil
 	err := w.Err()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr

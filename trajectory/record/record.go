@@ -432,7 +432,10 @@ func NewID(now time.Time) string {
 
 // Version is this build's module version and VCS revision, which also
 // identify the built-in prompt templates.
-func Version() string {
+func Version() string { return version() }
+
+// version reads the build info once: every recorded session names it.
+var version = sync.OnceValue(func() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
@@ -449,7 +452,7 @@ func Version() string {
 		}
 	}
 	return v
-}
+})
 
 // PromptsOf identifies the prompt templates of an override directory (""
 // for the built-ins): the directory and a digest of its *.tmpl files.

@@ -1,0 +1,101 @@
+package trajectory
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// packets is a pair of connected packet sockets: each write to out is one
+// read from in. They are non-blocking, so that reads from in keep their
+// deadlines.
+func packets(t *testing.T) (out, in *os.File) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, in = os.NewFile(uintptr(fds[0]), "out"), os.NewFile(uintptr(fds[1]), "in")
+	t.Cleanup(func() { in.Close() })
+	return out, in
+}
+
+// TestLinesGoOutInBatches: the lines of a served task reach the file in a
+// few writes, each ending with the end of a step, an agent or the session
+// (the file here is a packet socket, which keeps each write apart), and
+// together they are the whole trajectory.
+func TestLinesGoOutInBatches(t *testing.T) {
+	tr, err := Read("testdata/served-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, in := packets(t)
+	w := newWriter(t.TempDir(), out, Options{})
+	w.flushAfter = time.Hour // no write but at the ends
+	ends := 0
+	for _, e := range tr.Events {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		if flushes(e.Type) {
+			ends++
+		}
+		runtime.Gosched() // give the background writer its chance
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var all []byte
+	writes := 0
+	buf := make([]byte, 1<<20)
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, err := in.Read(buf)
+		if n == 0 || err != nil {
+			break // out is closed: every write was read
+		}
+		writes++
+		got := bytes.TrimSuffix(buf[:n], []byte("\n"))
+		last := got[bytes.LastIndexByte(got, '\n')+1:]
+		var e Event
+		if err := json.Unmarshal(last, &e); err != nil || !flushes(e.Type) {
+			t.Errorf("write %d ends with a %s line, not the end of a step, agent or session (%v)", writes, e.Type, err)
+		}
+		all = append(all, buf[:n]...)
+	}
+	if lines := bytes.Count(all, []byte("\n")); lines != len(tr.Events) || writes == 0 || writes > ends {
+		t.Fatalf("%d lines in %d writes; want %d lines in at most %d", lines, writes, len(tr.Events), ends)
+	}
+	back, err := Decode(bytes.NewReader(all), "")
+	if err != nil || len(back) != len(tr.Events) {
+		t.Fatalf("what was written reads back as %d events: %v", len(back), err)
+	}
+}
+
+// TestAWaitingLineGoesOutSoon: a line that no end follows (a step whose
+// model call takes minutes) is written FlushAfter after it came, without
+// Flush or Close.
+func TestAWaitingLineGoesOutSoon(t *testing.T) {
+	out, in := packets(t)
+	w := newWriter(t.TempDir(), out, Options{})
+	defer w.Close()
+	w.flushAfter = 10 * time.Millisecond
+	for _, e := range []Event{{Type: TypeSessionStart, Session: &Session{Format: Format}}, {Type: TypeAgentStart, Agent: "host", Role: "host"}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<16)
+	n, err := in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 2 {
+		t.Fatalf("read %q, %v; want both lines in one write", buf[:n], err)
+	}
+}

@@ -1,0 +1,78 @@
+package trajectory
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// processCPU is the process's CPU time so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkServedTaskWriter writes the 25 events of a trivial served task
+// (testdata/served-task, recorded by server's BenchmarkServedTaskRecording)
+// into a new trajectory, as a server records each task: Create, the
+// events one by one, Close. "events" leaves out making the directory and
+// the file (the lines go to /dev/null).
+func BenchmarkServedTaskWriter(b *testing.B) {
+	t, err := Read("testdata/served-task")
+	if err != nil {
+		b.Fatal(err)
+	}
+	red, err := NewRedactor([]string{"sk-test-secret-value"}, DefaultPatterns())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("task", func(b *testing.B) {
+		dir := b.TempDir()
+		b.ReportAllocs()
+		n := 0
+		cpu := processCPU()
+		for b.Loop() {
+			n++
+			w, err := Create(filepath.Join(dir, strconv.Itoa(n)), Options{Redactor: red})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range t.Events {
+				if err := w.Write(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
+	})
+	b.Run("events", func(b *testing.B) {
+		dir := b.TempDir()
+		b.ReportAllocs()
+		cpu := processCPU()
+		for b.Loop() {
+			f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := newWriter(dir, f, Options{Redactor: red})
+			for _, e := range t.Events {
+				if err := w.Write(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
+	})
+}
