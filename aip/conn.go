@@ -72,10 +72,12 @@ var ErrClosed = errors.New("aip: connection closed")
 // for DeadAfter; pings need the concurrent reader to see their pongs. An
 // idle Conn has no goroutine of its own: a server holds thousands.
 type Conn struct {
-	ws       *websocket.Conn
-	opts     ConnOptions
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	ws   *websocket.Conn
+	opts ConnOptions
+	ctx  context.Context
+	// end cancels ctx; cancel does that and lets go of the connection's
+	// timer and its binding (see cancel).
+	end      context.CancelCauseFunc
 	lastSeen atomic.Int64 // unix nanoseconds of the last frame or pong
 	// writing is a one-slot semaphore rather than a mutex so that a sender
 	// can give up waiting when its context ends.
@@ -84,9 +86,12 @@ type Conn struct {
 	// keepAlive closes the connection when a write outlasts WriteTimeout,
 	// so that writes need no per-call timer.
 	writeStart atomic.Int64
-	// readMu guards bound, the context Read has tied the connection to.
-	readMu sync.Mutex
-	bound  context.Context
+	// readMu guards bound, the context Read has tied the connection to,
+	// unbinds, which undo Bind's ties, and ended.
+	readMu  sync.Mutex
+	bound   context.Context
+	unbinds []func() bool
+	ended   bool
 	// pinger fires every PingInterval (see ping); a timer rather than a
 	// goroutine of its own, since most connections are idle.
 	pinger atomic.Pointer[time.Timer]
@@ -99,9 +104,29 @@ type Conn struct {
 // callback can refer to it.
 func newConn(opts ConnOptions) *Conn {
 	c := &Conn{opts: opts.withDefaults(), writing: make(chan struct{}, 1)}
-	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.ctx, c.end = context.WithCancelCause(context.Background())
 	c.seen()
 	return c
+}
+
+// cancel ends the connection's context with err (the first cause stays)
+// and stops what would otherwise outlive it: the ping timer and Bind's
+// tie to its context. It does so itself rather than from
+// context.AfterFunc on c.ctx, which costs each connection a context and
+// a map of children (a server holds thousands of idle connections).
+func (c *Conn) cancel(err error) {
+	c.end(err)
+	if t := c.pinger.Load(); t != nil {
+		t.Stop()
+	}
+	c.readMu.Lock()
+	c.ended = true
+	unbinds := c.unbinds
+	c.unbinds = nil
+	c.readMu.Unlock()
+	for _, unbind := range unbinds {
+		unbind()
+	}
 }
 
 func (c *Conn) seen() { c.lastSeen.Store(time.Now().UnixNano()) }
@@ -111,7 +136,9 @@ func (c *Conn) start(ws *websocket.Conn) *Conn {
 	ws.SetReadLimit(c.opts.ReadLimit)
 	if c.opts.PingInterval > 0 {
 		c.pinger.Store(time.AfterFunc(c.opts.PingInterval, c.ping))
-		context.AfterFunc(c.ctx, func() { c.pinger.Load().Stop() })
+		if c.ctx.Err() != nil { // cancelled before the timer was there to stop
+			c.pinger.Load().Stop()
+		}
 	}
 	return c
 }
@@ -253,15 +280,14 @@ func (c *Conn) Bind(ctx context.Context) {
 	}
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	if c.bound == ctx {
+	if c.bound == ctx || c.ended {
 		return
 	}
 	c.bound = ctx
-	stop := context.AfterFunc(ctx, func() {
+	c.unbinds = append(c.unbinds, context.AfterFunc(ctx, func() {
 		c.cancel(fmt.Errorf("aip: read: %w", context.Cause(ctx)))
 		c.ws.CloseNow()
-	})
-	context.AfterFunc(c.ctx, func() { stop() })
+	}))
 }
 
 // Frame is a message that can encode itself: *ClientMessage,

@@ -145,17 +145,27 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// response and its own state, which an idle device would otherwise
 	// hold for as long as it stays connected (a server holds thousands).
 	go func() {
-		defer s.conns.Done()
-		// Every way out of here closes the socket: a connection whose
-		// read loop ended (killed peer, over-limit frame) must not keep
-		// its fd.
-		defer conn.CloseNow()
 		d := s.register(conn)
 		if d == nil {
+			conn.CloseNow()
+			s.conns.Done()
 			return
 		}
-		s.serveDevice(d, conn)
-		s.disconnect(d, conn)
+		// The device is read from a fresh goroutine: registration's
+		// calls go deep enough to grow this one's stack to 8 KiB, which
+		// Go would keep for as long as the device stays connected (a
+		// collection halves a stack only when less than a quarter of it
+		// is in use, and a waiting reader uses more). A reader that
+		// starts afresh waits on 4 KiB.
+		go func() {
+			defer s.conns.Done()
+			// Every way out of here closes the socket: a connection whose
+			// read loop ended (killed peer, over-limit frame) must not keep
+			// its fd.
+			defer conn.CloseNow()
+			s.serveDevice(d, conn)
+			s.disconnect(d, conn)
+		}()
 	}()
 }
 
@@ -511,37 +521,22 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		// waits for them: a twentieth of a loopback round trip
 		// (BenchmarkRoundTrip).
 		runtime.Gosched()
+	default:
+		s.handleRare(d, conn, m)
+	}
+}
+
+// handleRare handles the frames other than heartbeats and results. It is
+// apart from handle so that handle's stack frame stays small: handle runs
+// on each device's reader, and a heartbeat's answer, written from there,
+// must fit in the 4 KiB stack an idle reader keeps (a larger frame here
+// grew every reader to 8 KiB).
+func (s *Server) handleRare(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	switch m.Type {
 	case aip.TypeTask:
 		s.taskRequest(d, conn, m)
 	case aip.TypeDeviceInfoRequest:
-		// As UFO: only a constellation asks, and only about the device it
-		// registered for.
-		if d.clientType != aip.ClientConstellation {
-			s.sendError(conn, "device information is answered to constellation clients only", "")
-			return
-		}
-		target := m.TargetID
-		if target == "" {
-			target = d.targetID
-		}
-		if target != d.targetID {
-			s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not ask about '%s'", d.targetID, target), "")
-			return
-		}
-		s.mu.Lock()
-		td := s.devices[target]
-		var info command.DeviceInfo
-		if td != nil {
-			info = td.info
-		}
-		s.mu.Unlock()
-		if td == nil {
-			s.sendError(conn, fmt.Sprintf("device '%s' is not registered", target), "")
-			return
-		}
-		b, _ := json.Marshal(info)
-		conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeDeviceInfoResponse, Status: aip.StatusOK, ResponseID: m.RequestID,
-			Timestamp: aip.Timestamp(time.Now()), Result: b})
+		s.deviceInfoRequest(d, conn, m)
 	case aip.TypeDeviceInfoResponse:
 		if m.Metadata != nil {
 			info, _, _ := deviceInfo(map[string]any{"system_info": m.Metadata})
@@ -556,6 +551,38 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.logf("%s reports an error: %s", d.id, m.Error)
 		s.sendError(conn, "error received: "+m.Error, m.SessionID)
 	}
+}
+
+// deviceInfoRequest answers a constellation's question about its device.
+func (s *Server) deviceInfoRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	// As UFO: only a constellation asks, and only about the device it
+	// registered for.
+	if d.clientType != aip.ClientConstellation {
+		s.sendError(conn, "device information is answered to constellation clients only", "")
+		return
+	}
+	target := m.TargetID
+	if target == "" {
+		target = d.targetID
+	}
+	if target != d.targetID {
+		s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not ask about '%s'", d.targetID, target), "")
+		return
+	}
+	s.mu.Lock()
+	td := s.devices[target]
+	var info command.DeviceInfo
+	if td != nil {
+		info = td.info
+	}
+	s.mu.Unlock()
+	if td == nil {
+		s.sendError(conn, fmt.Sprintf("device '%s' is not registered", target), "")
+		return
+	}
+	b, _ := json.Marshal(info)
+	conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeDeviceInfoResponse, Status: aip.StatusOK, ResponseID: m.RequestID,
+		Timestamp: aip.Timestamp(time.Now()), Result: b})
 }
 
 // ack is the heartbeat/ok frame that answers register, heartbeats and task
