@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/coder/websocket"
 
@@ -152,21 +153,31 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The device is read from a fresh goroutine: registration's
-		// calls go deep enough to grow this one's stack to 8 KiB, which
-		// Go would keep for as long as the device stays connected (a
-		// collection halves a stack only when less than a quarter of it
-		// is in use, and a waiting reader uses more). A reader that
-		// starts afresh waits on 4 KiB.
-		go func() {
-			defer s.conns.Done()
-			// Every way out of here closes the socket: a connection whose
-			// read loop ended (killed peer, over-limit frame) must not keep
-			// its fd.
-			defer conn.CloseNow()
-			s.serveDevice(d, conn)
-			s.disconnect(d, conn)
-		}()
+		// calls go deep enough to grow this one's stack to 8 KiB (see
+		// readDevice).
+		conn.Bind(s.ctx)
+		go s.readDevice(d, conn)
 	}()
+}
+
+// readDevice serves a registered connection until it ends, then closes
+// and unregisters it. Its goroutine hands over to a fresh one whenever
+// handling a frame has grown its stack: Go keeps a grown stack until a
+// collection finds less than a quarter of it in use, and a reader
+// waiting in coder/websocket uses more than a quarter of 8 KiB, so a
+// reader that once grew (a large frame's decoding, an answer written
+// through a deep path) would keep 8 KiB for as long as its device stays
+// connected; a fresh one waits on 4 KiB. An idle server holds thousands.
+func (s *Server) readDevice(d *device, conn *aip.Conn) {
+	if s.serveDevice(d, conn) {
+		go s.readDevice(d, conn)
+		return
+	}
+	// Every way out closes the socket: a connection whose read loop
+	// ended (killed peer, over-limit frame) must not keep its fd.
+	conn.CloseNow()
+	s.disconnect(d, conn)
+	s.conns.Done()
 }
 
 // register reads the first frame and registers the client, or refuses it
@@ -435,10 +446,16 @@ func (s *Server) forgetDevice(d *device) {
 	}
 }
 
-// serveDevice reads frames until the connection ends. Frames it cannot
-// handle get an error reply; the connection stays up.
-func (s *Server) serveDevice(d *device, conn *aip.Conn) {
-	conn.Bind(s.ctx)
+// serveDevice reads frames until the connection ends (false), or until
+// the goroutine's stack has grown while it handled one (true: see
+// readDevice). Frames it cannot handle get an error reply; the
+// connection stays up.
+func (s *Server) serveDevice(d *device, conn *aip.Conn) (grown bool) {
+	// A stack that grows is copied elsewhere: mark's address changes.
+	// The first read grows a fresh goroutine's stack to what waiting
+	// takes, so the address is noted after it.
+	var mark byte
+	var at uintptr
 	for {
 		var text bool
 		var m *aip.ClientMessage
@@ -449,25 +466,37 @@ func (s *Server) serveDevice(d *device, conn *aip.Conn) {
 				m, err = aip.DecodeClient(b)
 			}
 		}) != nil {
-			return
+			return false
 		}
-		if !text {
-			s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
-			continue
+		if at == 0 {
+			at = uintptr(unsafe.Pointer(&mark))
 		}
-		if err == nil {
-			err = m.Validate()
+		s.serveFrame(d, conn, text, m, err)
+		if uintptr(unsafe.Pointer(&mark)) != at {
+			return true
 		}
-		if err != nil {
-			s.sendError(conn, err.Error(), "")
-			continue
-		}
-		if msg := s.checkIdentity(d, m); msg != "" {
-			s.sendError(conn, msg, m.SessionID)
-			continue
-		}
-		s.handle(d, conn, m)
 	}
+}
+
+// serveFrame handles one frame a device sent, decoded into m (or not, as
+// err says).
+func (s *Server) serveFrame(d *device, conn *aip.Conn, text bool, m *aip.ClientMessage, err error) {
+	if !text {
+		s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
+		return
+	}
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		s.sendError(conn, err.Error(), "")
+		return
+	}
+	if msg := s.checkIdentity(d, m); msg != "" {
+		s.sendError(conn, msg, m.SessionID)
+		return
+	}
+	s.handle(d, conn, m)
 }
 
 // checkIdentity enforces the identity pinned at registration.
