@@ -208,26 +208,46 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 // returns. A read loop that decodes each frame (the decoders copy what
 // they keep) saves the copy that Read makes of every frame.
 func (c *Conn) ReadFunc(ctx context.Context, use func(text bool, frame []byte)) error {
-	c.readMu.Lock()
-	if ctx == c.bound {
-		ctx = context.Background() // Bind closes the connection when it ends
-	}
-	c.readMu.Unlock()
-	typ, r, err := c.ws.Reader(ctx)
+	// ReadFunc's own stack frame is kept small, the work before and
+	// after the wait in functions of their own: an idle connection's
+	// reader waits in here, and coder/websocket answers a ping from
+	// below it, which must fit in the 4 KiB stack an idle reader keeps.
+	typ, r, err := c.ws.Reader(c.readContext(ctx))
 	if err != nil {
-		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return err
+		return c.readFailed(err)
 	}
-	// The frame is read into a pooled buffer: one that fits the frame,
-	// where websocket.Conn.Read grows a fresh buffer from 512 bytes. The
-	// buffer is taken once the frame has begun, so that an idle
-	// connection, blocked above, holds none.
+	return c.readFrame(typ, r, use)
+}
+
+// readContext is the context a read waits under: not the bound one,
+// since Bind closes the connection when it ends.
+func (c *Conn) readContext(ctx context.Context) context.Context {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if ctx == c.bound {
+		return context.Background()
+	}
+	return ctx
+}
+
+// readFailed ends the connection after a failed read and returns err.
+func (c *Conn) readFailed(err error) error {
+	c.cancel(fmt.Errorf("aip: read: %w", err))
+	return err
+}
+
+// readFrame reads the frame r has begun into a pooled buffer, one that
+// fits the frame (where websocket.Conn.Read grows a fresh buffer from
+// 512 bytes), and hands it to use. The buffer is taken once the frame
+// has begun, so that an idle connection, blocked in ReadFunc, holds
+// none.
+func (c *Conn) readFrame(typ websocket.MessageType, r io.Reader, use func(text bool, frame []byte)) error {
 	buf := getBuffer()
 	defer putBuffer(buf)
+	var err error
 	*buf, err = readAll(r, (*buf)[:0])
 	if err != nil {
-		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return err
+		return c.readFailed(err)
 	}
 	c.seen()
 	use(typ == websocket.MessageText, *buf)

@@ -250,7 +250,8 @@ func runIdleClients(url string) int {
 	var wg sync.WaitGroup
 	for i := range n {
 		c, err := remote.New(noopDevice{}, remote.Options{URL: url, Token: token, ClientID: fmt.Sprintf("idle-%05d", i),
-			HeartbeatInterval: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+			HeartbeatInterval: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
+			Conn: aip.ConnOptions{PingInterval: benchPings()}})
 		if err != nil {
 			fmt.Println("ERROR", err)
 			return 1
@@ -363,6 +364,14 @@ func writeProfiles(side string) {
 			fmt.Fprintln(os.Stderr, "profile:", err)
 		}
 	}
+}
+
+// benchPings is the ping interval of BenchmarkIdleClients's connections,
+// each way: aip's default unless SAUCER_BENCH_PINGS names another (a
+// few seconds, to count what answering pings leaves behind).
+func benchPings() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SAUCER_BENCH_PINGS"))
+	return d
 }
 
 // idleBudget is the memory 10,000 idle clients may take in all.
@@ -492,7 +501,8 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 	baseServer := serverBytes(true)
 	baseSockbuf := tcpBufferBytes(b)
 	baseSlab, slabOK := socketSlabBytes()
-	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil), MaxDevices: n + 10})
+	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil), MaxDevices: n + 10,
+		Conn: aip.ConnOptions{PingInterval: benchPings()}})
 	if err != nil {
 		b.Fatal(err)
 	}

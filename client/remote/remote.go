@@ -467,6 +467,11 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 const successorAfter = 2 * time.Millisecond
 
 func (c *Client) read(ctx context.Context, conn *aip.Conn) {
+	// The loop's own stack frame is small and a frame is handled in a
+	// function of its own: this goroutine waits here while the device is
+	// idle, and coder/websocket writes pongs from below the wait, which
+	// must fit in the 4 KiB stack an idle reader keeps (Go keeps a stack
+	// that grew to 8 KiB while the reader waits).
 	for {
 		var text bool
 		var m *aip.ServerMessage
@@ -479,37 +484,44 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 		}) != nil {
 			return
 		}
-		if !text {
-			c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
-			continue
+		if c.readFrame(ctx, conn, text, m, err) {
+			return // the successor reads
 		}
-		if err == nil {
-			err = m.Validate()
-		}
-		if err != nil {
-			c.opts.Logf("bad frame from the server: %v", err)
-			c.send(ctx, &aip.ClientMessage{Type: aip.TypeError, Status: aip.StatusError, ClientID: c.opts.ClientID,
-				Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
-			continue
-		}
-		if m.Type == aip.TypeCommand && controlOnly(m) {
-			// How a background command is doing, or stopping it, is
-			// answered at once, not after the round running now.
-			if c.see(m) {
-				go c.answerNow(ctx, m)
-			}
-			continue
-		}
-		if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
-			successor := time.AfterFunc(successorAfter, func() { c.read(ctx, conn) })
-			c.drain(ctx)
-			if !successor.Stop() {
-				return // the successor reads
-			}
-			continue
-		}
-		c.handle(ctx, m)
 	}
+}
+
+// readFrame handles one frame from the server, decoded into m (or not, as
+// err says). It reports whether a successor goroutine has taken reading
+// over (see read).
+func (c *Client) readFrame(ctx context.Context, conn *aip.Conn, text bool, m *aip.ServerMessage, err error) (handedOver bool) {
+	if !text {
+		c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
+		return false
+	}
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		c.opts.Logf("bad frame from the server: %v", err)
+		c.send(ctx, &aip.ClientMessage{Type: aip.TypeError, Status: aip.StatusError, ClientID: c.opts.ClientID,
+			Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
+		return false
+	}
+	if m.Type == aip.TypeCommand && controlOnly(m) {
+		// How a background command is doing, or stopping it, is
+		// answered at once, not after the round running now.
+		if c.see(m) {
+			go c.answerNow(ctx, m)
+		}
+		return false
+	}
+	if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
+		successor := time.AfterFunc(successorAfter, func() { c.read(ctx, conn) })
+		c.drain(ctx)
+		return !successor.Stop()
+	}
+	c.handle(ctx, m)
+	return false
 }
 
 // heartbeats sends a heartbeat every HeartbeatInterval, and one at once
