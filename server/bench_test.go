@@ -290,6 +290,12 @@ func runIdleClients(url string) int {
 // hard limit above 10,000):
 //
 //	SAUCER_BENCH_CLIENTS=10000 go test -run '^$' -bench BenchmarkIdleClients -benchtime 2x ./server/
+//
+// The connections ping each way at aip's default interval (20 s), which
+// most of a run does not reach: SAUCER_BENCH_PINGS=3s counts what
+// answering pings leaves behind too (coder/websocket writes each pong
+// from the reader's goroutine). SAUCER_BENCH_PROFILES=DIR writes each
+// process's heap profile (every allocation) and goroutines there.
 func BenchmarkIdleClients(b *testing.B) {
 	sizes := os.Getenv("SAUCER_BENCH_CLIENTS")
 	if sizes == "" {
