@@ -173,10 +173,10 @@ func (s *Server) readDevice(d *device, conn *aip.Conn) {
 		go s.readDevice(d, conn)
 		return
 	}
+	s.disconnect(d, conn)
 	// Every way out closes the socket: a connection whose read loop
 	// ended (killed peer, over-limit frame) must not keep its fd.
 	conn.CloseNow()
-	s.disconnect(d, conn)
 	s.conns.Done()
 }
 
