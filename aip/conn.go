@@ -72,10 +72,12 @@ var ErrClosed = errors.New("aip: connection closed")
 // for DeadAfter; pings need the concurrent reader to see their pongs. An
 // idle Conn has no goroutine of its own: a server holds thousands.
 type Conn struct {
-	ws       *websocket.Conn
-	opts     ConnOptions
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	ws   *websocket.Conn
+	opts ConnOptions
+	ctx  context.Context
+	// end cancels ctx; cancel does that and lets go of the connection's
+	// timer and its binding (see cancel).
+	end      context.CancelCauseFunc
 	lastSeen atomic.Int64 // unix nanoseconds of the last frame or pong
 	// writing is a one-slot semaphore rather than a mutex so that a sender
 	// can give up waiting when its context ends.
@@ -84,9 +86,12 @@ type Conn struct {
 	// keepAlive closes the connection when a write outlasts WriteTimeout,
 	// so that writes need no per-call timer.
 	writeStart atomic.Int64
-	// readMu guards bound, the context Read has tied the connection to.
-	readMu sync.Mutex
-	bound  context.Context
+	// readMu guards bound, the context Read has tied the connection to,
+	// unbinds, which undo Bind's ties, and ended.
+	readMu  sync.Mutex
+	bound   context.Context
+	unbinds []func() bool
+	ended   bool
 	// pinger fires every PingInterval (see ping); a timer rather than a
 	// goroutine of its own, since most connections are idle.
 	pinger atomic.Pointer[time.Timer]
@@ -99,9 +104,29 @@ type Conn struct {
 // callback can refer to it.
 func newConn(opts ConnOptions) *Conn {
 	c := &Conn{opts: opts.withDefaults(), writing: make(chan struct{}, 1)}
-	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.ctx, c.end = context.WithCancelCause(context.Background())
 	c.seen()
 	return c
+}
+
+// cancel ends the connection's context with err (the first cause stays)
+// and stops what would otherwise outlive it: the ping timer and Bind's
+// tie to its context. It does so itself rather than from
+// context.AfterFunc on c.ctx, which costs each connection a context and
+// a map of children (a server holds thousands of idle connections).
+func (c *Conn) cancel(err error) {
+	c.end(err)
+	if t := c.pinger.Load(); t != nil {
+		t.Stop()
+	}
+	c.readMu.Lock()
+	c.ended = true
+	unbinds := c.unbinds
+	c.unbinds = nil
+	c.readMu.Unlock()
+	for _, unbind := range unbinds {
+		unbind()
+	}
 }
 
 func (c *Conn) seen() { c.lastSeen.Store(time.Now().UnixNano()) }
@@ -111,7 +136,9 @@ func (c *Conn) start(ws *websocket.Conn) *Conn {
 	ws.SetReadLimit(c.opts.ReadLimit)
 	if c.opts.PingInterval > 0 {
 		c.pinger.Store(time.AfterFunc(c.opts.PingInterval, c.ping))
-		context.AfterFunc(c.ctx, func() { c.pinger.Load().Stop() })
+		if c.ctx.Err() != nil { // cancelled before the timer was there to stop
+			c.pinger.Load().Stop()
+		}
 	}
 	return c
 }
@@ -181,26 +208,46 @@ func (c *Conn) Read(ctx context.Context) (text bool, frame []byte, err error) {
 // returns. A read loop that decodes each frame (the decoders copy what
 // they keep) saves the copy that Read makes of every frame.
 func (c *Conn) ReadFunc(ctx context.Context, use func(text bool, frame []byte)) error {
-	c.readMu.Lock()
-	if ctx == c.bound {
-		ctx = context.Background() // Bind closes the connection when it ends
-	}
-	c.readMu.Unlock()
-	typ, r, err := c.ws.Reader(ctx)
+	// ReadFunc's own stack frame is kept small, the work before and
+	// after the wait in functions of their own: an idle connection's
+	// reader waits in here, and coder/websocket answers a ping from
+	// below it, which must fit in the 4 KiB stack an idle reader keeps.
+	typ, r, err := c.ws.Reader(c.readContext(ctx))
 	if err != nil {
-		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return err
+		return c.readFailed(err)
 	}
-	// The frame is read into a pooled buffer: one that fits the frame,
-	// where websocket.Conn.Read grows a fresh buffer from 512 bytes. The
-	// buffer is taken once the frame has begun, so that an idle
-	// connection, blocked above, holds none.
+	return c.readFrame(typ, r, use)
+}
+
+// readContext is the context a read waits under: not the bound one,
+// since Bind closes the connection when it ends.
+func (c *Conn) readContext(ctx context.Context) context.Context {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	if ctx == c.bound {
+		return context.Background()
+	}
+	return ctx
+}
+
+// readFailed ends the connection after a failed read and returns err.
+func (c *Conn) readFailed(err error) error {
+	c.cancel(fmt.Errorf("aip: read: %w", err))
+	return err
+}
+
+// readFrame reads the frame r has begun into a pooled buffer, one that
+// fits the frame (where websocket.Conn.Read grows a fresh buffer from
+// 512 bytes), and hands it to use. The buffer is taken once the frame
+// has begun, so that an idle connection, blocked in ReadFunc, holds
+// none.
+func (c *Conn) readFrame(typ websocket.MessageType, r io.Reader, use func(text bool, frame []byte)) error {
 	buf := getBuffer()
 	defer putBuffer(buf)
+	var err error
 	*buf, err = readAll(r, (*buf)[:0])
 	if err != nil {
-		c.cancel(fmt.Errorf("aip: read: %w", err))
-		return err
+		return c.readFailed(err)
 	}
 	c.seen()
 	use(typ == websocket.MessageText, *buf)
@@ -253,15 +300,14 @@ func (c *Conn) Bind(ctx context.Context) {
 	}
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
-	if c.bound == ctx {
+	if c.bound == ctx || c.ended {
 		return
 	}
 	c.bound = ctx
-	stop := context.AfterFunc(ctx, func() {
+	c.unbinds = append(c.unbinds, context.AfterFunc(ctx, func() {
 		c.cancel(fmt.Errorf("aip: read: %w", context.Cause(ctx)))
 		c.ws.CloseNow()
-	})
-	context.AfterFunc(c.ctx, func() { stop() })
+	}))
 }
 
 // Frame is a message that can encode itself: *ClientMessage,

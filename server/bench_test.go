@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,6 +227,9 @@ func raiseFileLimit() uint64 {
 // descriptors (both ends of 10,000 loopback sockets exceed one process's
 // limit here).
 func TestMain(m *testing.M) {
+	if os.Getenv("SAUCER_BENCH_PROFILES") != "" {
+		runtime.MemProfileRate = 1 // every allocation, for writeProfiles
+	}
 	if url := os.Getenv("SAUCER_BENCH_CLIENTS_URL"); url != "" {
 		os.Exit(runIdleClients(url))
 	}
@@ -245,7 +250,8 @@ func runIdleClients(url string) int {
 	var wg sync.WaitGroup
 	for i := range n {
 		c, err := remote.New(noopDevice{}, remote.Options{URL: url, Token: token, ClientID: fmt.Sprintf("idle-%05d", i),
-			HeartbeatInterval: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+			HeartbeatInterval: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
+			Conn: aip.ConnOptions{PingInterval: benchPings()}})
 		if err != nil {
 			fmt.Println("ERROR", err)
 			return 1
@@ -265,6 +271,7 @@ func runIdleClients(url string) int {
 	}
 	wg.Wait()
 	time.Sleep(6 * time.Second) // a round of heartbeats
+	writeProfiles("clients")
 	fmt.Println("MEM", goMemory())
 	fmt.Println("READY", rssBytes(), runtime.NumGoroutine())
 	bufio.NewReader(os.Stdin).ReadString('\n')
@@ -283,6 +290,12 @@ func runIdleClients(url string) int {
 // hard limit above 10,000):
 //
 //	SAUCER_BENCH_CLIENTS=10000 go test -run '^$' -bench BenchmarkIdleClients -benchtime 2x ./server/
+//
+// The connections ping each way at aip's default interval (20 s), which
+// most of a run does not reach: SAUCER_BENCH_PINGS=3s counts what
+// answering pings leaves behind too (coder/websocket writes each pong
+// from the reader's goroutine). SAUCER_BENCH_PROFILES=DIR writes each
+// process's heap profile (every allocation) and goroutines there.
 func BenchmarkIdleClients(b *testing.B) {
 	sizes := os.Getenv("SAUCER_BENCH_CLIENTS")
 	if sizes == "" {
@@ -332,6 +345,39 @@ func goMemory() string {
 	return fmt.Sprintf("heap in use %.1f MiB (live objects %.1f MiB), stacks %.1f MiB, idle heap kept %.1f MiB, runtime %.1f MiB",
 		mib(int64(ms.HeapInuse)), mib(int64(ms.HeapAlloc)), mib(int64(ms.StackInuse)), mib(int64(ms.HeapIdle-ms.HeapReleased)),
 		mib(int64(ms.MSpanInuse+ms.MCacheInuse+ms.GCSys+ms.OtherSys+ms.BuckHashSys)))
+}
+
+// writeProfiles writes the process's heap and goroutine profiles into
+// the folder SAUCER_BENCH_PROFILES names, if it is set, as
+// SIDE.heap.pprof and SIDE.goroutines.txt: where an idle connection's
+// memory goes (go tool pprof -sample_index=inuse_space).
+func writeProfiles(side string) {
+	dir := os.Getenv("SAUCER_BENCH_PROFILES")
+	if dir == "" {
+		return
+	}
+	runtime.GC()
+	for name, write := range map[string]func(*os.File) error{
+		side + ".heap.pprof":     func(f *os.File) error { return pprof.Lookup("heap").WriteTo(f, 0) },
+		side + ".goroutines.txt": func(f *os.File) error { return pprof.Lookup("goroutine").WriteTo(f, 1) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err == nil {
+			err = write(f)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+		}
+	}
+}
+
+// benchPings is the ping interval of BenchmarkIdleClients's connections,
+// each way: aip's default unless SAUCER_BENCH_PINGS names another (a
+// few seconds, to count what answering pings leaves behind).
+func benchPings() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SAUCER_BENCH_PINGS"))
+	return d
 }
 
 // idleBudget is the memory 10,000 idle clients may take in all.
@@ -461,7 +507,8 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 	baseServer := serverBytes(true)
 	baseSockbuf := tcpBufferBytes(b)
 	baseSlab, slabOK := socketSlabBytes()
-	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil), MaxDevices: n + 10})
+	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil), MaxDevices: n + 10,
+		Conn: aip.ConnOptions{PingInterval: benchPings()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -510,6 +557,7 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 		b.Fatalf("%d clients registered, want %d", got, n)
 	}
 	m.server = serverBytes(false) - baseServer
+	writeProfiles("server")
 	b.Logf("server's process: %s", goMemory())
 	// The kernel's counters also move by what other processes do, and TCP's
 	// by per-CPU reserves (up to 1 MiB a CPU, with nothing queued): a

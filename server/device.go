@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/coder/websocket"
 
@@ -145,18 +146,38 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// response and its own state, which an idle device would otherwise
 	// hold for as long as it stays connected (a server holds thousands).
 	go func() {
-		defer s.conns.Done()
-		// Every way out of here closes the socket: a connection whose
-		// read loop ended (killed peer, over-limit frame) must not keep
-		// its fd.
-		defer conn.CloseNow()
 		d := s.register(conn)
 		if d == nil {
+			conn.CloseNow()
+			s.conns.Done()
 			return
 		}
-		s.serveDevice(d, conn)
-		s.disconnect(d, conn)
+		// The device is read from a fresh goroutine: registration's
+		// calls go deep enough to grow this one's stack to 8 KiB (see
+		// readDevice).
+		conn.Bind(s.ctx)
+		go s.readDevice(d, conn)
 	}()
+}
+
+// readDevice serves a registered connection until it ends, then closes
+// and unregisters it. Its goroutine hands over to a fresh one whenever
+// handling a frame has grown its stack: Go keeps a grown stack until a
+// collection finds less than a quarter of it in use, and a reader
+// waiting in coder/websocket uses more than a quarter of 8 KiB, so a
+// reader that once grew (a large frame's decoding, an answer written
+// through a deep path) would keep 8 KiB for as long as its device stays
+// connected; a fresh one waits on 4 KiB. An idle server holds thousands.
+func (s *Server) readDevice(d *device, conn *aip.Conn) {
+	if s.serveDevice(d, conn) {
+		go s.readDevice(d, conn)
+		return
+	}
+	s.disconnect(d, conn)
+	// Every way out closes the socket: a connection whose read loop
+	// ended (killed peer, over-limit frame) must not keep its fd.
+	conn.CloseNow()
+	s.conns.Done()
 }
 
 // register reads the first frame and registers the client, or refuses it
@@ -425,10 +446,16 @@ func (s *Server) forgetDevice(d *device) {
 	}
 }
 
-// serveDevice reads frames until the connection ends. Frames it cannot
-// handle get an error reply; the connection stays up.
-func (s *Server) serveDevice(d *device, conn *aip.Conn) {
-	conn.Bind(s.ctx)
+// serveDevice reads frames until the connection ends (false), or until
+// the goroutine's stack has grown while it handled one (true: see
+// readDevice). Frames it cannot handle get an error reply; the
+// connection stays up.
+func (s *Server) serveDevice(d *device, conn *aip.Conn) (grown bool) {
+	// A stack that grows is copied elsewhere: mark's address changes.
+	// The first read grows a fresh goroutine's stack to what waiting
+	// takes, so the address is noted after it.
+	var mark byte
+	var at uintptr
 	for {
 		var text bool
 		var m *aip.ClientMessage
@@ -439,25 +466,37 @@ func (s *Server) serveDevice(d *device, conn *aip.Conn) {
 				m, err = aip.DecodeClient(b)
 			}
 		}) != nil {
-			return
+			return false
 		}
-		if !text {
-			s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
-			continue
+		if at == 0 {
+			at = uintptr(unsafe.Pointer(&mark))
 		}
-		if err == nil {
-			err = m.Validate()
+		s.serveFrame(d, conn, text, m, err)
+		if uintptr(unsafe.Pointer(&mark)) != at {
+			return true
 		}
-		if err != nil {
-			s.sendError(conn, err.Error(), "")
-			continue
-		}
-		if msg := s.checkIdentity(d, m); msg != "" {
-			s.sendError(conn, msg, m.SessionID)
-			continue
-		}
-		s.handle(d, conn, m)
 	}
+}
+
+// serveFrame handles one frame a device sent, decoded into m (or not, as
+// err says).
+func (s *Server) serveFrame(d *device, conn *aip.Conn, text bool, m *aip.ClientMessage, err error) {
+	if !text {
+		s.sendError(conn, "binary frames are only used for file transfer, which this server does not accept", "")
+		return
+	}
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		s.sendError(conn, err.Error(), "")
+		return
+	}
+	if msg := s.checkIdentity(d, m); msg != "" {
+		s.sendError(conn, msg, m.SessionID)
+		return
+	}
+	s.handle(d, conn, m)
 }
 
 // checkIdentity enforces the identity pinned at registration.
@@ -511,37 +550,22 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		// waits for them: a twentieth of a loopback round trip
 		// (BenchmarkRoundTrip).
 		runtime.Gosched()
+	default:
+		s.handleRare(d, conn, m)
+	}
+}
+
+// handleRare handles the frames other than heartbeats and results. It is
+// apart from handle so that handle's stack frame stays small: handle runs
+// on each device's reader, and a heartbeat's answer, written from there,
+// must fit in the 4 KiB stack an idle reader keeps (a larger frame here
+// grew every reader to 8 KiB).
+func (s *Server) handleRare(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	switch m.Type {
 	case aip.TypeTask:
 		s.taskRequest(d, conn, m)
 	case aip.TypeDeviceInfoRequest:
-		// As UFO: only a constellation asks, and only about the device it
-		// registered for.
-		if d.clientType != aip.ClientConstellation {
-			s.sendError(conn, "device information is answered to constellation clients only", "")
-			return
-		}
-		target := m.TargetID
-		if target == "" {
-			target = d.targetID
-		}
-		if target != d.targetID {
-			s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not ask about '%s'", d.targetID, target), "")
-			return
-		}
-		s.mu.Lock()
-		td := s.devices[target]
-		var info command.DeviceInfo
-		if td != nil {
-			info = td.info
-		}
-		s.mu.Unlock()
-		if td == nil {
-			s.sendError(conn, fmt.Sprintf("device '%s' is not registered", target), "")
-			return
-		}
-		b, _ := json.Marshal(info)
-		conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeDeviceInfoResponse, Status: aip.StatusOK, ResponseID: m.RequestID,
-			Timestamp: aip.Timestamp(time.Now()), Result: b})
+		s.deviceInfoRequest(d, conn, m)
 	case aip.TypeDeviceInfoResponse:
 		if m.Metadata != nil {
 			info, _, _ := deviceInfo(map[string]any{"system_info": m.Metadata})
@@ -556,6 +580,38 @@ func (s *Server) handle(d *device, conn *aip.Conn, m *aip.ClientMessage) {
 		s.logf("%s reports an error: %s", d.id, m.Error)
 		s.sendError(conn, "error received: "+m.Error, m.SessionID)
 	}
+}
+
+// deviceInfoRequest answers a constellation's question about its device.
+func (s *Server) deviceInfoRequest(d *device, conn *aip.Conn, m *aip.ClientMessage) {
+	// As UFO: only a constellation asks, and only about the device it
+	// registered for.
+	if d.clientType != aip.ClientConstellation {
+		s.sendError(conn, "device information is answered to constellation clients only", "")
+		return
+	}
+	target := m.TargetID
+	if target == "" {
+		target = d.targetID
+	}
+	if target != d.targetID {
+		s.sendError(conn, fmt.Sprintf("this constellation registered for device '%s' and may not ask about '%s'", d.targetID, target), "")
+		return
+	}
+	s.mu.Lock()
+	td := s.devices[target]
+	var info command.DeviceInfo
+	if td != nil {
+		info = td.info
+	}
+	s.mu.Unlock()
+	if td == nil {
+		s.sendError(conn, fmt.Sprintf("device '%s' is not registered", target), "")
+		return
+	}
+	b, _ := json.Marshal(info)
+	conn.Send(s.ctx, &aip.ServerMessage{Type: aip.TypeDeviceInfoResponse, Status: aip.StatusOK, ResponseID: m.RequestID,
+		Timestamp: aip.Timestamp(time.Now()), Result: b})
 }
 
 // ack is the heartbeat/ok frame that answers register, heartbeats and task

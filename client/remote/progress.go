@@ -31,13 +31,18 @@ type progressOut struct {
 	sending bool
 }
 
+// newProgressOut makes an empty mailbox. Its maps are made by the first
+// report: most devices are idle and never report.
 func newProgressOut() *progressOut {
-	return &progressOut{pending: map[string]*aip.Progress{}, last: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+	return &progressOut{wake: make(chan struct{}, 1)}
 }
 
 // put leaves a report in the mailbox.
 func (o *progressOut) put(p *aip.Progress) {
 	o.mu.Lock()
+	if o.pending == nil {
+		o.pending, o.last = map[string]*aip.Progress{}, map[string]time.Time{}
+	}
 	o.pending[p.CallID] = p
 	start := !o.sending && o.sender != nil
 	o.sending = o.sending || start

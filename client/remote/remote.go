@@ -205,9 +205,10 @@ func New(dev Device, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil && opts.TLS != nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: opts.TLS}}
 	}
+	// The maps other than rounds are made when first written: an idle
+	// device (a server holds thousands) never writes them.
 	c := &Client{dev: dev, opts: opts, urls: urls, inQuery: make([]atomic.Bool, len(urls)), up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
-		running: map[string]context.CancelCauseFunc{}, ends: map[string]chan TaskEnd{}, instance: dispatcher.NewUUID(),
-		progress: newProgressOut(), background: map[string]string{}}
+		instance: dispatcher.NewUUID(), progress: newProgressOut()}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
 		if err != nil {
@@ -439,7 +440,8 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 		c.deliver(ctx, m)
 	}
 
-	c.heartbeats(ctx, conn)
+	beats := c.heartbeats(ctx, conn)
+	defer beats.stop()
 	conn.Bind(ctx)
 	// This goroutine reads (an idle device has no other); a command frame
 	// can hand reading over to a successor (see read).
@@ -465,6 +467,11 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 const successorAfter = 2 * time.Millisecond
 
 func (c *Client) read(ctx context.Context, conn *aip.Conn) {
+	// The loop's own stack frame is small and a frame is handled in a
+	// function of its own: this goroutine waits here while the device is
+	// idle, and coder/websocket writes pongs from below the wait, which
+	// must fit in the 4 KiB stack an idle reader keeps (Go keeps a stack
+	// that grew to 8 KiB while the reader waits).
 	for {
 		var text bool
 		var m *aip.ServerMessage
@@ -477,45 +484,53 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 		}) != nil {
 			return
 		}
-		if !text {
-			c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
-			continue
+		if c.readFrame(ctx, conn, text, m, err) {
+			return // the successor reads
 		}
-		if err == nil {
-			err = m.Validate()
-		}
-		if err != nil {
-			c.opts.Logf("bad frame from the server: %v", err)
-			c.send(ctx, &aip.ClientMessage{Type: aip.TypeError, Status: aip.StatusError, ClientID: c.opts.ClientID,
-				Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
-			continue
-		}
-		if m.Type == aip.TypeCommand && controlOnly(m) {
-			// How a background command is doing, or stopping it, is
-			// answered at once, not after the round running now.
-			if c.see(m) {
-				go c.answerNow(ctx, m)
-			}
-			continue
-		}
-		if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
-			successor := time.AfterFunc(successorAfter, func() { c.read(ctx, conn) })
-			c.drain(ctx)
-			if !successor.Stop() {
-				return // the successor reads
-			}
-			continue
-		}
-		c.handle(ctx, m)
 	}
+}
+
+// readFrame handles one frame from the server, decoded into m (or not, as
+// err says). It reports whether a successor goroutine has taken reading
+// over (see read).
+func (c *Client) readFrame(ctx context.Context, conn *aip.Conn, text bool, m *aip.ServerMessage, err error) (handedOver bool) {
+	if !text {
+		c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
+		return false
+	}
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		c.opts.Logf("bad frame from the server: %v", err)
+		c.send(ctx, &aip.ClientMessage{Type: aip.TypeError, Status: aip.StatusError, ClientID: c.opts.ClientID,
+			Error: err.Error(), Timestamp: aip.Timestamp(time.Now())})
+		return false
+	}
+	if m.Type == aip.TypeCommand && controlOnly(m) {
+		// How a background command is doing, or stopping it, is
+		// answered at once, not after the round running now.
+		if c.see(m) {
+			go c.answerNow(ctx, m)
+		}
+		return false
+	}
+	if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
+		successor := time.AfterFunc(successorAfter, func() { c.read(ctx, conn) })
+		c.drain(ctx)
+		return !successor.Stop()
+	}
+	c.handle(ctx, m)
+	return false
 }
 
 // heartbeats sends a heartbeat every HeartbeatInterval, and one at once
 // when the device's tool list changes: each carries the list's version
 // (aip.MetaToolsVersion), so that the server asks for the tools again.
 // They run from a timer and from context.AfterFunc, not from a goroutine
-// of their own: an idle device then has one goroutine, its reader.
-func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
+// of their own: an idle device then has one goroutine, its reader. The
+// caller stops them when the connection has ended.
+func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) *heartbeater {
 	h := &heartbeater{c: c, ctx: ctx, conn: conn}
 	h.tw, _ = c.dev.(toolsWatcher)
 	h.mu.Lock()
@@ -525,7 +540,7 @@ func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) {
 		_, changed := h.tw.ToolsVersion()
 		h.unwatch = context.AfterFunc(changed, h.beat)
 	}
-	context.AfterFunc(conn.Context(), h.stop)
+	return h
 }
 
 // heartbeater is one connection's heartbeats.
@@ -569,7 +584,8 @@ func (h *heartbeater) beat() {
 	h.timer.Reset(h.c.opts.HeartbeatInterval)
 }
 
-// stop ends the heartbeats when the connection ends.
+// stop ends the heartbeats once the connection has ended (a beat
+// before that finds the connection closed and sends nothing).
 func (h *heartbeater) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -587,6 +603,9 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 			c.mu.Lock()
 			if len(c.accepts) > 0 {
 				// Ready for the task's end before the waiter wakes up.
+				if c.ends == nil {
+					c.ends = map[string]chan TaskEnd{}
+				}
 				c.ends[m.SessionID] = make(chan TaskEnd, 1)
 				c.accepts[0] <- m.SessionID
 				c.accepts = c.accepts[1:]
@@ -742,6 +761,9 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 	defer cancel(nil)
 	if m.SessionID != "" {
 		c.mu.Lock()
+		if c.running == nil {
+			c.running = map[string]context.CancelCauseFunc{}
+		}
 		c.running[m.SessionID] = cancel
 		c.mu.Unlock()
 		defer func() {
@@ -784,6 +806,9 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 			results[i] = c.runCommand(command.WithProgress(run, c.reporter(ctx, m, i)), m.ResponseID, i, cmd)
 			if results[i].Running() {
 				c.mu.Lock()
+				if c.background == nil {
+					c.background = map[string]string{}
+				}
 				c.background[cmd.CallID] = m.SessionID
 				c.mu.Unlock()
 				results[i].CallID = cmd.CallID
