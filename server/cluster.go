@@ -458,6 +458,16 @@ func (s *Server) release(id, to string) error {
 		case <-time.After(peerTimeout / 2):
 			return fmt.Errorf("task %s of %s did not stop within %s; try again", t.info.ID, id, peerTimeout/2)
 		}
+		// What the task wrote without waiting (model replies, answers)
+		// must be in the store before the other server reads its
+		// journal: it would ask the model again, and its entries would
+		// take the numbers of those still on their way.
+		ctx, cancel := context.WithTimeout(context.Background(), peerTimeout/2)
+		err := s.store.Sync(ctx, t.info.ID)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("task %s of %s: %w; try again", t.info.ID, id, err)
+		}
 	}
 	if n := len(moving) + len(waiting); n > 0 {
 		s.logf("%d task(s) of %s move to server %s, where it registers", n, id, to)

@@ -77,6 +77,9 @@ func (m *Memory) Append(_ context.Context, taskID string, e Entry, _ bool) error
 	return nil
 }
 
+// Sync has nothing to wait for: every write is applied before it returns.
+func (m *Memory) Sync(context.Context, string) error { return nil }
+
 func (m *Memory) Journal(_ context.Context, taskID string) ([]Entry, error) {
 	m.mu.Lock()
 	out := slices.Clone(m.journal[taskID])

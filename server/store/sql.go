@@ -774,6 +774,12 @@ func (s *SQL) Append(ctx context.Context, taskID string, e Entry, wait bool) err
 	return s.exec(ctx, taskID, wait, "append to the journal", appendSQL, taskID, e.Seq, e.Kind, e.Key, string(e.Data))
 }
 
+// Sync queues a write of nothing behind the task's writes (they share a
+// writer, which commits in order) and waits for it.
+func (s *SQL) Sync(ctx context.Context, taskID string) error {
+	return s.exec(ctx, taskID, true, "write what the task queued", probeSQL)
+}
+
 func (s *SQL) Journal(ctx context.Context, taskID string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, key, data FROM journal WHERE task_id = $1 ORDER BY seq`, taskID)
 	if err != nil {

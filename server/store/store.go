@@ -87,6 +87,10 @@ type Store interface {
 	// it is no longer running, a store may drop its journal.
 	Append(ctx context.Context, taskID string, e Entry, wait bool) error
 	Journal(ctx context.Context, taskID string) ([]Entry, error)
+	// Sync returns once every write of the task made before it is
+	// durable (or with the error of one that failed): a server that hands
+	// a task to another calls it, so that the other reads all of it.
+	Sync(ctx context.Context, taskID string) error
 
 	// PutDevice, DeleteDevice and Devices keep the device registry.
 	// DeleteDevice removes a record only if server wrote it last: a

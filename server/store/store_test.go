@@ -74,6 +74,19 @@ func conform(t *testing.T, s store.Store) {
 	if err != nil || len(j) != 4 || j[0].Seq != 1 || string(j[2].Data) != "[3]" || j[1].Kind != "model" || j[3].Kind != "round" {
 		t.Fatalf("Journal = %+v, %v", j, err)
 	}
+	// Sync waits for the writes made before it, none of them waited for:
+	// another server then reads them all.
+	for seq := 5; seq <= 404; seq++ {
+		if err := s.Append(ctx, "b", store.Entry{Seq: seq, Kind: "model", Key: "k", Data: json.RawMessage(`[0]`)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.Journal(ctx, "b"); err != nil || len(j) != 404 || j[403].Seq != 404 {
+		t.Fatalf("after Sync the journal has %d entries (%v), want 404", len(j), err)
+	}
 	if err := s.DeleteTask(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
