@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/invopop/jsonschema"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/internal/yamlkeys"

@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/invopop/jsonschema"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/yamlkeys"

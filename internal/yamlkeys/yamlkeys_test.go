@@ -3,7 +3,7 @@ package yamlkeys_test
 import (
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/saucerhq/saucer/internal/yamlkeys"
 )

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/langchain"

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // yamlValue is a node of a YAML document.
