@@ -71,34 +71,29 @@ var (
 // Missing lists what kind needs and this machine lacks, with the Debian
 // packages that bring it; "" when nothing is missing.
 func Missing(kind Kind) string {
-	var miss, pkgs []string
-	for exe, pkg := range map[string]string{servers[kind]: packages[kind], BusDaemon: "dbus-daemon", BusLauncher: "at-spi2-core"} {
-		if _, err := exec.LookPath(exe); err != nil {
-			miss, pkgs = append(miss, exe), append(pkgs, pkg)
-		}
-	}
-	if len(miss) == 0 {
-		return ""
-	}
-	slices.Sort(miss)
-	slices.Sort(pkgs)
-	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
+	return missing(kind, func(exe string) bool { _, err := exec.LookPath(exe); return err == nil })
 }
 
 // MissingIn is Missing for the inside of a jail: what kind needs and the
 // jail's root lacks, looked for in the folders of its PATH.
 func MissingIn(j Jail, kind Kind) string {
+	return missing(kind, func(exe string) bool { return LookPathIn(j, exe) != "" })
+}
+
+// missing lists the programs kind needs that found does not find, sorted,
+// with their Debian packages.
+func missing(kind Kind, found func(exe string) bool) string {
+	needs := [][2]string{{servers[kind], packages[kind]}, {BusDaemon, "dbus-daemon"}, {BusLauncher, "at-spi2-core"}}
+	slices.SortFunc(needs, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	var miss, pkgs []string
-	for exe, pkg := range map[string]string{servers[kind]: packages[kind], BusDaemon: "dbus-daemon", BusLauncher: "at-spi2-core"} {
-		if LookPathIn(j, exe) == "" {
-			miss, pkgs = append(miss, exe), append(pkgs, pkg)
+	for _, n := range needs {
+		if !found(n[0]) {
+			miss, pkgs = append(miss, n[0]), append(pkgs, n[1])
 		}
 	}
 	if len(miss) == 0 {
 		return ""
 	}
-	slices.Sort(miss)
-	slices.Sort(pkgs)
 	return fmt.Sprintf("%s (Debian: %s)", strings.Join(miss, ", "), strings.Join(pkgs, ", "))
 }
 
