@@ -231,17 +231,19 @@ func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Proces
 	if err != nil {
 		return nil, fmt.Errorf("agent: %s pipeline: %w", who, err)
 	}
-	return strategy.NewProcessor(entries, append([]strategy.Middleware{s.announceDecision}, s.opts.Middleware...)...)
+	mw := s.opts.Middleware
+	if s.opts.Observer != nil {
+		mw = append([]strategy.Middleware{s.announceDecision}, mw...)
+	}
+	return strategy.NewProcessor(entries, mw...)
 }
 
 // announceDecision tells the observer what the model decided as soon as the
 // LLM_INTERACTION phase has decided it, so a live view shows the plan before
-// its (possibly long) execution.
+// its (possibly long) execution. A session without an observer has no
+// need of it.
 func (s *Session) announceDecision(next strategy.Handler) strategy.Handler {
 	return func(ctx context.Context, pc *strategy.Context) error {
-		if s.opts.Observer == nil {
-			return next(ctx, pc)
-		}
 		had := pc.Decided()
 		err := next(ctx, pc)
 		if !had && pc.Decided() && pc.Phase() == strategy.LLMInteraction {

@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/memory"
 )
@@ -109,30 +110,37 @@ func (b *budgetTracker) observe(e *agent.Event) {
 		e.Cost = b.step[e.Agent]
 		delete(b.step, e.Agent)
 		b.mu.Unlock()
-		return
 	case agent.EventModelCall:
-	default:
-		return
+		e.Cost = b.count(e.Response, e.Agent)
 	}
-	if e.Response != nil {
+}
+
+// count counts a model call (resp is nil when it failed) and returns what
+// it cost. agent, when not "", is the agent that asked, whose step the
+// cost is added to.
+func (b *budgetTracker) count(resp *llm.Response, agent string) price.Cost {
+	var cost price.Cost
+	if resp != nil {
 		model := b.model
-		if e.Response.Spec != "" {
-			model = e.Response.Spec
+		if resp.Spec != "" {
+			model = resp.Spec
 		}
-		e.Cost = b.prices.Cost(model, e.Response.Usage)
+		cost = b.prices.Cost(model, resp.Usage)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.step == nil {
-		b.step = map[string]price.Cost{}
+	if agent != "" {
+		if b.step == nil {
+			b.step = map[string]price.Cost{}
+		}
+		b.step[agent] = b.step[agent].Add(cost)
 	}
-	b.step[e.Agent] = b.step[e.Agent].Add(e.Cost)
 	b.spent.ModelCalls++
-	if e.Response != nil {
-		u := e.Response.Usage
+	if resp != nil {
+		u := resp.Usage
 		b.spent.Tokens += u.PromptTokens + u.CompletionTokens
 		b.spent.TokensEstimated = b.spent.TokensEstimated || u.Estimated
-		b.spent.Cost = b.spent.Cost.Add(e.Cost)
+		b.spent.Cost = b.spent.Cost.Add(cost)
 	}
 	l := b.limit
 	var over *BudgetError
@@ -149,6 +157,27 @@ func (b *budgetTracker) observe(e *agent.Event) {
 		over.Spent = b.spent
 		b.cancel(over)
 	}
+	return cost
+}
+
+// budgeted is a model whose calls the budget counts as they return, for a
+// session without observers: its agents then make no events at all,
+// where the budget would otherwise count the model-call events.
+type budgeted struct {
+	next llm.Model
+	b    *budgetTracker
+}
+
+func (m budgeted) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := m.next.Complete(ctx, req)
+	m.b.count(resp, "")
+	return resp, err
+}
+
+func (m budgeted) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
+	resp, err := m.next.Stream(ctx, req, onChunk)
+	m.b.count(resp, "")
+	return resp, err
 }
 
 func anyFinished(notes []memory.Note) bool {

@@ -176,6 +176,16 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 	// A server that reports no token usage is counted by Saucer, so that
 	// token budgets and costs hold; those figures are marked estimated.
 	model = tokens.Counted(model, cfg.Model)
+	// Nobody watching, the budget counts the model's calls itself and the
+	// agents build no events: a replay, say, builds none it would drop.
+	observer := func(e agent.Event) {
+		// The budget counts first and prices the event for the rest.
+		b.observe(&e)
+		observe(e)
+	}
+	if observe == nil {
+		model, observer = budgeted{model, b}, nil
+	}
 	s, err := agent.New(agent.Options{
 		Model:        model,
 		Mode:         mode,
@@ -195,14 +205,8 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		Asker:           o.Asker,
 		AppDescriptions: descs,
 		Device:          o.DeviceInfo,
-		Observer: func(e agent.Event) {
-			// The budget counts first and prices the event for the rest.
-			b.observe(&e)
-			if observe != nil {
-				observe(e)
-			}
-		},
-		OnChunk: o.OnChunk,
+		Observer:        observer,
+		OnChunk:         o.OnChunk,
 	})
 	if err != nil {
 		return nil, err

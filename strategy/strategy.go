@@ -73,39 +73,56 @@ type Entry struct {
 
 // Processor runs a step's strategies phase by phase.
 type Processor struct {
-	phases map[Phase][]Entry
-	// handlers[ph][i] is phases[ph][i]'s Execute inside the middleware,
-	// wrapped once: a step runs each without building its chain again.
-	handlers map[Phase][]Handler
+	// stages are the entries in the order they run: by phase, then as
+	// given.
+	stages []stage
+}
+
+// stage is an entry of a processor, with its phase as read when it was
+// built and its Execute inside the middleware, wrapped once: a step runs
+// each without building its chain again. Without middleware run is nil and
+// the strategy's Execute runs as it is.
+type stage struct {
+	Entry
+	phase Phase
+	run   Handler
 }
 
 // NewProcessor builds a processor. Entries run in phase order, and in the
 // given order within a phase. Middleware is applied outermost first.
 func NewProcessor(entries []Entry, mw ...Middleware) (*Processor, error) {
-	p := &Processor{phases: map[Phase][]Entry{}, handlers: map[Phase][]Handler{}}
 	for _, e := range entries {
 		if e.Strategy == nil {
 			return nil, errors.New("strategy: nil strategy in processor")
 		}
-		ph := e.Strategy.Phase()
-		if !validPhase(ph) {
+		if ph := e.Strategy.Phase(); !validPhase(ph) {
 			return nil, fmt.Errorf("strategy %q: unknown phase %q (phases: %v)", e.Strategy.Name(), ph, Phases)
 		}
-		p.phases[ph] = append(p.phases[ph], e)
-		h := Handler(e.Strategy.Execute)
-		for i := len(mw) - 1; i >= 0; i-- {
-			h = mw[i](h)
+	}
+	p := &Processor{stages: make([]stage, 0, len(entries))}
+	for _, ph := range Phases {
+		for _, e := range entries {
+			if e.Strategy.Phase() != ph {
+				continue
+			}
+			st := stage{Entry: e, phase: ph}
+			if len(mw) > 0 {
+				st.run = e.Strategy.Execute
+				for i := len(mw) - 1; i >= 0; i-- {
+					st.run = mw[i](st.run)
+				}
+			}
+			p.stages = append(p.stages, st)
 		}
-		p.handlers[ph] = append(p.handlers[ph], h)
 	}
 	return p, nil
 }
 
 // Entries returns the processor's strategies in the order they run.
 func (p *Processor) Entries() []Entry {
-	var out []Entry
-	for _, ph := range Phases {
-		out = append(out, p.phases[ph]...)
+	out := make([]Entry, len(p.stages))
+	for i, st := range p.stages {
+		out[i] = st.Entry
 	}
 	return out
 }
@@ -130,26 +147,29 @@ func (e *StepError) Unwrap() error { return e.Err }
 // remembered (the dispatcher itself runs no command after a cancel). A
 // strategy that has started is never cut off by the processor.
 func (p *Processor) Run(ctx context.Context, pc *Context) error {
-	for _, ph := range Phases {
-		for i, e := range p.phases[ph] {
-			if ph == DataCollection || ph == LLMInteraction {
-				if err := ctx.Err(); err != nil {
-					return context.Cause(ctx)
-				}
+	for _, e := range p.stages {
+		ph := e.phase
+		if ph == DataCollection || ph == LLMInteraction {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
 			}
-			pc.running = e.Strategy.Name()
-			pc.phase = ph
-			start := time.Now()
-			err := runGuarded(p.handlers[ph][i], ctx, pc)
-			pc.addTiming(ph, time.Since(start))
-			if err != nil {
-				serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}
-				if e.FailFast {
-					pc.running = ""
-					return serr
-				}
-				pc.errs = append(pc.errs, serr)
+		}
+		pc.running = e.Strategy.Name()
+		pc.phase = ph
+		start := time.Now()
+		run := e.run
+		if run == nil {
+			run = e.Strategy.Execute
+		}
+		err := runGuarded(run, ctx, pc)
+		pc.addTiming(ph, time.Since(start))
+		if err != nil {
+			serr := &StepError{Strategy: e.Strategy.Name(), Phase: ph, Err: err}
+			if e.FailFast {
+				pc.running = ""
+				return serr
 			}
+			pc.errs = append(pc.errs, serr)
 		}
 	}
 	pc.running = ""
