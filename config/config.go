@@ -174,8 +174,9 @@ type Telemetry struct {
 // set, prices prompt tokens served from the provider's cache.
 type Price = price.Price
 
-// PriceTable is the built-in price table with the config's prices over it.
-func (c *Config) PriceTable() price.Table { return price.Builtin().With(c.Prices) }
+// PriceTable is the built-in price table with the config's prices over it,
+// for reading only (see price.BuiltinWith).
+func (c *Config) PriceTable() price.Table { return price.BuiltinWith(c.Prices) }
 
 // AppPipeline is one app's own pipeline.
 type AppPipeline struct {

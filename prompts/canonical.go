@@ -55,6 +55,8 @@ type canonicalizer struct {
 	i     int
 	out   []byte
 	depth int
+	// scratch is where object reorders its members from.
+	scratch []byte
 }
 
 // maxDepth is how deeply nested a value the one pass takes; encoding/json
@@ -202,7 +204,8 @@ func (c *canonicalizer) object() bool {
 	c.i++
 	base := len(c.out)
 	c.out = append(c.out, '{')
-	var members []member
+	var small [8]member // most objects have a few members: no allocation
+	members := small[:0]
 	c.space()
 	if c.i < len(c.in) && c.in[c.i] == '}' {
 		c.i++
@@ -259,7 +262,10 @@ func (c *canonicalizer) object() bool {
 		c.out = append(c.out, '}')
 		return true
 	}
-	written := append([]byte(nil), c.out[base+1:]...)
+	// The members as written, in scratch, shared by every object: an
+	// object is reordered once all it holds has been written.
+	c.scratch = append(c.scratch[:0], c.out[base+1:]...)
+	written := c.scratch
 	c.out = c.out[:base+1]
 	for k, m := range members {
 		if k > 0 {

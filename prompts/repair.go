@@ -100,15 +100,21 @@ func ParseArguments(s string) (map[string]any, error) {
 		// Arguments are almost always JSON already: decoding them at
 		// once checks that too, and only what fails is repaired.
 		v, ok := decodeArgs(s)
-		if !ok && json.Unmarshal([]byte(s), &v) != nil {
-			fixed, err := RepairJSON(s)
-			if err != nil {
-				return nil, err
+		if !ok {
+			// A variable of its own: what encoding/json decodes into
+			// lives on the heap, and the usual call needs none.
+			var w any
+			if json.Unmarshal([]byte(s), &w) != nil {
+				fixed, err := RepairJSON(s)
+				if err != nil {
+					return nil, err
+				}
+				w = nil
+				if err := json.Unmarshal([]byte(fixed), &w); err != nil {
+					return nil, fmt.Errorf("decode arguments: %w", err)
+				}
 			}
-			v = nil
-			if err := json.Unmarshal([]byte(fixed), &v); err != nil {
-				return nil, fmt.Errorf("decode arguments: %w", err)
-			}
+			v = w
 		}
 		switch v := v.(type) {
 		case nil:

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"text/template"
 	"text/template/parse"
+	"unsafe"
 
 	"github.com/saucerhq/saucer/command"
 )
@@ -396,8 +397,11 @@ func sameData(a, b reflect.Value, depth int) bool {
 		if a.Type().Elem().Kind() == reflect.Uint8 {
 			return bytes.Equal(a.Bytes(), b.Bytes())
 		}
-		if a.Type() == toolInfosType && a.CanInterface() && b.CanInterface() {
-			return sameTools(a.Interface().([]command.ToolInfo), b.Interface().([]command.ToolInfo), depth)
+		if a.Type() == toolInfosType {
+			// The slices themselves, read where they are: Interface
+			// would box each header on the heap, at every step.
+			return sameTools(unsafe.Slice((*command.ToolInfo)(a.UnsafePointer()), a.Len()),
+				unsafe.Slice((*command.ToolInfo)(b.UnsafePointer()), b.Len()), depth)
 		}
 		fallthrough
 	case reflect.Array:

@@ -156,7 +156,10 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 
-	prices := cfg.PriceTable().With(o.Prices)
+	prices := cfg.PriceTable()
+	if len(o.Prices) > 0 {
+		prices = prices.With(o.Prices)
+	}
 	if err := CheckBudget(cfg, prices); err != nil {
 		return nil, err
 	}

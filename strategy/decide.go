@@ -44,7 +44,8 @@ func decideJSON(pc *Context, content string) (*Decision, error) {
 }
 
 func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
-	parsed, err := parseCalls(msg.ToolCalls)
+	var buf [4]parsedCall // most replies make a call or two
+	parsed, err := parseCalls(msg.ToolCalls, buf[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -134,16 +135,16 @@ type parsedCall struct {
 // whatever the finish reason said: servers report a cut at the token limit
 // as a normal stop too. Completing them would be a guess that can change a
 // command (`rm -rf keep` for `rm -rf keep/tmp`), and the calls of a reply
-// go together, so none of it runs and the model is asked again.
-func parseCalls(calls []llm.ToolCall) ([]parsedCall, error) {
-	out := make([]parsedCall, len(calls))
-	for i, call := range calls {
+// go together, so none of it runs and the model is asked again. The
+// calls are appended to out.
+func parseCalls(calls []llm.ToolCall, out []parsedCall) ([]parsedCall, error) {
+	for _, call := range calls {
 		args, err := prompts.ParseArguments(call.Arguments)
 		if errors.Is(err, prompts.ErrIncomplete) {
 			return nil, fmt.Errorf("the arguments of your %s call were cut off (%q ends before its strings and brackets close), so none of your reply was run; send the whole reply again, with shorter arguments if they were long",
 				call.Name, cutTail(strings.TrimSpace(call.Arguments), 80))
 		}
-		out[i] = parsedCall{args, invalidArguments(call.Arguments, err)}
+		out = append(out, parsedCall{args, invalidArguments(call.Arguments, err)})
 	}
 	return out, nil
 }

@@ -36,6 +36,16 @@ type Table map[string]Price
 // caller's own copy.
 func Builtin() Table { return maps.Clone(builtin()) }
 
+// BuiltinWith is the embedded price table with more entries over it. With
+// none it is the embedded table itself, shared and never to be changed:
+// every session prices its calls, and most configs add no prices.
+func BuiltinWith(more map[string]Price) Table {
+	if len(more) == 0 {
+		return builtin()
+	}
+	return builtin().With(more)
+}
+
 // builtin is prices.yaml parsed once: every session and every suite trial
 // prices its calls, and parsing the YAML costs more than a replayed step.
 var builtin = sync.OnceValue(func() Table {
