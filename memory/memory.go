@@ -3,6 +3,7 @@
 package memory
 
 import (
+	"iter"
 	"sync"
 	"time"
 
@@ -39,7 +40,12 @@ type Memory struct {
 }
 
 // Add appends a step.
-func (m *Memory) Add(s Step) { m.steps = append(m.steps, s) }
+func (m *Memory) Add(s Step) {
+	if m.steps == nil {
+		m.steps = make([]Step, 0, 4) // most agents take a few steps: grown once
+	}
+	m.steps = append(m.steps, s)
+}
 
 // Steps returns the remembered steps, oldest first. Callers must not modify
 // the returned slice.
@@ -84,6 +90,27 @@ func (b *Blackboard) Notes() []Note {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return append([]Note(nil), b.notes...)
+}
+
+// All yields the notes, oldest first, without copying them; notes added
+// meanwhile wait until it is done, so yield must not add one.
+func (b *Blackboard) All() iter.Seq[Note] {
+	return func(yield func(Note) bool) {
+		b.mu.RLock()
+		defer b.mu.RUnlock()
+		for _, n := range b.notes {
+			if !yield(n) {
+				return
+			}
+		}
+	}
+}
+
+// Len is the number of notes.
+func (b *Blackboard) Len() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.notes)
 }
 
 // Set stores a fact under key.

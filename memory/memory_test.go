@@ -34,6 +34,13 @@ func TestBlackboardIsSafeForConcurrentUse(t *testing.T) {
 				b.AddNote(memory.Note{Subtask: fmt.Sprint(i, j)})
 				b.Set(fmt.Sprint(i), fmt.Sprint(j))
 				b.Notes()
+				n := 0
+				for range b.All() {
+					n++
+				}
+				if n == 0 || b.Len() < n {
+					t.Errorf("All yielded %d notes, Len says %d", n, b.Len())
+				}
 			}
 		}()
 	}
@@ -48,5 +55,23 @@ func TestBlackboardIsSafeForConcurrentUse(t *testing.T) {
 	notes[0].Result = "changed"
 	if b.Notes()[0].Result == "changed" {
 		t.Error("Notes returned the blackboard's own slice")
+	}
+}
+
+// All yields the notes in the order they were added, and stops when asked.
+func TestBlackboardAll(t *testing.T) {
+	var b memory.Blackboard
+	for i := range 3 {
+		b.AddNote(memory.Note{Subtask: fmt.Sprint(i)})
+	}
+	var got []string
+	for n := range b.All() {
+		got = append(got, n.Subtask)
+		if len(got) == 2 {
+			break
+		}
+	}
+	if fmt.Sprint(got) != "[0 1]" || b.Len() != 3 {
+		t.Errorf("All yielded %v, Len %d", got, b.Len())
 	}
 }

@@ -337,7 +337,7 @@ func (s *fastState) arg(dot reflect.Value, n parse.Node) (reflect.Value, error) 
 	case *parse.DotNode:
 		return dot, nil
 	case *parse.StringNode:
-		return reflect.ValueOf(n.Text), nil
+		return reflect.ValueOf(&n.Text).Elem(), nil // not boxed anew each time
 	case *parse.BoolNode:
 		return reflect.ValueOf(n.True), nil
 	case *parse.NumberNode:

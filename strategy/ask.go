@@ -222,7 +222,9 @@ func stepTurns(pc *Context, index, line int) turns {
 	} else {
 		reply = shownReply(pc, reply)
 	}
-	msgs := append([]llm.Message{reply}, resultMessages(pc, st, line)...)
+	msgs := make([]llm.Message, 1, 2+len(st.Reply.ToolCalls)+len(st.Notes))
+	msgs[0] = reply
+	msgs = appendResults(msgs, pc, st, line)
 	for _, n := range st.Notes {
 		if !answersCall(st) {
 			msgs = append(msgs, llm.User(n))
@@ -300,23 +302,25 @@ func promptData(pc *Context) any {
 		Observations: pc.observations, Notes: notes, Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
 }
 
-// prefix names the agent's templates: "host" or "app".
-func prefix(pc *Context) string {
+// templates names the agent's templates: the system prompt, the first
+// user turn and the status turn.
+func templates(pc *Context) (system, user, status string) {
 	if pc.agent.Role == fsm.Host {
-		return "host"
+		return "host_system", "host_user", "host_status"
 	}
-	return "app"
+	return "app_system", "app_user", "app_status"
 }
 
 // renderIntro renders the stable part: the system prompt and the first
 // user turn.
 func renderIntro(pc *Context) ([]llm.Message, error) {
 	data := promptData(pc)
-	sys, err := pc.prompts.RenderAgain(prefix(pc)+"_system", data)
+	system, first, _ := templates(pc)
+	sys, err := pc.prompts.RenderAgain(system, data)
 	if err != nil {
 		return nil, err
 	}
-	user, err := pc.prompts.RenderAgain(prefix(pc)+"_user", data)
+	user, err := pc.prompts.RenderAgain(first, data)
 	if err != nil {
 		return nil, err
 	}
@@ -325,25 +329,29 @@ func renderIntro(pc *Context) ([]llm.Message, error) {
 
 // renderStatus renders the live end of the request.
 func renderStatus(pc *Context) (string, error) {
-	return pc.prompts.Render(prefix(pc)+"_status", promptData(pc))
+	_, _, status := templates(pc)
+	return pc.prompts.Render(status, promptData(pc))
 }
 
 func promptNotes(b *memory.Blackboard) []prompts.Note {
 	if b == nil {
 		return nil
 	}
-	var out []prompts.Note
-	for _, n := range b.Notes() {
+	if b.Len() == 0 {
+		return nil
+	}
+	out := make([]prompts.Note, 0, b.Len())
+	for n := range b.All() {
 		out = append(out, prompts.Note{Subtask: n.Subtask, App: n.App, Status: n.Status, Result: n.Result})
 	}
 	return out
 }
 
-// resultMessages turns a step's results into what the model reads next: a
+// appendResults appends a step's results as the model reads them next: a
 // tool turn per native tool call, or one user turn listing the results.
 // A positive line cuts each result to one line of that many bytes (a
 // condensed step).
-func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
+func appendResults(out []llm.Message, pc *Context, st memory.Step, line int) []llm.Message {
 	text := func(i int) string {
 		r := st.Results[i]
 		switch {
@@ -355,7 +363,6 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 		return shownResult(pc, r)
 	}
 	if len(st.Reply.ToolCalls) > 0 {
-		out := make([]llm.Message, 0, len(st.Reply.ToolCalls))
 		for _, call := range st.Reply.ToolCalls {
 			content := controlAck(st, call.Name)
 			for i, id := range st.CallIDs {
@@ -380,7 +387,7 @@ func resultMessages(pc *Context, st memory.Step, line int) []llm.Message {
 			fmt.Fprintf(&b, "%d. %s %s → %s\n", i+1, c.ToolName, pc.artifacts.JSON([]byte(compactJSON(c.Parameters))), res)
 		}
 	}
-	return []llm.Message{llm.User(b.String())}
+	return append(out, llm.User(b.String()))
 }
 
 // shownResult is a result as a request carries it: whole, or with what is
