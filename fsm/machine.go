@@ -76,7 +76,26 @@ var roleEvents = sync.OnceValue(func() map[Role]fsm.Events {
 })
 
 // eventName is the looplab event that moves a machine to state to.
-func eventName(to State) string { return "to_" + string(to) }
+func eventName(to State) string {
+	if name, ok := eventNames[to]; ok {
+		return name
+	}
+	return "to_" + string(to)
+}
+
+// eventNames are the events of the states of the tables, named once: an
+// agent moves at every step.
+var eventNames = func() map[State]string {
+	out := map[State]string{}
+	for _, rows := range tables {
+		for _, row := range rows {
+			for _, to := range row.to {
+				out[to] = "to_" + string(to)
+			}
+		}
+	}
+	return out
+}()
 
 // Role is the role the machine was made for.
 func (m *Machine) Role() Role { return m.role }

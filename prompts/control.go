@@ -196,5 +196,8 @@ func schemaOf(v any) json.RawMessage {
 		// The schemas are built from our own types; failing here is a bug.
 		panic(fmt.Sprintf("prompts: encode control tool schema: %v", err))
 	}
-	return b
+	// Written canonically, as a recording keeps them: a replay finds the
+	// recorded schemas equal byte for byte, at every call, instead of
+	// writing both canonically to compare them.
+	return CanonicalJSON(b)
 }

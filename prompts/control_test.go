@@ -40,6 +40,11 @@ func TestControlTools(t *testing.T) {
 				if schema["type"] != "object" || schema["additionalProperties"] != false {
 					t.Errorf("%s schema is not a closed object: %s", ct.Name, ct.Parameters)
 				}
+				// Canonical, as recordings keep them: a replay compares
+				// the offered tools byte for byte.
+				if c := CanonicalJSON(ct.Parameters); string(c) != string(ct.Parameters) {
+					t.Errorf("%s schema is not written canonically:\n%s\nwant\n%s", ct.Name, ct.Parameters, c)
+				}
 				if got := schema["required"]; !reflect.DeepEqual(got, tt.required[ct.Name]) {
 					t.Errorf("%s required = %v, want %v", ct.Name, got, tt.required[ct.Name])
 				}
