@@ -307,7 +307,8 @@ func workOf(t *trajectory.Trajectory) (calls, batches int) {
 
 // callsOf is the agents' recorded model calls, without a judge's.
 func callsOf(t *trajectory.Trajectory) []trajectory.Call {
-	var out []trajectory.Call
+	calls, _ := workOf(t)
+	out := make([]trajectory.Call, 0, calls)
 	for i := range t.Events {
 		e := &t.Events[i]
 		if e.Type == trajectory.TypeModelCall && e.Agent != JudgeAgent {

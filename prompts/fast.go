@@ -161,8 +161,9 @@ func (s *Set) renderFast(t *template.Template, data any) (string, error) {
 	buf.Reset()
 	defer bufs.Put(buf)
 	dot := reflect.ValueOf(data)
-	st := &fastState{set: s, buf: buf, vars: make([]fastVar, 1, 8)}
-	st.vars[0] = fastVar{"$", dot}
+	var vars [4]fastVar // $ and a range's variables, on the stack
+	vars[0] = fastVar{"$", dot}
+	st := &fastState{set: s, buf: buf, vars: vars[:1]}
 	if err := st.walk(dot, t.Root); err != nil {
 		return "", err
 	}

@@ -182,6 +182,9 @@ func argString(args map[string]any, key string) string {
 // after it, in one pass (each block is copied past once, not the whole
 // text once per block).
 func stripThink(s string) string {
+	if !strings.Contains(s, "<think>") {
+		return strings.TrimSpace(s) // the usual reply: no copy
+	}
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "<think>")
