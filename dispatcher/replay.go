@@ -63,9 +63,19 @@ var _ Dispatcher = (*Replay)(nil)
 // It keeps pointers into events, which it never changes: the caller must
 // not change them either while it replays.
 func NewReplay(events []trajectory.Event, opts ReplayOptions) *Replay {
-	r := &Replay{opts: opts, usedCmd: map[[2]int]bool{}, wantParams: map[*command.Command]string{}}
+	r := &Replay{opts: opts}
+	replayed := func(e *trajectory.Event) bool {
+		return e.Type == trajectory.TypeDispatch && (opts.Skip == nil || !opts.Skip(e))
+	}
+	n := 0
 	for i := range events {
-		if events[i].Type == trajectory.TypeDispatch && (opts.Skip == nil || !opts.Skip(&events[i])) {
+		if replayed(&events[i]) {
+			n++
+		}
+	}
+	r.batches = make([]*trajectory.Event, 0, n)
+	for i := range events {
+		if replayed(&events[i]) {
 			r.batches = append(r.batches, &events[i])
 		}
 	}
@@ -186,6 +196,9 @@ func (r *Replay) lenient(cmds []command.Command) []command.Result {
 			out[i].Namespace = c.Namespace
 			continue
 		}
+		if r.usedCmd == nil {
+			r.usedCmd = map[[2]int]bool{}
+		}
 		r.usedCmd[found] = true
 		r.used[found[0]] = true
 		res := r.batches[found[0]].Results[found[1]]
@@ -243,6 +256,9 @@ func (r *Replay) sameCommand(want, got *command.Command) bool {
 	w, ok := r.wantParams[want]
 	if !ok {
 		w = params(want.Parameters)
+		if r.wantParams == nil {
+			r.wantParams = map[*command.Command]string{}
+		}
 		r.wantParams[want] = w
 	}
 	g := params(got.Parameters)

@@ -35,7 +35,7 @@ func New(r Role) *Machine {
 		role:    r,
 		machine: pool.Get().(*fsm.FSM),
 		current: Start,
-		history: []State{Start},
+		history: append(make([]State, 0, 4), Start), // room for a few moves
 	}
 }
 
@@ -150,7 +150,10 @@ func (m *Machine) Go(ctx context.Context, to State) error {
 		m.history = append(m.history, to)
 		return nil
 	}
-	err := m.machine.Event(context.WithoutCancel(ctx), eventName(to))
+	if ctx.Done() != nil { // a context that cannot be cancelled is kept as it is
+		ctx = context.WithoutCancel(ctx)
+	}
+	err := m.machine.Event(ctx, eventName(to))
 	// looplab reports a move to the current state as NoTransitionError; the
 	// table allowed it, so for us it is a successful step.
 	var same fsm.NoTransitionError

@@ -153,21 +153,29 @@ type fastVar struct {
 	v    reflect.Value
 }
 
-var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// scratch is a render's buffer and variables, reused by later renders.
+type scratch struct {
+	buf  bytes.Buffer
+	vars [4]fastVar // $ and a range's variables
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // renderFast renders t as text/template would, or fails with errSlow.
 func (s *Set) renderFast(t *template.Template, data any) (string, error) {
-	buf := bufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufs.Put(buf)
+	sc := scratches.Get().(*scratch)
+	sc.buf.Reset()
+	defer func() {
+		sc.vars = [4]fastVar{} // the data is not kept alive by the pool
+		scratches.Put(sc)
+	}()
 	dot := reflect.ValueOf(data)
-	var vars [4]fastVar // $ and a range's variables, on the stack
-	vars[0] = fastVar{"$", dot}
-	st := &fastState{set: s, buf: buf, vars: vars[:1]}
+	sc.vars[0] = fastVar{"$", dot}
+	st := &fastState{set: s, buf: &sc.buf, vars: sc.vars[:1]}
 	if err := st.walk(dot, t.Root); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(buf.String()), nil
+	return strings.TrimSpace(sc.buf.String()), nil
 }
 
 func (s *fastState) walk(dot reflect.Value, n parse.Node) error {

@@ -532,13 +532,14 @@ func canonical(b []byte) (json.RawMessage, error) { return prompts.CanonicalJSON
 // NativeTools is what the model may call in tools mode: the host's control
 // tools, or an app's tools plus finish and fail.
 func NativeTools(pc *Context) []llm.Tool {
-	var out []llm.Tool
 	if pc.agent.Role == fsm.Host {
+		out := make([]llm.Tool, 0, len(prompts.HostControlTools()))
 		for _, c := range prompts.HostControlTools() {
 			out = append(out, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
 		}
 		return out
 	}
+	out := make([]llm.Tool, 0, len(pc.tools)+len(prompts.AppControlTools()))
 	for _, t := range pc.tools {
 		params, _ := schemas.Get(t.InputSchema, canonical)
 		if len(params) == 0 {

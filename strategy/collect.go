@@ -34,7 +34,8 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	if pc.agent.Role == fsm.App {
 		params["namespace"] = pc.agent.App
 	}
-	cmds := []command.Command{{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: params}}
+	cmds := make([]command.Command, 1, 2)
+	cmds[0] = command.Command{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: params}
 	if pc.agent.Role == fsm.Host {
 		cmds = append(cmds, command.Command{ToolName: command.GetDeviceInfo, ToolType: command.DataCollection})
 	}
