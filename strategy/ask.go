@@ -293,7 +293,7 @@ func replayable(m llm.Message) llm.Message {
 
 // promptData is what the agent's templates are rendered with now.
 func promptData(pc *Context) any {
-	notes := promptNotes(pc.board)
+	notes := promptNotes(pc)
 	if pc.agent.Role == fsm.Host {
 		return prompts.HostData{Request: pc.request, Device: pc.device, Apps: pc.apps, Notes: notes, Mode: string(pc.mode),
 			Round: pc.round, MaxRounds: pc.maxSteps}
@@ -333,17 +333,16 @@ func renderStatus(pc *Context) (string, error) {
 	return pc.prompts.Render(status, promptData(pc))
 }
 
-func promptNotes(b *memory.Blackboard) []prompts.Note {
-	if b == nil {
-		return nil
-	}
-	if b.Len() == 0 {
-		return nil
+func promptNotes(pc *Context) []prompts.Note {
+	b := pc.board
+	if b == nil || b.Len() == len(pc.boardNotes) {
+		return pc.boardNotes // never changed once given: renders keep it (RenderAgain)
 	}
 	out := make([]prompts.Note, 0, b.Len())
 	for n := range b.All() {
 		out = append(out, prompts.Note{Subtask: n.Subtask, App: n.App, Status: n.Status, Result: n.Result})
 	}
+	pc.boardNotes = out
 	return out
 }
 

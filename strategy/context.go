@@ -127,6 +127,9 @@ type Context struct {
 	native     []llm.Tool
 	nativeOf   int
 	nativeRead bool
+	// boardNotes are the blackboard's notes as prompts show them, made
+	// again only when a note was added: the blackboard only grows.
+	boardNotes []prompts.Note
 }
 
 // Setup is what a processing context is made with: who the agent is, what
