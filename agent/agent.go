@@ -192,7 +192,7 @@ func New(opts Options) (*Session, error) {
 		opts.Mode = strategy.ModeTools
 	}
 	if opts.Registry == nil {
-		opts.Registry = strategy.NewRegistry()
+		opts.Registry = builtins()
 	}
 	if opts.MaxRounds <= 0 {
 		opts.MaxRounds = DefaultMaxRounds
@@ -222,6 +222,10 @@ func New(opts Options) (*Session, error) {
 	}
 	return s, nil
 }
+
+// builtins is the registry of the built-in strategies that sessions
+// without one of their own share: nothing registers on it.
+var builtins = sync.OnceValue(strategy.NewRegistry)
 
 func (s *Session) processor(who string, specs []strategy.Spec) (*strategy.Processor, error) {
 	if len(specs) == 0 {
