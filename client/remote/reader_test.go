@@ -18,8 +18,9 @@ import (
 )
 
 // deviceLink runs a remote client for dev against a loopback AIP server
-// and returns the server's side of the registered connection.
-func deviceLink(t *testing.T, dev remote.Device) *aip.Conn {
+// and returns the server's side of the registered connection, and the
+// client.
+func deviceLink(t *testing.T, dev remote.Device) (*aip.Conn, *remote.Client) {
 	t.Helper()
 	conns := make(chan *aip.Conn, 1)
 	release := make(chan struct{})
@@ -52,10 +53,10 @@ func deviceLink(t *testing.T, dev remote.Device) *aip.Conn {
 	})
 	select {
 	case conn := <-conns:
-		return conn
+		return conn, c
 	case <-time.After(30 * time.Second):
 		t.Fatal("the client did not register")
-		return nil
+		return nil, nil
 	}
 }
 
@@ -117,8 +118,10 @@ func goroutinesCreated() uint64 {
 
 // A quick round is run by the goroutine that read its frame, which then
 // reads on: no goroutine is started per round trip (each cost a thread's
-// wake and sleep). A round that lasts hands reading over, so that a
-// command_status about it is answered while it runs.
+// wake and sleep), and no timer is set per round (setting one that goes
+// off before all others cost a wake of the runtime's poller or of an idle
+// thread each round trip). A round that lasts hands reading over, so that
+// a command_status about it is answered while it runs.
 func TestReaderRunsQuickRoundsItself(t *testing.T) {
 	hold, holding := make(chan struct{}), make(chan struct{})
 	s := &tools.Server{Name: "box"}
@@ -138,10 +141,11 @@ func TestReaderRunsQuickRoundsItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
-	conn := deviceLink(t, inlineEcho{dev})
+	conn, c := deviceLink(t, inlineEcho{dev})
 
 	round(t, conn, "warm", command.Command{Namespace: "box", ToolName: "echo", Parameters: map[string]any{"text": "hi"}, CallID: "w"})
 	const rounds = 50
+	arms0, fires0 := remote.WatchCounts(c)
 	before := goroutinesCreated()
 	for i := range rounds {
 		id := fmt.Sprint("r", i)
@@ -150,10 +154,21 @@ func TestReaderRunsQuickRoundsItself(t *testing.T) {
 			t.Fatalf("round %s: %+v", id, res.ActionResults)
 		}
 	}
-	// A slow moment of the machine can make a round outlast the hand-over
-	// time; one per round is what starting a reader each round costs.
-	if n := goroutinesCreated() - before; n > rounds/5 {
-		t.Errorf("%d goroutines started for %d quick rounds, want none (a few on a busy machine)", n, rounds)
+	n := goroutinesCreated() - before
+	arms, fires := remote.WatchCounts(c)
+	arms, fires = arms-arms0, fires-fires0
+	// The watch's timer is set again only once it has gone off, so at
+	// most once per successorAfter of the rounds' time: setting it for
+	// each round set it 50 times and had it go off never.
+	if arms > fires+1 {
+		t.Errorf("the read watch's timer was set %d times and went off %d times in %d quick rounds: it is set for each round", arms, fires, rounds)
+	}
+	// Each time the timer goes off starts a goroutine (Go runs timer
+	// functions in one); a slow moment of the machine can make a round
+	// outlast the hand-over time. One per round is what starting a reader
+	// each round costs.
+	if n > fires+rounds/5 {
+		t.Errorf("%d goroutines started for %d quick rounds (the watch's timer went off %d times), want none more", n, rounds, fires)
 	}
 
 	// A round that lasts: its command_status is answered while it runs.

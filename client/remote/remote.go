@@ -165,6 +165,9 @@ type Client struct {
 	// background are the commands left running in the background, by
 	// call id, with their session: its end cancels them.
 	background map[string]string
+	// watchArms and watchFires count how often a read watch's timer was
+	// set and went off (see readWatch), for tests.
+	watchArms, watchFires atomic.Uint64
 }
 
 // recentRounds bounds the cache of answered rounds.
@@ -445,7 +448,9 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 	conn.Bind(ctx)
 	// This goroutine reads (an idle device has no other); a command frame
 	// can hand reading over to a successor (see read).
-	c.read(ctx, conn)
+	w := &readWatch{c: c, ctx: ctx, conn: conn}
+	defer w.stop()
+	c.read(w)
 	// The connection ends when a read or write fails or ctx ends (its
 	// reader's context); aip.Conn then cancels its own context.
 	<-conn.Context().Done()
@@ -455,18 +460,12 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 // finds no round running is run by this goroutine: the round then starts
 // without waking another goroutine, which is a good part of a round trip
 // on loopback. A round that outlasts successorAfter gets a successor to go
-// on reading meanwhile (pings, cancellations, command_status); a shorter
-// one is over before anything needs reading, and this goroutine reads on,
-// so that a quick round wakes no other thread at all (starting the
-// successor at once cost a futex wake and sleep per round: a fifth of an
-// AIP round trip's CPU on loopback).
-// successorAfter is how long a round runs before another goroutine takes
-// over reading the connection: short enough that a cancellation or a
-// ping is read without a delay anyone notices, long enough that a quick
-// command is answered before it.
-const successorAfter = 2 * time.Millisecond
-
-func (c *Client) read(ctx context.Context, conn *aip.Conn) {
+// on reading meanwhile (pings, cancellations, command_status; see
+// readWatch); a shorter one is over before anything needs reading, and
+// this goroutine reads on, so that a quick round wakes no other thread at
+// all (starting the successor at once cost a futex wake and sleep per
+// round: a fifth of an AIP round trip's CPU on loopback).
+func (c *Client) read(w *readWatch) {
 	// The loop's own stack frame is small and a frame is handled in a
 	// function of its own: this goroutine waits here while the device is
 	// idle, and coder/websocket writes pongs from below the wait, which
@@ -477,14 +476,14 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 		var m *aip.ServerMessage
 		var err error
 		// Decoded from the connection's buffer: the message keeps copies.
-		if conn.ReadFunc(ctx, func(t bool, b []byte) {
+		if w.conn.ReadFunc(w.ctx, func(t bool, b []byte) {
 			if text = t; t {
 				m, err = aip.DecodeServer(b)
 			}
 		}) != nil {
 			return
 		}
-		if c.readFrame(ctx, conn, text, m, err) {
+		if c.readFrame(w, text, m, err) {
 			return // the successor reads
 		}
 	}
@@ -493,7 +492,8 @@ func (c *Client) read(ctx context.Context, conn *aip.Conn) {
 // readFrame handles one frame from the server, decoded into m (or not, as
 // err says). It reports whether a successor goroutine has taken reading
 // over (see read).
-func (c *Client) readFrame(ctx context.Context, conn *aip.Conn, text bool, m *aip.ServerMessage, err error) (handedOver bool) {
+func (c *Client) readFrame(w *readWatch, text bool, m *aip.ServerMessage, err error) (handedOver bool) {
+	ctx := w.ctx
 	if !text {
 		c.opts.Logf("ignoring a binary frame (file transfer is not supported)")
 		return false
@@ -516,12 +516,105 @@ func (c *Client) readFrame(ctx context.Context, conn *aip.Conn, text bool, m *ai
 		return false
 	}
 	if m.Type == aip.TypeCommand && c.enqueue(ctx, m) {
-		successor := time.AfterFunc(successorAfter, func() { c.read(ctx, conn) })
+		run := w.begin()
 		c.drain(ctx)
-		return !successor.Stop()
+		return w.end(run)
 	}
 	c.handle(ctx, m)
 	return false
+}
+
+// successorAfter is how long a round runs before another goroutine takes
+// over reading the connection: short enough that a cancellation or a
+// ping is read without a delay anyone notices, long enough that a quick
+// command is answered before it.
+const successorAfter = 2 * time.Millisecond
+
+// readWatch gives reading to a successor goroutine when the reader has
+// been running a round for successorAfter. Its timer is set when a round
+// begins and finds it unset, and goes off successorAfter later: a round
+// still running then since successorAfter or longer is handed over, a
+// younger one is looked at again when it will be that old, and with no
+// round running the timer stays unset until the next. Setting a timer
+// that goes off before every other one wakes a thread of Go's (a write to
+// the poller's eventfd or a futex wake) and one set and stopped for every
+// round cost that each round trip; this way the timer is set at most once
+// per successorAfter however many quick rounds run.
+type readWatch struct {
+	c    *Client
+	ctx  context.Context
+	conn *aip.Conn
+
+	mu    sync.Mutex
+	timer *time.Timer // made at the first round: an idle connection has none
+	armed bool        // the timer is set
+	// run counts the rounds begun by readers; running says whether run
+	// is in progress, since when; handed is the run handed over.
+	run     uint64
+	running bool
+	since   time.Time
+	handed  uint64
+	stopped bool
+}
+
+// begin notes that the reader runs a round now, and returns its number
+// for end.
+func (w *readWatch) begin() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.run++
+	w.running, w.since = true, time.Now()
+	if !w.armed && !w.stopped {
+		w.armed = true
+		w.c.watchArms.Add(1)
+		if w.timer == nil {
+			w.timer = time.AfterFunc(successorAfter, w.fire)
+		} else {
+			w.timer.Reset(successorAfter)
+		}
+	}
+	return w.run
+}
+
+// end notes the end of round run and reports whether a successor took
+// reading over meanwhile (the caller then stops reading).
+func (w *readWatch) end(run uint64) (handedOver bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.run == run {
+		w.running = false
+	}
+	return w.handed == run
+}
+
+// fire runs when the timer goes off: it hands a round that has lasted to
+// a successor, which reads in this goroutine.
+func (w *readWatch) fire() {
+	w.c.watchFires.Add(1)
+	w.mu.Lock()
+	if w.stopped || !w.running {
+		w.armed = false
+		w.mu.Unlock()
+		return
+	}
+	if left := successorAfter - time.Since(w.since); left > 0 {
+		w.timer.Reset(left)
+		w.mu.Unlock()
+		return
+	}
+	w.handed, w.running, w.armed = w.run, false, false
+	w.mu.Unlock()
+	w.c.read(w)
+}
+
+// stop lets go of the timer once the connection has ended.
+func (w *readWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }
 
 // heartbeats sends a heartbeat every HeartbeatInterval, and one at once
