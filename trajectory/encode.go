@@ -1,101 +1,540 @@
 package trajectory
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
-	"time"
+	"strconv"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/llm"
 )
 
-// eventOut is Event as the writer hands it to encoding/json: the same
-// fields in the same order with the same tags, but commands and results
-// in the form their MarshalJSON writes. encoding/json then encodes them
-// in place, where through MarshalJSON it encodes each one apart and scans
-// that output again (a quarter of what encoding a served task's events
-// cost). The line is the same, byte for byte: TestEventOutEncodesAsEvent.
-type eventOut struct {
-	Seq          int                `json:"seq"`
-	Time         time.Time          `json:"time"`
-	Type         Type               `json:"type"`
-	Agent        string             `json:"agent,omitempty"`
-	Role         string             `json:"role,omitempty"`
-	App          string             `json:"app,omitempty"`
-	Subtask      string             `json:"subtask,omitempty"`
-	Round        int                `json:"round,omitempty"`
-	Step         int                `json:"step,omitempty"`
-	Phase        string             `json:"phase,omitempty"`
-	Session      *Session           `json:"session,omitempty"`
-	Call         *Call              `json:"call,omitempty"`
-	Commands     []commandOut       `json:"commands,omitempty"`
-	Results      []resultOut        `json:"results,omitempty"`
-	Decision     *Decision          `json:"decision,omitempty"`
-	Status       string             `json:"status,omitempty"`
-	From         string             `json:"from,omitempty"`
-	To           string             `json:"to,omitempty"`
-	Observations []Observation      `json:"observations,omitempty"`
-	Usage        *llm.Usage         `json:"usage,omitempty"`
-	Attempts     int                `json:"attempts,omitempty"`
-	DurationMS   float64            `json:"duration_ms,omitempty"`
-	TimingsMS    map[string]float64 `json:"timings_ms,omitempty"`
-	Errors       []string           `json:"errors,omitempty"`
-	Error        string             `json:"error,omitempty"`
-	Note         *Note              `json:"note,omitempty"`
-	End          *End               `json:"end,omitempty"`
-	Progress     *command.Progress  `json:"progress,omitempty"`
+// eventEncoder writes an event's line: the bytes json.Marshal gives for
+// the event, written field by field without reflection (TestEncoderMatches
+// Marshal and FuzzEncoderMatchesMarshal compare them over every recorded
+// event and generated ones; a field the encoder does not know fails them).
+// On the way it notes what the writer would otherwise scan the line again
+// for: whether a value may be large enough to move into an artifact, and
+// where the long strings and raw values are, which the redactor may pass
+// over when it has seen them before.
+type eventEncoder struct {
+	b   []byte
+	err error
+	// threshold is the writer's artifact threshold; large is set when a
+	// value under one of externalKeys may reach it (see mark).
+	threshold int
+	large     bool
+	// long are the spans of b, from a quote to a quote, of the strings and
+	// raw values of minLong bytes or more.
+	long []span
 }
 
-// commandOut is command.Command as its MarshalJSON writes it: null for
-// an unset call id.
-type commandOut struct {
-	ToolName   string           `json:"tool_name"`
-	Parameters map[string]any   `json:"parameters"`
-	ToolType   command.ToolType `json:"tool_type"`
-	CallID     *string          `json:"call_id"`
-	Namespace  string           `json:"namespace,omitempty"`
-}
+// minLong is the shortest value whose span the encoder notes: shorter ones
+// cost the redactor less to read than to look up.
+const minLong = 256
 
-// resultOut is command.Result as its MarshalJSON writes it: null for
-// unset fields and an empty payload.
-type resultOut struct {
-	Status    command.ResultStatus `json:"status"`
-	Error     *string              `json:"error"`
-	Result    json.RawMessage      `json:"result"`
-	Namespace *string              `json:"namespace"`
-	CallID    *string              `json:"call_id"`
-}
-
-var jsonNull = json.RawMessage("null")
-
-// out is e as the writer encodes it.
-func (e *Event) out() eventOut {
-	o := eventOut{Seq: e.Seq, Time: e.Time, Type: e.Type, Agent: e.Agent, Role: e.Role, App: e.App, Subtask: e.Subtask,
-		Round: e.Round, Step: e.Step, Phase: e.Phase, Session: e.Session, Call: e.Call, Decision: e.Decision,
-		Status: e.Status, From: e.From, To: e.To, Observations: e.Observations, Usage: e.Usage, Attempts: e.Attempts,
-		DurationMS: e.DurationMS, TimingsMS: e.TimingsMS, Errors: e.Errors, Error: e.Error, Note: e.Note, End: e.End,
-		Progress: e.Progress}
-	if e.Commands != nil {
-		o.Commands = make([]commandOut, len(e.Commands))
-		for i, c := range e.Commands {
-			o.Commands[i] = commandOut{c.ToolName, c.Parameters, c.ToolType, nullable(c.CallID), c.Namespace}
-		}
-	}
-	if e.Results != nil {
-		o.Results = make([]resultOut, len(e.Results))
-		for i, r := range e.Results {
-			payload := r.Result
-			if len(payload) == 0 {
-				payload = jsonNull
-			}
-			o.Results[i] = resultOut{r.Status, nullable(r.Error), payload, nullable(r.Namespace), nullable(r.CallID)}
-		}
-	}
-	return o
-}
-
-func nullable(s string) *string {
-	if s == "" {
+// encode sets w to e's line, or returns encoding/json's error for it.
+func (w *eventEncoder) encode(e *Event, threshold int) error {
+	w.b, w.long, w.err, w.large, w.threshold = w.b[:0], w.long[:0], nil, false, threshold
+	w.event(e)
+	if w.err == nil {
 		return nil
 	}
-	return &s
+	// A value JSON cannot hold, or one left to encoding/json: it says
+	// which, or writes the line.
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	w.b, w.long, w.large = append(w.b[:0], b...), w.long[:0], true
+	return nil
+}
+
+// event appends e's line.
+func (w *eventEncoder) event(e *Event) {
+	w.b = append(w.b, `{"seq":`...)
+	w.b = strconv.AppendInt(w.b, int64(e.Seq), 10)
+	w.b = append(w.b, `,"time":`...)
+	w.b, w.err = appendTime(w.b, e.Time)
+	w.str("type", string(e.Type))
+	w.strOmit("agent", e.Agent)
+	w.strOmit("role", e.Role)
+	w.strOmit("app", e.App)
+	w.strOmit("subtask", e.Subtask)
+	w.intOmit("round", int64(e.Round))
+	w.intOmit("step", int64(e.Step))
+	w.strOmit("phase", e.Phase)
+	if e.Session != nil {
+		w.key("session")
+		w.session(e.Session)
+	}
+	if e.Call != nil {
+		w.key("call")
+		w.call(e.Call)
+	}
+	if len(e.Commands) > 0 {
+		w.key("commands")
+		w.b = append(w.b, '[')
+		for i := range e.Commands {
+			w.comma(i)
+			w.command(&e.Commands[i])
+		}
+		w.b = append(w.b, ']')
+	}
+	if len(e.Results) > 0 {
+		w.key("results")
+		w.b = append(w.b, '[')
+		for i := range e.Results {
+			w.comma(i)
+			w.result(&e.Results[i])
+		}
+		w.b = append(w.b, ']')
+	}
+	if e.Decision != nil {
+		w.key("decision")
+		w.decision(e.Decision)
+	}
+	w.strOmit("status", e.Status)
+	w.strOmit("from", e.From)
+	w.strOmit("to", e.To)
+	if len(e.Observations) > 0 {
+		w.key("observations")
+		w.b = append(w.b, '[')
+		for i, o := range e.Observations {
+			w.comma(i)
+			w.b = append(w.b, '{')
+			w.str("name", o.Name)
+			w.str("content", o.Content)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	if e.Usage != nil {
+		w.key("usage")
+		w.usage(e.Usage)
+	}
+	w.intOmit("attempts", int64(e.Attempts))
+	w.floatOmit("duration_ms", e.DurationMS)
+	if len(e.TimingsMS) > 0 {
+		w.key("timings_ms")
+		w.do(appendFloatMap(w.b, e.TimingsMS))
+	}
+	if len(e.Errors) > 0 {
+		w.key("errors")
+		w.b = appendStrings(w.b, e.Errors)
+	}
+	w.strOmit("error", e.Error)
+	if n := e.Note; n != nil {
+		w.key("note")
+		w.b = append(w.b, '{')
+		w.str("subtask", n.Subtask)
+		w.str("app", n.App)
+		w.str("status", n.Status)
+		w.str("result", n.Result)
+		w.b = append(w.b, '}')
+	}
+	if e.End != nil {
+		w.key("end")
+		w.end(e.End)
+	}
+	if e.Progress != nil {
+		w.key("progress")
+		w.progress(e.Progress)
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) session(s *Session) {
+	w.b = append(w.b, '{')
+	w.str("id", s.ID)
+	w.str("format", s.Format)
+	w.str("task", s.Task)
+	w.str("model", s.Model)
+	w.strOmit("mode", s.Mode)
+	w.strOmit("version", s.Version)
+	w.strOmit("config", s.Config)
+	if p := s.Prompts; p != nil {
+		w.key("prompts")
+		w.b = append(w.b, '{')
+		w.strOmit("dir", p.Dir)
+		w.strOmit("digest", p.Digest)
+		w.b = append(w.b, '}')
+	}
+	if s.Device != nil {
+		w.key("device")
+		w.device(s.Device)
+	}
+	w.strOmit("workdir", s.Workdir)
+	if len(s.Apps) > 0 {
+		w.key("apps")
+		w.b = appendStringMap(w.b, s.Apps)
+	}
+	if len(s.Labels) > 0 {
+		w.key("labels")
+		w.b = appendStringMap(w.b, s.Labels)
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) device(d *command.DeviceInfo) {
+	w.b = append(w.b, '{')
+	w.strOmit("device_id", d.DeviceID)
+	w.str("platform", d.Platform)
+	w.strOmit("os_version", d.OSVersion)
+	w.strOmit("arch", d.Arch)
+	w.int("cpu_count", int64(d.CPUCount))
+	w.strOmit("cpu_model", d.CPUModel)
+	w.float("memory_total_gb", d.MemoryTotalGB)
+	w.str("hostname", d.Hostname)
+	w.strOmit("ip_address", d.IPAddress)
+	w.key("supported_features")
+	w.b = appendStrings(w.b, d.Features)
+	w.strOmit("platform_type", d.PlatformType)
+	w.strOmit("schema_version", d.SchemaVersion)
+	if len(d.Custom) > 0 {
+		w.anyMap("custom_metadata", d.Custom)
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) call(c *Call) {
+	w.b = append(w.b, '{')
+	w.int("n", int64(c.N))
+	w.key("request")
+	w.request(&c.Request)
+	if b := c.Base; b != nil {
+		w.key("base")
+		w.b = append(w.b, '{')
+		w.int("call", int64(b.Call))
+		w.int("messages", int64(b.Messages))
+		w.boolOmit("tools", b.Tools)
+		w.b = append(w.b, '}')
+	}
+	if r := c.Response; r != nil {
+		w.key("response")
+		w.b = append(w.b, '{')
+		w.key("message")
+		w.message(&r.Message)
+		w.key("usage")
+		w.usage(&r.Usage)
+		w.strOmit("finish_reason", r.FinishReason)
+		w.strOmit("model", r.Model)
+		w.strOmit("spec", r.Spec)
+		w.b = append(w.b, '}')
+	}
+	if e := c.Error; e != nil {
+		w.key("error")
+		w.b = append(w.b, '{')
+		w.str("kind", e.Kind)
+		w.str("message", e.Message)
+		w.floatOmit("retry_after_ms", e.RetryAfterMS)
+		w.b = append(w.b, '}')
+	}
+	if len(c.Fallbacks) > 0 {
+		w.key("fallbacks")
+		w.b = appendStrings(w.b, c.Fallbacks)
+	}
+	w.float("latency_ms", c.LatencyMS)
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) request(r *llm.Request) {
+	w.b = append(w.b, '{')
+	w.key("messages")
+	if r.Messages == nil {
+		w.b = append(w.b, "null"...)
+	} else {
+		w.b = append(w.b, '[')
+		for i := range r.Messages {
+			w.comma(i)
+			w.message(&r.Messages[i])
+		}
+		w.b = append(w.b, ']')
+	}
+	if len(r.Tools) > 0 {
+		w.key("tools")
+		w.b = append(w.b, '[')
+		for i, t := range r.Tools {
+			w.comma(i)
+			w.b = append(w.b, '{')
+			w.str("name", t.Name)
+			w.strOmit("description", t.Description)
+			if len(t.Parameters) > 0 {
+				w.raw("parameters", t.Parameters)
+			}
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	w.strOmit("tool_choice", r.ToolChoice)
+	w.boolOmit("json", r.JSON)
+	if r.Temperature != nil {
+		w.float("temperature", *r.Temperature)
+	}
+	w.intOmit("max_tokens", int64(r.MaxTokens))
+	if len(r.Stop) > 0 {
+		w.key("stop")
+		w.b = appendStrings(w.b, r.Stop)
+	}
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) message(m *llm.Message) {
+	w.b = append(w.b, '{')
+	w.str("role", string(m.Role))
+	w.strOmit("content", m.Content)
+	if len(m.Images) > 0 {
+		w.key("images")
+		w.b = append(w.b, '[')
+		for i, im := range m.Images {
+			w.comma(i)
+			w.b = append(w.b, '{')
+			w.strOmit("url", im.URL)
+			w.strOmit("mime_type", im.MIMEType)
+			if len(im.Data) > 0 {
+				w.key("data")
+				start := len(w.b)
+				w.b = append(w.b, '"')
+				w.b = base64.StdEncoding.AppendEncode(w.b, im.Data)
+				w.b = append(w.b, '"')
+				w.mark("data", start, false)
+			}
+			w.strOmit("detail", im.Detail)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	if len(m.ToolCalls) > 0 {
+		w.key("tool_calls")
+		w.b = append(w.b, '[')
+		for i, tc := range m.ToolCalls {
+			w.comma(i)
+			w.b = append(w.b, '{')
+			w.strOmit("id", tc.ID)
+			w.str("name", tc.Name)
+			w.str("arguments", tc.Arguments)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	w.strOmit("tool_call_id", m.ToolCallID)
+	w.strOmit("name", m.Name)
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) usage(u *llm.Usage) {
+	w.b = append(w.b, '{')
+	w.int("prompt_tokens", int64(u.PromptTokens))
+	w.int("completion_tokens", int64(u.CompletionTokens))
+	w.intOmit("cached_tokens", int64(u.CachedTokens))
+	w.int("total_tokens", int64(u.TotalTokens))
+	w.boolOmit("estimated", u.Estimated)
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) decision(d *Decision) {
+	w.b = append(w.b, '{')
+	w.strOmit("observation", d.Observation)
+	w.strOmit("thought", d.Thought)
+	w.str("status", d.Status)
+	if len(d.Plan) > 0 {
+		w.key("plan")
+		w.b = appendStrings(w.b, d.Plan)
+	}
+	w.strOmit("comment", d.Comment)
+	w.strOmit("result", d.Result)
+	if len(d.Actions) > 0 {
+		w.key("actions")
+		w.b = append(w.b, '[')
+		for i, a := range d.Actions {
+			w.comma(i)
+			w.b = append(w.b, '{')
+			w.str("function", a.Function)
+			w.anyMap("arguments", a.Arguments)
+			w.strOmit("call_id", a.CallID)
+			w.strOmit("invalid", a.Invalid)
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	w.b = append(w.b, '}')
+}
+
+// command writes c as its MarshalJSON does: null for an unset call id.
+func (w *eventEncoder) command(c *command.Command) {
+	w.b = append(w.b, '{')
+	w.str("tool_name", c.ToolName)
+	w.anyMap("parameters", c.Parameters)
+	w.str("tool_type", string(c.ToolType))
+	w.strNull("call_id", c.CallID)
+	w.strOmit("namespace", c.Namespace)
+	w.b = append(w.b, '}')
+}
+
+// result writes r as its MarshalJSON does: null for unset fields and an
+// empty payload.
+func (w *eventEncoder) result(r *command.Result) {
+	w.b = append(w.b, '{')
+	w.str("status", string(r.Status))
+	w.strNull("error", r.Error)
+	payload := r.Result
+	if len(payload) == 0 {
+		payload = nil
+	}
+	w.raw("result", payload)
+	w.strNull("namespace", r.Namespace)
+	w.strNull("call_id", r.CallID)
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) end(e *End) {
+	w.b = append(w.b, '{')
+	w.str("status", e.Status)
+	w.str("answer", e.Answer)
+	w.boolOmit("cancelled", e.Cancelled)
+	w.int("rounds", int64(e.Rounds))
+	w.int("steps", int64(e.Steps))
+	w.key("usage")
+	w.usage(&e.Usage)
+	w.strOmit("cost", e.Cost)
+	if e.CostUSD != nil {
+		w.float("cost_usd", *e.CostUSD)
+	}
+	w.strOmit("error", e.Error)
+	w.strOmit("budget", e.Budget)
+	w.float("duration_ms", e.DurationMS)
+	w.b = append(w.b, '}')
+}
+
+func (w *eventEncoder) progress(p *command.Progress) {
+	w.b = append(w.b, '{')
+	w.str("call_id", p.CallID)
+	w.strOmit("namespace", p.Namespace)
+	w.strOmit("tool_name", p.Tool)
+	w.float("progress", p.Progress)
+	w.floatOmit("total", p.Total)
+	w.strOmit("message", p.Message)
+	w.strOmit("state", string(p.State))
+	w.intOmit("elapsed_ms", p.ElapsedMS)
+	w.b = append(w.b, '}')
+}
+
+// key writes an object's key, after a comma unless it is the first.
+func (w *eventEncoder) key(name string) {
+	if w.b[len(w.b)-1] != '{' {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, name...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *eventEncoder) comma(i int) {
+	if i > 0 {
+		w.b = append(w.b, ',')
+	}
+}
+
+func (w *eventEncoder) str(name, s string) {
+	w.key(name)
+	start := len(w.b)
+	w.b = appendString(w.b, s)
+	w.mark(name, start, false)
+}
+
+func (w *eventEncoder) strOmit(name, s string) {
+	if s != "" {
+		w.str(name, s)
+	}
+}
+
+// strNull writes null for an empty s.
+func (w *eventEncoder) strNull(name, s string) {
+	if s == "" {
+		w.key(name)
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.str(name, s)
+}
+
+func (w *eventEncoder) int(name string, v int64) {
+	w.key(name)
+	w.b = strconv.AppendInt(w.b, v, 10)
+}
+
+func (w *eventEncoder) intOmit(name string, v int64) {
+	if v != 0 {
+		w.int(name, v)
+	}
+}
+
+func (w *eventEncoder) float(name string, f float64) {
+	w.key(name)
+	w.do(appendFloat(w.b, f))
+}
+
+func (w *eventEncoder) floatOmit(name string, f float64) {
+	if f != 0 {
+		w.float(name, f)
+	}
+}
+
+func (w *eventEncoder) boolOmit(name string, v bool) {
+	if v {
+		w.key(name)
+		w.b = append(w.b, "true"...)
+	}
+}
+
+// raw writes a raw JSON value (nil: null).
+func (w *eventEncoder) raw(name string, v []byte) {
+	w.key(name)
+	start := len(w.b)
+	w.do(appendRaw(w.b, v))
+	w.mark(name, start, true)
+}
+
+// anyMap writes a map of JSON-like values (nil: null).
+func (w *eventEncoder) anyMap(name string, m map[string]any) {
+	w.key(name)
+	start := len(w.b)
+	w.do(appendMap(w.b, m))
+	w.mark(name, start, true)
+}
+
+// do takes what an append function returned.
+func (w *eventEncoder) do(b []byte, err error) {
+	w.b = b
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+// mark looks at the value written under name from start: it is large
+// when it may move into an artifact (see Writer.externalize: a string of
+// threshold bytes or more under one of externalKeys, a result or
+// parameters object or array whose encoding is that long; a structured
+// value may hold such a string at any depth, so one of threshold bytes
+// counts anywhere, and half of it under result or parameters, as
+// re-encoding can lengthen it), and long when the redactor may pass over it.
+func (w *eventEncoder) mark(name string, start int, structured bool) {
+	n := len(w.b) - start
+	switch {
+	case structured && (n >= w.threshold || n >= w.threshold/2 && (name == "result" || name == "parameters")):
+		w.large = true
+	case !structured && n-2 >= w.threshold && externalKeys[name]:
+		w.large = true
+	}
+	if n < minLong {
+		return
+	}
+	// From the first quote to the last: a match of a pattern that cannot
+	// match a quote lies wholly inside or wholly outside.
+	v := w.b[start:]
+	lo, hi := bytes.IndexByte(v, '"'), bytes.LastIndexByte(v, '"')+1
+	if lo >= 0 && hi-lo >= minLong {
+		w.long = append(w.long, span{start + lo, start + hi})
+	}
 }

@@ -71,7 +71,7 @@ type Writer struct {
 	// requests are written as continuations of.
 	recent []recentCall
 	// line encodes the events, one after the other.
-	line *lineEncoder
+	line *eventEncoder
 	// flushAfter is FlushAfter (a test waits longer).
 	flushAfter time.Duration
 
@@ -112,21 +112,12 @@ type queued struct {
 	artifacts []artifact
 }
 
-// lineEncoder is a buffer and a JSON encoder writing into it. Writers
-// share them through lineEncoders, and the buffers lines wait in through
-// lineBuffers, so that a task's recording does not grow new ones.
-type lineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
+// Writers share their encoders through lineEncoders, and the buffers
+// lines wait in through lineBuffers, so that a task's recording does not
+// grow new ones.
 var (
-	lineEncoders = sync.Pool{New: func() any {
-		l := &lineEncoder{}
-		l.enc = json.NewEncoder(&l.buf)
-		return l
-	}}
-	lineBuffers sync.Pool // of *[]byte, cap at most 2*FlushBytes
+	lineEncoders = sync.Pool{New: func() any { return &eventEncoder{} }}
+	lineBuffers  sync.Pool // of *[]byte, cap at most 2*FlushBytes
 )
 
 // flushes are the event types after which what waits is written at once:
@@ -168,7 +159,7 @@ func Create(dir string, opts Options) (*Writer, error) {
 func newWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
-	w.line = lineEncoders.Get().(*lineEncoder)
+	w.line = lineEncoders.Get().(*eventEncoder)
 	w.flushAfter = FlushAfter
 	w.q.cond.L = &w.q.mu
 	if w.threshold == 0 {
@@ -223,20 +214,16 @@ func (w *Writer) Write(e Event) error {
 		e.Call = w.delta(e.Call)
 	}
 	w.store.queued = nil
-	// The Encoder writes what json.Marshal returns, and a newline, into a
-	// buffer kept from one event to the next.
-	w.line.buf.Reset()
-	if err := w.line.enc.Encode(e.out()); err != nil {
+	enc := w.line
+	if err := enc.encode(&e, w.threshold); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: encode %s event: %w", e.Type, err)
 	}
-	line := w.line.buf.Bytes()
-	line = line[:len(line)-1]
+	line, long := enc.b, enc.long
 	var err error
-	// A line shorter than the threshold cannot hold a value that long, nor
-	// can one whose strings are all shorter and that has no structured
-	// result or parameters.
-	if len(line) >= w.threshold && mayHoldLarge(line, w.threshold) {
+	// The encoder saw whether a value may be long enough to move into an
+	// artifact; mayHoldLarge looks closer before the line is decoded.
+	if enc.large && len(line) >= w.threshold && mayHoldLarge(line, w.threshold) {
 		v, err := decodeGeneric(line)
 		if err == nil {
 			v, err = w.externalize(v)
@@ -248,8 +235,9 @@ func (w *Writer) Write(e Event) error {
 			w.seq--
 			return fmt.Errorf("trajectory: %s event: %w", e.Type, err)
 		}
+		long = nil
 	}
-	if line, err = w.redactor.JSON(line); err != nil {
+	if line, err = w.redactor.jsonPassing(line, long); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: redact %s event: %w", e.Type, err)
 	}
@@ -558,7 +546,7 @@ func (w *Writer) Close() error {
 	w.q.cond.Broadcast()
 	w.q.mu.Unlock()
 	<-w.done
-	if w.line.buf.Cap() <= 2*FlushBytes {
+	if cap(w.line.b) <= 2*FlushBytes {
 		lineEncoders.Put(w.line)
 	}
 	w.line = nil
