@@ -358,3 +358,38 @@ func (g *generator) unset(v reflect.Value, path string) string {
 	}
 	return ""
 }
+
+// TestEncoderSeesWhatMayMoveOut: a line the encoder does not call large
+// has no value that moves into an artifact, at a threshold that many
+// generated values reach.
+func TestEncoderSeesWhatMayMoveOut(t *testing.T) {
+	const threshold = 200
+	g := &generator{r: rand.New(rand.NewPCG(7, 8))}
+	large := 0
+	for i := range 3000 {
+		var e Event
+		g.fill(reflect.ValueOf(&e).Elem(), 0)
+		var enc eventEncoder
+		if err := enc.encode(&e, threshold); err != nil {
+			continue
+		}
+		if enc.large {
+			large++
+			continue
+		}
+		v, err := decodeGeneric(enc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &Writer{threshold: threshold, store: store{written: map[string]bool{}}}
+		if _, err := w.externalize(v); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.store.queued) > 0 || len(w.store.moved) > 0 {
+			t.Fatalf("event %d: the encoder did not see a value that moves out (%s): %s", i, w.store.queued[0].rel, enc.b)
+		}
+	}
+	if large == 0 || large == 3000 {
+		t.Fatalf("%d of 3000 events large: the test tells nothing", large)
+	}
+}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -59,6 +63,45 @@ type Redactor struct {
 	// rescan: a pattern's literal could be made by a replacement, so the
 	// places where it can match are looked for again after one.
 	rescan bool
+	// passable: no match can hold a quote, so each lies wholly inside or
+	// wholly outside a part of a JSON line that runs from a quote to a
+	// quote, and such a part redacts the same alone as in its line (see
+	// canPass); clean remembers the parts found clean.
+	passable bool
+	clean    cleanSet
+}
+
+// cleanSet remembers parts of lines (long strings and raw values) that a
+// Redactor found nothing to redact in, by content: a session's config,
+// its agents' prompts and tool definitions come back in every task a
+// server records, and are read once.
+type cleanSet struct {
+	mu    sync.Mutex
+	parts map[uint64]string
+	bytes int
+}
+
+// maxClean bounds the bytes a cleanSet holds; it starts again when full.
+const maxClean = 4 << 20
+
+var cleanSeed = maphash.MakeSeed()
+
+// has reports whether part is known clean.
+func (c *cleanSet) has(h uint64, part []byte) bool {
+	c.mu.Lock()
+	p, ok := c.parts[h]
+	c.mu.Unlock()
+	return ok && p == string(part)
+}
+
+func (c *cleanSet) add(h uint64, part []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parts == nil || c.bytes+len(part) > maxClean {
+		c.parts, c.bytes = map[uint64]string{}, 0
+	}
+	c.parts[h] = string(part)
+	c.bytes += len(part)
 }
 
 // rule is one pattern and where its matches can be.
@@ -228,6 +271,10 @@ func NewRedactor(secrets []string, patterns []string) (*Redactor, error) {
 			r.rescan = r.rescan || madeByReplacing(lit, ru.fold)
 		}
 	}
+	r.passable = canPass(r.secrets, patterns) && !r.rescan
+	for _, ru := range r.rules {
+		r.passable = r.passable && len(ru.lits) > 0
+	}
 	r.pairs = new([1 << 16 / 64]uint64)
 	for c, hs := range r.hooks {
 		r.first[c] = len(hs) > 0
@@ -271,6 +318,77 @@ func madeByReplacing(lit string, fold bool) bool {
 	return false
 }
 
+// canPass reports whether no match of the secrets and patterns can hold a
+// quote, nor depend on where the text it is in begins or ends (^, $, \A,
+// \z), nor be empty. Then in a JSON line, where every string begins and
+// ends with a quote, each match lies inside a part that runs from a quote
+// to a quote or outside it, and is found there as in the whole line (a
+// word boundary at a quote looks at the quote either way).
+func canPass(secrets, patterns []string) bool {
+	for _, s := range secrets {
+		if strings.ContainsRune(s, '"') {
+			return false
+		}
+	}
+	for _, p := range patterns {
+		re, err := syntax.Parse(p, syntax.Perl)
+		if err != nil || holdsQuoteOrEdge(re) || minLen(re) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func holdsQuoteOrEdge(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return true
+	case syntax.OpLiteral:
+		return slices.Contains(re.Rune, '"')
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] <= '"' && '"' <= re.Rune[i+1] {
+				return true
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		if holdsQuoteOrEdge(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// minLen is the fewest characters a match of re holds.
+func minLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minLen(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min * minLen(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n += minLen(sub)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := -1
+		for _, sub := range re.Sub {
+			if m := minLen(sub); n < 0 || m < n {
+				n = m
+			}
+		}
+		return max(n, 0)
+	}
+	return 0 // empty, assertions, star, quest
+}
+
 // String redacts s.
 func (r *Redactor) String(s string) string {
 	if r == nil {
@@ -306,8 +424,12 @@ type cand struct{ at, n int }
 // each can match in one pass: a replacement drops the places it covers
 // and moves the others, and makes none (no literal can begin, end or lie
 // in "[REDACTED]"; NewRedactor checks).
-func (r *Redactor) redact(s string) (string, bool) {
-	cands := r.candidates(s)
+func (r *Redactor) redact(s string) (string, bool) { return r.redactPassing(s, nil) }
+
+// redactPassing is redact for a text whose parts pass hold nothing to
+// redact: the one pass over the text steps over them (r.passable).
+func (r *Redactor) redactPassing(s string, pass []span) (string, bool) {
+	cands := r.candidates(s, pass)
 	changed := false
 	for i := -1; i < len(r.rules); i++ {
 		if len(cands[i+1]) == 0 && (i < 0 || len(r.rules[i].lits) > 0) {
@@ -319,7 +441,7 @@ func (r *Redactor) redact(s string) (string, bool) {
 		}
 		s, changed = replaceSpans(s, spans), true
 		if r.rescan {
-			cands = r.candidates(s)
+			cands = r.candidates(s, nil)
 			continue
 		}
 		for j := i + 2; j < len(cands); j++ {
@@ -360,11 +482,25 @@ func shift(cands []cand, spans []span) []cand {
 	return out
 }
 
-// candidates is the one pass over s: for the literal secrets (index 0)
-// and each rule, where one of its literals begins, in order.
-func (r *Redactor) candidates(s string) [][]cand {
+// candidates is the one pass over s, stepping over the spans pass: for
+// the literal secrets (index 0) and each rule, where one of its literals
+// begins, in order.
+func (r *Redactor) candidates(s string, pass []span) [][]cand {
 	cands := make([][]cand, len(r.rules)+1)
+	next := len(s) // where the next span to pass over begins
+	if len(pass) > 0 {
+		next = pass[0].lo
+	}
 	for i := 0; i < len(s); i++ {
+		if i == next {
+			i = pass[0].hi - 1
+			if pass = pass[1:]; len(pass) > 0 {
+				next = pass[0].lo
+			} else {
+				next = len(s)
+			}
+			continue
+		}
 		if i+1 < len(s) {
 			// No literal begins with this pair: the usual case, one test.
 			if p := uint(s[i])<<8 | uint(s[i+1]); r.pairs[p>>6]&(1<<(p&63)) == 0 {
@@ -484,7 +620,16 @@ func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.jsonPassing(b, nil)
 // quote to a quote, may be passed over when the redactor knows them
 // clean.
 func (r *Redactor) jsonPassing(b []byte, long []span) ([]byte, error) {
-	out := r.Bytes(b)
+	out := b
+	if r != nil && len(b) > 0 {
+		var pass []span
+		if r.passable {
+			pass = r.knownClean(b, long)
+		}
+		if red, changed := r.redactPassing(unsafe.String(unsafe.SliceData(b), len(b)), pass); changed {
+			out = []byte(red)
+		}
+	}
 	if len(out) == len(b) && bytes.Equal(out, b) || json.Valid(out) {
 		return out, nil
 	}
@@ -493,6 +638,25 @@ func (r *Redactor) jsonPassing(b []byte, long []span) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(r.walk(v))
+}
+
+// knownClean are the spans of long (in order, from a quote to a quote)
+// that hold nothing to redact: each is looked up by its content, and read
+// alone the first time.
+func (r *Redactor) knownClean(b []byte, long []span) []span {
+	var pass []span
+	for _, sp := range long {
+		part := b[sp.lo:sp.hi]
+		h := maphash.Bytes(cleanSeed, part)
+		if !r.clean.has(h, part) {
+			if _, changed := r.redact(unsafe.String(unsafe.SliceData(part), len(part))); changed {
+				continue
+			}
+			r.clean.add(h, part)
+		}
+		pass = append(pass, sp)
+	}
+	return pass
 }
 
 func (r *Redactor) walk(v any) any {

@@ -1,10 +1,16 @@
 package trajectory
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // regexpRedact is how redaction was done before the one-pass scan, kept
@@ -202,4 +208,142 @@ func TestMayHoldLarge(t *testing.T) {
 	if mayHoldLarge([]byte(shortStrings), 4096) {
 		t.Error("short strings ending in an escaped backslash are taken for one long string")
 	}
+}
+
+// TestRedactorPassesOnlyWhereMatchesStayInside: the redactor steps over
+// the parts of a line it found clean only when no secret or pattern can
+// match a quote, an edge of the text or nothing.
+func TestRedactorPassesOnlyWhereMatchesStayInside(t *testing.T) {
+	for _, c := range []struct {
+		secrets, patterns []string
+		want              bool
+	}{
+		{nil, DefaultPatterns(), true},
+		{[]string{"hunter2-secret"}, append(DefaultPatterns(), `card-[0-9]{16}`), true},
+		{[]string{`quote"secret`}, DefaultPatterns(), false},
+		{nil, []string{`"password":"[a-z]+`}, false},
+		{nil, []string{`key=[^,]+`}, false},
+		{nil, []string{`token.{8}`}, false},
+		{nil, []string{`^secret[0-9]+`}, false},
+		{nil, []string{`x*`}, false},
+	} {
+		r, err := NewRedactor(c.secrets, c.patterns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.passable != c.want {
+			t.Errorf("secrets %q, patterns %q: passable %v, want %v", c.secrets, c.patterns, r.passable, c.want)
+		}
+	}
+}
+
+// TestSecretInEveryFieldIsRedacted puts a literal secret and a key of a
+// known shape into each string of an event in turn (every field of every
+// type, map keys and values, raw values), first a long value without
+// them, which the redactor then knows clean, then the same value with
+// them: neither reaches the recording.
+func TestSecretInEveryFieldIsRedacted(t *testing.T) {
+	const secret = "hunter2-literal-secret"
+	const key = "sk-abcdefghijklmnopqrstuvwx"
+	red, err := NewRedactor([]string{secret}, DefaultPatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a long value that repeats from task to task. ", 8)
+	base := func() Event {
+		var e Event
+		(&generator{r: rand.New(rand.NewPCG(5, 6)), full: true}).fill(reflect.ValueOf(&e).Elem(), 0)
+		e.Time = time.Time{}
+		return e
+	}
+	e0 := base()
+	n := setLeaf(reflect.ValueOf(&e0).Elem(), -1, "")
+	if n < 100 {
+		t.Fatalf("only %d places for a secret", n)
+	}
+	w, err := Create(filepath.Join(t.TempDir(), "run"), Options{Redactor: red, ArtifactThreshold: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range n {
+		clean, dirty := base(), base()
+		setLeaf(reflect.ValueOf(&clean).Elem(), k, long)
+		setLeaf(reflect.ValueOf(&dirty).Elem(), k, long+secret+" "+key+" "+long)
+		if b, _ := json.Marshal(dirty); !strings.Contains(string(b), secret) {
+			t.Fatalf("place %d: the event does not hold the secret", k)
+		}
+		for _, e := range []Event{clean, clean, dirty, dirty} {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.Dir(), EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(line, secret) || strings.Contains(line, key) {
+			t.Fatalf("line %d (place %d) holds a secret: %.300s", i+1, i/4, line)
+		}
+		if i%4 >= 2 && !strings.Contains(line, Redacted) {
+			t.Fatalf("line %d (place %d) redacted nothing", i+1, i/4)
+		}
+	}
+}
+
+// setLeaf sets the k-th place for a string in v (a string, an element of
+// a string list, a map's key or value, a raw value) to s, and returns how
+// many places there are.
+func setLeaf(v reflect.Value, k int, s string) int {
+	n := 0
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch {
+		case v.Type() == timeType:
+		case v.Type() == rawType:
+			if n == k {
+				b, _ := json.Marshal(map[string]string{"text": s})
+				v.SetBytes(b)
+			}
+			n++
+		case v.Kind() == reflect.String:
+			if n == k {
+				v.SetString(s)
+			}
+			n++
+		case v.Kind() == reflect.Pointer:
+			walk(v.Elem())
+		case v.Kind() == reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() != reflect.Uint8:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case v.Kind() == reflect.Map:
+			keys := v.MapKeys()
+			sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+			for _, mk := range keys {
+				if n == k { // the key
+					val := v.MapIndex(mk)
+					v.SetMapIndex(mk, reflect.Value{})
+					v.SetMapIndex(reflect.ValueOf(s).Convert(mk.Type()), val)
+				}
+				n++
+				if et := v.Type().Elem(); et.Kind() == reflect.String || et == anyType {
+					if n == k { // the value
+						v.SetMapIndex(mk, reflect.ValueOf(s).Convert(et))
+					}
+					n++
+				}
+			}
+		}
+	}
+	walk(v)
+	return n
 }
