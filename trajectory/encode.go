@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"hash/maphash"
+	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/llm"
@@ -25,10 +28,15 @@ type eventEncoder struct {
 	// value under one of externalKeys may reach it (see mark).
 	threshold int
 	large     bool
-	// long are the spans of b, from a quote to a quote, of the strings and
-	// raw values of minLong bytes or more.
-	long []span
+	// long are the parts of b, each from a quote to a quote, of the
+	// strings, raw values, and objects and lists (messages, tools,
+	// results...) of minLong bytes or more.
+	long []part
 }
+
+// part is a span of a line, and how many parts nest in it: those just
+// before it in eventEncoder.long, which lists a part after those in it.
+type part struct{ lo, hi, inner int }
 
 // minLong is the shortest value whose span the encoder notes: shorter ones
 // cost the redactor less to read than to look up.
@@ -178,6 +186,7 @@ func (w *eventEncoder) session(s *Session) {
 }
 
 func (w *eventEncoder) device(d *command.DeviceInfo) {
+	defer w.note(len(w.b), len(w.long))
 	w.b = append(w.b, '{')
 	w.strOmit("device_id", d.DeviceID)
 	w.str("platform", d.Platform)
@@ -254,9 +263,11 @@ func (w *eventEncoder) request(r *llm.Request) {
 	}
 	if len(r.Tools) > 0 {
 		w.key("tools")
+		all, inner := len(w.b), len(w.long)
 		w.b = append(w.b, '[')
 		for i, t := range r.Tools {
 			w.comma(i)
+			start, in := len(w.b), len(w.long)
 			w.b = append(w.b, '{')
 			w.str("name", t.Name)
 			w.strOmit("description", t.Description)
@@ -264,8 +275,10 @@ func (w *eventEncoder) request(r *llm.Request) {
 				w.raw("parameters", t.Parameters)
 			}
 			w.b = append(w.b, '}')
+			w.note(start, in)
 		}
 		w.b = append(w.b, ']')
+		w.note(all, inner)
 	}
 	w.strOmit("tool_choice", r.ToolChoice)
 	w.boolOmit("json", r.JSON)
@@ -281,6 +294,7 @@ func (w *eventEncoder) request(r *llm.Request) {
 }
 
 func (w *eventEncoder) message(m *llm.Message) {
+	defer w.note(len(w.b), len(w.long))
 	w.b = append(w.b, '{')
 	w.str("role", string(m.Role))
 	w.strOmit("content", m.Content)
@@ -334,6 +348,7 @@ func (w *eventEncoder) usage(u *llm.Usage) {
 }
 
 func (w *eventEncoder) decision(d *Decision) {
+	defer w.note(len(w.b), len(w.long))
 	w.b = append(w.b, '{')
 	w.strOmit("observation", d.Observation)
 	w.strOmit("thought", d.Thought)
@@ -363,6 +378,7 @@ func (w *eventEncoder) decision(d *Decision) {
 
 // command writes c as its MarshalJSON does: null for an unset call id.
 func (w *eventEncoder) command(c *command.Command) {
+	defer w.note(len(w.b), len(w.long))
 	w.b = append(w.b, '{')
 	w.str("tool_name", c.ToolName)
 	w.anyMap("parameters", c.Parameters)
@@ -375,6 +391,7 @@ func (w *eventEncoder) command(c *command.Command) {
 // result writes r as its MarshalJSON does: null for unset fields and an
 // empty payload.
 func (w *eventEncoder) result(r *command.Result) {
+	defer w.note(len(w.b), len(w.long))
 	w.b = append(w.b, '{')
 	w.str("status", string(r.Status))
 	w.strNull("error", r.Error)
@@ -439,7 +456,18 @@ func (w *eventEncoder) comma(i int) {
 func (w *eventEncoder) str(name, s string) {
 	w.key(name)
 	start := len(w.b)
-	w.b = appendString(w.b, s)
+	if len(s) < minSeen {
+		w.b = appendString(w.b, s)
+	} else {
+		key := unsafe.Slice(unsafe.StringData(s), len(s))
+		h := maphash.String(seenSeed, s)
+		if enc, ok := stringEncodings.get(h, key); ok {
+			w.b = append(w.b, enc...)
+		} else {
+			w.b = appendString(w.b, s)
+			stringEncodings.add(h, key, slices.Clone(w.b[start:]))
+		}
+	}
 	w.mark(name, start, false)
 }
 
@@ -492,7 +520,20 @@ func (w *eventEncoder) boolOmit(name string, v bool) {
 func (w *eventEncoder) raw(name string, v []byte) {
 	w.key(name)
 	start := len(w.b)
-	w.do(appendRaw(w.b, v))
+	if len(v) < minSeen {
+		w.do(appendRaw(w.b, v))
+	} else {
+		h := maphash.Bytes(seenSeed, v)
+		if enc, ok := rawEncodings.get(h, v); ok {
+			w.b = append(w.b, enc...)
+		} else {
+			b, err := appendRaw(w.b, v)
+			w.do(b, err)
+			if err == nil {
+				rawEncodings.add(h, v, slices.Clone(w.b[start:]))
+			}
+		}
+	}
 	w.mark(name, start, true)
 }
 
@@ -527,7 +568,13 @@ func (w *eventEncoder) mark(name string, start int, structured bool) {
 	case !structured && n-2 >= w.threshold && externalKeys[name]:
 		w.large = true
 	}
-	if n < minLong {
+	w.note(start, len(w.long))
+}
+
+// note notes the value written from start as a part of the line, with the
+// parts noted since there (from inner on) in it.
+func (w *eventEncoder) note(start, inner int) {
+	if len(w.b)-start < minLong {
 		return
 	}
 	// From the first quote to the last: a match of a pattern that cannot
@@ -535,6 +582,6 @@ func (w *eventEncoder) mark(name string, start int, structured bool) {
 	v := w.b[start:]
 	lo, hi := bytes.IndexByte(v, '"'), bytes.LastIndexByte(v, '"')+1
 	if lo >= 0 && hi-lo >= minLong {
-		w.long = append(w.long, span{start + lo, start + hi})
+		w.long = append(w.long, part{start + lo, start + hi, len(w.long) - inner})
 	}
 }

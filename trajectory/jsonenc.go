@@ -106,16 +106,50 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 
 // appendTime appends t as its MarshalJSON writes it.
 func appendTime(b []byte, t time.Time) ([]byte, error) {
-	if y := t.Year(); t.Location() == time.UTC && y >= 0 && y <= 9999 {
-		b = append(b, '"')
-		b = t.AppendFormat(b, time.RFC3339Nano)
-		return append(b, '"'), nil
+	if t.Location() == time.UTC {
+		y, mo, d := t.Date()
+		if y >= 0 && y <= 9999 {
+			h, mi, s := t.Clock()
+			b = append(b, '"')
+			b = append4(b, y)
+			b = append(b, '-')
+			b = append2(b, int(mo))
+			b = append(b, '-')
+			b = append2(b, d)
+			b = append(b, 'T')
+			b = append2(b, h)
+			b = append(b, ':')
+			b = append2(b, mi)
+			b = append(b, ':')
+			b = append2(b, s)
+			if ns := t.Nanosecond(); ns != 0 {
+				// Nine digits, trailing zeros dropped.
+				var frac [10]byte
+				frac[0] = '.'
+				for i := 9; i >= 1; i-- {
+					frac[i] = byte('0' + ns%10)
+					ns /= 10
+				}
+				n := 10
+				for frac[n-1] == '0' {
+					n--
+				}
+				b = append(b, frac[:n]...)
+			}
+			return append(b, 'Z', '"'), nil
+		}
 	}
 	m, err := t.MarshalJSON()
 	if err != nil {
 		return b, errUnsupported
 	}
 	return append(b, m...), nil
+}
+
+func append2(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+
+func append4(b []byte, n int) []byte {
+	return append(b, byte('0'+n/1000), byte('0'+n/100%10), byte('0'+n/10%10), byte('0'+n%10))
 }
 
 // maxDepth is how deeply encoding/json lets arrays and objects nest. It

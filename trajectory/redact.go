@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unsafe"
 )
 
@@ -68,40 +67,7 @@ type Redactor struct {
 	// quote, and such a part redacts the same alone as in its line (see
 	// canPass); clean remembers the parts found clean.
 	passable bool
-	clean    cleanSet
-}
-
-// cleanSet remembers parts of lines (long strings and raw values) that a
-// Redactor found nothing to redact in, by content: a session's config,
-// its agents' prompts and tool definitions come back in every task a
-// server records, and are read once.
-type cleanSet struct {
-	mu    sync.Mutex
-	parts map[uint64]string
-	bytes int
-}
-
-// maxClean bounds the bytes a cleanSet holds; it starts again when full.
-const maxClean = 4 << 20
-
-var cleanSeed = maphash.MakeSeed()
-
-// has reports whether part is known clean.
-func (c *cleanSet) has(h uint64, part []byte) bool {
-	c.mu.Lock()
-	p, ok := c.parts[h]
-	c.mu.Unlock()
-	return ok && p == string(part)
-}
-
-func (c *cleanSet) add(h uint64, part []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parts == nil || c.bytes+len(part) > maxClean {
-		c.parts, c.bytes = map[uint64]string{}, 0
-	}
-	c.parts[h] = string(part)
-	c.bytes += len(part)
+	clean    seenSet[struct{}]
 }
 
 // rule is one pattern and where its matches can be.
@@ -616,18 +582,29 @@ func (r *Redactor) matches(s string, i int, cands []cand) []span {
 // escape, say) it redacts each decoded string instead.
 func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.jsonPassing(b, nil) }
 
-// jsonPassing is JSON for a line in which the spans long, each from a
+// jsonPassing is JSON for a line in which the parts long, each from a
 // quote to a quote, may be passed over when the redactor knows them
-// clean.
-func (r *Redactor) jsonPassing(b []byte, long []span) ([]byte, error) {
+// clean (r.passable): when it has seen one in a line that held nothing to
+// redact.
+func (r *Redactor) jsonPassing(b []byte, long []part) ([]byte, error) {
 	out := b
 	if r != nil && len(b) > 0 {
 		var pass []span
+		var unknown []uint64
 		if r.passable {
-			pass = r.knownClean(b, long)
+			pass, unknown = r.knownClean(b, long)
 		}
-		if red, changed := r.redactPassing(unsafe.String(unsafe.SliceData(b), len(b)), pass); changed {
+		red, changed := r.redactPassing(unsafe.String(unsafe.SliceData(b), len(b)), pass)
+		if changed {
 			out = []byte(red)
+		} else {
+			// Nothing in the line, so nothing in any of its parts.
+			for i, h := range unknown {
+				if h != 0 {
+					p := long[i]
+					r.clean.add(h, b[p.lo:p.hi], struct{}{})
+				}
+			}
 		}
 	}
 	if len(out) == len(b) && bytes.Equal(out, b) || json.Valid(out) {
@@ -640,23 +617,26 @@ func (r *Redactor) jsonPassing(b []byte, long []span) ([]byte, error) {
 	return json.Marshal(r.walk(v))
 }
 
-// knownClean are the spans of long (in order, from a quote to a quote)
-// that hold nothing to redact: each is looked up by its content, and read
-// alone the first time.
-func (r *Redactor) knownClean(b []byte, long []span) []span {
-	var pass []span
-	for _, sp := range long {
-		part := b[sp.lo:sp.hi]
-		h := maphash.Bytes(cleanSeed, part)
-		if !r.clean.has(h, part) {
-			if _, changed := r.redact(unsafe.String(unsafe.SliceData(part), len(part))); changed {
-				continue
-			}
-			r.clean.add(h, part)
+// knownClean are the parts of a line (long, see eventEncoder.long) known
+// to hold nothing to redact, in order: a part whose content was in a line
+// that held nothing, the outermost where parts nest. unknown[i] is the
+// hash of long[i] when it was looked up and not found, else 0.
+func (r *Redactor) knownClean(b []byte, long []part) (pass []span, unknown []uint64) {
+	unknown = make([]uint64, len(long))
+	for i := len(long) - 1; i >= 0; {
+		p := long[i]
+		part := b[p.lo:p.hi]
+		h := maphash.Bytes(seenSeed, part)
+		if _, ok := r.clean.get(h, part); ok {
+			pass = append(pass, span{p.lo, p.hi})
+			i -= 1 + p.inner
+			continue
 		}
-		pass = append(pass, sp)
+		unknown[i] = h // 0 (one hash in 2^64) is not learnt: a cache may forget
+		i--
 	}
-	return pass
+	slices.Reverse(pass)
+	return pass, unknown
 }
 
 func (r *Redactor) walk(v any) any {

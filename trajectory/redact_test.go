@@ -347,3 +347,27 @@ func setLeaf(v reflect.Value, k int, s string) int {
 	walk(v)
 	return n
 }
+
+// TestSeenSetComparesContent: a remembered value is found by its content,
+// not by its hash alone; when full the set keeps what came back lately.
+func TestSeenSetComparesContent(t *testing.T) {
+	var s seenSet[int]
+	s.add(7, []byte("clean text"), 1)
+	if v, ok := s.get(7, []byte("clean text")); !ok || v != 1 {
+		t.Fatalf("get(clean text) = %d, %v", v, ok)
+	}
+	if _, ok := s.get(7, []byte("sk-secret text")); ok {
+		t.Fatal("another text with the same hash was taken for the remembered one")
+	}
+	big := make([]byte, maxSeen/4)
+	for i := range 3 {
+		s.get(7, []byte("clean text")) // comes back in every task
+		s.add(uint64(100+i), append(big, byte(i)), 0)
+	}
+	if _, ok := s.get(7, []byte("clean text")); !ok {
+		t.Fatal("a value that came back in every round was forgotten")
+	}
+	if _, ok := s.get(100, append(big, 0)); ok {
+		t.Fatal("the oldest value was kept past the bound")
+	}
+}
