@@ -51,7 +51,8 @@ func (w *eventEncoder) encode(e *Event, threshold int) error {
 	}
 	// A value JSON cannot hold, or one left to encoding/json: it says
 	// which, or writes the line.
-	b, err := json.Marshal(e)
+	cp := *e // only this branch's copy goes to the heap, not every event
+	b, err := json.Marshal(&cp)
 	if err != nil {
 		return err
 	}

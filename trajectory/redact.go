@@ -395,7 +395,8 @@ func (r *Redactor) redact(s string) (string, bool) { return r.redactPassing(s, n
 // redactPassing is redact for a text whose parts pass hold nothing to
 // redact: the one pass over the text steps over them (r.passable).
 func (r *Redactor) redactPassing(s string, pass []span) (string, bool) {
-	cands := r.candidates(s, pass)
+	var room [16][]cand // for the usual number of rules, on the stack
+	cands := r.candidates(s, pass, room[:0])
 	changed := false
 	for i := -1; i < len(r.rules); i++ {
 		if len(cands[i+1]) == 0 && (i < 0 || len(r.rules[i].lits) > 0) {
@@ -407,7 +408,7 @@ func (r *Redactor) redactPassing(s string, pass []span) (string, bool) {
 		}
 		s, changed = replaceSpans(s, spans), true
 		if r.rescan {
-			cands = r.candidates(s, nil)
+			cands = r.candidates(s, nil, cands[:0])
 			continue
 		}
 		for j := i + 2; j < len(cands); j++ {
@@ -451,8 +452,9 @@ func shift(cands []cand, spans []span) []cand {
 // candidates is the one pass over s, stepping over the spans pass: for
 // the literal secrets (index 0) and each rule, where one of its literals
 // begins, in order.
-func (r *Redactor) candidates(s string, pass []span) [][]cand {
-	cands := make([][]cand, len(r.rules)+1)
+func (r *Redactor) candidates(s string, pass []span, cands [][]cand) [][]cand {
+	cands = slices.Grow(cands[:0], len(r.rules)+1)[:len(r.rules)+1]
+	clear(cands)
 	next := len(s) // where the next span to pass over begins
 	if len(pass) > 0 {
 		next = pass[0].lo
