@@ -96,6 +96,18 @@
 // (DefaultPatterns) become [REDACTED]. Replay redacts live values the same
 // way before comparing them with recorded ones.
 //
+// A line is the bytes json.Marshal gives for its Event, written by an
+// encoder of the package's own, without reflection. A server records the
+// same long values in every task (its config, its agents' prompts, tool
+// definitions, device info): their encodings are kept, by content, and a
+// Redactor passes over the parts of a line (a long value, a message, a
+// tool list, a result...) that it has seen in a line with nothing to
+// redact. It does so only when none of its secrets and patterns can match
+// a quote, an edge of the text or nothing, so that every match lies
+// wholly inside such a part or wholly outside it; with a record.redact
+// pattern that can, or one without a literal to start from, it reads
+// every byte of every line.
+//
 // # Versioning
 //
 // The format is "saucer.trajectory/v1". Additive changes (new optional
