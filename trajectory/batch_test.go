@@ -99,3 +99,36 @@ func TestAWaitingLineGoesOutSoon(t *testing.T) {
 		t.Fatalf("read %q, %v; want both lines in one write", buf[:n], err)
 	}
 }
+
+// TestAWriteEndsAtTheEndOfAStep: lines written after the end of a step,
+// before the background writer took it, wait for the next end (here the
+// session's): the first write ends with the step.
+func TestAWriteEndsAtTheEndOfAStep(t *testing.T) {
+	out, in := packets(t)
+	w := idleWriter(t.TempDir(), out, Options{})
+	w.flushAfter = time.Hour
+	for _, e := range []Event{{Type: TypeStep, Agent: "host", Step: 1}, {Type: TypeTransition, Agent: "host", From: "CONTINUE", To: "FINISH"}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go w.background() // it finds both lines waiting
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<16)
+	n, err := in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 1 || !bytes.Contains(buf[:n], []byte(`"type":"step"`)) {
+		t.Fatalf("the first write is %q (%v), want the step's line alone", buf[:n], err)
+	}
+	if err := w.Write(Event{Type: TypeSessionEnd, End: &End{Status: "FINISH"}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err = in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 2 || !bytes.HasSuffix(buf[:n], []byte("}}\n")) {
+		t.Fatalf("the second write is %q (%v), want the transition and the session's end", buf[:n], err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

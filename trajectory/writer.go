@@ -94,9 +94,13 @@ type queue struct {
 	spare []byte
 	// bytes counts what waits or is being written: lines and artifacts.
 	bytes int
-	// due asks the background writer to write what waits; timer sets it
-	// FlushAfter after a line came to wait alone (armed).
-	due     bool
+	// due asks the background writer to write the first due items (the
+	// lines up to the end of a step, an agent or the session, or all
+	// that wait when FlushBytes do, or when timer fires: FlushAfter after
+	// a line came to wait alone, armed). Lines after them wait on: a
+	// write always ends with the end of a step, an agent or the session
+	// unless it is one of those.
+	due     int
 	timer   *time.Timer
 	armed   bool
 	closing bool
@@ -157,6 +161,13 @@ func Create(dir string, opts Options) (*Writer, error) {
 
 // newWriter starts a writer of events into f, the trajectory file of dir.
 func newWriter(dir string, f *os.File, opts Options) *Writer {
+	w := idleWriter(dir, f, opts)
+	go w.background()
+	return w
+}
+
+// idleWriter is newWriter without its background writer.
+func idleWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
 	w.line = lineEncoders.Get().(*eventEncoder)
@@ -174,7 +185,6 @@ func newWriter(dir string, f *os.File, opts Options) *Writer {
 	if w.now == nil {
 		w.now = time.Now
 	}
-	go w.background()
 	return w
 }
 
@@ -274,16 +284,22 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
 	q.bytes += size
 	switch {
-	case flush || q.bytes >= FlushBytes || q.due:
-		q.due = true
+	case flush || q.bytes >= FlushBytes:
+		q.due = len(q.items)
 		q.cond.Broadcast()
 	case !q.armed:
-		q.armed = true
-		if q.timer == nil {
-			q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
-		} else {
-			q.timer.Reset(w.flushAfter)
-		}
+		w.arm()
+	}
+}
+
+// arm starts the timer that has what waits written within FlushAfter.
+func (w *Writer) arm() {
+	q := &w.q
+	q.armed = true
+	if q.timer == nil {
+		q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
+	} else {
+		q.timer.Reset(w.flushAfter)
 	}
 }
 
@@ -291,7 +307,8 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 func (w *Writer) flushSoon() {
 	q := &w.q
 	q.mu.Lock()
-	q.due = true
+	q.due = len(q.items)
+	q.armed = false
 	q.cond.Broadcast()
 	q.mu.Unlock()
 }
@@ -313,15 +330,29 @@ func (w *Writer) background() {
 	made := false  // the artifacts directory exists
 	for {
 		q.mu.Lock()
-		for !(q.due && len(q.items) > 0) && !q.closing {
+		for q.due == 0 && !q.closing {
 			q.cond.Wait()
 		}
 		items, buf := q.items, q.lines
-		q.items, q.lines, q.due = nil, nil, false
-		if q.armed {
+		q.items, q.lines = nil, nil
+		if n := q.due; n < len(items) && !q.closing {
+			// The lines after the due ones wait on, in a buffer of their
+			// own (buf is written outside the lock).
+			end := items[n-1].end
+			for _, it := range items[n:] {
+				it.end -= end
+				q.items = append(q.items, it)
+			}
+			q.lines = append([]byte(nil), buf[end:]...)
+			items, buf = items[:n], buf[:end]
+			if !q.armed {
+				w.arm()
+			}
+		} else if q.armed {
 			q.timer.Stop()
 			q.armed = false
 		}
+		q.due = 0
 		q.mu.Unlock()
 		if len(items) == 0 {
 			return // closing, and all is written
@@ -398,11 +429,11 @@ func (w *Writer) Flush() error {
 	q := &w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.bytes > 0 {
-		q.due = true
-		q.cond.Broadcast()
-	}
 	for q.bytes > 0 && q.failed == nil {
+		if len(q.items) > 0 {
+			q.due = len(q.items)
+			q.cond.Broadcast()
+		}
 		q.cond.Wait()
 	}
 	return q.failed
