@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/jsonw"
 )
 
 // ErrBadFrame is wrapped by every decoding error, so that a receiver can
@@ -325,15 +324,15 @@ func (m ServerMessage) MarshalJSON() ([]byte, error) { return m.Append(nil) }
 // Append appends the frame's JSON to dst. Field order follows UFO's.
 func (m *ClientMessage) Append(dst []byte) ([]byte, error) {
 	b := append(dst, `{"type":`...)
-	b = appendString(b, string(m.Type))
+	b = jsonw.AppendStringNoHTML(b, string(m.Type))
 	b = append(b, `,"status":`...)
-	b = appendString(b, string(m.Status))
+	b = jsonw.AppendStringNoHTML(b, string(m.Status))
 	b = append(b, `,"client_type":`...)
 	ct := m.ClientType
 	if ct == "" {
 		ct = ClientDevice
 	}
-	b = appendString(b, string(ct))
+	b = jsonw.AppendStringNoHTML(b, string(ct))
 	b = appendField(b, "session_id", m.SessionID)
 	b = appendField(b, "task_name", m.TaskName)
 	b = appendField(b, "client_id", m.ClientID)
@@ -376,9 +375,9 @@ func (m *ClientMessage) Append(dst []byte) ([]byte, error) {
 // Append appends the frame's JSON to dst. Field order follows UFO's.
 func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 	b := append(dst, `{"type":`...)
-	b = appendString(b, string(m.Type))
+	b = jsonw.AppendStringNoHTML(b, string(m.Type))
 	b = append(b, `,"status":`...)
-	b = appendString(b, string(m.Status))
+	b = jsonw.AppendStringNoHTML(b, string(m.Status))
 	b = appendField(b, "user_request", m.UserRequest)
 	b = appendField(b, "agent_name", m.AgentName)
 	b = appendField(b, "process_name", m.ProcessName)
@@ -408,7 +407,7 @@ func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = jsonw.AppendStringNoHTML(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -437,7 +436,7 @@ func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 		}
 		if l.QueuedBy != "" {
 			b = append(b, `,"queued_by":`...)
-			b = appendString(b, l.QueuedBy)
+			b = jsonw.AppendStringNoHTML(b, l.QueuedBy)
 		}
 		if l.DetachAfter > 0 {
 			b = append(b, `,"detach_after_ms":`...)
@@ -455,18 +454,18 @@ func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 // without going through reflection.
 func appendCommand(b []byte, c command.Command) ([]byte, error) {
 	b = append(b, `{"tool_name":`...)
-	b = appendString(b, c.ToolName)
+	b = jsonw.AppendStringNoHTML(b, c.ToolName)
 	b = append(b, `,"parameters":`...)
 	var err error
 	if b, err = appendJSON(b, c.Parameters, c.Parameters == nil); err != nil {
 		return b, err
 	}
 	b = append(b, `,"tool_type":`...)
-	b = appendString(b, string(c.ToolType))
+	b = jsonw.AppendStringNoHTML(b, string(c.ToolType))
 	b = appendField(b, "call_id", c.CallID)
 	if c.Namespace != "" {
 		b = append(b, `,"namespace":`...)
-		b = appendString(b, c.Namespace)
+		b = jsonw.AppendStringNoHTML(b, c.Namespace)
 	}
 	return append(b, '}'), nil
 }
@@ -495,7 +494,7 @@ func AppendResults(b []byte, results []command.Result) ([]byte, error) {
 // appendResult writes a Result as command.Result's MarshalJSON does.
 func appendResult(b []byte, r command.Result) ([]byte, error) {
 	b = append(b, `{"status":`...)
-	b = appendString(b, string(r.Status))
+	b = jsonw.AppendStringNoHTML(b, string(r.Status))
 	b = appendField(b, "error", r.Error)
 	b = append(b, `,"result":`...)
 	if len(r.Result) == 0 {
@@ -540,71 +539,7 @@ func appendField(b []byte, name, v string) []byte {
 	if v == "" {
 		return append(b, "null"...)
 	}
-	return appendString(b, v)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029
-// escaped so the output is also valid JavaScript.
-func appendString(b []byte, s string) []byte { return appendQuoted(b, s, false) }
-
-// appendHTMLString appends s as encoding/json writes strings by default:
-// as appendString does, and also \b and \f, and <, > and & escaped.
-func appendHTMLString(b []byte, s string) []byte { return appendQuoted(b, s, true) }
-
-// appendQuoted is appendString, or appendHTMLString when html is set.
-func appendQuoted(b []byte, s string, html bool) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && !(html && (c == '<' || c == '>' || c == '&')) {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case html && c == '\b':
-				b = append(b, '\\', 'b')
-			case html && c == '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonw.AppendStringNoHTML(b, v)
 }
 
 // maxFastDepth bounds appendValue's nesting; deeper values go to
@@ -620,11 +555,11 @@ func appendValue(b []byte, v any, depth int) (_ []byte, ok bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendHTMLString(b, v), true
+		return jsonw.AppendString(b, v), true
 	case bool:
 		return strconv.AppendBool(b, v), true
 	case float64:
-		return appendFloat(b, v)
+		return jsonw.AppendFloat(b, v)
 	case map[string]any:
 		return appendMap(b, v, depth)
 	case []any:
@@ -667,30 +602,11 @@ func appendMap(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendHTMLString(b, k)
+		b = jsonw.AppendString(b, k)
 		b = append(b, ':')
 		if b, ok = appendValue(b, m[k], depth+1); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
-}
-
-// appendFloat writes a float64 as encoding/json does (as ES6 would).
-func appendFloat(b []byte, f float64) ([]byte, bool) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b, false
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' { // e-09 becomes e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
 }

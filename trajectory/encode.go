@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/jsonw"
 	"github.com/saucerhq/saucer/llm"
 )
 
@@ -458,14 +459,14 @@ func (w *eventEncoder) str(name, s string) {
 	w.key(name)
 	start := len(w.b)
 	if len(s) < minSeen {
-		w.b = appendString(w.b, s)
+		w.b = jsonw.AppendString(w.b, s)
 	} else {
 		key := unsafe.Slice(unsafe.StringData(s), len(s))
 		h := maphash.String(seenSeed, s)
 		if enc, ok := stringEncodings.get(h, key); ok {
 			w.b = append(w.b, enc...)
 		} else {
-			w.b = appendString(w.b, s)
+			w.b = jsonw.AppendString(w.b, s)
 			stringEncodings.add(h, key, slices.Clone(w.b[start:]))
 		}
 	}

@@ -3,11 +3,11 @@ package trajectory
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/saucerhq/saucer/internal/jsonw"
 )
 
 // The functions here append JSON exactly as encoding/json's Marshal writes
@@ -15,68 +15,6 @@ import (
 // UTF-8 as \ufffd, floats in ES6 form, map keys sorted, raw values
 // validated and compacted), without reflection. TestEncoderMatchesMarshal
 // and FuzzEncoderMatchesMarshal hold them to it.
-
-const hexDigits = "0123456789abcdef"
-
-// plain[c] says that the ASCII byte c stands for itself inside a JSON
-// string as encoding/json writes it.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += n
-			continue
-		}
-		i += n
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
 
 // errUnsupported stands for a value encoding/json refuses (NaN, a time
 // outside years 0-9999, a raw value that is not JSON) or that the encoder
@@ -86,20 +24,9 @@ var errUnsupported = errors.New("trajectory: a value JSON cannot hold")
 
 // appendFloat appends f as encoding/json writes a float64.
 func appendFloat(b []byte, f float64) ([]byte, error) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
+	b, ok := jsonw.AppendFloat(b, f)
+	if !ok {
 		return b, errUnsupported
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-07 is written e-7.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
 	}
 	return b, nil
 }
@@ -347,12 +274,12 @@ func (r *rawCompactor) string() bool {
 			}
 		case c == '<' || c == '>' || c == '&':
 			r.out = append(r.out, s[start:i]...)
-			r.out = append(r.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			r.out = append(r.out, '\\', 'u', '0', '0', jsonw.HexDigits[c>>4], jsonw.HexDigits[c&0xF])
 			i++
 			start = i
 		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8:
 			r.out = append(r.out, s[start:i]...)
-			r.out = append(r.out, '\\', 'u', '2', '0', '2', hexDigits[s[i+2]&0xF])
+			r.out = append(r.out, '\\', 'u', '2', '0', '2', jsonw.HexDigits[s[i+2]&0xF])
 			i += 3
 			start = i
 		default:
@@ -381,7 +308,7 @@ func appendAnyAt(b []byte, v any, depth int) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, x), nil
+		return jsonw.AppendString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case float64:
@@ -455,7 +382,7 @@ func appendMapAt(b []byte, m map[string]any, depth int) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(appendString(b, k), ':')
+		b = append(jsonw.AppendString(b, k), ':')
 		var err error
 		if b, err = appendAnyAt(b, m[k], depth+1); err != nil {
 			return b, err
@@ -473,7 +400,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(append(appendString(b, k), ':'), m[k])
+		b = jsonw.AppendString(append(jsonw.AppendString(b, k), ':'), m[k])
 	}
 	return append(b, '}')
 }
@@ -488,7 +415,7 @@ func appendFloatMap(b []byte, m map[string]float64) ([]byte, error) {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendFloat(append(appendString(b, k), ':'), m[k]); err != nil {
+		if b, err = appendFloat(append(jsonw.AppendString(b, k), ':'), m[k]); err != nil {
 			return b, err
 		}
 	}
@@ -504,7 +431,7 @@ func appendStrings(b []byte, s []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, x)
+		b = jsonw.AppendString(b, x)
 	}
 	return append(b, ']')
 }

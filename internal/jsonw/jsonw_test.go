@@ -1,0 +1,49 @@
+package jsonw
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+func marshal(t *testing.T, v any, html bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// FuzzAppendString: both escapers write what encoding/json writes, with
+// and without HTML escaping.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", `<a href="x">&amp;</a>`, "\x00\x01\b\f\n\r\t\x1f\x7f", "\u2028\u2029", "\xed\xa0\x80 bad", "日本 🚀", `a\b/c`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendString(nil, s), marshal(t, s, true); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %s, json.Marshal %s", s, got, want)
+		}
+		if got, want := AppendStringNoHTML(nil, s), marshal(t, s, false); !bytes.Equal(got, want) {
+			t.Errorf("AppendStringNoHTML(%q) = %s, an Encoder without HTML escaping %s", s, got, want)
+		}
+	})
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5e-300, 5e-324, 1e-6, 9.99e-7, 1e20, 1e21, 123456789.125, math.MaxFloat64, 1.0 / 3} {
+		got, ok := AppendFloat(nil, f)
+		if want := marshal(t, f, true); !ok || !bytes.Equal(got, want) {
+			t.Errorf("AppendFloat(%v) = %s, %v; json.Marshal %s", f, got, ok, want)
+		}
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if _, ok := AppendFloat(nil, f); ok {
+			t.Errorf("AppendFloat(%v) is ok; JSON cannot hold it", f)
+		}
+	}
+}
