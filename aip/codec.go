@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -517,10 +516,10 @@ func appendJSON(b []byte, v any, null bool) ([]byte, error) {
 	}
 	if m, ok := v.(map[string]any); ok {
 		// Parameters and metadata are mostly strings, numbers and
-		// booleans: write those without reflection. Anything else, or a
-		// value nested suspiciously deep (a cycle), goes to
-		// encoding/json, which then writes the whole map.
-		if out, ok := appendMap(b, m, 0); ok {
+		// booleans: write those without reflection. A value nested
+		// suspiciously deep (a cycle), or one encoding/json refuses,
+		// leaves the whole map to encoding/json, which says what is wrong.
+		if out, ok := jsonw.AppendValue(b, m); ok {
 			return out, nil
 		}
 	}
@@ -540,73 +539,4 @@ func appendField(b []byte, name, v string) []byte {
 		return append(b, "null"...)
 	}
 	return jsonw.AppendStringNoHTML(b, v)
-}
-
-// maxFastDepth bounds appendValue's nesting; deeper values go to
-// encoding/json, which detects cycles.
-const maxFastDepth = 64
-
-// appendValue appends v exactly as json.Marshal would, for the types a
-// decoded JSON value has; ok is false for any other type (or for a NaN
-// or an infinity, which json.Marshal refuses), and b's new bytes are
-// then garbage.
-func appendValue(b []byte, v any, depth int) (_ []byte, ok bool) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), true
-	case string:
-		return jsonw.AppendString(b, v), true
-	case bool:
-		return strconv.AppendBool(b, v), true
-	case float64:
-		return jsonw.AppendFloat(b, v)
-	case map[string]any:
-		return appendMap(b, v, depth)
-	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		if depth >= maxFastDepth {
-			return b, false
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendValue(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	}
-	return b, false
-}
-
-// appendMap writes a map as json.Marshal does: keys sorted.
-func appendMap(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
-	if m == nil {
-		return append(b, "null"...), true
-	}
-	if depth >= maxFastDepth {
-		return b, false
-	}
-	var small [8]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.AppendString(b, k)
-		b = append(b, ':')
-		if b, ok = appendValue(b, m[k], depth+1); !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
 }

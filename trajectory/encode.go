@@ -132,7 +132,7 @@ func (w *eventEncoder) event(e *Event) {
 	}
 	if len(e.Errors) > 0 {
 		w.key("errors")
-		w.b = appendStrings(w.b, e.Errors)
+		w.b = jsonw.AppendStrings(w.b, e.Errors)
 	}
 	w.strOmit("error", e.Error)
 	if n := e.Note; n != nil {
@@ -178,11 +178,11 @@ func (w *eventEncoder) session(s *Session) {
 	w.strOmit("workdir", s.Workdir)
 	if len(s.Apps) > 0 {
 		w.key("apps")
-		w.b = appendStringMap(w.b, s.Apps)
+		w.b = jsonw.AppendStringMap(w.b, s.Apps)
 	}
 	if len(s.Labels) > 0 {
 		w.key("labels")
-		w.b = appendStringMap(w.b, s.Labels)
+		w.b = jsonw.AppendStringMap(w.b, s.Labels)
 	}
 	w.b = append(w.b, '}')
 }
@@ -200,7 +200,7 @@ func (w *eventEncoder) device(d *command.DeviceInfo) {
 	w.str("hostname", d.Hostname)
 	w.strOmit("ip_address", d.IPAddress)
 	w.key("supported_features")
-	w.b = appendStrings(w.b, d.Features)
+	w.b = jsonw.AppendStrings(w.b, d.Features)
 	w.strOmit("platform_type", d.PlatformType)
 	w.strOmit("schema_version", d.SchemaVersion)
 	if len(d.Custom) > 0 {
@@ -244,7 +244,7 @@ func (w *eventEncoder) call(c *Call) {
 	}
 	if len(c.Fallbacks) > 0 {
 		w.key("fallbacks")
-		w.b = appendStrings(w.b, c.Fallbacks)
+		w.b = jsonw.AppendStrings(w.b, c.Fallbacks)
 	}
 	w.float("latency_ms", c.LatencyMS)
 	w.b = append(w.b, '}')
@@ -290,7 +290,7 @@ func (w *eventEncoder) request(r *llm.Request) {
 	w.intOmit("max_tokens", int64(r.MaxTokens))
 	if len(r.Stop) > 0 {
 		w.key("stop")
-		w.b = appendStrings(w.b, r.Stop)
+		w.b = jsonw.AppendStrings(w.b, r.Stop)
 	}
 	w.b = append(w.b, '}')
 }
@@ -357,7 +357,7 @@ func (w *eventEncoder) decision(d *Decision) {
 	w.str("status", d.Status)
 	if len(d.Plan) > 0 {
 		w.key("plan")
-		w.b = appendStrings(w.b, d.Plan)
+		w.b = jsonw.AppendStrings(w.b, d.Plan)
 	}
 	w.strOmit("comment", d.Comment)
 	w.strOmit("result", d.Result)

@@ -149,10 +149,13 @@ var genStrings = []string{"", "a", "plain text", "<b>&amp;</b>", "line\nbreak\tt
 	"\u2028\u2029", "\xff\xfe invalid", "caf\xc3", "é ü 日本", "\U0001F600", "sk-test-secret-value-0123456789", "a=b&c=d",
 	strings.Repeat("long <value> ", 40)}
 
+// jsonMaxDepth is how deeply encoding/json lets arrays and objects nest.
+const jsonMaxDepth = 10000
+
 var genRaws = []string{`null`, `{}`, `[]`, ` { "a" : 1 , "b" : [ true , false , null ] } `, "\n\t\"str<>&\u2028\"\r ", `-0.5e+10`,
 	`{"nested":{"deep":[1,2,{"x":"y"}]}}`, `"\xff"`, `0`, `{"a":}`, `[1,]`, `01`, `"\u00"`, `tru`, `{"a" 1}`, "\"\x01\"", `1 2`, ``,
-	`{"content":"` + strings.Repeat("x", 300) + `"}`, strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
-	strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), `[` + strings.Repeat(`"item",`, 60) + `"end"]`}
+	`{"content":"` + strings.Repeat("x", 300) + `"}`, strings.Repeat("[", jsonMaxDepth) + strings.Repeat("]", jsonMaxDepth),
+	strings.Repeat("[", jsonMaxDepth+1) + strings.Repeat("]", jsonMaxDepth+1), `[` + strings.Repeat(`"item",`, 60) + `"end"]`}
 
 var genFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e20, 1e21, 1e-6, 1e-7, 123456789.125, -2.5e-300, math.MaxFloat64,
 	math.SmallestNonzeroFloat64, 3.14159, 1e100}

@@ -47,3 +47,24 @@ func TestAppendFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendValue(t *testing.T) {
+	type point struct{ X, Y int }
+	for _, v := range []any{
+		nil, "s<>&", true, 1.5e-7, 42, int64(-7), int32(3), uint64(1 << 63), []string(nil), []string{"a"},
+		map[string]string{"b": "2", "a": "1"}, map[string]any(nil), []any(nil),
+		map[string]any{"k": []any{1.0, "x", map[string]any{"z": nil, "a": false}}, "raw": json.RawMessage(` {"a" : 1} `), "p": point{1, 2}},
+	} {
+		got, ok := AppendValue(nil, v)
+		if want := marshal(t, v, true); !ok || !bytes.Equal(got, want) {
+			t.Errorf("AppendValue(%#v) = %s, %v; json.Marshal %s", v, got, ok, want)
+		}
+	}
+	cycle := map[string]any{}
+	cycle["self"] = cycle
+	for _, v := range []any{math.NaN(), map[string]any{"f": math.Inf(1)}, map[string]any{"c": make(chan int)}, cycle} {
+		if _, ok := AppendValue(nil, v); ok {
+			t.Errorf("AppendValue(%T) is ok; json.Marshal refuses it", v)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package jsonw
+
+// maxDepth is how deeply encoding/json lets arrays and objects nest. It
+// counts the nesting around a raw value too where a MarshalJSON's output
+// is checked again (a trajectory's commands and results), so AppendRaw
+// leaves values nested nearly that deep to encoding/json (maxRaw).
+const (
+	maxDepth = 10000
+	maxRaw   = maxDepth - 100
+)
+
+// AppendRaw appends the raw JSON value v compacted, with HTML characters
+// and U+2028/U+2029 in its strings escaped, as encoding/json writes a
+// json.RawMessage; v must be exactly one JSON value (whitespace around it
+// allowed). A nil v is null. ok is false for anything else, and for a
+// value nested more than maxRaw deep: the caller's encoding/json then says
+// what is wrong.
+func AppendRaw(b []byte, v []byte) (_ []byte, ok bool) {
+	if v == nil {
+		return append(b, "null"...), true
+	}
+	r := rawCompactor{src: v, out: b}
+	r.space()
+	if !r.value(0) {
+		return b, false
+	}
+	r.space()
+	if r.i != len(v) {
+		return b, false
+	}
+	return r.out, true
+}
+
+// rawCompactor reads src from i, appending what it read to out.
+type rawCompactor struct {
+	src []byte
+	i   int
+	out []byte
+}
+
+func (r *rawCompactor) space() {
+	for r.i < len(r.src) {
+		switch r.src[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads one value at the given nesting depth.
+func (r *rawCompactor) value(depth int) bool {
+	if r.i >= len(r.src) {
+		return false
+	}
+	switch c := r.src[r.i]; c {
+	case '{', '[':
+		if depth+1 > maxRaw {
+			return false
+		}
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		r.out = append(r.out, c)
+		r.i++
+		r.space()
+		if r.i < len(r.src) && r.src[r.i] == closing {
+			r.out = append(r.out, closing)
+			r.i++
+			return true
+		}
+		for {
+			if c == '{' {
+				if r.i >= len(r.src) || r.src[r.i] != '"' || !r.string() {
+					return false
+				}
+				r.space()
+				if r.i >= len(r.src) || r.src[r.i] != ':' {
+					return false
+				}
+				r.out = append(r.out, ':')
+				r.i++
+				r.space()
+			}
+			if !r.value(depth + 1) {
+				return false
+			}
+			r.space()
+			if r.i >= len(r.src) {
+				return false
+			}
+			switch r.src[r.i] {
+			case ',':
+				r.out = append(r.out, ',')
+				r.i++
+				r.space()
+			case closing:
+				r.out = append(r.out, closing)
+				r.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case '"':
+		return r.string()
+	case 't':
+		return r.literal("true")
+	case 'f':
+		return r.literal("false")
+	case 'n':
+		return r.literal("null")
+	default:
+		return r.number()
+	}
+}
+
+func (r *rawCompactor) literal(word string) bool {
+	if len(r.src)-r.i < len(word) || string(r.src[r.i:r.i+len(word)]) != word {
+		return false
+	}
+	r.out = append(r.out, word...)
+	r.i += len(word)
+	return true
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (r *rawCompactor) number() bool {
+	s, i := r.src, r.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i++; i < len(s) && isDigit(s[i]); i++ {
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for ; i < len(s) && isDigit(s[i]); i++ {
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for ; i < len(s) && isDigit(s[i]); i++ {
+		}
+	}
+	r.out = append(r.out, s[r.i:i]...)
+	r.i = i
+	return true
+}
+
+// string reads a string at src[i] == '"', escaping what encoding/json's
+// compaction escapes and keeping everything else as it is (invalid UTF-8
+// included).
+func (r *rawCompactor) string() bool {
+	s := r.src
+	start := r.i
+	for i := r.i + 1; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			r.out = append(r.out, s[start:i+1]...)
+			r.i = i + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+					return false
+				}
+				i += 6
+			default:
+				return false
+			}
+		case c == '<' || c == '>' || c == '&':
+			r.out = append(r.out, s[start:i]...)
+			r.out = append(r.out, '\\', 'u', '0', '0', HexDigits[c>>4], HexDigits[c&0xF])
+			i++
+			start = i
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8:
+			r.out = append(r.out, s[start:i]...)
+			r.out = append(r.out, '\\', 'u', '2', '0', '2', HexDigits[s[i+2]&0xF])
+			i += 3
+			start = i
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
