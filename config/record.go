@@ -22,7 +22,8 @@ type Record struct {
 	// RedactPatterns are more regular expressions whose matches are
 	// removed, on top of the built-in API-key shapes.
 	RedactPatterns []string `yaml:"redact_patterns"`
-	// Keep prunes old runs from Dir when a run or a server starts.
+	// Keep prunes old runs from Dir when a run starts, and when a server
+	// starts and every hour while it serves.
 	Keep Keep `yaml:"keep"`
 }
 

@@ -6,24 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/trajectory"
 )
-
-// processCPU is the CPU time, user and system, this process has spent: on
-// a shared machine wall time says more about the neighbours than about
-// the code, so the goals are per CPU-second.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkReplay measures replay throughput in recorded steps per second
 // (steps/s wall, steps/cpu-s per CPU-second; goal 20k, 50 cpu-us/step): a recorded session
@@ -39,14 +27,14 @@ func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU(b)
+	cpu := cputime.Process()
 	for b.Loop() {
 		res, err := evals.Replay(ctx, tr, evals.ReplayOptions{})
 		if err != nil || res.Diverged() || !res.Outcome.OK() {
 			b.Fatalf("%v %s", err, res.Report())
 		}
 	}
-	cpu = processCPU(b) - cpu
+	cpu = cputime.Process() - cpu
 	b.ReportMetric(float64(steps*b.N)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric(float64(steps*b.N)/cpu.Seconds(), "steps/cpu-s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(steps*b.N), "cpu-us/step") // for .ci/benchcheck (at most)
@@ -75,7 +63,7 @@ func BenchmarkReplaySuite1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	cpu := processCPU(b)
+	cpu := cputime.Process()
 	for i := 0; b.Loop(); i++ {
 		rep, err := evals.Run(context.Background(), suite, evals.Options{Results: filepath.Join(dir, fmt.Sprint("r", i)), Jobs: 2})
 		if err != nil || rep.Metrics.Successes != 1000 {
@@ -83,5 +71,5 @@ func BenchmarkReplaySuite1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/suite")
-	b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(b.N), "cpu-s/suite")
+	b.ReportMetric((cputime.Process()-cpu).Seconds()/float64(b.N), "cpu-s/suite")
 }

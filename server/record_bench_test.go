@@ -15,6 +15,7 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools"
@@ -121,7 +122,7 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 	}
 	task := func(on bool) time.Duration {
 		record.Store(on)
-		cpu := processCPU()
+		cpu := cputime.Process()
 		info, err := s.Dispatch("bench", "call noop once", "bench", "bench")
 		for errors.Is(err, server.ErrBusy) { // the last task is freeing its slot
 			time.Sleep(50 * time.Microsecond)
@@ -134,7 +135,7 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 		if err != nil || got.Status != server.StatusCompleted {
 			b.Fatalf("task %s: %s %s %v", got.ID, got.Status, got.Error, err)
 		}
-		return processCPU() - cpu
+		return cputime.Process() - cpu
 	}
 	for range 3 { // warm both paths
 		task(true)

@@ -132,6 +132,11 @@ type Options struct {
 	// RunsDir is where tasks and local runs are recorded (runs/<id>/):
 	// GET /api/runs browses them. Empty: no recordings are served.
 	RunsDir string
+	// KeepRuns is which runs in RunsDir are kept (record.keep): the server
+	// prunes the others when it starts and every PruneEvery
+	// (DefaultPruneEvery when zero) while it runs. Zero keeps them all.
+	KeepRuns   trajectory.Keep
+	PruneEvery time.Duration
 	// EvalsDir is an eval results directory, or a directory of them:
 	// GET /api/evals serves their reports. Empty: none.
 	EvalsDir string
@@ -241,6 +246,9 @@ func New(opts Options) (*Server, error) {
 	if s.peers != nil {
 		s.joinCluster()
 		go s.watchCluster()
+	}
+	if opts.RunsDir != "" && opts.KeepRuns != (trajectory.Keep{}) {
+		go s.pruneRuns()
 	}
 	return s, nil
 }

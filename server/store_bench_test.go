@@ -20,6 +20,7 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
@@ -352,9 +353,9 @@ func roundOverhead(b *testing.B, latency time.Duration, n int) {
 			}
 			s, stop := storeServer(b, run, n, timedRunner(overheadSteps, latency, steps[kind]))
 			b.StartTimer()
-			c0 := processCPU()
+			c0 := cputime.Process()
 			runTasks(b, s, n, tasks)
-			cpu[kind] += processCPU() - c0
+			cpu[kind] += cputime.Process() - c0
 			b.StopTimer()
 			stop()
 			st.Close()

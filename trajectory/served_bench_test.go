@@ -4,19 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// processCPU is the process's CPU time so far (user and system).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/saucerhq/saucer/internal/cputime"
+)
 
 // BenchmarkServedTaskWriter writes the 25 events of a trivial served task
 // (testdata/served-task, recorded by server's BenchmarkServedTaskRecording)
@@ -36,7 +27,7 @@ func BenchmarkServedTaskWriter(b *testing.B) {
 		dir := b.TempDir()
 		b.ReportAllocs()
 		n := 0
-		cpu := processCPU()
+		cpu := cputime.Process()
 		for b.Loop() {
 			n++
 			w, err := Create(filepath.Join(dir, strconv.Itoa(n)), Options{Redactor: red})
@@ -52,12 +43,12 @@ func BenchmarkServedTaskWriter(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
+		b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
 	})
 	b.Run("events", func(b *testing.B) {
 		dir := b.TempDir()
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := cputime.Process()
 		for b.Loop() {
 			f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 			if err != nil {
@@ -73,6 +64,6 @@ func BenchmarkServedTaskWriter(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
+		b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
 	})
 }

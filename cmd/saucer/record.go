@@ -45,8 +45,9 @@ func (r redacting) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// pruneRuns removes the runs record.keep does not keep from dir, before a
-// run or a server starts; what it cannot remove is a warning.
+// pruneRuns removes the runs record.keep does not keep from dir before a
+// run starts (a server prunes its own: server.Options.KeepRuns); what it
+// cannot remove is a warning.
 func pruneRuns(cfg *config.Config, dir string, errw io.Writer) {
 	k := cfg.Record.Keep
 	removed, err := trajectory.Prune(dir, trajectory.Keep{Age: k.Age.D(), Size: int64(k.Size)}, time.Now())

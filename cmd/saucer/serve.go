@@ -90,8 +90,8 @@ func sessionsFrom(cfg *config.Config) (func(server.SessionSpec) (server.Runner, 
 	if !cfg.Record.Enabled {
 		return sessions, nil
 	}
-	// Every task is recorded, as a local run is: runs/<task id>/.
-	pruneRuns(cfg, runsDir(cfg, ""), os.Stderr)
+	// Every task is recorded, as a local run is: runs/<task id>/ (the
+	// server prunes them: Options.KeepRuns).
 	red, err := redactorFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w (check record.redact and record.redact_patterns)", err)
@@ -203,6 +203,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st, Cluster: cluster,
 		Redactor: red, RunsDir: runsDir(cfg, ""), EvalsDir: f.evals,
+		KeepRuns:       trajectory.Keep{Age: cfg.Record.Keep.Age.D(), Size: int64(cfg.Record.Keep.Size)},
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices, DeviceAgents: r.DeviceAgents,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})

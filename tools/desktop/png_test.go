@@ -9,9 +9,9 @@ import (
 	"image/draw"
 	"image/png"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/saucerhq/saucer/internal/cputime"
 )
 
 // controlsImage draws a window of n buttons with their marks, like a
@@ -133,7 +133,7 @@ func BenchmarkEncodePNG(b *testing.B) {
 	} {
 		b.Run(enc.name, func(b *testing.B) {
 			var out []byte
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				var err error
 				if out, err = enc.fn(img); err != nil {
@@ -142,16 +142,7 @@ func BenchmarkEncodePNG(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(out)), "bytes")
 			// Processor time, which other processes' load does not add to.
-			b.ReportMetric(ms(processCPU(b)-cpu0)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(ms(cputime.Process()-cpu0)/float64(b.N), "cpu-ms/op")
 		})
 	}
-}
-
-// processCPU is the processor time the test process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
