@@ -35,6 +35,7 @@ func TestLinesGoOutInBatches(t *testing.T) {
 	out, in := packets(t)
 	w := newWriter(t.TempDir(), out, Options{})
 	w.flushAfter = time.Hour // no write but at the ends
+	w.writeGap = 0           // each end written at once
 	ends := 0
 	for _, e := range tr.Events {
 		if err := w.Write(e); err != nil {
@@ -106,7 +107,7 @@ func TestAWaitingLineGoesOutSoon(t *testing.T) {
 func TestAWriteEndsAtTheEndOfAStep(t *testing.T) {
 	out, in := packets(t)
 	w := idleWriter(t.TempDir(), out, Options{})
-	w.flushAfter = time.Hour
+	w.flushAfter, w.writeGap = time.Hour, 0
 	for _, e := range []Event{{Type: TypeStep, Agent: "host", Step: 1}, {Type: TypeTransition, Agent: "host", From: "CONTINUE", To: "FINISH"}} {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
@@ -130,5 +131,106 @@ func TestAWriteEndsAtTheEndOfAStep(t *testing.T) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEndsCloseTogetherShareAWrite: a served task whose steps all end
+// within WriteGap of the file's creation (a trivial task recorded in a
+// few milliseconds) reaches the file in one write, at Close, where each
+// end would otherwise have had a write of its own.
+func TestEndsCloseTogetherShareAWrite(t *testing.T) {
+	tr, err := Read("testdata/served-task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, in := packets(t)
+	w := newWriter(t.TempDir(), out, Options{})
+	w.flushAfter, w.writeGap = time.Hour, time.Hour
+	for _, e := range tr.Events {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		runtime.Gosched() // give the background writer its chance
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	var writes [][]byte
+	for {
+		n, err := in.Read(buf)
+		if n == 0 || err != nil {
+			break // out is closed: every write was read
+		}
+		writes = append(writes, append([]byte(nil), buf[:n]...))
+	}
+	if len(writes) != 1 || bytes.Count(writes[0], []byte("\n")) != len(tr.Events) {
+		t.Fatalf("%d writes; want the %d lines in one", len(writes), len(tr.Events))
+	}
+}
+
+// TestAnEndAfterAGapIsWrittenAtOnce: an end that comes WriteGap or more
+// after the last write is written at once, without Flush or Close (a
+// step that waited for its model); one that comes sooner waits, and goes
+// out with what follows it.
+func TestAnEndAfterAGapIsWrittenAtOnce(t *testing.T) {
+	out, in := packets(t)
+	w := newWriter(t.TempDir(), out, Options{})
+	w.flushAfter, w.writeGap = time.Hour, time.Hour
+	w.q.mu.Lock()
+	w.q.wrote = time.Now().Add(-2 * time.Hour) // the last write was long ago
+	w.q.mu.Unlock()
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<16)
+	for _, e := range []Event{{Type: TypeSessionStart, Session: &Session{Format: Format}}, {Type: TypeStep, Agent: "host", Step: 1}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 2 || !bytes.Contains(buf[:n], []byte(`"type":"step"`)) {
+		t.Fatalf("the first write is %q (%v), want the session's start and the step", buf[:n], err)
+	}
+	// The next step ends just after that write: it waits, and goes out
+	// with the session's end, in one write.
+	for _, e := range []Event{{Type: TypeStep, Agent: "host", Step: 2}, {Type: TypeSessionEnd, End: &End{Status: "FINISH"}}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err = in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 2 || !bytes.Contains(buf[:n], []byte(`"step":2`)) {
+		t.Fatalf("the second write is %q (%v), want the second step and the session's end", buf[:n], err)
+	}
+}
+
+// TestAnEndWithinTheGapIsWrittenSoon: an end that waits for WriteGap to
+// pass is written then, without Flush or Close, and the write ends with
+// it.
+func TestAnEndWithinTheGapIsWrittenSoon(t *testing.T) {
+	out, in := packets(t)
+	w := newWriter(t.TempDir(), out, Options{})
+	defer w.Close()
+	w.flushAfter, w.writeGap = time.Hour, 10*time.Millisecond
+	for _, e := range []Event{{Type: TypeSessionStart, Session: &Session{Format: Format}}, {Type: TypeStep, Agent: "host", Step: 1}, {Type: TypeAgentStart, Agent: "app:x#1", Role: "app"}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<16)
+	n, err := in.Read(buf)
+	if err != nil || bytes.Count(buf[:n], []byte("\n")) != 2 || !bytes.HasSuffix(buf[:n], []byte("\"step\":1}\n")) {
+		t.Fatalf("read %q, %v; want the session's start and the step in one write", buf[:n], err)
 	}
 }

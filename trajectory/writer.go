@@ -41,13 +41,18 @@ const MaxQueued = 32 << 20
 // Lines wait in memory and go to disk together, in one write: when a step,
 // an agent or the session ends, when FlushBytes of lines and artifacts
 // wait, and at the latest FlushAfter after the first of them was written.
-// A trivial task's 25 lines then cost a handful of writes and wake-ups of
-// the background writer instead of one of each per line. Nothing is
-// fsynced: a crash loses what waits, as it always lost the lines the
-// background writer had not yet written.
+// Ends that come close together share a write: an end is written at once
+// when the last write (or the file's creation) was WriteGap ago or more,
+// else WriteGap after that write, together with what came since up to the
+// last end. A step that waits for a model or a device is written when it
+// ends, as before; a trivial task's 25 lines, recorded in a few
+// milliseconds, cost one write and one wake-up of the background writer,
+// at the session's end. Nothing is fsynced: a crash loses what waits, as
+// it always lost the lines the background writer had not yet written.
 const (
 	FlushBytes = 64 << 10
 	FlushAfter = 100 * time.Millisecond
+	WriteGap   = 50 * time.Millisecond
 )
 
 // Writer appends events to a trajectory directory. It numbers them, stamps
@@ -72,8 +77,9 @@ type Writer struct {
 	recent []recentCall
 	// line encodes the events, one after the other.
 	line *eventEncoder
-	// flushAfter is FlushAfter (a test waits longer).
-	flushAfter time.Duration
+	// flushAfter is FlushAfter and writeGap WriteGap (a test changes
+	// them).
+	flushAfter, writeGap time.Duration
 
 	q     queue
 	f     *os.File
@@ -100,10 +106,17 @@ type queue struct {
 	// a line came to wait alone, armed). Lines after them wait on: a
 	// write always ends with the end of a step, an agent or the session
 	// unless it is one of those.
-	due     int
-	timer   *time.Timer
-	armed   bool
-	closing bool
+	due int
+	// ended is how many items end with the last end that came within
+	// WriteGap of the last write (0: none waits): timer writes them at
+	// wrote+WriteGap.
+	ended int
+	// wrote is when the last write was taken (at first, the file's
+	// creation); fires is when timer, armed, goes off.
+	wrote, fires time.Time
+	timer        *time.Timer
+	armed        bool
+	closing      bool
 	// failed is the write error that stopped the writer.
 	failed error
 }
@@ -171,8 +184,9 @@ func idleWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
 	w.line = lineEncoders.Get().(*eventEncoder)
-	w.flushAfter = FlushAfter
+	w.flushAfter, w.writeGap = FlushAfter, WriteGap
 	w.q.cond.L = &w.q.mu
+	w.q.wrote = time.Now()
 	if w.threshold == 0 {
 		w.threshold = DefaultArtifactThreshold
 	}
@@ -283,31 +297,50 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	q.lines = append(append(q.lines, line...), '\n')
 	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
 	q.bytes += size
-	switch {
-	case flush || q.bytes >= FlushBytes:
+	if q.bytes >= FlushBytes {
 		q.due = len(q.items)
 		q.cond.Broadcast()
-	case !q.armed:
-		w.arm()
+		return
 	}
-}
-
-// arm starts the timer that has what waits written within FlushAfter.
-func (w *Writer) arm() {
-	q := &w.q
-	q.armed = true
-	if q.timer == nil {
-		q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
+	if !flush {
+		if !q.armed {
+			w.arm(time.Now().Add(w.flushAfter))
+		}
+		return
+	}
+	if now := time.Now(); now.Sub(q.wrote) >= w.writeGap {
+		q.due = len(q.items)
+		q.cond.Broadcast()
 	} else {
-		q.timer.Reset(w.flushAfter)
+		q.ended = len(q.items)
+		w.arm(q.wrote.Add(w.writeGap))
 	}
 }
 
-// flushSoon has the background writer write what waits.
+// arm has the timer go off at t, or earlier if it is armed to.
+func (w *Writer) arm(t time.Time) {
+	q := &w.q
+	if q.armed && !t.Before(q.fires) {
+		return
+	}
+	q.armed, q.fires = true, t
+	if q.timer == nil {
+		q.timer = time.AfterFunc(time.Until(t), w.flushSoon)
+	} else {
+		q.timer.Reset(time.Until(t))
+	}
+}
+
+// flushSoon has the background writer write the lines up to the last end
+// that waits for WriteGap to pass, or else all that wait (FlushAfter has
+// passed).
 func (w *Writer) flushSoon() {
 	q := &w.q
 	q.mu.Lock()
 	q.due = len(q.items)
+	if q.ended > 0 && q.ended < q.due {
+		q.due = q.ended
+	}
 	q.armed = false
 	q.cond.Broadcast()
 	q.mu.Unlock()
@@ -335,6 +368,7 @@ func (w *Writer) background() {
 		}
 		items, buf := q.items, q.lines
 		q.items, q.lines = nil, nil
+		q.wrote = time.Now()
 		if n := q.due; n < len(items) && !q.closing {
 			// The lines after the due ones wait on, in a buffer of their
 			// own (buf is written outside the lock).
@@ -345,12 +379,20 @@ func (w *Writer) background() {
 			}
 			q.lines = append([]byte(nil), buf[end:]...)
 			items, buf = items[:n], buf[:end]
-			if !q.armed {
-				w.arm()
+			if q.ended > n {
+				// An end came after those taken, within WriteGap.
+				q.ended -= n
+				w.arm(q.wrote.Add(w.writeGap))
+			} else {
+				q.ended = 0
+				w.arm(q.wrote.Add(w.flushAfter))
 			}
-		} else if q.armed {
-			q.timer.Stop()
-			q.armed = false
+		} else {
+			q.ended = 0
+			if q.armed {
+				q.timer.Stop()
+				q.armed = false
+			}
 		}
 		q.due = 0
 		q.mu.Unlock()
@@ -402,7 +444,7 @@ func (w *Writer) background() {
 		if first {
 			w.f.Truncate(good)
 			q.failed = fmt.Errorf("trajectory: write %s: %w (the recording keeps its first %d events)", filepath.Join(w.dir, EventsFile), err, written)
-			q.items, q.lines = nil, nil
+			q.items, q.lines, q.ended = nil, nil, 0
 		}
 		q.cond.Broadcast()
 		failed := q.failed
