@@ -162,7 +162,7 @@ func Create(dir string, opts Options) (*Writer, error) {
 			return nil, fmt.Errorf("trajectory: %w", err)
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("trajectory: %s already holds a trajectory; record into a new directory", dir)
