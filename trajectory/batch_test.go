@@ -106,7 +106,8 @@ func TestAWaitingLineGoesOutSoon(t *testing.T) {
 // session's): the first write ends with the step.
 func TestAWriteEndsAtTheEndOfAStep(t *testing.T) {
 	out, in := packets(t)
-	w := idleWriter(t.TempDir(), out, Options{})
+	w := newWriter(t.TempDir(), out, Options{})
+	w.q.started = true // the test starts it below
 	w.flushAfter, w.writeGap = time.Hour, 0
 	for _, e := range []Event{{Type: TypeStep, Agent: "host", Step: 1}, {Type: TypeTransition, Agent: "host", From: "CONTINUE", To: "FINISH"}} {
 		if err := w.Write(e); err != nil {

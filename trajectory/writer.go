@@ -61,8 +61,9 @@ const (
 // refers to on disk before the line, and the lines that wait together in
 // one write (see FlushAfter): a session does not wait for the disk (unless
 // more than MaxQueued bytes wait), and an interrupted session keeps every
-// event written before it stopped (Close writes what waits). Safe for
-// concurrent use.
+// event written before it stopped (Close writes what waits). The
+// background writer starts when a write is first due; when none was
+// before Close, Close writes what waits itself. Safe for concurrent use.
 type Writer struct {
 	mu        sync.Mutex // the encoding state below
 	dir       string
@@ -117,6 +118,8 @@ type queue struct {
 	timer        *time.Timer
 	armed        bool
 	closing      bool
+	// started: the background writer runs, or Close runs it.
+	started bool
 	// failed is the write error that stopped the writer.
 	failed error
 }
@@ -172,15 +175,9 @@ func Create(dir string, opts Options) (*Writer, error) {
 	return newWriter(dir, f, opts), nil
 }
 
-// newWriter starts a writer of events into f, the trajectory file of dir.
+// newWriter is a writer of events into f, the trajectory file of dir. Its
+// background writer starts when a write is first due (see wake).
 func newWriter(dir string, f *os.File, opts Options) *Writer {
-	w := idleWriter(dir, f, opts)
-	go w.background()
-	return w
-}
-
-// idleWriter is newWriter without its background writer.
-func idleWriter(dir string, f *os.File, opts Options) *Writer {
 	w := &Writer{dir: dir, f: f, threshold: opts.ArtifactThreshold, redactor: opts.Redactor,
 		store: store{written: map[string]bool{}}, now: opts.Now, done: make(chan struct{}), onErr: opts.OnError}
 	w.line = lineEncoders.Get().(*eventEncoder)
@@ -299,7 +296,7 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	q.bytes += size
 	if q.bytes >= FlushBytes {
 		q.due = len(q.items)
-		q.cond.Broadcast()
+		w.wake()
 		return
 	}
 	if !flush {
@@ -310,11 +307,25 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 	}
 	if now := time.Now(); now.Sub(q.wrote) >= w.writeGap {
 		q.due = len(q.items)
-		q.cond.Broadcast()
+		w.wake()
 	} else {
 		q.ended = len(q.items)
 		w.arm(q.wrote.Add(w.writeGap))
 	}
+}
+
+// wake has the background writer look at what is due, starting it if it
+// has not started: a session whose lines all wait until Close (a trivial
+// task, see WriteGap) has them written by Close, with no goroutine.
+// Called with q.mu held.
+func (w *Writer) wake() {
+	q := &w.q
+	if q.started {
+		q.cond.Broadcast()
+		return
+	}
+	q.started = true
+	go w.background()
 }
 
 // arm has the timer go off at t, or earlier if it is armed to.
@@ -342,7 +353,7 @@ func (w *Writer) flushSoon() {
 		q.due = q.ended
 	}
 	q.armed = false
-	q.cond.Broadcast()
+	w.wake()
 	q.mu.Unlock()
 }
 
@@ -474,7 +485,7 @@ func (w *Writer) Flush() error {
 	for q.bytes > 0 && q.failed == nil {
 		if len(q.items) > 0 {
 			q.due = len(q.items)
-			q.cond.Broadcast()
+			w.wake()
 		}
 		q.cond.Wait()
 	}
@@ -614,11 +625,19 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	w.q.mu.Lock()
-	w.q.closing = true
-	w.q.cond.Broadcast()
-	w.q.mu.Unlock()
-	<-w.done
+	q := &w.q
+	q.mu.Lock()
+	q.closing = true
+	if q.started {
+		q.cond.Broadcast()
+		q.mu.Unlock()
+		<-w.done
+	} else {
+		// Nothing was due before: write what waits here.
+		q.started = true
+		q.mu.Unlock()
+		w.background()
+	}
 	if cap(w.line.b) <= 2*FlushBytes {
 		lineEncoders.Put(w.line)
 	}
