@@ -33,6 +33,9 @@ type eventEncoder struct {
 	// strings, raw values, and objects and lists (messages, tools,
 	// results...) of minLong bytes or more.
 	long []part
+	// clean is the redactor's room to work in on the line (kept with the
+	// encoder, which writers share).
+	clean cleanScratch
 }
 
 // part is a span of a line, and how many parts nest in it: those just

@@ -582,19 +582,29 @@ func (r *Redactor) matches(s string, i int, cands []cand) []span {
 // JSON redacts one JSON document (an event line). Working on the bytes is fast; when that
 // leaves invalid JSON (a secret that began right after a backslash of an
 // escape, say) it redacts each decoded string instead.
-func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.jsonPassing(b, nil) }
+func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.jsonPassing(b, nil, nil) }
+
+// cleanScratch is the room knownClean works in, kept by a Writer from one
+// line to the next.
+type cleanScratch struct {
+	pass    []span
+	unknown []uint64
+}
 
 // jsonPassing is JSON for a line in which the parts long, each from a
 // quote to a quote, may be passed over when the redactor knows them
 // clean (r.passable): when it has seen one in a line that held nothing to
-// redact.
-func (r *Redactor) jsonPassing(b []byte, long []part) ([]byte, error) {
+// redact. scratch, when not nil, is room to work in.
+func (r *Redactor) jsonPassing(b []byte, long []part, scratch *cleanScratch) ([]byte, error) {
 	out := b
 	if r != nil && len(b) > 0 {
 		var pass []span
 		var unknown []uint64
 		if r.passable {
-			pass, unknown = r.knownClean(b, long)
+			if scratch == nil {
+				scratch = &cleanScratch{}
+			}
+			pass, unknown = r.knownClean(b, long, scratch)
 		}
 		red, changed := r.redactPassing(unsafe.String(unsafe.SliceData(b), len(b)), pass)
 		if changed {
@@ -622,9 +632,13 @@ func (r *Redactor) jsonPassing(b []byte, long []part) ([]byte, error) {
 // knownClean are the parts of a line (long, see eventEncoder.long) known
 // to hold nothing to redact, in order: a part whose content was in a line
 // that held nothing, the outermost where parts nest. unknown[i] is the
-// hash of long[i] when it was looked up and not found, else 0.
-func (r *Redactor) knownClean(b []byte, long []part) (pass []span, unknown []uint64) {
-	unknown = make([]uint64, len(long))
+// hash of long[i] when it was looked up and not found, else 0. Both are
+// made in scratch, which keeps them for the next line.
+func (r *Redactor) knownClean(b []byte, long []part, scratch *cleanScratch) (pass []span, unknown []uint64) {
+	defer func() { scratch.pass, scratch.unknown = pass, unknown }()
+	pass = scratch.pass[:0]
+	unknown = slices.Grow(scratch.unknown[:0], len(long))[:len(long)]
+	clear(unknown)
 	for i := len(long) - 1; i >= 0; {
 		p := long[i]
 		part := b[p.lo:p.hi]

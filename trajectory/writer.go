@@ -258,7 +258,7 @@ func (w *Writer) Write(e Event) error {
 		}
 		long = nil
 	}
-	if line, err = w.redactor.jsonPassing(line, long); err != nil {
+	if line, err = w.redactor.jsonPassing(line, long, &enc.clean); err != nil {
 		w.seq--
 		return fmt.Errorf("trajectory: redact %s event: %w", e.Type, err)
 	}
@@ -292,6 +292,9 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 		}
 	}
 	q.lines = append(append(q.lines, line...), '\n')
+	if q.items == nil {
+		q.items = make([]queued, 0, 32) // a trivial task's lines, at once
+	}
 	q.items = append(q.items, queued{seq: seq, end: len(q.lines), artifacts: artifacts})
 	q.bytes += size
 	if q.bytes >= FlushBytes {

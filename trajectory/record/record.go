@@ -356,10 +356,13 @@ func Convert(e agent.Event, n int) (trajectory.Event, bool) {
 		te.Usage = &u
 		te.DurationMS = trajectory.MS(e.Duration)
 		if len(e.Timings) > 0 {
-			te.TimingsMS = map[string]float64{}
+			te.TimingsMS = make(map[string]float64, len(e.Timings))
 			for ph, d := range e.Timings {
 				te.TimingsMS[string(ph)] = trajectory.MS(d)
 			}
+		}
+		if len(e.Observations) > 0 {
+			te.Observations = make([]trajectory.Observation, 0, len(e.Observations))
 		}
 		for _, o := range e.Observations {
 			te.Observations = append(te.Observations, trajectory.Observation{Name: o.Name, Content: o.Content})
@@ -405,6 +408,9 @@ func decision(d *strategy.Decision) *trajectory.Decision {
 	}
 	td := &trajectory.Decision{Observation: d.Observation, Thought: d.Thought, Status: string(d.Status), Plan: d.Plan,
 		Comment: d.Comment, Result: d.Result}
+	if len(d.Actions) > 0 {
+		td.Actions = make([]trajectory.Action, 0, len(d.Actions))
+	}
 	for _, a := range d.Actions {
 		td.Actions = append(td.Actions, trajectory.Action{Function: a.Function, Arguments: a.Arguments, CallID: a.CallID, Invalid: a.Invalid})
 	}
