@@ -213,18 +213,25 @@ func TestAnEndAfterAGapIsWrittenAtOnce(t *testing.T) {
 	}
 }
 
-// TestAnEndWithinTheGapIsWrittenSoon: an end that waits for WriteGap to
-// pass is written then, without Flush or Close, and the write ends with
-// it.
-func TestAnEndWithinTheGapIsWrittenSoon(t *testing.T) {
+// TestAWaitingEndGoesOutWithTheNextLine: an end that came within
+// WriteGap of the last write is written with the first line recorded
+// once WriteGap has passed, without Flush or Close, and the write ends
+// with it (the new line waits for the next end).
+func TestAWaitingEndGoesOutWithTheNextLine(t *testing.T) {
 	out, in := packets(t)
 	w := newWriter(t.TempDir(), out, Options{})
 	defer w.Close()
-	w.flushAfter, w.writeGap = time.Hour, 10*time.Millisecond
-	for _, e := range []Event{{Type: TypeSessionStart, Session: &Session{Format: Format}}, {Type: TypeStep, Agent: "host", Step: 1}, {Type: TypeAgentStart, Agent: "app:x#1", Role: "app"}} {
+	w.flushAfter, w.writeGap = time.Hour, time.Hour
+	for _, e := range []Event{{Type: TypeSessionStart, Session: &Session{Format: Format}}, {Type: TypeStep, Agent: "host", Step: 1}} {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
 		}
+	}
+	w.q.mu.Lock()
+	w.q.wrote = time.Now().Add(-2 * time.Hour) // WriteGap has passed
+	w.q.mu.Unlock()
+	if err := w.Write(Event{Type: TypeAgentStart, Agent: "app:x#1", Role: "app"}); err != nil {
+		t.Fatal(err)
 	}
 	if err := in.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)

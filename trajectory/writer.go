@@ -42,12 +42,14 @@ const MaxQueued = 32 << 20
 // an agent or the session ends, when FlushBytes of lines and artifacts
 // wait, and at the latest FlushAfter after the first of them was written.
 // Ends that come close together share a write: an end is written at once
-// when the last write (or the file's creation) was WriteGap ago or more,
-// else WriteGap after that write, together with what came since up to the
-// last end. A step that waits for a model or a device is written when it
-// ends, as before; a trivial task's 25 lines, recorded in a few
-// milliseconds, cost one write and one wake-up of the background writer,
-// at the session's end. Nothing is fsynced: a crash loses what waits, as
+// when the last write (or the file's creation) was WriteGap ago or more;
+// one that comes sooner waits for the first line recorded once WriteGap
+// has passed, which has the lines up to the last end written, or else for
+// FlushAfter (each write still ends with an end, unless it is FlushAfter's,
+// Flush's or Close's). A step that waits for a model or a device is
+// written when it ends, as before; a trivial task's 25 lines, recorded in
+// a few milliseconds, cost one write, at the session's end, and no
+// goroutine (see wake). Nothing is fsynced: a crash loses what waits, as
 // it always lost the lines the background writer had not yet written.
 const (
 	FlushBytes = 64 << 10
@@ -108,16 +110,15 @@ type queue struct {
 	// write always ends with the end of a step, an agent or the session
 	// unless it is one of those.
 	due int
-	// ended is how many items end with the last end that came within
-	// WriteGap of the last write (0: none waits): timer writes them at
-	// wrote+WriteGap.
+	// ended is how many items end with the last end that waits (0: none):
+	// it came within WriteGap of the last write.
 	ended int
 	// wrote is when the last write was taken (at first, the file's
-	// creation); fires is when timer, armed, goes off.
-	wrote, fires time.Time
-	timer        *time.Timer
-	armed        bool
-	closing      bool
+	// creation).
+	wrote   time.Time
+	timer   *time.Timer
+	armed   bool
+	closing bool
 	// started: the background writer runs, or Close runs it.
 	started bool
 	// failed is the write error that stopped the writer.
@@ -302,18 +303,14 @@ func (w *Writer) enqueue(seq int, line []byte, artifacts []artifact, flush bool)
 		w.wake()
 		return
 	}
-	if !flush {
-		if !q.armed {
-			w.arm(time.Now().Add(w.flushAfter))
-		}
-		return
-	}
-	if now := time.Now(); now.Sub(q.wrote) >= w.writeGap {
-		q.due = len(q.items)
-		w.wake()
-	} else {
+	if flush {
 		q.ended = len(q.items)
-		w.arm(q.wrote.Add(w.writeGap))
+	}
+	if q.ended > q.due && time.Since(q.wrote) >= w.writeGap {
+		q.due = q.ended
+		w.wake()
+	} else if !q.armed {
+		w.arm()
 	}
 }
 
@@ -331,30 +328,25 @@ func (w *Writer) wake() {
 	go w.background()
 }
 
-// arm has the timer go off at t, or earlier if it is armed to.
-func (w *Writer) arm(t time.Time) {
+// arm starts the timer that has what waits written within FlushAfter.
+// It is set once for lines that wait, not moved for each end: moving a
+// timer earlier wakes the runtime's poller, which costs more than a
+// write.
+func (w *Writer) arm() {
 	q := &w.q
-	if q.armed && !t.Before(q.fires) {
-		return
-	}
-	q.armed, q.fires = true, t
+	q.armed = true
 	if q.timer == nil {
-		q.timer = time.AfterFunc(time.Until(t), w.flushSoon)
+		q.timer = time.AfterFunc(w.flushAfter, w.flushSoon)
 	} else {
-		q.timer.Reset(time.Until(t))
+		q.timer.Reset(w.flushAfter)
 	}
 }
 
-// flushSoon has the background writer write the lines up to the last end
-// that waits for WriteGap to pass, or else all that wait (FlushAfter has
-// passed).
+// flushSoon has the background writer write what waits.
 func (w *Writer) flushSoon() {
 	q := &w.q
 	q.mu.Lock()
 	q.due = len(q.items)
-	if q.ended > 0 && q.ended < q.due {
-		q.due = q.ended
-	}
 	q.armed = false
 	w.wake()
 	q.mu.Unlock()
@@ -393,13 +385,9 @@ func (w *Writer) background() {
 			}
 			q.lines = append([]byte(nil), buf[end:]...)
 			items, buf = items[:n], buf[:end]
-			if q.ended > n {
-				// An end came after those taken, within WriteGap.
-				q.ended -= n
-				w.arm(q.wrote.Add(w.writeGap))
-			} else {
-				q.ended = 0
-				w.arm(q.wrote.Add(w.flushAfter))
+			q.ended = max(q.ended-n, 0) // an end may wait among them
+			if !q.armed {
+				w.arm()
 			}
 		} else {
 			q.ended = 0
