@@ -58,8 +58,8 @@
 //
 // Lines reach the file in batches (Writer, FlushAfter, WriteGap): when a
 // step, an agent or the session ends (an end that comes within WriteGap,
-// 50 ms, of the last write waits until WriteGap has passed), and at the
-// latest FlushAfter after they were written. A recording cut short (a full disk: the writer drops the part
+// 50 ms, of the last write waits for the first line recorded after that),
+// and at the latest FlushAfter after they were written. A recording cut short (a full disk: the writer drops the part
 // of a line that did not fit and writes nothing more; a crash, which loses
 // the lines still in memory) has no session_end.
 // Read returns what it has, leaving out a last line torn in the middle
