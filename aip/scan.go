@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/saucerhq/saucer/internal/jsonw"
 )
 
 // scanner is a small strict JSON reader for the frame envelope. It exists
@@ -204,17 +206,14 @@ func (s *scanner) rawString() ([]byte, error) {
 			return out, nil
 		case c == '\\':
 			plain = false
-			if s.i+1 >= len(s.b) {
+			n := jsonw.EscapeLen(s.b, s.i)
+			switch {
+			case n > 0:
+				s.i += n
+			case s.i+1 >= len(s.b):
 				return nil, s.errorf("unterminated escape")
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				if s.i+6 > len(s.b) || !isHex4(s.b[s.i+2:s.i+6]) {
-					return nil, s.errorf(`bad \u escape`)
-				}
-				s.i += 6
+			case s.b[s.i+1] == 'u':
+				return nil, s.errorf(`bad \u escape`)
 			default:
 				return nil, s.errorf("bad escape \\%c", s.b[s.i+1])
 			}
@@ -225,15 +224,6 @@ func (s *scanner) rawString() ([]byte, error) {
 		}
 	}
 	return nil, s.errorf("unterminated string")
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // value consumes any JSON value, checking its syntax, and returns its
@@ -277,37 +267,11 @@ func (s *scanner) value(depth int) ([]byte, error) {
 
 // number consumes a number, checking JSON's grammar.
 func (s *scanner) number() error {
-	if s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := func() int {
-		n := 0
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
-		s.i++
-	} else if digits() == 0 {
+	end := jsonw.NumberEnd(s.b, s.i)
+	if end < 0 {
 		return s.errorf("bad number")
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			return s.errorf("bad number")
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			return s.errorf("bad number")
-		}
-	}
+	s.i = end
 	return nil
 }
 

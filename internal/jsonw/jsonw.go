@@ -1,8 +1,9 @@
 // Package jsonw appends JSON strings and numbers exactly as encoding/json
-// writes them. The AIP codec and the trajectory encoder write their JSON
-// by hand, without reflection, and must stay byte for byte what
-// json.Marshal gives: they share these pieces so that the rules live in
-// one place.
+// writes them, and checks JSON's grammar of numbers and string escapes.
+// The AIP codec and the trajectory encoder write their JSON by hand,
+// without reflection, and must stay byte for byte what json.Marshal
+// gives; the AIP frame reader and AppendRaw check what they read: they
+// share these pieces so that the rules live in one place.
 package jsonw
 
 import (

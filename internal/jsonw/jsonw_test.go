@@ -68,3 +68,27 @@ func TestAppendValue(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGrammar holds NumberEnd and EscapeLen to encoding/json: a text is a
+// JSON number exactly when NumberEnd reads all of it, and a backslash
+// followed by plain characters is valid in a string exactly when
+// EscapeLen reads an escape at its start.
+func FuzzGrammar(f *testing.F) {
+	for _, s := range []string{"0", "-0", "12", "012", "1.", "1.5", "-.5", "1e5", "1E+5", "1e", "2.5e-07", "-", "", "x", `\n`, `\u00e9`, `\u00g9`, `\x`, `\`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		if len(b) > 0 && (b[0] == '-' || isDigit(b[0])) && len(bytes.TrimSpace(b)) == len(b) {
+			if got, want := NumberEnd(b, 0) == len(b), json.Valid(b); got != want {
+				t.Errorf("NumberEnd(%q) = %d: reads all %v, json.Valid %v", s, NumberEnd(b, 0), got, want)
+			}
+		}
+		if len(b) > 0 && b[0] == '\\' && !bytes.ContainsAny(b[1:], "\\\"") && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 }) {
+			quoted := append(append([]byte{'"'}, b...), '"')
+			if got, want := EscapeLen(b, 0) > 0, json.Valid(quoted); got != want {
+				t.Errorf("EscapeLen(%q) = %d, json.Valid(%s) = %v", s, EscapeLen(b, 0), quoted, want)
+			}
+		}
+	})
+}

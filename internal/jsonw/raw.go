@@ -126,42 +126,14 @@ func (r *rawCompactor) literal(word string) bool {
 	return true
 }
 
-// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number reads a number (see NumberEnd).
 func (r *rawCompactor) number() bool {
-	s, i := r.src, r.i
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i++; i < len(s) && isDigit(s[i]); i++ {
-		}
-	default:
+	end := NumberEnd(r.src, r.i)
+	if end < 0 {
 		return false
 	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || !isDigit(s[i]) {
-			return false
-		}
-		for ; i < len(s) && isDigit(s[i]); i++ {
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || !isDigit(s[i]) {
-			return false
-		}
-		for ; i < len(s) && isDigit(s[i]); i++ {
-		}
-	}
-	r.out = append(r.out, s[r.i:i]...)
-	r.i = i
+	r.out = append(r.out, r.src[r.i:end]...)
+	r.i = end
 	return true
 }
 
@@ -181,20 +153,11 @@ func (r *rawCompactor) string() bool {
 		case c < 0x20:
 			return false
 		case c == '\\':
-			if i+1 >= len(s) {
+			n := EscapeLen(s, i)
+			if n == 0 {
 				return false
 			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
-					return false
-				}
-				i += 6
-			default:
-				return false
-			}
+			i += n
 		case c == '<' || c == '>' || c == '&':
 			r.out = append(r.out, s[start:i]...)
 			r.out = append(r.out, '\\', 'u', '0', '0', HexDigits[c>>4], HexDigits[c&0xF])
@@ -211,7 +174,3 @@ func (r *rawCompactor) string() bool {
 	}
 	return false
 }
-
-func isHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
