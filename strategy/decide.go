@@ -182,12 +182,12 @@ func argString(args map[string]any, key string) string {
 // after it, in one pass (each block is copied past once, not the whole
 // text once per block).
 func stripThink(s string) string {
-	if !strings.Contains(s, "<think>") {
-		return strings.TrimSpace(s) // the usual reply: no copy
-	}
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "<think>")
+		if i < 0 && b.Len() == 0 {
+			return strings.TrimSpace(s) // no block (the usual reply): no copy
+		}
 		if i < 0 {
 			b.WriteString(s)
 			return strings.TrimSpace(b.String())

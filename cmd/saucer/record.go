@@ -49,14 +49,18 @@ func (r redacting) Write(b []byte) (int, error) {
 // run starts (a server prunes its own: server.Options.KeepRuns); what it
 // cannot remove is a warning.
 func pruneRuns(cfg *config.Config, dir string, errw io.Writer) {
-	k := cfg.Record.Keep
-	removed, err := trajectory.Prune(dir, trajectory.Keep{Age: k.Age.D(), Size: int64(k.Size)}, time.Now())
+	removed, err := trajectory.Prune(dir, keepOf(cfg), time.Now())
 	if len(removed) > 0 {
 		fmt.Fprintf(errw, "saucer: record.keep removed %d old runs from %s\n", len(removed), dir)
 	}
 	if err != nil {
 		fmt.Fprintf(errw, "saucer: warning: record.keep: %v\n", err)
 	}
+}
+
+// keepOf is which runs record.keep keeps.
+func keepOf(cfg *config.Config) trajectory.Keep {
+	return trajectory.Keep{Age: cfg.Record.Keep.Age.D(), Size: int64(cfg.Record.Keep.Size)}
 }
 
 // startRecording opens runs/<id>/ for a run, or returns nil when the run is

@@ -203,7 +203,7 @@ func serve(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	srv, err := server.New(server.Options{Token: token, NewSession: sessions, Conn: connOptions(r), Store: st, Cluster: cluster,
 		Redactor: red, RunsDir: runsDir(cfg, ""), EvalsDir: f.evals,
-		KeepRuns:       trajectory.Keep{Age: cfg.Record.Keep.Age.D(), Size: int64(cfg.Record.Keep.Size)},
+		KeepRuns:       keepOf(cfg),
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
 		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices, DeviceAgents: r.DeviceAgents,
 		Logf: func(format string, args ...any) { fmt.Fprintf(out, "saucer serve: "+format+"\n", args...) }})
