@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,8 +239,11 @@ func (t *task) observe(e agent.Event) {
 // Dispatch starts a task on a connected device, as POST /api/dispatch
 // does: the device gets a task frame and the agents start at once.
 func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInfo, error) {
-	if clientID == "" || request == "" {
-		return TaskInfo{}, fmt.Errorf("%w: client_id and request are required", ErrBadRequest)
+	switch {
+	case clientID == "":
+		return TaskInfo{}, fmt.Errorf("%w: client_id is required: the device to run the task on (GET /api/clients lists them)", ErrBadRequest)
+	case blank(request):
+		return TaskInfo{}, errBlankRequest
 	}
 	if taskName == "" {
 		taskName = "task"
@@ -267,10 +271,19 @@ func (s *Server) Dispatch(clientID, request, taskName, queuedBy string) (TaskInf
 	return t.snapshot(), nil
 }
 
+// errBlankRequest refuses a task whose request is empty or only
+// whitespace: its agents would spend model calls on nothing.
+var errBlankRequest = fmt.Errorf("%w: the request is empty: send \"request\" with the task for the device, in words", ErrBadRequest)
+
+// blank reports a request that is empty or only whitespace.
+func blank(request string) bool { return strings.TrimSpace(request) == "" }
+
 // newTaskLocked creates a task within the limits; session is the id the
 // requester gave it, if any. Called with s.mu held.
 func (s *Server) newTaskLocked(target, requester *device, session, request, taskName, queuedBy string) (*task, error) {
 	switch {
+	case blank(request):
+		return nil, errBlankRequest
 	case s.closing:
 		return nil, ErrShuttingDown
 	case s.running >= s.opts.MaxTasks:

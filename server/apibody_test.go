@@ -1,0 +1,88 @@
+package server_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/saucerhq/saucer/aip"
+	"github.com/saucerhq/saucer/server"
+)
+
+// rawCall sends body as it is (not marshalled) and returns the status,
+// the headers and the body of the answer.
+func rawCall(t *testing.T, method, url, key, contentType, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// jsonError is the "error" of a JSON error body, failing the test when
+// the body is not one.
+func jsonError(t *testing.T, h http.Header, body string) string {
+	t.Helper()
+	if ct := h.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error answered as %q, not JSON: %s", ct, body)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" {
+		t.Errorf("error body is not {\"error\": ...}: %q (%v)", body, err)
+	}
+	return e.Error
+}
+
+// TestBlankRequestIsRefused: a request of only whitespace starts no task
+// (no agents, no model call), over the API (400 saying what to send) and
+// from a device's own task frame.
+func TestBlankRequestIsRefused(t *testing.T) {
+	var sessions atomic.Int32
+	f := newFixture(t, server.Options{NewSession: func(server.SessionSpec) (server.Runner, error) {
+		sessions.Add(1)
+		return nil, io.EOF
+	}})
+	raw := f.rawConn(t)
+	register(t, raw, "dev")
+	for _, req := range []string{"", "   ", "\n\t "} {
+		body, _ := json.Marshal(server.DispatchRequest{ClientID: "dev", Request: req})
+		code, h, b := rawCall(t, "POST", f.http.URL+"/api/dispatch", token, "application/json", string(body))
+		if msg := jsonError(t, h, b); code != http.StatusBadRequest || !strings.Contains(msg, `send "request"`) {
+			t.Errorf("dispatch of %q: %d %q; want 400 saying to send a request", req, code, msg)
+		}
+	}
+	send(t, raw, &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientID: "dev", Request: "  ", TaskName: "t"})
+	// The server may ask the device things first (its tools): the answer
+	// to the task frame is the first error.
+	m := readServer(t, raw)
+	for i := 0; i < 5 && m.Type != aip.TypeError; i++ {
+		m = readServer(t, raw)
+	}
+	if m.Type != aip.TypeError || !strings.Contains(m.Error, "the request is empty") {
+		t.Errorf("a device's blank task request: %+v", m)
+	}
+	if n := len(f.srv.Tasks()); n != 0 || sessions.Load() != 0 {
+		t.Errorf("blank requests made %d task(s) and %d session(s)", n, sessions.Load())
+	}
+}
