@@ -18,11 +18,27 @@ const (
 	FinishToolCallCut = "tool_call_cut"
 )
 
+// Normal reports whether a finish reason is a normal end of a reply, one
+// that may be acted on: OpenAI's "stop", "tool_calls" and the legacy
+// "function_call", Anthropic's "end_turn", "tool_use" and "stop_sequence"
+// (for a provider that passes them on unchanged), and "" from a provider
+// that sends no reason at all (some OpenAI-compatible servers answering
+// without streaming). Everything else is not: "error", "length",
+// "content_filter", "pause_turn", "refusal", a reason no one has seen yet.
+func Normal(reason string) bool {
+	switch reason {
+	case "", FinishStop, FinishToolCalls, "function_call", "end_turn", "tool_use", "stop_sequence":
+		return true
+	}
+	return false
+}
+
 // Unfinished says why a reply must not be acted on, or "" when it ended
-// normally: a reply cut at the token limit, stopped by a content filter or
-// cut off in transit may hold half a command (`rm -rf keep` for
-// `rm -rf keep/tmp`), so nothing of it runs. The text is what the model is
-// told when it is asked again.
+// normally (see Normal): a reply cut at the token limit, stopped by a
+// content filter, cut off in transit or ended for any other reason (a
+// provider's "error" after a tool call that looks complete) may hold half a
+// command (`rm -rf keep` for `rm -rf keep/tmp`), so nothing of it runs. The
+// text is what the model is told when it is asked again.
 func Unfinished(r *Response) string {
 	if r == nil {
 		return ""
@@ -40,7 +56,11 @@ func Unfinished(r *Response) string {
 		return "Your last reply was cut off inside a tool call's arguments (they end before their strings and brackets close), so none of it was run." +
 			" Reply again, with shorter arguments if they were long."
 	}
-	return ""
+	if Normal(r.FinishReason) {
+		return ""
+	}
+	return fmt.Sprintf("Your last reply did not end normally (finish reason %q), so none of it was run, not even the tool calls that looked complete.", r.FinishReason) +
+		" Reply again."
 }
 
 // FixCallIDs gives every tool call an id, and each its own, in place: some

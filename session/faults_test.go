@@ -228,6 +228,8 @@ func anthropicStop(finish string) string {
 		return "max_tokens"
 	case "content_filter":
 		return "refusal"
+	case "pause_turn", "error":
+		return finish // Anthropic's own word (or a server's), sent as it is
 	}
 	return "tool_use"
 }
@@ -501,6 +503,15 @@ func faultRows() []faultRow {
 		truncated("refusal", antJSON, "content_filter", "content filter stopped your last reply"),
 		truncated("length streamed", ollSSE, "length", "cut off at the output token limit"),
 		truncated("content_filter streamed", oaiSSE, "content_filter", "content filter stopped your last reply"),
+		// Any other end is not a normal one either: a complete call that
+		// ends with "error" (or a reason no one has seen yet) does not run.
+		truncated("error", oaiJSON, "error", `did not end normally (finish reason "error")`),
+		truncated("error streamed", oaiSSE, "error", `did not end normally (finish reason "error")`),
+		truncated("error", ollama, "error", `did not end normally (finish reason "error")`),
+		truncated("error streamed", ollSSE, "error", `did not end normally (finish reason "error")`),
+		truncated("an unknown reason", oaiJSON, "gone_fishing", `did not end normally (finish reason "gone_fishing")`),
+		truncated("pause_turn", antJSON, "pause_turn", `did not end normally (finish reason "pause_turn")`),
+		truncated("pause_turn streamed", antSSE, "pause_turn", `did not end normally (finish reason "pause_turn")`),
 		// A reply in words only ends an app agent with the words as its
 		// answer: a cut one must not.
 		{name: "max_tokens in words", shape: antJSON,

@@ -398,3 +398,33 @@ func TestCutArgumentsPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// A complete tool call whose reply ends with finish reason "error" comes
+// back with that reason, streamed or not, and is not a reply to act on.
+func TestErrorFinishIsUnfinished(t *testing.T) {
+	call := json.RawMessage(`{"id":"call_1","type":"function","function":{"name":"execute_command","arguments":"{\"command\":\"rm -rf keep\"}"}}`)
+	var reply map[string]any
+	json.Unmarshal(syntheticReply(t, "", call), &reply)
+	reply["choices"].([]any)[0].(map[string]any)["finish_reason"] = "error"
+	body, _ := json.Marshal(reply)
+	m := newModel(t, openai.Config{APIKey: "k", BaseURL: replyServer(t, body, indexed).URL + "/v1", Model: "gpt-4o"})
+	for _, stream := range []bool{false, true} {
+		var resp *llm.Response
+		var err error
+		req := &llm.Request{Messages: []llm.Message{llm.User("go")}}
+		if stream {
+			resp, err = m.Stream(context.Background(), req, nil)
+		} else {
+			resp, err = m.Complete(context.Background(), req)
+		}
+		if err != nil {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+		if len(resp.Message.ToolCalls) != 1 || resp.Message.ToolCalls[0].Arguments != `{"command":"rm -rf keep"}` {
+			t.Errorf("stream %v: calls %+v", stream, resp.Message.ToolCalls)
+		}
+		if why := llm.Unfinished(resp); resp.FinishReason != "error" || !strings.Contains(why, `"error"`) {
+			t.Errorf("stream %v: finish %q, unfinished %q: a reply that ended in error would run", stream, resp.FinishReason, why)
+		}
+	}
+}
