@@ -211,7 +211,7 @@ func Check() error {
 	if !filesystemKnown("overlay") {
 		return fmt.Errorf("%w: the kernel has no overlay filesystem (modprobe overlay)", ErrUnsupported)
 	}
-	if _, err := filterArches(); err != nil {
+	if _, _, err := filterArches(); err != nil {
 		return err
 	}
 	return nil
