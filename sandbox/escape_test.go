@@ -369,3 +369,32 @@ func TestLeftoversOfAKilledOwnerAreSwept(t *testing.T) {
 		t.Errorf("a live owner's folder was swept: %v", err)
 	}
 }
+
+// PID 1 inside (bwrap's init) shows nothing of the host: not its folders,
+// not bwrap's command line, not the environment Saucer runs in.
+func TestPIDOneShowsNothingOfTheHost(t *testing.T) {
+	secret := fmt.Sprintf("host-only-value-%d", os.Getpid())
+	t.Setenv("SAUCER_TEST_HOST_ONLY", secret)
+	work := t.TempDir()
+	s := need(t, Options{Work: work})
+	out, code := run(t, s, `for f in cmdline environ; do printf '%s: ' $f; tr '\0' ' ' < /proc/1/$f || echo unreadable; echo; done`)
+	if code != 0 || !strings.Contains(out, "cmdline: ") {
+		t.Fatalf("reading /proc/1 inside: exit %d: %s", code, out)
+	}
+	t.Logf("inside:\n%s", out)
+	leaks := []string{"bwrap", "SBX_", s.dir, filepath.Base(s.dir), work, os.TempDir(), secret, os.Getenv("PATH")}
+	for _, v := range os.Environ() {
+		if _, val, _ := strings.Cut(v, "="); len(val) >= 8 && val != "/usr/sbin:/usr/bin:/sbin:/bin" {
+			leaks = append(leaks, val) // every distinctive value of the host's
+		}
+	}
+	for _, l := range leaks {
+		if l != "" && strings.Contains(out, l) {
+			t.Errorf("PID 1 inside shows %q of the host", l)
+		}
+	}
+	// The command line is still there to read (the test reads something).
+	if !strings.Contains(out, launcher) {
+		t.Errorf("PID 1's command line is not the launcher's: %s", out)
+	}
+}

@@ -310,6 +310,14 @@ func (o Options) withDefaults() (Options, error) {
 // the cgroup, sets the open-file limits, makes the writable layer and the
 // overlay root, and becomes bwrap. Paths come in the environment, so
 // nothing needs quoting.
+//
+// bwrap's init is PID 1 inside, where anyone may read its command line and
+// root its environment (/proc/1/cmdline, /proc/1/environ): so bwrap runs
+// with an empty environment, by a name of the sandbox's own (launcher, a
+// link to bwrap in the host folder, run from there: no path in its argv)
+// and with its arguments, which name host folders, read from a pipe
+// (--args; the command that follows them stays in argv, where bwrap wants
+// it). Its command line says "./saucer-sandbox --args 5 -- /bin/sh -c ...".
 const startScript = `set -e
 for f in $SBX_CGROUP; do echo $$ > "$f"; done
 ulimit -H -n $SBX_NOFILE_HARD
@@ -318,8 +326,12 @@ mount -t tmpfs -o "size=$SBX_DISK,mode=0755" saucer-layer "$SBX_DIR/layer"
 mkdir "$SBX_DIR/layer/upper" "$SBX_DIR/layer/work"
 cp -a "$SBX_DIR/view" "$SBX_DIR/layer/view"
 mount -t overlay saucer-root -o "lowerdir=$SBX_DIR/layer/view:$SBX_LOWER,upperdir=$SBX_DIR/layer/upper,workdir=$SBX_DIR/layer/work" "$SBX_DIR/root"
-exec "$@"
+cd "$SBX_DIR"
+exec env -i ./` + launcher + ` --args 5 "$@"
 `
+
+// launcher is the name bwrap runs by: a link to it in the host folder.
+const launcher = "saucer-sandbox"
 
 // Start creates a sandbox. The caller must Close it.
 func Start(ctx context.Context, opts Options) (*Sandbox, error) {
@@ -338,13 +350,20 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, err
+	}
+	if bwrap, err = filepath.Abs(bwrap); err != nil {
+		return nil, err
+	}
 	sweepOnce.Do(sweep)
 	dir, err := os.MkdirTemp("", dirPrefix+ownerTag()+"-")
 	if err != nil {
 		return nil, err
 	}
 	s := &Sandbox{opts: opts, dir: dir, nsenter: nsenter, helper: helper, watched: make(chan struct{})}
-	if err := s.prepare(); err != nil {
+	if err := s.prepare(bwrap); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -359,13 +378,16 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 	return s, nil
 }
 
-// prepare makes the host folder's contents: the mount points and the
-// view layer.
-func (s *Sandbox) prepare() error {
+// prepare makes the host folder's contents: the mount points, the view
+// layer and the launcher (bwrap under the sandbox's name).
+func (s *Sandbox) prepare(bwrap string) error {
 	for _, d := range []string{"layer", "root"} {
 		if err := os.Mkdir(filepath.Join(s.dir, d), 0o700); err != nil {
 			return err
 		}
+	}
+	if err := os.Symlink(bwrap, filepath.Join(s.dir, launcher)); err != nil {
+		return err
 	}
 	// What masked files of /proc show: nothing (a device file would not
 	// open on bwrap's nodev mounts).
@@ -387,7 +409,7 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	}
 	soft, hard := noFile()
 	inst := &instance{done: make(chan struct{}), stderr: &bytes.Buffer{}}
-	bw := []string{"bwrap", "--bind", filepath.Join(s.dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
+	bw := []string{"--bind", filepath.Join(s.dir, "root"), "/", "--dev", "/dev", "--proc", "/proc",
 		// Kernel settings are the host's: root inside may read, not write
 		// them (core_pattern, for one, would run a host program).
 		"--ro-bind", "/proc/sys", "/proc/sys"}
@@ -416,14 +438,13 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	for _, c := range caps {
 		bw = append(bw, "--cap-add", "CAP_"+strings.ToUpper(c))
 	}
-	bw = append(bw, "--chdir", opts.WorkDir, "--info-fd", "3", "--seccomp", "4",
+	bw = append(bw, "--chdir", opts.WorkDir, "--info-fd", "3", "--seccomp", "4")
+
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", startScript, "saucer-sandbox",
 		// The first process says it runs (bwrap's info comes before the
 		// root is in place), then waits for its stdin to close: Close, or
 		// the death of this process.
-		"/bin/sh", "-c", "echo ready; read _ignored")
-
-	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", startScript, "saucer-sandbox"}, bw...)
-	cmd := exec.Command("unshare", args...)
+		"--", "/bin/sh", "-c", "echo ready; read _ignored")
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SBX_DIR=" + s.dir, "SBX_LOWER=" + opts.Root,
 		"SBX_DISK=" + strconv.FormatInt(opts.Disk, 10), "SBX_CGROUP=" + strings.Join(s.cgroup.procs(), " "),
 		"SBX_NOFILE_SOFT=" + strconv.FormatUint(soft, 10), "SBX_NOFILE_HARD=" + strconv.FormatUint(hard, 10)}
@@ -431,13 +452,15 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	// Its own process group: a Ctrl-C at the terminal is Saucer's to
 	// handle; the sandbox ends when Saucer closes it or dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	ends, err := pipes(4)
+	ends, err := pipes(5)
 	if err != nil {
 		return nil, err
 	}
 	// bwrap's info document, a pipe whose closing ends the sandbox, the
-	// first process's "ready", and the seccomp filter for bwrap to load.
+	// first process's "ready", the seccomp filter for bwrap to load, and
+	// bwrap's arguments.
 	info, infoW, keepR, keepW, ready, readyW, filterR, filterW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6], ends[7]
+	argsR, argsW := ends[8], ends[9]
 	defer ready.Close()
 	// The filter (a few KiB) fits in the pipe's buffer.
 	if _, err := filterW.Write(filter); err != nil {
@@ -445,7 +468,7 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("sandbox: seccomp filter: %w", err)
 	}
 	filterW.Close()
-	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW, filterR}
+	cmd.Stdin, cmd.Stdout, cmd.ExtraFiles = keepR, readyW, []*os.File{infoW, filterR, argsR}
 	if err := cmd.Start(); err != nil {
 		closeAll(ends)
 		return nil, fmt.Errorf("sandbox: start: %w", err)
@@ -454,6 +477,14 @@ func (s *Sandbox) start(ctx context.Context) (*instance, error) {
 	keepR.Close()
 	readyW.Close()
 	filterR.Close()
+	argsR.Close()
+	// NUL-separated, as --args reads them; from a goroutine, as they may
+	// not fit in the pipe. If bwrap fails before it reads them, the write
+	// fails (no reader) and the goroutine ends.
+	go func() {
+		io.WriteString(argsW, strings.Join(bw, "\x00")+"\x00")
+		argsW.Close()
+	}()
 	inst.cmd, inst.keep = cmd, keepW
 	go func() {
 		cmd.Wait()
