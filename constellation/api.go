@@ -2,11 +2,11 @@ package constellation
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/saucerhq/saucer/server"
@@ -63,21 +63,9 @@ func (a *api) authed(h http.HandlerFunc) http.HandlerFunc {
 			}
 			return
 		}
-		if a.token != "" {
-			key := r.URL.Query().Get("token")
-			if key == "" {
-				key = r.Header.Get("X-API-Key")
-			}
-			switch {
-			case key == "":
-				http.Error(w, "missing API key", http.StatusUnauthorized)
-				return
-			case subtle.ConstantTimeCompare([]byte(key), []byte(a.token)) != 1:
-				http.Error(w, "invalid API key", http.StatusForbidden)
-				return
-			}
+		if server.CheckKey(w, r, a.token) {
+			h(w, r)
 		}
-		h(w, r)
 	}
 }
 
@@ -98,8 +86,11 @@ type CreateRequest struct {
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	var req CreateRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil || req.Request == "" {
-		writeErr(w, http.StatusBadRequest, fmt.Sprintf("the body must be JSON {\"request\": \"what the devices must do\"} (%v)", err))
+	if !server.DecodeBody(w, r, 1<<20, &req, `{"request": "what the devices must do"}`) {
+		return
+	}
+	if strings.TrimSpace(req.Request) == "" {
+		writeErr(w, http.StatusBadRequest, `the request is empty: send {"request": "what the devices must do"}`)
 		return
 	}
 	id, err := a.o.Start(r.Context(), req.Request)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,7 +252,7 @@ func (o *Orchestrator) Run(ctx context.Context, request string) (*Graph, error) 
 // Start creates a constellation and runs it in the background; Wait or
 // Get follow it.
 func (o *Orchestrator) Start(ctx context.Context, request string) (string, error) {
-	if request == "" {
+	if strings.TrimSpace(request) == "" {
 		return "", errors.New("constellation: the request is empty: say what the devices must do")
 	}
 	g := &Graph{ID: o.opts.NewID(), Request: request, Status: Running, CreatedAt: o.opts.Now().UTC(), Nodes: []*Node{}, Edges: []Edge{}}

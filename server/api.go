@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -54,6 +56,57 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
+// maxBody bounds the body of a request to the API.
+const maxBody = 1 << 20
+
+// ReadBody reads r's body, at most limit bytes. A longer body is
+// answered 413 with a JSON error naming the limit, one that cannot be
+// read 400; ReadBody returns false when it has answered.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf(
+			"the body is larger than %s, the most %s %s takes: send a shorter one", byteSize(tooLarge.Limit), r.Method, r.URL.Path)})
+		return nil, false
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body could not be read: " + err.Error()})
+		return nil, false
+	}
+	return body, true
+}
+
+// DecodeBody reads r's body as ReadBody does and decodes it as JSON into
+// v. A body that is not JSON of v's shape is answered 400 saying so with
+// want, what to send ({"request": "..."}); DecodeBody returns false when
+// it has answered.
+func DecodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, want string) bool {
+	body, ok := ReadBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		if len(bytes.TrimSpace(body)) == 0 {
+			err = errors.New("the body is empty")
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be JSON " + want + ": " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// byteSize writes n bytes as a person would (1 MiB, 64 KiB, 300 bytes).
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // DispatchRequest is the body of POST /api/dispatch.
 type DispatchRequest struct {
 	ClientID string `json:"client_id"`
@@ -77,9 +130,7 @@ type DispatchResponse struct {
 
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	var req DispatchRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be JSON {client_id, request, task_name}: " + err.Error()})
+	if !DecodeBody(w, r, maxBody, &req, `{"client_id": "...", "request": "...", "task_name": "..."}`) {
 		return
 	}
 	queuedBy := s.queuedBy()

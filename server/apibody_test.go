@@ -86,3 +86,52 @@ func TestBlankRequestIsRefused(t *testing.T) {
 		t.Errorf("blank requests made %d task(s) and %d session(s)", n, sessions.Load())
 	}
 }
+
+// TestBodiesOverTheLimitAre413: every endpoint that reads a body answers
+// one over its limit with 413 and a JSON error naming the limit, and one
+// that is not JSON with 400 saying what to send.
+func TestBodiesOverTheLimitAre413(t *testing.T) {
+	f := newFixture(t, server.Options{})
+	mib := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		path, contentType, body string
+		want                    int
+		says                    string
+	}{
+		{"/api/dispatch", "application/json", `{"client_id":"dev","request":"` + mib + `"}`, 413, "larger than 1 MiB, the most POST /api/dispatch takes"},
+		{"/api/dispatch", "application/json", `client_id=dev`, 400, `the body must be JSON {"client_id": "...", "request"`},
+		{"/api/dispatch", "application/json", ``, 400, "the body is empty"},
+		{"/api/tasks/t1/pending/p1", "application/json", `{"answer":"` + mib + `"}`, 413, "larger than 1 MiB"},
+		{"/api/login", "application/json", `{"key":"` + mib[:1<<16] + `"}`, 413, "larger than 64 KiB, the most POST /api/login takes"},
+		{"/api/login", "application/x-www-form-urlencoded", `key=` + mib[:1<<16], 413, "larger than 64 KiB"},
+		{"/api/login", "application/json", `{"key":`, 400, `the body must be JSON {"key": "..."}`},
+	} {
+		code, h, b := rawCall(t, "POST", f.http.URL+tc.path, token, tc.contentType, tc.body)
+		if msg := jsonError(t, h, b); code != tc.want || !strings.Contains(msg, tc.says) {
+			t.Errorf("POST %s (%.20s...): %d %q; want %d saying %q", tc.path, tc.body, code, msg, tc.want, tc.says)
+		}
+	}
+}
+
+// TestAuthRefusalsAreJSON: 401 and 403 are JSON errors like the rest of
+// the API, on the API and on /ws, and say what to send.
+func TestAuthRefusalsAreJSON(t *testing.T) {
+	f := newFixture(t, server.Options{})
+	for _, tc := range []struct {
+		method, path, key string
+		want              int
+		says              string
+	}{
+		{"GET", "/api/clients", "", 401, "missing API key: send the server's key as the X-API-Key header"},
+		{"GET", "/api/clients", "wrong", 403, "invalid API key"},
+		{"POST", "/api/dispatch", "", 401, "missing API key"},
+		{"GET", "/api/runs", "wrong", 403, "invalid API key"},
+		{"GET", "/ws", "", 401, "missing API key"},
+		{"GET", "/ws", "wrong", 403, "invalid API key"},
+	} {
+		code, h, b := rawCall(t, tc.method, f.http.URL+tc.path, tc.key, "", "")
+		if msg := jsonError(t, h, b); code != tc.want || !strings.Contains(msg, tc.says) {
+			t.Errorf("%s %s (key %q): %d %q; want %d saying %q", tc.method, tc.path, tc.key, code, msg, tc.want, tc.says)
+		}
+	}
+}

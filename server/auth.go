@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -37,6 +36,9 @@ const SessionCookie = "saucer_session"
 
 // DefaultSessionTTL is how long a console login lasts.
 const DefaultSessionTTL = 12 * time.Hour
+
+// maxLoginBody bounds the body of POST /api/login.
+const maxLoginBody = 1 << 16
 
 // Login is the body of POST /api/login.
 type Login struct {
@@ -213,9 +215,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	var l Login
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-		l.Key = r.PostFormValue("key")
-	} else if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&l); err != nil {
-		writeError(w, fmt.Errorf("%w: the body must be {\"key\": \"...\"}: %v", ErrBadRequest, err))
+		body, ok := ReadBody(w, r, maxLoginBody)
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: the form could not be read (%v): send key=...", ErrBadRequest, err))
+			return
+		}
+		l.Key = form.Get("key")
+	} else if !DecodeBody(w, r, maxLoginBody, &l, `{"key": "..."}`) {
 		return
 	}
 	if l.Key == "" {

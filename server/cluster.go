@@ -266,9 +266,8 @@ func (s *Server) routeDevice(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body could not be read: " + err.Error()})
+		body, ok := ReadBody(w, r, maxBody)
+		if !ok {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -313,9 +312,8 @@ func (s *Server) routeTask(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if to := s.elsewhere(rec.Server); to != "" {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-			if err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body could not be read: " + err.Error()})
+			body, ok := ReadBody(w, r, maxBody)
+			if !ok {
 				return
 			}
 			s.forward(w, r, to, body)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,7 +239,11 @@ func (s *Server) listPending(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) settlePending(w http.ResponseWriter, r *http.Request) {
 	var a Answer
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	body, ok := ReadBody(w, r, maxBody)
+	if !ok {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		writeError(w, fmt.Errorf("%w: the body must be {\"answer\": \"...\"} or {\"approve\": true|false}: %v", ErrBadRequest, err))

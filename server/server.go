@@ -277,7 +277,15 @@ func (s *Server) Handler() http.Handler {
 // authorize checks the API key: 401 when none is given, 403 when it is
 // wrong. It says nothing else, before any upgrade.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if s.opts.Token == "" {
+	return CheckKey(w, r, s.opts.Token)
+}
+
+// CheckKey checks a request's API key (?token= or X-API-Key) against
+// token, when token is set: it answers 401 when none is given and 403
+// when it is wrong, with a JSON error as the rest of the API, and
+// returns false.
+func CheckKey(w http.ResponseWriter, r *http.Request, token string) bool {
+	if token == "" {
 		return true
 	}
 	key := r.URL.Query().Get("token")
@@ -286,10 +294,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch {
 	case key == "":
-		http.Error(w, "missing API key", http.StatusUnauthorized)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing API key: send the server's key as the X-API-Key header (or ?token=)"})
 		return false
-	case subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.Token)) != 1:
-		http.Error(w, "invalid API key", http.StatusForbidden)
+	case subtle.ConstantTimeCompare([]byte(key), []byte(token)) != 1:
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "invalid API key: it is not the server's key (its --token, or SAUCER_TOKEN)"})
 		return false
 	}
 	return true
