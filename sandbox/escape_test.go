@@ -398,3 +398,96 @@ func TestPIDOneShowsNothingOfTheHost(t *testing.T) {
 		t.Errorf("PID 1's command line is not the launcher's: %s", out)
 	}
 }
+
+// What root inside leaves in the working folder cannot harm its owner on
+// the host once the sandbox closes: links out of it are gone (and listed),
+// files given to other users are the owner's again, setuid bits are off.
+// What the owner had there before is left alone.
+func TestWorkFolderIsTidiedAtClose(t *testing.T) {
+	work := t.TempDir()
+	const uid, gid = 4321, 4322 // the folder's owner, not root
+	bait := filepath.Join(t.TempDir(), "bait")
+	if err := os.WriteFile(bait, []byte("host file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The owner's own, from before: an absolute link and a root-owned file.
+	os.Symlink("/etc/hostname", filepath.Join(work, "mine"))
+	os.WriteFile(filepath.Join(work, "rootfile"), nil, 0o644)
+	if err := os.Chown(work, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(work, 0o750)
+
+	s := need(t, Options{Work: work})
+	out, code := run(t, s, `set -e; cd /root
+echo x > f; chown 1234:1234 f
+ln -s /etc/shadow leak
+ln -s ../../etc/passwd up
+mkdir -p d/e sub; chown -R 1234:1234 d
+ln -s ../../../etc d/e/esc
+ln -s f inlink; ln -s d/e/../../f inlink2
+ln -s /root/f absin
+ln -s .. sub/parent
+ln -s sub/parent/../outside chain
+ln -s f keep; chown -h 1234:1234 keep
+ln -s `+bait+` `+noteName+`
+chown 1234:1234 /root; chmod 777 /root
+echo done`)
+	if code != 0 || out != "done" {
+		t.Fatalf("inside: exit %d: %s", code, out)
+	}
+	// A setuid file, which nothing inside can make: from the host, during
+	// the session.
+	if err := os.WriteFile(filepath.Join(work, "suid"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(work, "suid"), 0o4755|fs.ModeSetuid|fs.ModeSetgid)
+
+	if err := s.Close(); err != nil { // idempotent: need's cleanup calls it again
+		t.Fatalf("Close: %v", err)
+	}
+	for _, gone := range []string{"leak", "up", "d/e/esc", "absin", "chain"} {
+		if _, err := os.Lstat(filepath.Join(work, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still in the folder (%v)", gone, err)
+		}
+	}
+	for _, kept := range []string{"inlink", "inlink2", "sub/parent", "keep", "mine"} {
+		if _, err := os.Lstat(filepath.Join(work, kept)); err != nil {
+			t.Errorf("the link %s within the folder was removed: %v", kept, err)
+		}
+	}
+	owned := func(name string, wantUID, wantGID uint32) {
+		t.Helper()
+		st, err := os.Lstat(filepath.Join(work, name))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != wantUID || sys.Gid != wantGID {
+			t.Errorf("%s is %d:%d, want %d:%d", name, sys.Uid, sys.Gid, wantUID, wantGID)
+		}
+	}
+	for _, name := range []string{".", "f", "d", "d/e", "keep", "sub", noteName} {
+		owned(name, uid, gid)
+	}
+	owned("rootfile", 0, 0) // the owner's, from before
+	if st, err := os.Stat(work); err != nil || st.Mode().Perm() != 0o750 {
+		t.Errorf("the folder's mode: %v %v, want 0750 as before", st.Mode(), err)
+	}
+	if st, err := os.Stat(filepath.Join(work, "suid")); err != nil || st.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		t.Errorf("suid: %v %v", st.Mode(), err)
+	}
+	if b, err := os.ReadFile(bait); err != nil || string(b) != "host file\n" {
+		t.Errorf("the host file a link pointed at changed: %q %v", b, err)
+	}
+	note, err := os.ReadFile(filepath.Join(work, noteName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"leak -> /etc/shadow", "up -> ../../etc/passwd", "d/e/esc -> ../../../etc", "absin -> /root/f",
+		"chain -> sub/parent/../outside", noteName + " -> " + bait} {
+		if !strings.Contains(string(note), "\n"+line+"\n") {
+			t.Errorf("the note does not list %q:\n%s", line, note)
+		}
+	}
+}

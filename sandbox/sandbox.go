@@ -160,8 +160,9 @@ type Sandbox struct {
 	opts    Options
 	dir     string // host folder: mount points, the owner marker, the state file
 	cgroup  *cgroup
-	nsenter string // its absolute path
-	helper  string // the seccomp helper's path (enter.go)
+	nsenter string    // its absolute path
+	helper  string    // the seccomp helper's path (enter.go)
+	work    workState // the work folder as the sandbox found it (tidy.go)
 
 	mu       sync.Mutex
 	cur      *instance // the running sandbox; nil once Close began or a restart failed
@@ -368,6 +369,12 @@ func Start(ctx context.Context, opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	s.cgroup = newCgroup(filepath.Base(dir), opts)
+	if opts.Work != "" {
+		if s.work, err = statWork(opts.Work); err != nil {
+			s.cleanup()
+			return nil, err
+		}
+	}
 	inst, err := s.start(ctx)
 	if err != nil {
 		s.cleanup()
@@ -811,7 +818,8 @@ func (s *Sandbox) Restarts() int {
 func (s *Sandbox) Limits() string { return s.cgroup.describe() }
 
 // Close ends the sandbox: every process in it is killed, its writable layer
-// and mounts are gone; the work folder stays. Close is idempotent.
+// and mounts are gone; the work folder stays, tidied for its owner on the
+// host (tidy.go). Close is idempotent.
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -823,7 +831,11 @@ func (s *Sandbox) Close() error {
 			inst.stop()
 		}
 		<-s.watched
-		s.closeErr = s.cleanup()
+		var err error
+		if s.opts.Work != "" {
+			_, err = tidy(s.opts.Work, s.work)
+		}
+		s.closeErr = errors.Join(err, s.cleanup())
 	})
 	return s.closeErr
 }
