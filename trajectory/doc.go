@@ -95,7 +95,13 @@
 // alike: the literal secrets it is given (API keys from the config and the
 // environment, record.redact entries) and the shapes of common keys
 // (DefaultPatterns) become [REDACTED]. Replay redacts live values the same
-// way before comparing them with recorded ones.
+// way before comparing them with recorded ones. Raw JSON a device sent (a
+// command's result, a raw value in parameters) is written as it came,
+// escapes included; a string of it with an escape encoding/json would not
+// write (`\u0041` for "A", `\/`) is redacted by what it decodes to, and
+// written again, redacted, when it holds a secret. Only raw values with a
+// backslash are looked at again, and only their strings with such an
+// escape are decoded.
 //
 // A line is the bytes json.Marshal gives for its Event, written by an
 // encoder of the package's own, without reflection. A server records the

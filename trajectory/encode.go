@@ -36,6 +36,10 @@ type eventEncoder struct {
 	// clean is the redactor's room to work in on the line (kept with the
 	// encoder, which writers share).
 	clean cleanScratch
+	// escaped are the raw values and parameter maps (which may hold raw
+	// values) written with a backslash in them: their strings may hide a
+	// secret behind escapes the device chose (see Redactor.decodeEscaped).
+	escaped []span
 }
 
 // part is a span of a line, and how many parts nest in it: those just
@@ -49,6 +53,7 @@ const minLong = 256
 // encode sets w to e's line, or returns encoding/json's error for it.
 func (w *eventEncoder) encode(e *Event, threshold int) error {
 	w.b, w.long, w.err, w.large, w.threshold = w.b[:0], w.long[:0], nil, false, threshold
+	w.escaped = w.escaped[:0]
 	w.event(e)
 	if w.err == nil {
 		return nil
@@ -61,6 +66,8 @@ func (w *eventEncoder) encode(e *Event, threshold int) error {
 		return err
 	}
 	w.b, w.long, w.large = append(w.b[:0], b...), w.long[:0], true
+	w.escaped = w.escaped[:0]
+	w.escapes(0)
 	return nil
 }
 
@@ -539,6 +546,7 @@ func (w *eventEncoder) raw(name string, v []byte) {
 			}
 		}
 	}
+	w.escapes(start)
 	w.mark(name, start, true)
 }
 
@@ -547,7 +555,15 @@ func (w *eventEncoder) anyMap(name string, m map[string]any) {
 	w.key(name)
 	start := len(w.b)
 	w.do(appendMap(w.b, m))
+	w.escapes(start)
 	w.mark(name, start, true)
+}
+
+// escapes notes the value written from start when it holds a backslash.
+func (w *eventEncoder) escapes(start int) {
+	if bytes.IndexByte(w.b[start:], '\\') >= 0 {
+		w.escaped = append(w.escaped, span{start, len(w.b)})
+	}
 }
 
 // do takes what an append function returned.

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"unsafe"
+
+	"github.com/saucerhq/saucer/internal/jsonw"
 )
 
 // Redacted replaces every secret the writer finds.
@@ -68,6 +70,11 @@ type Redactor struct {
 	// canPass); clean remembers the parts found clean.
 	passable bool
 	clean    seenSet[struct{}]
+	// decodeAll: a pattern may match a character JSON writes escaped
+	// even in its shortest form (a quote, a backslash, a newline, a
+	// carriage return, a tab), so every escaped string of a raw value is
+	// decoded, not only those with other escapes (see decodeEscaped).
+	decodeAll bool
 }
 
 // rule is one pattern and where its matches can be.
@@ -233,6 +240,9 @@ func NewRedactor(secrets []string, patterns []string) (*Redactor, error) {
 			}
 		}
 		r.rules = append(r.rules, ru)
+		if sre, err := syntax.Parse(p, syntax.Perl); err != nil || canMatchEscaped(sre) {
+			r.decodeAll = true
+		}
 		for _, lit := range ru.lits {
 			r.rescan = r.rescan || madeByReplacing(lit, ru.fold)
 		}
@@ -320,6 +330,36 @@ func holdsQuoteOrEdge(re *syntax.Regexp) bool {
 	}
 	for _, sub := range re.Sub {
 		if holdsQuoteOrEdge(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// canMatchEscaped reports whether re may match one of the characters
+// encoding/json writes as a two-byte escape: '"', '\\', '\n', '\r', '\t'.
+func canMatchEscaped(re *syntax.Regexp) bool {
+	const escaped = "\"\\\n\r\t"
+	switch re.Op {
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	case syntax.OpLiteral:
+		for _, c := range re.Rune {
+			if strings.ContainsRune(escaped, c) {
+				return true
+			}
+		}
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for _, c := range escaped {
+				if re.Rune[i] <= c && c <= re.Rune[i+1] {
+					return true
+				}
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		if canMatchEscaped(sub) {
 			return true
 		}
 	}
@@ -581,8 +621,89 @@ func (r *Redactor) matches(s string, i int, cands []cand) []span {
 
 // JSON redacts one JSON document (an event line). Working on the bytes is fast; when that
 // leaves invalid JSON (a secret that began right after a backslash of an
-// escape, say) it redacts each decoded string instead.
-func (r *Redactor) JSON(b []byte) ([]byte, error) { return r.jsonPassing(b, nil, nil) }
+// escape, say) it redacts each decoded string instead. A string written
+// with escapes that encoding/json would not write (`\u0041` for "A", `\/`)
+// is redacted by what it decodes to.
+func (r *Redactor) JSON(b []byte) ([]byte, error) {
+	if bytes.IndexByte(b, '\\') >= 0 {
+		b, _ = r.decodeEscaped(b, []span{{0, len(b)}})
+	}
+	return r.jsonPassing(b, nil, nil)
+}
+
+// decodeEscaped redacts the strings of the JSON values at spans of line
+// (raw values, which the encoder copies as they came, escapes and all) by
+// what they decode to: a secret written `sk-\u0041...` or `https:\/\/...`
+// is not found in the bytes, but is in the string. A string whose escapes
+// are only those encoding/json writes itself (\" \\ \n \r \t) is not
+// decoded (unless decodeAll): the redactor finds a literal secret in its
+// escaped form and no pattern matches those characters. A string that
+// holds a secret is written again, redacted, as json.Marshal writes it;
+// the rest of the line is kept byte for byte. spans are in order and do
+// not overlap; line is not changed (changed: a new line was made).
+func (r *Redactor) decodeEscaped(line []byte, spans []span) (_ []byte, changed bool) {
+	if r == nil {
+		return line, false
+	}
+	var out []byte // made when a string is redacted
+	last := 0
+	for _, sp := range spans {
+		if !r.decodeAll && !oddEscape(line[sp.lo:sp.hi]) {
+			continue
+		}
+		for i := sp.lo; i < sp.hi; i++ {
+			if line[i] != '"' {
+				continue
+			}
+			j, esc := i+1, false
+			for j < sp.hi && line[j] != '"' {
+				if line[j] == '\\' {
+					esc = true
+					j++
+				}
+				j++
+			}
+			if j >= sp.hi {
+				break // not a whole string: not a JSON value the encoder wrote
+			}
+			if esc {
+				var s string
+				if json.Unmarshal(line[i:j+1], &s) == nil {
+					if red, ok := r.redact(s); ok {
+						if out == nil {
+							out = make([]byte, 0, len(line)+len(Redacted))
+						}
+						out = jsonw.AppendString(append(out, line[last:i]...), red)
+						last = j + 1
+					}
+				}
+			}
+			i = j
+		}
+	}
+	if out == nil {
+		return line, false
+	}
+	return append(out, line[last:]...), true
+}
+
+// oddEscape reports whether b (compact JSON) holds an escape other than
+// the two-byte ones encoding/json writes for '"', '\\', '\n', '\r' and
+// '\t': a \u escape, \/, \b or \f.
+func oddEscape(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 || i+1 >= len(b) {
+			return false
+		}
+		switch b[i+1] {
+		case '"', '\\', 'n', 'r', 't':
+			b = b[i+2:]
+			continue
+		}
+		return true
+	}
+}
 
 // cleanScratch is the room knownClean works in, kept by a Writer from one
 // line to the next.

@@ -258,6 +258,13 @@ func (w *Writer) Write(e Event) error {
 			return fmt.Errorf("trajectory: %s event: %w", e.Type, err)
 		}
 		long = nil
+	} else if len(enc.escaped) > 0 {
+		// Raw values came with their escapes: a secret may hide behind
+		// them (`sk-\u0041...`). The large values' path above wrote every
+		// string again as json.Marshal does, which undoes such escapes.
+		if red, changed := w.redactor.decodeEscaped(line, enc.escaped); changed {
+			line, long = red, nil
+		}
 	}
 	if line, err = w.redactor.jsonPassing(line, long, &enc.clean); err != nil {
 		w.seq--
