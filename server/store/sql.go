@@ -596,13 +596,17 @@ func OpenPostgres(ctx context.Context, url string) (*SQL, error) {
 // DB is the underlying database (for tests and tools).
 func (s *SQL) DB() *sql.DB { return s.db }
 
+// migrateLock is the key of the PostgreSQL advisory lock a migration's
+// transaction holds.
+const migrateLock = 7061727
+
 // migrate applies the migrations the database lacks, each in its own
-// transaction. On PostgreSQL an advisory lock keeps two servers starting
-// together from applying the same one twice.
+// transaction. On PostgreSQL every such transaction first takes an
+// advisory lock (migrateLock), so that servers starting together on a
+// fresh database apply each migration once, the others waiting and
+// finding it applied; schema_migrations itself is made under the lock
+// too, as two CREATE TABLE IF NOT EXISTS at once clash there.
 func (s *SQL) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("store %s: %w", s.name, err)
-	}
 	for _, m := range migrations {
 		if err := s.apply(ctx, m); err != nil {
 			return fmt.Errorf("store %s: migration %d: %w", s.name, m.version, err)
@@ -625,9 +629,12 @@ func (s *SQL) apply(ctx context.Context, m migration) error {
 	}
 	defer tx.Rollback()
 	if s.dialect == "postgres" {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7061727)`); err != nil {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
