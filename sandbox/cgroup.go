@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -120,23 +121,37 @@ func (cg *cgroup) describe() string {
 }
 
 // remove deletes the cgroup once its processes are gone (they are killed
-// with the PID namespace; the kernel takes a moment to reap them).
+// with the PID namespace; the kernel takes a moment to reap them, longer
+// on a loaded machine, and rmdir fails with EBUSY until it has). It tries
+// again, less and less often, for up to removeWait.
 func (cg *cgroup) remove() error {
 	var errs []error
 	for _, d := range cg.dirs {
-		var err error
-		for i := 0; i < 50; i++ {
-			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
-				err = nil
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sandbox: remove cgroup %s: %w", d, err))
+		if err := removeCgroupDir(d, time.Now().Add(removeWait)); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: remove cgroup %s: %w (it is removed by the next Saucer to start a sandbox once it is empty)", d, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeWait is how long remove waits for a cgroup's processes to be gone.
+const removeWait = 10 * time.Second
+
+// removeCgroupDir removes the cgroup directory d, trying again until
+// deadline while it still holds processes.
+func removeCgroupDir(d string, deadline time.Time) error {
+	pause := time.Millisecond
+	for {
+		err := os.Remove(d)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 func bytesText(n int64) string {

@@ -1,12 +1,12 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/saucerhq/saucer/internal/owner"
 )
 
 // A sandbox leaves a host folder (its mount points) and a cgroup while it
@@ -24,30 +24,7 @@ const dirPrefix = "saucer-sandbox-"
 var sweepOnce sync.Once
 
 // ownerTag is this process's part of the names: PID.START.
-var ownerTag = sync.OnceValue(func() string {
-	return fmt.Sprintf("%d.%d", os.Getpid(), startTime(os.Getpid()))
-})
-
-// startTime is a process's start time in clock ticks since boot (field 22
-// of /proc/PID/stat), or 0 if it is not running.
-func startTime(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, field 2, is in parentheses and may hold anything.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:]) // fields 3...
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseUint(f[19], 10, 64)
-	return n
-}
+var ownerTag = owner.Tag
 
 // ownerAlive reports whether the owner named in a sandbox folder's or
 // cgroup's name still runs; ok is false for a name that names no owner
@@ -61,13 +38,7 @@ func ownerAlive(name string) (alive, ok bool) {
 	if !found {
 		return false, false
 	}
-	pidText, startText, found := strings.Cut(tag, ".")
-	pid, err1 := strconv.Atoi(pidText)
-	start, err2 := strconv.ParseUint(startText, 10, 64)
-	if !found || err1 != nil || err2 != nil || pid <= 0 {
-		return false, false
-	}
-	return startTime(pid) == start, true
+	return owner.Alive(tag)
 }
 
 // sweep removes the folders and cgroups of sandboxes whose owner is gone.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/owner"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,6 +23,17 @@ import (
 // Commands start inside it (clone into cgroup), so none can fork before
 // it is there. It needs cgroup v2, writable at this process's own cgroup;
 // where it is not, timeouts fall back to the process group and the tag.
+//
+// A command's cgroup is removed once its processes are gone, on every
+// path (the command ended, timed out, was cancelled): close waits for
+// the killed to die and, past closeWait, goes on waiting in the
+// background; the server's stop waits for those of cancelled commands,
+// so that a process that exits right after a cancel (a second Ctrl-C)
+// leaves none. Names carry their owner, "saucer-cmd-PID.START-TAG": what
+// a Saucer that could not remove them left (killed with SIGKILL, or
+// exited at once at a third Ctrl-C) is removed by the next one to make a
+// command's cgroup under the same parent, once its owner is gone and its
+// processes too.
 
 // cgroupBase is the directory, once found, under which commands' cgroups
 // are made: this process's own cgroup in the v2 hierarchy. why says why
@@ -52,8 +64,25 @@ var cgroupBase = sync.OnceValues(func() (dir string, why error) {
 	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
 		return "", fmt.Errorf("cgroup v2 at %s has no cgroup.kill (Linux 5.14 or newer has it)", dir)
 	}
+	sweepGroups(dir)
 	return dir, nil
 })
+
+// groupPrefix begins the name of every command's cgroup.
+const groupPrefix = "saucer-cmd-"
+
+// sweepGroups removes, under base, the commands' cgroups of Saucers that
+// are gone. One that still holds processes (a background job of a
+// command whose Saucer was killed) cannot be removed and stays.
+func sweepGroups(base string) {
+	groups, _ := filepath.Glob(filepath.Join(base, groupPrefix+"*"))
+	for _, g := range groups {
+		tag, _, found := strings.Cut(strings.TrimPrefix(filepath.Base(g), groupPrefix), "-")
+		if alive, ok := owner.Alive(tag); found && ok && !alive {
+			os.Remove(g)
+		}
+	}
+}
 
 // cgroup2Mount is where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup,
 // or /sys/fs/cgroup/unified beside v1 controllers.
@@ -89,8 +118,9 @@ func TimeoutKill() string {
 
 // cmdGroup is one command's cgroup.
 type cmdGroup struct {
-	dir string
-	fd  *os.File // the directory, open, for clone into cgroup
+	dir  string
+	fd   *os.File      // the directory, open, for clone into cgroup
+	gone chan struct{} // closed once close has removed it, or given up
 }
 
 // newCmdGroup makes a cgroup for the command tagged tag, or returns nil
@@ -100,7 +130,7 @@ func newCmdGroup(tag string) *cmdGroup {
 	if why != nil {
 		return nil
 	}
-	dir := filepath.Join(base, "saucer-"+tag)
+	dir := filepath.Join(base, groupPrefix+owner.Tag()+"-"+tag)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
@@ -109,7 +139,7 @@ func newCmdGroup(tag string) *cmdGroup {
 		os.Remove(dir)
 		return nil
 	}
-	return &cmdGroup{dir: dir, fd: fd}
+	return &cmdGroup{dir: dir, fd: fd, gone: make(chan struct{})}
 }
 
 // enter has the process started with attr begin inside the cgroup.
@@ -126,51 +156,95 @@ func (g *cmdGroup) kill() {
 	}
 }
 
+// closeWait is how long close waits for the cgroup to go before it
+// leaves the rest to the background; backgroundWait is how long that
+// goes on (a killed process in uninterruptible sleep on a loaded disk
+// can take seconds to die).
+var closeWait, backgroundWait = 5 * time.Second, 10 * time.Minute
+
 // close removes the cgroup. Processes still in it (background jobs of a
 // command that ended, which keep running by design) are moved to the
-// parent cgroup first; after kill, it waits a moment for the dying.
+// parent cgroup first; after kill, it waits for the dying, for up to
+// closeWait here and then in the background. Its gone channel is closed
+// once the cgroup is removed (or removal gave up).
 func (g *cmdGroup) close() {
 	if g == nil {
 		return
 	}
 	g.fd.Close()
+	if g.remove(time.Now().Add(closeWait)) {
+		close(g.gone)
+		return
+	}
+	go func() {
+		defer close(g.gone)
+		g.remove(time.Now().Add(backgroundWait))
+	}()
+}
+
+// done is closed once the cgroup has been removed (or removal gave up);
+// it is closed from the start where there is no cgroup.
+func (g *cmdGroup) done() <-chan struct{} {
+	if g == nil {
+		return closedChan
+	}
+	return g.gone
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// remove removes the cgroup, moving what still runs in it to the parent
+// and waiting for the dying, until deadline; it reports whether the
+// cgroup is gone.
+func (g *cmdGroup) remove(deadline time.Time) bool {
 	parent := filepath.Join(filepath.Dir(g.dir), "cgroup.procs")
-	deadline := time.Now().Add(5 * time.Second)
+	pause := time.Millisecond
 	for {
 		err := os.Remove(g.dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
-			return
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return false
 		}
 		procs, _ := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
 		for _, pid := range bytes.Fields(procs) {
 			os.WriteFile(parent, pid, 0) // fails for one that is exiting: it is waited for
 		}
-		waitEmpty(g.dir, deadline)
+		if !waitEmpty(g.dir, deadline) {
+			// Empty, yet still busy: the kernel has not quite let go of
+			// the last to exit. Try again shortly, not at once.
+			time.Sleep(pause)
+			pause = min(2*pause, 50*time.Millisecond)
+		}
 	}
 }
 
-// waitEmpty returns once dir's cgroup holds no process, or at deadline.
+// waitEmpty returns once dir's cgroup holds no process, or at deadline;
+// it reports whether it waited for a change (false when the cgroup was
+// empty, or could not be watched, from the start).
 // The kernel signals a change of cgroup.events to inotify.
-func waitEmpty(dir string, deadline time.Time) {
+func waitEmpty(dir string, deadline time.Time) (waited bool) {
 	events := filepath.Join(dir, "cgroup.events")
 	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return
+		return false
 	}
 	f := os.NewFile(uintptr(in), "inotify")
 	defer f.Close()
 	if _, err := unix.InotifyAddWatch(in, events, unix.IN_MODIFY); err != nil {
-		return
+		return false
 	}
 	f.SetReadDeadline(deadline)
 	buf := make([]byte, 4096)
 	for {
 		b, err := os.ReadFile(events)
 		if err != nil || bytes.Contains(b, []byte("populated 0")) {
-			return
+			return waited
 		}
 		if _, err := f.Read(buf); err != nil {
-			return
+			return waited
 		}
+		waited = true
 	}
 }

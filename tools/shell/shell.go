@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -149,8 +150,9 @@ func NewChecked(opts Options) (*tools.Server, error) {
 }
 
 // Start builds the shell MCP server, or says what is wrong with the
-// options. stop ends a persistent server's shell with its background jobs
-// (it does nothing for the others); call it when the server is done.
+// options. stop ends a persistent server's shell with its background jobs,
+// and waits (up to settleWait) until the cgroups of commands that were
+// cancelled or timed out are removed; call it when the server is done.
 func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	pol, err := compilePolicy(opts.Policy)
 	if err != nil {
@@ -163,7 +165,8 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	if r.opts.Logger == nil {
 		r.opts.Logger = slog.Default()
 	}
-	stop = func() error { return nil }
+	// Stop waits for cancelled commands' cgroups to go.
+	stop = func() error { r.settle(); return nil }
 	instructions := "Runs shell commands on this device. Each call starts a fresh shell: cd and exported variables do not carry over; use cwd and env."
 	what := fmt.Sprintf("Run a command with %s -c in a fresh shell and return its stdout, stderr and exit code. ", filepath.Base(r.opts.Shell))
 	if opts.Persistent {
@@ -172,7 +175,7 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 			env = append(slices.Clone(jailEnv), r.opts.Env...)
 		}
 		r.session = &session{opts: r.opts, env: env}
-		stop = r.session.Close
+		stop = func() error { r.settle(); return r.session.Close() }
 		instructions = "Runs shell commands on this device in one persistent shell, as in a terminal: cd, variables and su carry over from one call to the next."
 		what = fmt.Sprintf("Run a command in this device's persistent %s shell (cd, variables and su carry over between calls) and return its stdout, stderr and exit code. ", filepath.Base(r.opts.Shell))
 	}
@@ -268,6 +271,60 @@ type runner struct {
 	opts    Options
 	policy  *compiled
 	session *session // the persistent shell, if any
+
+	mu      sync.Mutex
+	running map[*liveCmd]struct{} // fresh commands not yet cleaned up
+}
+
+// liveCmd is a fresh command until its cgroup is gone.
+type liveCmd struct {
+	ctx   context.Context // ends with the command's timeout or its caller
+	group *cmdGroup
+}
+
+// settleWait bounds how long stop waits for cancelled commands' cgroups.
+const settleWait = 10 * time.Second
+
+// settle waits, for up to settleWait, until the cgroups of the commands
+// that were cancelled or timed out are gone. A caller that gave up on a
+// command has its call return at once while the command is still being
+// killed; a process that exits right after would leave the cgroup. A
+// command still running by its caller's will is not waited for.
+func (r *runner) settle() {
+	r.mu.Lock()
+	var wait []<-chan struct{}
+	for c := range r.running {
+		if c.ctx.Err() != nil {
+			wait = append(wait, c.group.done())
+		}
+	}
+	r.mu.Unlock()
+	deadline := time.After(settleWait)
+	for _, ch := range wait {
+		select {
+		case <-ch:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// track counts c as running until the returned func is called.
+func (r *runner) track(c *liveCmd) (untrack func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = map[*liveCmd]struct{}{}
+	}
+	r.running[c] = struct{}{}
+	return func() {
+		go func() {
+			<-c.group.done()
+			r.mu.Lock()
+			delete(r.running, c)
+			r.mu.Unlock()
+		}()
+	}
 }
 
 // refuse logs a policy violation and returns it as the tool's error.
@@ -392,6 +449,8 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		cmd = build(nil)
 		err = cmd.Start()
 	}
+	live := &liveCmd{ctx: ctx, group: group}
+	defer r.track(live)()
 	defer group.close()
 	if err == nil {
 		err = cmd.Wait()
