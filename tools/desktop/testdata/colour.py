@@ -8,6 +8,10 @@ import time
 import gi
 
 gi.require_version("Gtk", "3.0")
+# The draw handler gets a cairo context only with python3-gi-cairo: without
+# it every repaint fails and the window shows GTK's background, not its
+# colour. Fail at once instead, saying so.
+gi.require_foreign("cairo")
 from gi.repository import Gtk  # noqa: E402
 
 title, r, g, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
