@@ -26,6 +26,10 @@ type call struct {
 	assigns []assign
 	redirs  []*syntax.Redirect
 	src     string // as written, for deny patterns and messages
+	// fed is how the line feeds the call's standard input from outside
+	// the call ("|" for a pipe, or an enclosing command's redirection), or
+	// "": its own redirections are in redirs.
+	fed string
 }
 
 // word is one argument: its value when it is known before the command
@@ -141,6 +145,38 @@ type scanner struct {
 	allow   bool // an allow list is in force
 	calls   []call
 	refusal string
+	// fed are the statements whose standard input the line feeds (in a
+	// pipe, or in a compound command with an input redirection); fedAll
+	// is set once exec has redirected the shell's own input, or for code
+	// run by a call whose input is fed.
+	fed    map[*syntax.Stmt]string
+	fedAll string
+}
+
+// feed marks every statement in n as reading input the line gives.
+func (s *scanner) feed(n syntax.Node, op string) {
+	if s.fed == nil {
+		s.fed = map[*syntax.Stmt]string{}
+	}
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if st, ok := n.(*syntax.Stmt); ok && s.fed[st] == "" {
+			s.fed[st] = op
+		}
+		return true
+	})
+}
+
+// inputRedir is the operator of an input redirection among rs, or "".
+func inputRedir(rs []*syntax.Redirect) string {
+	for _, r := range rs {
+		switch r.Op {
+		case syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc, syntax.RdrIn, syntax.RdrInOut:
+			if r.N == nil || r.N.Value == "0" {
+				return r.Op.String()
+			}
+		}
+	}
+	return ""
 }
 
 func (s *scanner) refuse(format string, args ...any) {
@@ -152,7 +188,16 @@ func (s *scanner) refuse(format string, args ...any) {
 func (s *scanner) scan(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				s.feed(n.Y, "|")
+			}
 		case *syntax.Stmt:
+			if _, ok := n.Cmd.(*syntax.CallExpr); !ok && n.Cmd != nil {
+				if op := inputRedir(n.Redirs); op != "" {
+					s.feed(n.Cmd, op)
+				}
+			}
 			s.stmt(n)
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			if s.allow {
@@ -210,7 +255,10 @@ func (s *scanner) stmt(st *syntax.Stmt) {
 		}
 		return
 	}
-	k := call{redirs: st.Redirs, src: nodeSource(s.line, st)}
+	k := call{redirs: st.Redirs, src: nodeSource(s.line, st), fed: s.fed[st]}
+	if k.fed == "" {
+		k.fed = s.fedAll
+	}
 	for _, a := range c.Assigns {
 		k.assigns = append(k.assigns, assignOf(a))
 	}
@@ -218,6 +266,12 @@ func (s *scanner) stmt(st *syntax.Stmt) {
 		k.words = append(k.words, wordOf(w))
 	}
 	s.calls = append(s.calls, k)
+	if len(k.words) == 1 && k.words[0].text == "exec" {
+		// exec < FILE: every later command reads FILE.
+		if op := inputRedir(st.Redirs); op != "" && s.fedAll == "" {
+			s.fedAll = op
+		}
+	}
 }
 
 func assignOf(a *syntax.Assign) assign {
@@ -360,6 +414,15 @@ func stdinRedir(c call) string {
 		}
 	}
 	return ""
+}
+
+// stdinOf is how the line feeds a call's standard input: its own
+// redirection, a pipe or an enclosing redirection, or "".
+func stdinOf(c call) string {
+	if op := inputRedir(c.redirs); op != "" {
+		return op
+	}
+	return c.fed
 }
 
 // commandName is the base name of a call's program.

@@ -24,6 +24,9 @@ const (
 	optModule                // its argument names code to load
 	optInfo                  // prints something and exits
 	optStdin                 // reads the program from standard input
+	optFile                  // its argument is a program file (awk -f), code no pattern reads
+	optWrite                 // writes a file (gawk --profile, --dump-variables)
+	optLongW                 // -W NAME is --NAME (awk)
 )
 
 // interpreter describes how a language's command line names its program.
@@ -70,9 +73,14 @@ var (
 	lua = interpreter{
 		short: shorts("e", optCode, "l", optModule, "i", optStdin, "v", optInfo),
 	}
+	// awk: -f, -E and -i name program files and -l an extension (a shared
+	// library), -p, -d and -o write files, -D reads debugger commands from
+	// standard input; -W NAME is --NAME.
 	awk = interpreter{
-		short:   shorts("e", optCode, "vF", optArg, "f", optArg),
-		long:    map[string]optKind{"--source": optCode, "--file": optArg, "--assign": optArg, "--field-separator": optArg, "--version": optInfo, "--help": optInfo},
+		short: shorts("e", optCode, "vF", optArg, "fEi", optFile, "l", optModule, "pdo", optWrite, "D", optStdin, "W", optLongW),
+		long: map[string]optKind{"--source": optCode, "--file": optFile, "--exec": optFile, "--include": optFile, "--load": optModule,
+			"--profile": optWrite, "--dump-variables": optWrite, "--pretty-print": optWrite, "--debug": optStdin,
+			"--assign": optArg, "--field-separator": optArg, "--version": optInfo, "--help": optInfo},
 		program: true,
 	}
 	osascript = interpreter{short: shorts("e", optCode)}
@@ -121,8 +129,32 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true
 var stdinPath = regexp.MustCompile(`^(?:/dev/stdin|/dev/fd/\d+|/proc/(?:self|thread-self|\d+)/fd/\d+)$`)
 
 // awkRuns finds, in an awk program, what runs commands or writes files:
-// system(), a pipe to or from a command, print into a file.
-var awkRuns = regexp.MustCompile(`system|\||>`)
+// system(), a pipe to or from a command, print into a file, and gawk's
+// @load, @include and indirect calls (@f(), where f may be "system").
+var awkRuns = regexp.MustCompile(`system|\||>|@[A-Za-z_]`)
+
+// longKind is what a long option does: an exact name, else the risky
+// option it is a prefix of (getopt takes unique prefixes), else the one
+// option it is a prefix of.
+func (ip interpreter) longKind(opt string) optKind {
+	if k, ok := ip.long[opt]; ok || len(opt) < 3 {
+		return k
+	}
+	var only []optKind
+	for name, k := range ip.long {
+		if strings.HasPrefix(name, opt) {
+			switch k {
+			case optCode, optModule, optStdin, optFile, optWrite:
+				return k
+			}
+			only = append(only, k)
+		}
+	}
+	if len(only) == 1 {
+		return only[0]
+	}
+	return optFlag
+}
 
 // inspection is what a call does besides being itself.
 type inspection struct {
@@ -163,6 +195,10 @@ func inspect(c call) inspection {
 		in.interpreter(c, name, ip)
 		return in
 	}
+	if r, ok := toolRules[name]; ok {
+		in.tool(c, name, r)
+		return in
+	}
 	switch {
 	case shells[name]:
 		in.shell(c, name)
@@ -179,14 +215,6 @@ func inspect(c call) inspection {
 		in.script(name, args[0]) // a script file, unless it is standard input
 	case name == "find":
 		in.find(c)
-	case name == "sort":
-		in.options(c, "sort", shorts("o", optCode, "kStT", optArg),
-			map[string]optKind{"--output": optCode, "--key": optArg, "--field-separator": optArg, "--buffer-size": optArg, "--temporary-directory": optArg},
-			"writes its output to a file")
-	case name == "sed":
-		in.options(c, "sed", shorts("i", optCode, "efl", optArg),
-			map[string]optKind{"--in-place": optCode, "--expression": optArg, "--file": optArg, "--line-length": optArg},
-			"edits files in place")
 	case name == "tee":
 		for _, a := range args {
 			if !a.static || !strings.HasPrefix(a.text, "-") && a.text != "/dev/null" && a.text != "/dev/stdout" && a.text != "/dev/stderr" {
@@ -231,41 +259,84 @@ func (in *inspection) interpreter(c call, name string, ip interpreter) {
 			continue
 		case strings.HasPrefix(a, "--"):
 			opt, _, hasValue := strings.Cut(a, "=")
-			kind = ip.long[opt]
-			if kind == optArg && !hasValue {
+			kind = ip.longKind(opt)
+			if (kind == optArg || kind == optFile || ip.program && (kind == optCode || kind == optModule)) && !hasValue {
 				i++
 			}
-			if opt == "--file" {
-				programFile = true
-			}
-			if kind == optInfo {
+			switch kind {
+			case optInfo:
 				info = true
-			}
-			if kind == optCode || kind == optModule {
+			case optCode, optModule:
 				in.program(name, kind, a, opt)
-				return
+				if !ip.program {
+					return
+				}
+				programFile = programFile || kind == optCode
+			case optFile, optWrite, optStdin:
+				programFile = programFile || kind == optFile
+				in.optionDanger(name, kind, a, opt)
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for j := 1; j < len(a); j++ {
 				k := ip.short[a[j]]
+				flag := "-" + string(a[j])
+				// takesNext: the option's value is the rest of the word,
+				// or the next word.
+				takesNext := false
 				switch k {
 				case optCode, optModule:
-					in.program(name, k, a, "-"+string(a[j]))
-					return
+					in.program(name, k, a, flag)
+					if !ip.program {
+						return
+					}
+					programFile = programFile || k == optCode
+					takesNext = true
 				case optStdin:
-					in.add(fmt.Sprintf("%s %s reads code from standard input", name, a), a)
-					return
+					in.optionDanger(name, k, a, flag)
+					if !ip.program {
+						return
+					}
+				case optWrite:
+					in.optionDanger(name, k, a, flag)
+				case optFile:
+					programFile = true
+					in.optionDanger(name, k, a, flag)
+					takesNext = true
 				case optArg:
-					if a[j] == 'f' && ip.program {
-						programFile = true
-					}
-					if j == len(a)-1 {
+					takesNext = true
+				case optLongW:
+					// -W NAME[=VALUE] (or -WNAME) is --NAME.
+					v, shown := a[j+1:], a
+					if v == "" && i+1 < len(args) {
 						i++
+						if !args[i].static {
+							in.dynamic(name, args[i])
+							return
+						}
+						v = args[i].text
+						shown = a + " " + v
 					}
-					j = len(a)
+					opt, _, _ := strings.Cut(v, "=")
+					switch lk := ip.longKind("--" + opt); lk {
+					case optCode, optModule:
+						programFile = programFile || lk == optCode
+						in.program(name, lk, shown, flag)
+					case optFile, optWrite, optStdin:
+						programFile = programFile || lk == optFile
+						in.optionDanger(name, lk, shown, flag)
+					case optInfo:
+						info = true
+					}
 				case optInfo:
 					info = true
+					continue
+				default:
+					continue
 				}
+				if takesNext && j == len(a)-1 {
+					i++
+				}
+				break
 			}
 		default:
 			// The first operand: the program itself (awk), or its file.
@@ -289,6 +360,19 @@ func (in *inspection) interpreter(c call, name string, ip interpreter) {
 		return
 	}
 	in.add(fmt.Sprintf("%s with no program reads one from standard input", name))
+}
+
+// optionDanger records an option that names a program file, writes a
+// file or reads code from standard input.
+func (in *inspection) optionDanger(name string, kind optKind, word, flag string) {
+	switch kind {
+	case optFile:
+		in.add(fmt.Sprintf("%s %s runs the program in a file, which no pattern can read", name, word), word, flag)
+	case optWrite:
+		in.add(fmt.Sprintf("%s %s writes a file", name, word), word, flag)
+	case optStdin:
+		in.add(fmt.Sprintf("%s %s reads code from standard input", name, word), word, flag)
+	}
 }
 
 // program records an inline program or a module to load.
@@ -394,43 +478,9 @@ func (in *inspection) find(c call) {
 				end++
 			}
 			if end > i+1 {
-				in.nested = append(in.nested, call{words: args[i+1 : end], src: joinWords(args[i+1 : end])})
+				in.nested = append(in.nested, call{words: args[i+1 : end], src: joinWords(args[i+1 : end]), fed: stdinOf(c)})
 			}
 			i = end
-		}
-	}
-}
-
-// options finds, in a command's options, the one that does what (given
-// as optCode in short and long).
-func (in *inspection) options(c call, name string, short map[byte]optKind, long map[string]optKind, what string) {
-	for _, w := range c.words[1:] {
-		if !w.static {
-			in.dynamic(name, w)
-			return
-		}
-		a := w.text
-		if a == "--" {
-			return
-		}
-		if strings.HasPrefix(a, "--") {
-			opt, _, _ := strings.Cut(a, "=")
-			if long[opt] == optCode {
-				in.add(fmt.Sprintf("%s %s %s", name, a, what), a, opt)
-			}
-			continue
-		}
-		if !strings.HasPrefix(a, "-") || len(a) < 2 {
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			switch short[a[j]] {
-			case optCode:
-				in.add(fmt.Sprintf("%s %s %s", name, a, what), a, "-"+string(a[j]))
-				j = len(a)
-			case optArg:
-				j = len(a)
-			}
 		}
 	}
 }
@@ -535,7 +585,7 @@ func (in *inspection) wrapper(c call, name string, w wrapper) {
 	if w.appends {
 		words = append(words, word{text: "ARGS"}) // what xargs reads is not known
 	}
-	in.nested = append(in.nested, call{words: words, src: joinWords(words)})
+	in.nested = append(in.nested, call{words: words, src: joinWords(words), fed: stdinOf(c)})
 }
 
 func (in *inspection) splitString(name, t string, hasValue bool, args []word, i *int) {

@@ -96,8 +96,10 @@ func globs(pats []string, flags string) ([]*regexp.Regexp, error) {
 // checkEnv returns why a call's own environment variables are refused, or
 // "": never one that runs code (BASH_ENV, LD_PRELOAD, exported functions,
 // ...), and, when patterns decide what may run, not PATH (a PATH of the
-// caller's would run its own "ls") nor a value that carries shell code
-// (${X@P} or arithmetic would run it).
+// caller's would run its own "ls"), nor one that makes an interpreter or
+// tool load code (codeEnv: PYTHONPATH, NODE_OPTIONS, LESSOPEN, GIT_PAGER,
+// ...), nor a value that carries shell code (${X@P} or arithmetic would
+// run it).
 func (c *compiled) checkEnv(env []string) string {
 	patterns := c != nil && (len(c.allow) > 0 || len(c.deny) > 0)
 	for _, kv := range env {
@@ -118,8 +120,42 @@ func (c *compiled) checkEnv(env []string) string {
 }
 
 // unsafeEnv are variables that make a shell or the loader run code of the
-// caller's choosing.
-var unsafeEnv = regexp.MustCompile(`^(?:BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|PS4|IFS)$`)
+// caller's choosing (GCONV_PATH: iconv loads its modules, shared objects,
+// from there).
+var unsafeEnv = regexp.MustCompile(`^(?:BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|GCONV_PATH|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|PS4|IFS)$`)
+
+// codeEnv are variables that make an interpreter or a common tool load or
+// run code, or read a configuration that names commands, from where the
+// caller says. They are refused while patterns decide what runs (an
+// allowed "python3 *" or "git *" must not run a module or a pager no
+// pattern shows); without patterns the command line can run anything
+// anyway, and PYTHONPATH=src is an everyday need. Chosen by what each does:
+//   - module and library paths searched before the system's: PYTHONPATH,
+//     PYTHONHOME, PYTHONUSERBASE and PYTHONPLATLIBDIR (site-packages, whose
+//     .pth files run code), PYTHONPYCACHEPREFIX (compiled modules), PERL5LIB,
+//     PERLLIB, RUBYLIB, GEM_HOME, GEM_PATH, NODE_PATH, LUA_PATH, LUA_CPATH,
+//     AWKPATH, AWKLIBPATH, CLASSPATH, OPENSSL_CONF/ENGINES/MODULES;
+//   - options or code read at start: PYTHONSTARTUP, PYTHONINSPECT (then
+//     reads code on standard input), PYTHONBREAKPOINT and PYTHONWARNINGS
+//     (both import a module they name), PERL5OPT (-M), PERL5DB, RUBYOPT
+//     (-r), NODE_OPTIONS (--require), LUA_INIT, PHPRC and PHP_INI_SCAN_DIR
+//     (auto_prepend_file), JAVA_TOOL_OPTIONS, _JAVA_OPTIONS and
+//     JDK_JAVA_OPTIONS (-javaagent), TAR_OPTIONS and ZIPOPT (--to-command,
+//     -TT), EXINIT and VIMINIT;
+//   - programs a tool runs: LESSOPEN, LESSCLOSE, LESSEDIT, LESSKEY*,
+//     PAGER, MANPAGER, MANOPT, BROWSER, EDITOR, VISUAL, SSH_ASKPASS,
+//     RSYNC_RSH, RSYNC_CONNECT_PROG and git's (GIT_SSH, GIT_SSH_COMMAND,
+//     GIT_PAGER, GIT_EDITOR, GIT_SEQUENCE_EDITOR, GIT_EXTERNAL_DIFF,
+//     GIT_ASKPASS, GIT_EXEC_PATH, GIT_PROXY_COMMAND, GIT_TEMPLATE_DIR,
+//     GIT_CONFIG*: configuration can name an alias !cmd or core.pager);
+//   - HOME and XDG_CONFIG_HOME: programs read their configuration (a
+//     .gitconfig, .ssh/config, .vimrc and the commands they name) there.
+var codeEnv = regexp.MustCompile(`^(?:PYTHON(?:PATH|HOME|USERBASE|PLATLIBDIR|PYCACHEPREFIX|STARTUP|INSPECT|BREAKPOINT|WARNINGS|EXECUTABLE)|` +
+	`PERL5LIB|PERLLIB|PERL5OPT|PERL5DB|RUBYLIB|RUBYOPT|GEM_HOME|GEM_PATH|NODE_OPTIONS|NODE_PATH|LUA_(?:PATH|CPATH|INIT)(?:_\d+_\d+)?|` +
+	`AWKPATH|AWKLIBPATH|CLASSPATH|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|PHPRC|PHP_INI_SCAN_DIR|OPENSSL_(?:CONF|ENGINES|MODULES)|` +
+	`TAR_OPTIONS|ZIPOPT|EXINIT|VIMINIT|LESSOPEN|LESSCLOSE|LESSEDIT|LESSKEY.*|PAGER|MANPAGER|MANOPT|BROWSER|EDITOR|VISUAL|SSH_ASKPASS|` +
+	`RSYNC_RSH|RSYNC_CONNECT_PROG|GIT_(?:SSH|SSH_COMMAND|PAGER|EDITOR|SEQUENCE_EDITOR|EXTERNAL_DIFF|ASKPASS|EXEC_PATH|PROXY_COMMAND|TEMPLATE_DIR|CONFIG.*)|` +
+	`HOME|XDG_CONFIG_HOME)$`)
 
 // envRefusal says why a variable may not be set while patterns decide
 // what runs, or "".
@@ -129,6 +165,8 @@ func envRefusal(name, value string) string {
 		return "it makes the shell or the loader run code the command line does not show"
 	case name == "PATH":
 		return "PATH may not be set while allow or deny patterns decide what runs (another PATH runs another \"ls\")"
+	case codeEnv.MatchString(name):
+		return "it makes an interpreter or tool load or run code the command line does not show (a module path, start-up code, a pager or a configuration); not allowed while allow or deny patterns decide what runs"
 	case codeInValue.MatchString(value):
 		return "the value holds shell code ($(...), backquotes, <(...)), which ${X@P}, arithmetic or eval would run; pass data without it"
 	}
@@ -144,7 +182,7 @@ func (c *compiled) checkCommand(line string) string {
 		return fmt.Sprintf("the command matches a denied pattern (%s)", strings.Join(c.Deny, ", "))
 	}
 	var f found
-	if why := c.collect(line, 0, &f); why != "" {
+	if why := c.collect(line, 0, &f, ""); why != "" {
 		return why
 	}
 	for _, k := range f.calls {
@@ -180,7 +218,9 @@ type inspected struct {
 }
 
 // collect parses line and adds its calls to f, and those hidden in them.
-func (c *compiled) collect(line string, depth int, f *found) string {
+// fed, when not "", says how the line feeds the input of the call whose
+// code line is (echo x | sh -c 'vim').
+func (c *compiled) collect(line string, depth int, f *found, fed string) string {
 	if depth > 8 {
 		return "commands nested too deep to check"
 	}
@@ -188,7 +228,7 @@ func (c *compiled) collect(line string, depth int, f *found) string {
 	if err != nil {
 		return fmt.Sprintf("the command line does not parse as shell (%v); fix its quoting", err)
 	}
-	s := &scanner{line: line, allow: len(c.allow) > 0}
+	s := &scanner{line: line, allow: len(c.allow) > 0, fedAll: fed}
 	s.scan(file)
 	if s.refusal != "" {
 		f.refusals = append(f.refusals, s.refusal)
@@ -213,7 +253,7 @@ func (c *compiled) add(k call, depth int, f *found) string {
 		}
 	}
 	for _, code := range in.code {
-		if why := c.collect(code, depth+1, f); why != "" {
+		if why := c.collect(code, depth+1, f, stdinOf(k)); why != "" {
 			return why
 		}
 	}
@@ -248,14 +288,36 @@ func (c *compiled) checkAllowed(k inspected) string {
 	}
 	for _, d := range k.dangers {
 		if !named(d, matched) {
-			how := "an allow pattern without a wildcard (the exact command line)"
+			how := fmt.Sprintf("an allow pattern without a wildcard (the exact command line, %q)", text)
 			if len(d.triggers) > 0 {
-				how = fmt.Sprintf("a pattern that names %s as a word of its own, such as %q, or one without a wildcard", d.triggers[0], commandName(k.call)+" "+d.triggers[0]+" *")
+				how = fmt.Sprintf("a pattern that names %s as a word of its own, such as %q, or one without a wildcard", d.triggers[0], example(k.call, d.triggers[0]))
 			}
 			return fmt.Sprintf("%q: %s; %s is not allowed by %s: allow it explicitly with %s", text, d.what, d.triggers0(), strings.Join(matched, ", "), how)
 		}
 	}
 	return ""
+}
+
+// example is a pattern that matches the call and names trigger: its
+// words up to the trigger, then " *" if more follow.
+func example(k call, trigger string) string {
+	var words []string
+	for _, w := range k.words {
+		words = append(words, w.text)
+	}
+	for _, r := range k.redirs {
+		op, target, _ := strings.Cut(redirText(r), " ")
+		words = append(words, op, target)
+	}
+	for i, w := range words {
+		if w == trigger && i > 0 {
+			if i == len(words)-1 {
+				return strings.Join(words, " ")
+			}
+			return strings.Join(words[:i+1], " ") + " *"
+		}
+	}
+	return commandName(k) + " " + trigger + " *"
 }
 
 func (d danger) triggers0() string {

@@ -135,6 +135,30 @@ func TestPolicyCorpusThroughTheTool(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(s.dir, "made")); err != nil || string(b) != "hi\n" {
 		t.Errorf("the allowed write did not happen: %q %v", b, err)
 	}
+	// The same for the forms that write through a tool's operands and
+	// script commands: refused under "uniq *" and "sed *", they run when a
+	// pattern names them, and the file they write is there.
+	s = newToolUnderTest(t, []string{"echo *", "uniq *", "sed *", "uniq in made", "sed -n w made2 in"})
+	if err := os.WriteFile(filepath.Join(s.dir, "in"), []byte("a\na\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ refused, allowed, file, want string }{
+		{"uniq in out", "uniq in made", "made", "a\nb\n"},
+		{"sed -n 'w out' in", "sed -n 'w made2' in", "made2", "a\na\nb\n"},
+	} {
+		if _, text, isErr := run(t, s.c, map[string]any{"command": tt.refused}); !isErr || !strings.HasPrefix(text, "policy: ") {
+			t.Errorf("%s was not refused: %s", tt.refused, text)
+		}
+		if _, err := os.Stat(filepath.Join(s.dir, "out")); err == nil {
+			t.Fatalf("%s ran and wrote out", tt.refused)
+		}
+		if _, text, isErr := run(t, s.c, map[string]any{"command": tt.allowed}); isErr {
+			t.Fatalf("%s, allowed by an exact pattern, was refused: %s", tt.allowed, text)
+		}
+		if b, err := os.ReadFile(filepath.Join(s.dir, tt.file)); err != nil || string(b) != tt.want {
+			t.Errorf("%s did not write %s: %q %v", tt.allowed, tt.file, b, err)
+		}
+	}
 }
 
 type toolUnderTest struct {

@@ -69,7 +69,7 @@ func TestPolicyPatterns(t *testing.T) {
 	}
 	pol, _ := compilePolicy(Policy{Deny: []string{"x"}})
 	var f found
-	if why := pol.collect("a; b && c || d | e & f\ng; { h; }; (i); if j; then k; fi", 0, &f); why != "" {
+	if why := pol.collect("a; b && c || d | e & f\ng; { h; }; (i); if j; then k; fi", 0, &f, ""); why != "" {
 		t.Fatal(why)
 	}
 	var got []string
@@ -152,6 +152,12 @@ func TestPolicyEscapes(t *testing.T) {
 		{nil, []string{"BASH_FUNC_ls%%=() { rm -rf ~; }"}, "may not set BASH_FUNC_ls%%"},
 		{deny, []string{"PATH=/tmp/evil"}, "may not set PATH"},
 		{nil, []string{"PATH=/usr/local/bin:/usr/bin"}, ""},
+		{nil, []string{"GCONV_PATH=/tmp/evil"}, "may not set GCONV_PATH"},
+		{deny, []string{"PYTHONPATH=/tmp/evil"}, "env PYTHONPATH: it makes an interpreter or tool load or run code"},
+		{deny, []string{"NODE_OPTIONS=--require=/tmp/evil.js"}, "env NODE_OPTIONS"},
+		{deny, []string{"LESSOPEN=|/tmp/evil %s"}, "env LESSOPEN"},
+		{nil, []string{"PYTHONPATH=src"}, ""}, // without patterns anything runs anyway
+		{deny, []string{"PYTHONUNBUFFERED=1"}, ""},
 		{deny, []string{"GREETING=hi"}, ""},
 	} {
 		got := tt.policy.checkEnv(tt.env)
