@@ -13,7 +13,9 @@ import (
 // on standard input (-, /dev/stdin, a here-string or a pipe) or as a
 // module (-m) runs code no pattern can read; a redirection, tee, find
 // -delete/-fprint/-fls or sort -o writes files that "cat *" or "sort *"
-// never meant to. These are the dangers a pattern must name.
+// never meant to. These are the dangers a pattern must name. The table
+// of other tools' risky options (sort, tar, git, ssh, sed ...) is in
+// argtable.go.
 
 type optKind int
 

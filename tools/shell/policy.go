@@ -32,7 +32,12 @@ type Policy struct {
 	//     "python3 -c *" allows python3 -c, not python3 -Ic;
 	//   - writing files: output redirections ("echo * > *"), tee ("tee *"),
 	//     find -delete, -fprint, -fprint0, -fprintf, -fls ("find * -delete"),
-	//     sort -o ("sort -o *"), sed -i ("sed -i *");
+	//     sort -o ("sort -o *"), sed -i ("sed -i *"), uniq's output operand
+	//     (an exact pattern: "uniq in out");
+	//   - a tool's options and script commands that run a program, load
+	//     code or change the host (argtable.go): sort --compress-program,
+	//     tar --to-command, git -c, ssh -o ProxyCommand, sed's e and w,
+	//     vim -c, date -s, hostname NAME, ... ("git -c *");
 	//   - a word whose value is known only when it runs, given to a command
 	//     whose options matter (python3 $FLAG).
 	// And never, whatever the patterns: ${X@P}, ${!X}, arithmetic on
