@@ -491,8 +491,10 @@ func stdinCommands(next func(*inspection, string, call, parsedArgs)) func(*inspe
 	return func(in *inspection, name string, c call, p parsedArgs) {
 		if op := stdinOf(c); op != "" {
 			var triggers []string
-			if op != "|" {
-				triggers = append(triggers, op) // a pipe is no word of the call
+			if inputRedir(c.redirs) != "" {
+				// The call's own redirection is a word of its text; a pipe
+				// or an enclosing redirection is not.
+				triggers = append(triggers, op)
 			}
 			in.add(fmt.Sprintf("%s reads commands from its standard input (%s), where :!cmd or !cmd runs a command", name, op), triggers...)
 		}
