@@ -61,6 +61,12 @@ type Options struct {
 	// shell kills its processes), for a second Ctrl-C. It does not reach
 	// a Dispatcher given here.
 	Abort context.Context
+	// Gate, when set, is asked before each command goes to Device (and
+	// before each batch goes to a Dispatcher given here): an error keeps
+	// the command from running, and it fails with that error. saucer run
+	// asks its recording (record.Recorder.Sync), so that nothing runs once
+	// the recording cannot be written.
+	Gate func(context.Context) error
 	// Apps describe the device's apps (tool namespaces) to the host agent;
 	// nil takes them from Device.
 	Apps map[string]string
@@ -107,7 +113,9 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		if o.Device == nil {
 			return nil, errors.New("session: no device: set Options.Device (an in-process device client) or Options.Dispatcher")
 		}
-		disp = dispatcher.NewLocal(Abortable(o.Device, o.Abort), dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
+		disp = dispatcher.NewLocal(Gated(Abortable(o.Device, o.Abort), o.Gate), dispatcher.LocalOptions{Timeout: cfg.Agent.CommandTimeout.D()})
+	} else if o.Gate != nil {
+		disp = gatedDispatcher{disp, o.Gate}
 	}
 	model := o.Model
 	if model == nil {
@@ -239,6 +247,45 @@ func (a abortable) Execute(ctx context.Context, cmd command.Command) command.Res
 	stop := context.AfterFunc(a.abort, func() { cancel(context.Cause(a.abort)) })
 	defer stop()
 	return a.exec.Execute(ctx, cmd)
+}
+
+// Gated is exec with gate asked before each command (nil: exec as it
+// is): a command whose gate says no does not run, and fails with the
+// gate's error (see Options.Gate).
+func Gated(exec dispatcher.Executor, gate func(context.Context) error) dispatcher.Executor {
+	if gate == nil {
+		return exec
+	}
+	return gated{exec, gate}
+}
+
+type gated struct {
+	exec dispatcher.Executor
+	gate func(context.Context) error
+}
+
+func (g gated) Execute(ctx context.Context, cmd command.Command) command.Result {
+	if err := g.gate(ctx); err != nil {
+		return command.Failed(cmd.CallID, fmt.Sprintf("not run: %v", err))
+	}
+	return g.exec.Execute(ctx, cmd)
+}
+
+// gatedDispatcher asks its gate before each batch.
+type gatedDispatcher struct {
+	next dispatcher.Dispatcher
+	gate func(context.Context) error
+}
+
+func (g gatedDispatcher) Execute(ctx context.Context, cmds []command.Command) []command.Result {
+	if err := g.gate(ctx); err != nil {
+		out := make([]command.Result, len(cmds))
+		for i, c := range cmds {
+			out[i] = command.Failed(c.CallID, fmt.Sprintf("not run: %v", err))
+		}
+		return out
+	}
+	return g.next.Execute(ctx, cmds)
 }
 
 // OpenModel opens the config's model through the provider registry, with

@@ -78,7 +78,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	if id == "" {
 		id = "local"
 	}
-	c, err := remote.New(abortableDevice{dev, base.Abort}, remote.Options{URL: "ws://" + ln.Addr().String() + "/ws", Token: key, ClientID: id,
+	c, err := remote.New(abortableDevice{dev, base.Abort, base.Gate}, remote.Options{URL: "ws://" + ln.Addr().String() + "/ws", Token: key, ClientID: id,
 		HeartbeatInterval: time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second})
 	if err != nil {
 		return nil, err
@@ -144,8 +144,9 @@ func (r reportingRunner) Run(ctx context.Context, request string) *agent.Outcome
 type abortableDevice struct {
 	*client.Client
 	abort context.Context
+	gate  func(context.Context) error // the run's Options.Gate
 }
 
 func (d abortableDevice) Execute(ctx context.Context, cmd command.Command) command.Result {
-	return session.Abortable(d.Client, d.abort).Execute(ctx, cmd)
+	return session.Gated(session.Abortable(d.Client, d.abort), d.gate).Execute(ctx, cmd)
 }

@@ -126,6 +126,15 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 			recordErr.Store(&err)
 			abort(fmt.Errorf("the recording could not be written: %w", err))
 		}
+		// The recorder's writer batches lines: before each command, what
+		// was recorded so far (the model call and decision that chose it)
+		// goes to the file, and a command runs only when it got there.
+		opts.Gate = func(context.Context) error {
+			if err := rec.Sync(); err != nil {
+				return fmt.Errorf("the recording could not be written (%w); the run stops", err)
+			}
+			return nil
+		}
 	}
 	var tracer *telemetry.Tracer
 	if ep := cfg.Telemetry.OTLPEndpoint; ep != "" {

@@ -153,6 +153,28 @@ func (r *Recorder) Err() error {
 	return r.err
 }
 
+// Sync has everything recorded so far reach the file (written, not
+// fsynced) and returns the first error recording met. A run asks before
+// each command (session.Options.Gate), so that no command runs once the
+// recording has failed, nor before the model call and decision that chose
+// it are in the file: the writer batches lines, and a full disk would
+// otherwise be found only after the command ran. It costs one write when
+// lines wait (a step's model call and decision, before its commands), and
+// nothing when none do. A held recording (Hold) has nothing to sync.
+func (r *Recorder) Sync() error {
+	r.mu.Lock()
+	w, err := r.w, r.err
+	r.mu.Unlock()
+	if err != nil || w == nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		r.failed(err)
+		return err
+	}
+	return nil
+}
+
 // Write appends an event of the caller's own (a checker's commands, say).
 // The event reaches the disk in the background: a write that fails is
 // returned by a later Write, told to OnError and returned by Finish.
