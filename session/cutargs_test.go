@@ -193,6 +193,9 @@ func TestCutArgumentsNeverRun(t *testing.T) {
 			switch {
 			case f == "length":
 				told = "cut off at the output token limit"
+			case f == "error":
+				// Refused for its end before its arguments are read.
+				told = `did not end normally (finish reason "error")`
 			case f == "" && sh.stream():
 				told = "connection ended before your last reply was complete"
 			}
