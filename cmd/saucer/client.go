@@ -120,6 +120,12 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 }
 
 func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
+	if cmd.Flags().Changed("request") && strings.TrimSpace(f.request) == "" {
+		return errors.New("--request is empty: give the task for the server to run on this device, in words (or leave the flag out to serve the server's tasks)")
+	}
+	if err := checkBounds(cmd, positive("connect-wait", "give a positive duration such as 30s")); err != nil {
+		return err
+	}
 	cfg, err := g.load()
 	if err != nil {
 		return err

@@ -65,12 +65,15 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 }
 
 func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) error {
+	if err := checkBounds(cmd, atLeast1("jobs", "give at least 1 trial at a time (leave -j out for one per CPU on a suite that only replays recordings, else 1)"),
+		atLeast1("trials", "give at least 1 trial per case (leave --trials out for the suite's)"),
+		positive("timeout", "give a positive duration such as 2m (leave --timeout out for the cases' own limits)"),
+		minSuccessBound); err != nil {
+		return err
+	}
 	s, err := evals.LoadSuite(file)
 	if err != nil {
 		return err
-	}
-	if f.minSuccess < 0 || f.minSuccess > 1 {
-		return fmt.Errorf("--min-success %v: give a rate from 0 to 1", f.minSuccess)
 	}
 	var shard evals.Shard
 	if f.shard != "" {
@@ -194,6 +197,9 @@ func newEvalMergeCmd() *cobra.Command {
 			"shards of different suites or options, a shard given twice, a missing or unfinished shard.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkBounds(cmd, minSuccessBound); err != nil {
+				return err
+			}
 			if out == "" {
 				return errors.New("--out DIR is needed: the merged results are written there")
 			}

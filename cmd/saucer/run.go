@@ -74,11 +74,10 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	if f.sandbox {
 		cfg.Device = config.DeviceSandbox
 	}
-	if f.maxSteps > 0 {
-		cfg.Agent.MaxSteps = f.maxSteps
-	}
-	if f.maxRounds > 0 {
-		cfg.Agent.MaxRounds = f.maxRounds
+	if err := overConfig(cmd, cfg,
+		configFlag{"max-steps", "agent.max_steps", func(c *config.Config) { c.Agent.MaxSteps = f.maxSteps }},
+		configFlag{"max-rounds", "agent.max_rounds", func(c *config.Config) { c.Agent.MaxRounds = f.maxRounds }}); err != nil {
+		return err
 	}
 	// A budget that could not be enforced is refused before anything
 	// starts (no device, no recording).
