@@ -33,7 +33,8 @@ func newConstellationCmd(g *globalFlags) *cobra.Command {
 		Long: "Ask a running agent server (`saucer serve`) to run REQUEST as a constellation: its constellation agent plans a " +
 			"graph of tasks over the connected devices (those config constellation.devices names, or all), runs every ready " +
 			"task at once on its device, and re-plans as results arrive. Prints each change as it happens and the answer; " +
-			"exit 0 when it completed, 1 when it failed.",
+			"exit 0 when it completed, 1 when it failed or was cancelled, 2 on bad usage or configuration (a blank REQUEST, " +
+			"a server that cannot be reached or refuses the key or the request).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
@@ -69,6 +70,9 @@ func apiBase(s string) (string, error) {
 }
 
 func runConstellation(cmd *cobra.Command, cfg *config.Config, serverURL, token, request string) error {
+	if strings.TrimSpace(request) == "" {
+		return errors.New("constellation: REQUEST is empty: say what the devices must do, in words")
+	}
 	if serverURL == "" {
 		serverURL = cfg.Remote.Server
 	}
@@ -111,7 +115,10 @@ func runConstellation(cmd *cobra.Command, cfg *config.Config, serverURL, token, 
 	}
 	fmt.Fprintln(out, end.Summary())
 	if end.Status != constellation.Completed {
-		return fmt.Errorf("constellation %s %s: %s", g.ID, end.Status, end.Error)
+		// A constellation that failed (or was cancelled) is the run's
+		// outcome, not bad usage: exit 1, as a failed run does.
+		fmt.Fprintf(cmd.ErrOrStderr(), "saucer: constellation %s %s: %s\n", g.ID, end.Status, end.Error)
+		return exitError{1}
 	}
 	fmt.Fprintln(out, end.Answer)
 	return nil

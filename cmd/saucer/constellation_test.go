@@ -46,8 +46,8 @@ func TestConstellationCommand(t *testing.T) {
 		out, code := saucer(t, "constellation", "--server", strings.TrimPrefix(hs.URL, "http://"), "--token", "k", "what is the answer")
 		hs.Close()
 		if fail {
-			if code == 0 || !strings.Contains(out, "failed: the planner gave up: no device can do that") {
-				t.Errorf("a failed constellation: exit %d\n%s", code, out)
+			if code != 1 || !strings.Contains(out, "failed: the planner gave up: no device can do that") {
+				t.Errorf("a failed constellation: exit %d, want 1\n%s", code, out)
 			}
 			continue
 		}
@@ -56,7 +56,12 @@ func TestConstellationCommand(t *testing.T) {
 		}
 	}
 	out, code := saucer(t, "constellation", "--server", "ws://127.0.0.1:1/ws", "--token", "k", "x")
-	if code == 0 || !strings.Contains(out, "is `saucer serve` running?") {
-		t.Errorf("no server: exit %d\n%s", code, out)
+	if code != 2 || !strings.Contains(out, "is `saucer serve` running?") {
+		t.Errorf("no server: exit %d, want 2\n%s", code, out)
+	}
+	// A blank request is bad usage, said before the server is asked.
+	out, code = saucer(t, "constellation", "--server", "ws://127.0.0.1:1/ws", "--token", "k", " \t ")
+	if code != 2 || !strings.Contains(out, "REQUEST is empty") {
+		t.Errorf("blank request: exit %d, want 2\n%s", code, out)
 	}
 }
