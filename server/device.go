@@ -57,6 +57,9 @@ type device struct {
 	toolsWanted uint64
 	probing     *aip.Conn
 	probes      map[string]chan *aip.ClientMessage
+	// catalogs are a UFO client's tools by agent, asked once per
+	// connection (ufo.go).
+	catalogs map[string]*ufoCatalog
 }
 
 // Send writes to the device's current connection (the dispatcher's Link).
@@ -284,6 +287,8 @@ func (s *Server) register(conn *aip.Conn) *device {
 	s.sendQueued(d, conn)
 	if asksTools {
 		s.askTools(d, conn, toolsVersion)
+	} else {
+		s.listUFOTools(d)
 	}
 	// Rounds that waited for it go out, or end unknown when it would run
 	// a frame it may have run before.

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
@@ -332,7 +334,20 @@ func (f *fixture) rawConn(t *testing.T) *aip.Conn {
 }
 
 // readServer reads the next frame within a deadline.
+// readServer reads the server's next frame on c. On a connection that
+// register registered, it answers the server's list_tools question as
+// UFO's client would (with rawTools) and reads on.
 func readServer(t *testing.T, c *aip.Conn) *aip.ServerMessage {
+	t.Helper()
+	m := readFrame(t, c)
+	if id, ok := ufoConns.Load(c); ok && isToolQuestion(m) {
+		answerToolList(t, c, id.(string), m, "LinuxAgent", rawTools...)
+		m = readFrame(t, c)
+	}
+	return m
+}
+
+func readFrame(t *testing.T, c *aip.Conn) *aip.ServerMessage {
 	t.Helper()
 	type read struct {
 		b   []byte
@@ -356,11 +371,61 @@ func readServer(t *testing.T, c *aip.Conn) *aip.ServerMessage {
 	return nil
 }
 
+// register registers c as UFO's device client on Linux, and
+// answers the server's one question that follows an accepted
+// registration, list_tools for the LinuxAgent, as UFO's client would,
+// with rawTools: the tools the raw-frame tests' rounds call.
 func register(t *testing.T, c *aip.Conn, id string) *aip.ServerMessage {
 	t.Helper()
 	send(t, c, &aip.ClientMessage{Type: aip.TypeRegister, Status: aip.StatusOK, ClientID: id,
 		Metadata: map[string]any{"platform": "linux", "system_info": map[string]any{"platform": "linux", "hostname": "h"}}})
-	return readServer(t, c)
+	ack := readServer(t, c)
+	if ack.Type == aip.TypeHeartbeat && ack.Status == aip.StatusOK {
+		ufoConns.Store(c, id)
+	}
+	return ack
+}
+
+// ufoConns are the connections register registered, by their client
+// id: readServer answers the server's list_tools question on them.
+var ufoConns sync.Map
+
+// rawTools are the tools of the raw-frame tests' device, in the
+// namespace "Device" unless toolNamespace says otherwise.
+var rawTools = []string{"block", "click", "click_input", "count", "execute_command", "write_file"}
+
+var toolNamespace = map[string]string{"execute_command": "shell", "write_file": "files"}
+
+// answerToolList answers m, which must be the server's list_tools
+// question to agent (sent as UFO's own server sends it: an action, no
+// filter), with tools, action tools of the namespace "Device".
+func answerToolList(t *testing.T, c *aip.Conn, id string, m *aip.ServerMessage, agent string, tools ...string) {
+	t.Helper()
+	infos := make([]command.ToolInfo, 0, len(tools))
+	for _, n := range tools {
+		infos = append(infos, command.ToolInfo{Name: n, Namespace: cmp.Or(toolNamespace[n], "Device"), ToolType: command.Action, Description: n + " something"})
+	}
+	answerToolListWith(t, c, id, m, agent, infos)
+}
+
+// isToolQuestion says m is the server's list_tools question.
+func isToolQuestion(m *aip.ServerMessage) bool {
+	return m.Type == aip.TypeCommand && len(m.Actions) == 1 && m.Actions[0].ToolName == command.ListTools &&
+		m.Actions[0].ToolType == command.Action && len(m.Actions[0].Parameters) == 0
+}
+
+// answerToolListWith answers the list_tools question m with infos.
+func answerToolListWith(t *testing.T, c *aip.Conn, id string, m *aip.ServerMessage, agent string, infos []command.ToolInfo) {
+	t.Helper()
+	if !isToolQuestion(m) || m.AgentName != agent {
+		t.Fatalf("want list_tools as an action with no parameters for %s, got %s/%s agent %q %+v", agent, m.Type, m.Status, m.AgentName, m.Actions)
+	}
+	b, err := json.Marshal(infos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, c, &aip.ClientMessage{Type: aip.TypeCommandResults, Status: aip.StatusContinue, ClientID: id,
+		PrevResponseID: m.ResponseID, ActionResults: []command.Result{{Status: command.Success, Result: b, CallID: m.Actions[0].CallID}}})
 }
 
 func send(t *testing.T, c *aip.Conn, m aip.Frame) {

@@ -130,6 +130,11 @@ func TestIdleReadersKeepSmallStacks(t *testing.T) {
 			if m, err := aip.DecodeServer(b); err != nil || m.Status != aip.StatusOK {
 				t.Fatalf("%s: %s answered with %s (%v)", id, f.Type, b, err)
 			}
+			if f.Type == aip.TypeRegister {
+				// Registered as UFO's client, the device is asked for
+				// its tools once, and answers as UFO's client does.
+				answerToolList(t, conn, id, readServer(t, conn), "LinuxAgent")
+			}
 		}
 	}
 	perDevice := (stackBytes() - before) / n

@@ -23,18 +23,32 @@ import (
 )
 
 // ufoClient plays UFO's device client over a real socket, as its code
-// does (ufo/client/websocket.py): it connects with the key in ?token=,
-// registers with UFO's own registration frame (which says nothing of
-// re-sent frames), and runs each command frame's actions as it reads the
-// frame, then sends their results. It keeps no journal and no cache of
-// rounds: a frame it gets again runs again. Its tool "count" appends the
-// call id to a file, which tells how often it ran.
+// does (ufo/client/websocket.py, computer.py): it connects with the key
+// in ?token=, registers with UFO's own registration frame (which says
+// nothing of re-sent frames), and runs each command frame's actions as
+// it reads the frame, then sends their results. It keeps no journal and
+// no cache of rounds: a frame it gets again runs again. Its agent has
+// two tools, "count" (an action: it appends the call id to a file, which
+// tells how often it ran) and "look" (data collection), and the meta
+// tool list_tools under each tool type. As UFO's router does, it answers
+// NOTHING to a frame it cannot route: an agent not in its mcp.yaml, a
+// tool it does not have under the frame's tool_type. After a failure the
+// rest of a frame is skipped.
 type ufoClient struct {
 	t        *testing.T
 	id       string
 	platform string // registered as; empty: UFO's frame's (linux)
 	counter  string
 	conn     *aip.Conn
+	// lists counts the list_tools it answered.
+	lists int
+}
+
+// ufoTools are the tools of the ufoClient's agent, as its list_tools
+// answers them.
+var ufoTools = []command.ToolInfo{
+	{Name: "count", Namespace: "Device", ToolType: command.Action, Description: "Count once.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "look", Namespace: "Device", ToolType: command.DataCollection, Description: "Look at the device.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 }
 
 func newUFOClient(t *testing.T, id string) *ufoClient {
@@ -42,6 +56,8 @@ func newUFOClient(t *testing.T, id string) *ufoClient {
 }
 
 // register dials f and registers with UFO's frame; it returns the ack.
+// On a platform whose agent the server knows (linux, mobile), the server
+// then lists the agent's tools: the client answers that as it reads it.
 func (u *ufoClient) register(f *fixture) *aip.ServerMessage {
 	u.t.Helper()
 	b, err := os.ReadFile("../testdata/aip/c2s_register_device.json")
@@ -70,18 +86,31 @@ func (u *ufoClient) register(f *fixture) *aip.ServerMessage {
 	return ack
 }
 
-// nextCommand reads frames until a command frame.
+// nextCommand reads frames until a command frame, answering the
+// server's listings of its tools on the way.
 func (u *ufoClient) nextCommand() *aip.ServerMessage {
 	u.t.Helper()
 	for {
-		if m := readServer(u.t, u.conn); m.Type == aip.TypeCommand {
+		m := readServer(u.t, u.conn)
+		if m.Type != aip.TypeCommand {
+			continue
+		}
+		if !isListing(m) {
 			return m
+		}
+		if res := u.run(m); res != nil {
+			send(u.t, u.conn, res)
 		}
 	}
 }
 
-// run runs a command frame's actions, as UFO's client does: nothing runs,
-// and nil is the answer, when the frame names none of its agents.
+// isListing says m is the server's question for the device's tools.
+func isListing(m *aip.ServerMessage) bool {
+	return len(m.Actions) == 1 && m.Actions[0].ToolName == command.ListTools
+}
+
+// run runs a command frame's actions, as UFO's client does: nil, no
+// answer at all, when it cannot route the frame or one of its commands.
 func (u *ufoClient) run(m *aip.ServerMessage) *aip.ClientMessage {
 	u.t.Helper()
 	if err := ufoRoute(m); err != nil {
@@ -89,8 +118,27 @@ func (u *ufoClient) run(m *aip.ServerMessage) *aip.ClientMessage {
 		return nil
 	}
 	res := make([]command.Result, len(m.Actions))
+	for _, a := range m.Actions {
+		if err := ufoTool(a); err != nil {
+			u.t.Logf("UFO's client: %v (no answer to the frame)", err)
+			return nil
+		}
+	}
 	for i, a := range m.Actions {
-		if a.ToolName == "count" {
+		switch a.ToolName {
+		case command.ListTools:
+			u.lists++
+			tt, _ := a.Parameters["tool_type"].(string)
+			some := []command.ToolInfo{}
+			for _, t := range ufoTools {
+				if tt == "" || string(t.ToolType) == tt {
+					some = append(some, t)
+				}
+			}
+			b, _ := json.Marshal(some)
+			res[i] = command.Result{Status: command.Success, Result: b, CallID: a.CallID}
+			continue
+		case "count":
 			f, err := os.OpenFile(u.counter, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
 				u.t.Fatal(err)
@@ -104,8 +152,22 @@ func (u *ufoClient) run(m *aip.ServerMessage) *aip.ClientMessage {
 		SessionID: m.SessionID, PrevResponseID: m.ResponseID, ActionResults: res}
 }
 
+// ufoTool is what UFO's router says of a command it cannot look up as
+// tool_type::tool_name (computer.py's command2tool raises).
+func ufoTool(a command.Command) error {
+	if a.ToolName == "" || a.ToolName == command.ListTools && (a.ToolType == "" || a.ToolType.Valid()) {
+		return nil
+	}
+	for _, t := range ufoTools {
+		if t.Name == a.ToolName && (a.ToolType == "" || a.ToolType == t.ToolType) {
+			return nil
+		}
+	}
+	return fmt.Errorf("Tool %s is not registered in current computer", command.ToolKey(a.ToolType, a.ToolName))
+}
+
 // serve answers command frames until the task ends, and returns the
-// response ids of the frames it ran.
+// response ids of the task's frames it ran (not the listings).
 func (u *ufoClient) serve() []string {
 	u.t.Helper()
 	var ran []string
@@ -114,7 +176,9 @@ func (u *ufoClient) serve() []string {
 		switch m.Type {
 		case aip.TypeCommand:
 			if res := u.run(m); res != nil {
-				ran = append(ran, m.ResponseID)
+				if !isListing(m) {
+					ran = append(ran, m.ResponseID)
+				}
 				send(u.t, u.conn, res)
 			}
 		case aip.TypeTaskEnd:
@@ -367,7 +431,14 @@ func TestNothingBeforeTheAck(t *testing.T) {
 		if first.Type != aip.TypeHeartbeat || first.SessionID != "" {
 			t.Fatalf("registration %d: the first frame is %v, not the registration ack", i, first)
 		}
-		if m := readServer(t, c); m.Type != aip.TypeTask {
+		// Between the ack and the task, only the one question a UFO
+		// client is asked when it registers: its tools.
+		m := readServer(t, c)
+		if m.Type == aip.TypeCommand {
+			answerToolList(t, c, id, m, "LinuxAgent")
+			m = readServer(t, c)
+		}
+		if m.Type != aip.TypeTask {
 			t.Fatalf("registration %d: after the ack came %v, not the task", i, m)
 		}
 		c.CloseNow()

@@ -467,6 +467,15 @@ func (s *Server) start(t *task) {
 			s.persist(t)
 		}
 	}
+	// What the agents' commands go through: UFO's client gets what it
+	// can route (ufo.go); for another, the server keeps the tool
+	// listings its rounds bring back.
+	var taskDisp dispatcher.Dispatcher = learningDispatcher{inner: disp, s: s, d: t.target, taskID: t.info.ID}
+	s.mu.Lock()
+	if t.target.speaksUFO() {
+		taskDisp = ufoDispatcher{inner: disp, s: s, d: t.target, agent: agentName}
+	}
+	s.mu.Unlock()
 	go func() {
 		defer s.taskWG.Done()
 		var out *agent.Outcome
@@ -474,7 +483,7 @@ func (s *Server) start(t *task) {
 		err := agentErr
 		if err == nil {
 			runner, err = s.opts.NewSession(SessionSpec{TaskID: t.info.ID, ClientID: t.target.id, Request: t.info.Request,
-				TaskName: t.info.TaskName, Dispatcher: learningDispatcher{inner: disp, s: s, d: t.target, taskID: t.info.ID}, Device: info, AppDescriptions: ns, Observer: observe,
+				TaskName: t.info.TaskName, Dispatcher: taskDisp, Device: info, AppDescriptions: ns, Observer: observe,
 				Person: taskPerson{s, t}, Resumed: t.resume,
 				WrapModel: func(m llm.Model) llm.Model { return journaledModel{j: j, inner: m} }})
 		}

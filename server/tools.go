@@ -77,6 +77,9 @@ type ToolsSummary struct {
 	Count     int       `json:"count"`
 	Source    string    `json:"source,omitempty"`
 	LearnedAt time.Time `json:"learned_at,omitzero"`
+	// Namespaces are the namespaces (apps) its tools are in, sorted: a
+	// device that registered none (UFO's client) has these as its apps.
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // toolList is what the server learned of a device's tools: replaced
@@ -94,7 +97,14 @@ func (l *toolList) summary() ToolsSummary {
 	if l == nil {
 		return ToolsSummary{}
 	}
-	return ToolsSummary{Count: len(l.Tools), Source: l.Source, LearnedAt: l.LearnedAt}
+	var ns []string
+	for _, t := range l.Tools {
+		if t.Namespace != "" {
+			ns = append(ns, t.Namespace)
+		}
+	}
+	slices.Sort(ns)
+	return ToolsSummary{Count: len(l.Tools), Source: l.Source, LearnedAt: l.LearnedAt, Namespaces: slices.Compact(ns)}
 }
 
 // view is the list as the API shows it, with a note in words.
@@ -104,7 +114,7 @@ func (l *toolList) view(clientID string, asks bool) DeviceTools {
 	case l == nil && asks:
 		out.Note = "not known yet: the server asks the device for its tools when it registers"
 	case l == nil:
-		out.Note = "not known yet: this device client does not list its tools outside a task (UFO's client answers only its agents); they show once a task on it has listed them"
+		out.Note = "not known yet: the server asks UFO's client for its agent's tools (list_tools) when it registers, when its agent is known then, or at its first task"
 	default:
 		out.Tools, out.Source, out.LearnedAt, out.TaskID = l.Tools, l.Source, l.LearnedAt, l.TaskID
 		if l.Source == ToolsFromDevice {
@@ -201,7 +211,24 @@ func (s *Server) probeTools(d *device, conn *aip.Conn, version uint64) (*toolLis
 	if timeout <= 0 {
 		timeout = dispatcher.DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(conn.Context(), timeout)
+	infos, err := s.probe(d, conn, "", command.Command{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: map[string]any{}}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	list := &toolList{Tools: make([]DeviceTool, 0, len(infos)), Source: ToolsFromDevice, LearnedAt: time.Now().UTC(), Version: version}
+	for _, t := range infos {
+		list.Tools = append(list.Tools, deviceTool(t))
+	}
+	sortTools(list.Tools)
+	return list, nil
+}
+
+// probe sends one listing command (get_mcp_tools, or list_tools to UFO's
+// client) in a frame of its own, named for agent, and waits for its
+// answer, a list of tool infos, until timeout, the connection's end or
+// the server's.
+func (s *Server) probe(d *device, conn *aip.Conn, agent string, cmd command.Command, timeout time.Duration) ([]command.ToolInfo, error) {
+	ctx, cancel := context.WithTimeoutCause(conn.Context(), timeout, fmt.Errorf("no answer within %s", timeout))
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
@@ -218,8 +245,9 @@ func (s *Server) probeTools(d *device, conn *aip.Conn, version uint64) (*toolLis
 		delete(d.probes, id)
 		s.mu.Unlock()
 	}()
+	cmd.CallID = s.opts.NewID()
 	frame := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, ResponseID: id, Timestamp: aip.Timestamp(time.Now()),
-		Actions: []command.Command{{ToolName: command.GetMCPTools, ToolType: command.DataCollection, CallID: s.opts.NewID(), Parameters: map[string]any{}}}}
+		AgentName: agent, Actions: []command.Command{cmd}}
 	if err := conn.Send(ctx, frame); err != nil {
 		return nil, err
 	}
@@ -227,25 +255,20 @@ func (s *Server) probeTools(d *device, conn *aip.Conn, version uint64) (*toolLis
 	select {
 	case m = <-answer:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("no answer to get_mcp_tools: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("no answer to %s: %w", cmd.ToolName, context.Cause(ctx))
 	}
 	if len(m.ActionResults) != 1 || !m.ActionResults[0].OK() {
 		why := "no result"
 		if len(m.ActionResults) == 1 {
 			why = m.ActionResults[0].Error
 		}
-		return nil, fmt.Errorf("get_mcp_tools failed: %s", why)
+		return nil, fmt.Errorf("%s failed: %s", cmd.ToolName, why)
 	}
 	var infos []command.ToolInfo
 	if err := json.Unmarshal(m.ActionResults[0].Result, &infos); err != nil {
-		return nil, fmt.Errorf("get_mcp_tools did not answer a list of tool infos: %w", err)
+		return nil, fmt.Errorf("%s did not answer a list of tool infos: %w", cmd.ToolName, err)
 	}
-	list := &toolList{Tools: make([]DeviceTool, 0, len(infos)), Source: ToolsFromDevice, LearnedAt: time.Now().UTC(), Version: version}
-	for _, t := range infos {
-		list.Tools = append(list.Tools, deviceTool(t))
-	}
-	sortTools(list.Tools)
-	return list, nil
+	return infos, nil
 }
 
 // probeAnswer hands a command_results frame to the probe waiting for it;
