@@ -530,6 +530,10 @@ func (r *run) drive(ctx context.Context) error {
 	// planning says a step is in flight; refusedEdits that the planner's
 	// last answer had edits the graph refused, which it must hear of.
 	planning, refusedEdits := false, false
+	// ownRefusals that the planner's last step had edits it refused
+	// itself (its tool results said why): if they leave nothing that
+	// can run, it is asked again rather than the constellation failed.
+	ownRefusals := false
 	// stopStep cancels the step in flight.
 	stopStep := context.CancelCauseFunc(func(error) {})
 	ask := func() {
@@ -549,7 +553,7 @@ func (r *run) drive(ctx context.Context) error {
 		ask()
 	}
 	for {
-		if !refusedEdits && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
+		if !refusedEdits && !ownRefusals && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
 			// The planner declared the graph all the request needs and
 			// every node has completed: its step on these last ends could
 			// only finish, so the constellation ends without it (a
@@ -574,6 +578,15 @@ func (r *run) drive(ctx context.Context) error {
 			if err := r.startReady(ctx); err != nil {
 				return err
 			}
+		}
+		if !planning && r.inflight == 0 && ownRefusals {
+			// Its last step's refused edits (a node on a device without
+			// its app, say) left nothing that can run: the planner
+			// hears so and tries again, bounded by its step limit.
+			ownRefusals = false
+			events = append(events, "nothing is running and nothing can start: the edits refused in your last step (their results say why) left the graph without a way on; change them, or finish")
+			ask()
+			continue
 		}
 		if !planning && r.inflight == 0 {
 			// Nothing runs and nothing can, and the planner said nothing
@@ -602,6 +615,7 @@ func (r *run) drive(ctx context.Context) error {
 			}
 			events = append(events, refused...)
 			refusedEdits = len(refused) > 0
+			ownRefusals = slices.ContainsFunc(a.res.Edits, func(e Edit) bool { return !e.OK })
 			continue
 		case m := <-r.ends:
 			events = append(events, r.take(ctx, m)...)

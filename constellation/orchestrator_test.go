@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/server/store"
 )
@@ -506,5 +507,50 @@ func TestFinishWhenDoneStopsAStepInFlight(t *testing.T) {
 		}
 	default:
 		t.Error("the step in flight was not stopped")
+	}
+}
+
+// TestRefusedEditBringsThePlannerBack: a node the graph refuses (its
+// device lacks the app it names) ends the planner's step with nothing to
+// run; the planner is asked again, and puts it where the
+// app is, rather than the constellation failing for a graph that cannot
+// go on.
+func TestRefusedEditBringsThePlannerBack(t *testing.T) {
+	f := newFake(threeDevices...)
+	var told []string
+	steps := 0
+	planner := func(*Graph) (Stepper, error) {
+		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+			steps++
+			told = append(told, events...)
+			switch {
+			case steps == 1:
+				// Refused: d1 has no desktop.
+				r := p.ed.Execute(context.Background(), []command.Command{{ToolName: ToolAddNode,
+					Parameters: map[string]any{"id": "shot", "device": "d1", "task": "take a screenshot", "apps": []any{"desktop"}}}})
+				if r[0].OK() {
+					t.Errorf("a node on a device without its app was accepted")
+				}
+			case len(g.Nodes) == 0:
+				p.do(t, ToolAddNode, map[string]any{"id": "shot", "device": "d3", "task": "take a screenshot", "apps": []any{"desktop"}})
+			case g.AllCompleted():
+				return fsm.Finish, "done"
+			}
+			return fsm.Continue, ""
+		}), nil
+	}
+	o, _ := New(Options{Devices: f, NewPlanner: planner})
+	g, err := o.Run(context.Background(), "a screenshot")
+	if err != nil || g.Status != Completed || g.Answer != "done" {
+		t.Fatalf("%v %s %q %q: %s", err, g.Status, g.Answer, g.Error, g.Summary())
+	}
+	joined := strings.Join(told, "\n")
+	// The reason itself reached it as the tool result of its edit; the
+	// event says why it is asked again.
+	if !strings.Contains(joined, "edits refused in your last step") {
+		t.Errorf("the planner was not told why it is asked again:\n%s", joined)
+	}
+	if got := strings.Join(f.byNode["shot"], ","); got != "d3" {
+		t.Errorf("shot ran on %q, want d3", got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/server"
@@ -27,19 +26,24 @@ type ServerDevices struct {
 
 var _ Devices = ServerDevices{}
 
-// List returns the connected devices, with their apps (the namespaces
-// they registered).
+// List returns the connected devices, with their apps: the namespaces
+// they registered and those their listed tools are in (UFO's client
+// registers none: its apps are its agent's MCP servers).
 func (d ServerDevices) List(context.Context) ([]Device, error) {
 	var out []Device
 	for _, c := range d.Server.ClusterClients() {
 		if c.ClientType != aip.ClientDevice || c.Status != "connected" {
 			continue
 		}
-		dev := Device{ID: c.ClientID, Platform: c.Platform, Apps: []string{}}
+		dev := Device{ID: c.ClientID, Platform: c.Platform, Apps: slices.Clone(c.Tools.Namespaces)}
 		for ns := range c.Namespaces {
 			dev.Apps = append(dev.Apps, ns)
 		}
-		sort.Strings(dev.Apps)
+		if dev.Apps == nil {
+			dev.Apps = []string{}
+		}
+		slices.Sort(dev.Apps)
+		dev.Apps = slices.Compact(dev.Apps)
 		out = append(out, dev)
 	}
 	return out, nil
