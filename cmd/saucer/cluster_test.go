@@ -113,10 +113,12 @@ func TestServersShareAStore(t *testing.T) {
 	if code := apiCall(t, c.addrs[1], "POST", "/api/dispatch", server.DispatchRequest{ClientID: "box", Request: "append six lines"}, &disp); code != 200 || disp.TaskID == "" {
 		t.Fatalf("dispatch through beta: %d %+v\n%s", code, disp, logs())
 	}
+	// Beta passes the task on through the database: alpha starts it
+	// (and says so) before its first command writes a line.
+	waitLines(t, filepath.Join(c.work, "log.txt"), 2, logs)
 	if !strings.Contains(c.srv[0].out.String(), "task "+disp.TaskID+" on box") {
 		t.Errorf("the task does not run on alpha, which holds the device\n%s", logs())
 	}
-	waitLines(t, filepath.Join(c.work, "log.txt"), 2, logs)
 	var seen server.TaskInfo
 	if code := apiCall(t, c.addrs[1], "GET", "/api/tasks/"+disp.TaskID, nil, &seen); code != 200 || seen.Status != server.StatusRunning || len(seen.Commands) < 2 {
 		t.Errorf("GET through beta: %d %+v", code, seen)
