@@ -496,9 +496,21 @@ func (d *Display) runtimeDir(cred *syscall.Credential) (string, error) {
 		return "", err
 	}
 	if cred != nil {
-		// The folder above must be passable for the compositor's user.
+		// The folder above must be passable for the compositor's user,
+		// and so must every folder above it: a private TMPDIR (mode
+		// 0700, as systemd's or a CI's) would otherwise make sway fail
+		// with only "Unable to open wayland socket".
 		if err := os.Chmod(d.dir, 0o711); err != nil {
 			return "", err
+		}
+		for dir := filepath.Dir(d.dir); ; dir = filepath.Dir(dir) {
+			if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 {
+				return "", fmt.Errorf("sway refuses to run as root, so it runs as nobody, who cannot pass %s (mode %04o): "+
+					"make it passable (chmod o+x %s) or set TMPDIR to a folder nobody can pass", dir, fi.Mode().Perm(), dir)
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
 		}
 		if err := os.Chown(run, int(cred.Uid), int(cred.Gid)); err != nil {
 			return "", err

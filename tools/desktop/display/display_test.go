@@ -289,3 +289,29 @@ func TestSweepLeavesLiveDisplays(t *testing.T) {
 		t.Fatalf("the sweep killed a live display's processes; left: %v", tagged(d.tag))
 	}
 }
+
+// As root, sway runs as nobody: a private TMPDIR it cannot pass is
+// refused with the folder and the fix, not left to sway's "Unable to
+// open wayland socket".
+func TestSwayUnderAPrivateTmpdirSaysWhy(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root runs sway as another user")
+	}
+	require(t, Sway)
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", private)
+	d, err := Start(context.Background(), Options{Kind: Sway})
+	if err == nil {
+		d.Close()
+		t.Fatal("sway started under a folder nobody can pass")
+	}
+	if !strings.Contains(err.Error(), "chmod o+x "+private) {
+		t.Fatalf("the error does not say what to do: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(private, "*")); len(left) != 0 {
+		t.Errorf("the refused start left %v", left)
+	}
+}
