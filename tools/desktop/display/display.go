@@ -434,6 +434,7 @@ func (d *Display) Close() error {
 	}
 	killTagged(d.tag)
 	if d.dir != "" {
+		unmountUnder(d.dir)
 		return os.RemoveAll(d.dir)
 	}
 	return nil

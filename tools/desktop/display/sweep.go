@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +86,7 @@ func sweep() {
 	for _, d := range dirs {
 		if alive, ok := ownerAlive(filepath.Base(d)); ok && !alive {
 			killTagged(filepath.Base(d))
+			unmountUnder(d)
 			os.RemoveAll(d)
 		}
 	}
@@ -156,4 +159,60 @@ func zombie(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
+}
+
+// unmountUnder detaches what is mounted under dir, deepest first: the
+// session bus may have activated xdg-document-portal, which mounts its
+// FUSE file system at XDG_RUNTIME_DIR/doc and, killed with the display,
+// leaves the mount behind, where RemoveAll fails on it. Root detaches
+// it; another user asks fusermount, the FUSE mount's own tool.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	prefix := filepath.Clean(dir) + "/"
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// The mount point is the fifth field, with space, tab, newline
+		// and backslash as octal escapes.
+		if mp := unescapeMountPoint(f[4]); strings.HasPrefix(mp, prefix) {
+			points = append(points, mp)
+		}
+	}
+	// Deepest first: a mount inside another goes before it.
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, mp := range points {
+		if syscall.Unmount(mp, syscall.MNT_DETACH) == nil {
+			continue
+		}
+		for _, tool := range []string{"fusermount3", "fusermount"} {
+			if path, err := exec.LookPath(tool); err == nil && exec.Command(path, "-u", "-z", mp).Run() == nil {
+				break
+			}
+		}
+	}
+}
+
+// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPoint(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
 }
