@@ -333,7 +333,6 @@ func (f *fixture) rawConn(t *testing.T) *aip.Conn {
 	return c
 }
 
-// readServer reads the next frame within a deadline.
 // readServer reads the server's next frame on c. On a connection that
 // register registered, it answers the server's list_tools question as
 // UFO's client would (with rawTools) and reads on.
@@ -347,6 +346,7 @@ func readServer(t *testing.T, c *aip.Conn) *aip.ServerMessage {
 	return m
 }
 
+// readFrame reads the next frame within a deadline.
 func readFrame(t *testing.T, c *aip.Conn) *aip.ServerMessage {
 	t.Helper()
 	type read struct {
@@ -382,6 +382,7 @@ func register(t *testing.T, c *aip.Conn, id string) *aip.ServerMessage {
 	ack := readServer(t, c)
 	if ack.Type == aip.TypeHeartbeat && ack.Status == aip.StatusOK {
 		ufoConns.Store(c, id)
+		t.Cleanup(func() { ufoConns.Delete(c) })
 	}
 	return ack
 }

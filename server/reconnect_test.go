@@ -95,18 +95,13 @@ func (u *ufoClient) nextCommand() *aip.ServerMessage {
 		if m.Type != aip.TypeCommand {
 			continue
 		}
-		if !isListing(m) {
+		if !isToolQuestion(m) {
 			return m
 		}
 		if res := u.run(m); res != nil {
 			send(u.t, u.conn, res)
 		}
 	}
-}
-
-// isListing says m is the server's question for the device's tools.
-func isListing(m *aip.ServerMessage) bool {
-	return len(m.Actions) == 1 && m.Actions[0].ToolName == command.ListTools
 }
 
 // run runs a command frame's actions, as UFO's client does: nil, no
@@ -176,7 +171,7 @@ func (u *ufoClient) serve() []string {
 		switch m.Type {
 		case aip.TypeCommand:
 			if res := u.run(m); res != nil {
-				if !isListing(m) {
+				if !isToolQuestion(m) {
 					ran = append(ran, m.ResponseID)
 				}
 				send(u.t, u.conn, res)

@@ -215,12 +215,17 @@ func (s *Server) probeTools(d *device, conn *aip.Conn, version uint64) (*toolLis
 	if err != nil {
 		return nil, err
 	}
+	return fromDevice(infos, version), nil
+}
+
+// fromDevice is the tool list a device answered, as the API shows it.
+func fromDevice(infos []command.ToolInfo, version uint64) *toolList {
 	list := &toolList{Tools: make([]DeviceTool, 0, len(infos)), Source: ToolsFromDevice, LearnedAt: time.Now().UTC(), Version: version}
 	for _, t := range infos {
 		list.Tools = append(list.Tools, deviceTool(t))
 	}
 	sortTools(list.Tools)
-	return list, nil
+	return list
 }
 
 // probe sends one listing command (get_mcp_tools, or list_tools to UFO's

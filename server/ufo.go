@@ -57,50 +57,10 @@ func (d *device) speaksUFO() bool {
 // asking the device once per connection (concurrent callers share the
 // one question). While d is away its last list serves.
 func (s *Server) ufoTools(ctx context.Context, d *device, agent string) ([]command.ToolInfo, error) {
-	s.mu.Lock()
-	conn := d.conn
-	c := d.catalogs[agent]
-	stale := c == nil || (conn != nil && c.conn != conn) || (c.err != nil && isClosed(c.done))
-	if stale && conn == nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("device %s is not connected, and its tools are not known yet: they are asked for when it connects", d.id)
+	c, err := s.ufoCatalog(d, agent)
+	if err != nil {
+		return nil, err
 	}
-	if stale {
-		c = &ufoCatalog{conn: conn, done: make(chan struct{})}
-		if d.catalogs == nil {
-			d.catalogs = map[string]*ufoCatalog{}
-		}
-		d.catalogs[agent] = c
-		s.conns.Add(1) // it lives no longer than the connection, which the server's stop closes and waits for
-		go func() {
-			defer s.conns.Done()
-			list := command.Command{ToolName: command.ListTools, ToolType: command.Action, Parameters: map[string]any{}}
-			infos, err := s.probe(d, conn, agent, list, ufoDiscoveryTimeout)
-			if err != nil {
-				err = fmt.Errorf("UFO's device client %s did not list the tools of its agent %s: %w (it answers nothing to a frame it cannot route: "+
-					"check that its mcp.yaml has the agent %s and that the agent's MCP servers are up)", d.id, agent, err, agent)
-				s.logf("%v", err)
-			}
-			s.mu.Lock()
-			c.tools, c.err = infos, err
-			if err == nil {
-				// The API shows the device's tools as the device listed them.
-				tl := &toolList{Tools: make([]DeviceTool, 0, len(infos)), Source: ToolsFromDevice, LearnedAt: time.Now().UTC()}
-				for _, t := range infos {
-					tl.Tools = append(tl.Tools, deviceTool(t))
-				}
-				sortTools(tl.Tools)
-				d.tools = tl
-			}
-			close(c.done)
-			s.mu.Unlock()
-			if err == nil {
-				s.putDevice(d)
-				s.publishClient(d)
-			}
-		}()
-	}
-	s.mu.Unlock()
 	select {
 	case <-c.done:
 		return c.tools, c.err
@@ -109,13 +69,50 @@ func (s *Server) ufoTools(ctx context.Context, d *device, agent string) ([]comma
 	}
 }
 
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
+// ufoCatalog returns agent's catalog on d's current connection, asking
+// the device for it unless it was asked on this connection already (and
+// did not fail).
+func (s *Server) ufoCatalog(d *device, agent string) (*ufoCatalog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conn := d.conn
+	c := d.catalogs[agent]
+	// c.err is set, under s.mu, only as done closes: a failed question
+	// is over and is asked again.
+	if c != nil && (conn == nil || c.conn == conn) && c.err == nil {
+		return c, nil
 	}
+	if conn == nil {
+		return nil, fmt.Errorf("device %s is not connected, and its tools are not known yet: they are asked for when it connects", d.id)
+	}
+	c = &ufoCatalog{conn: conn, done: make(chan struct{})}
+	if d.catalogs == nil {
+		d.catalogs = map[string]*ufoCatalog{}
+	}
+	d.catalogs[agent] = c
+	s.conns.Add(1) // it lives no longer than the connection, which the server's stop closes and waits for
+	go func() {
+		defer s.conns.Done()
+		list := command.Command{ToolName: command.ListTools, ToolType: command.Action, Parameters: map[string]any{}}
+		infos, err := s.probe(d, conn, agent, list, ufoDiscoveryTimeout)
+		if err != nil {
+			err = fmt.Errorf("UFO's device client %s did not list the tools of its agent %s: %w (it answers nothing to a frame it cannot route: "+
+				"check that its mcp.yaml has the agent %s and that the agent's MCP servers are up)", d.id, agent, err, agent)
+			s.logf("%v", err)
+		}
+		s.mu.Lock()
+		c.tools, c.err = infos, err
+		if err == nil {
+			d.tools = fromDevice(infos, 0) // the API shows the device's tools as the device listed them
+		}
+		close(c.done)
+		s.mu.Unlock()
+		if err == nil {
+			s.putDevice(d)
+			s.publishClient(d)
+		}
+	}()
+	return c, nil
 }
 
 // ufoDispatcher is a task's dispatcher for a UFO device client: it
@@ -238,10 +235,9 @@ func (s *Server) listUFOTools(d *device) {
 	s.mu.Lock()
 	ufo := d.speaksUFO()
 	agent, err := s.agentNameLocked(d)
-	conn := d.conn
 	s.mu.Unlock()
-	if !ufo || err != nil || agent == "" || conn == nil {
+	if !ufo || err != nil || agent == "" {
 		return
 	}
-	go s.ufoTools(conn.Context(), d, agent) //nolint:errcheck // the error is logged, and tasks ask again
+	_, _ = s.ufoCatalog(d, agent) // a failure is logged, and tasks ask again
 }

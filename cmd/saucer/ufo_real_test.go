@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,10 +45,9 @@ func ufoScript(t *testing.T, body string) string {
 // script and extra flags; the client comes with connectUFO.
 func startUFORig(t *testing.T, script string, extra ...string) *ufoRig {
 	t.Helper()
-	port := ufopeer.FreePort(t)
-	peer := ufopeer.New(t, port)
+	peer := ufopeer.New(t)
 	r := &ufoRig{addr: freeAddr(t), peer: peer}
-	r.mcp = peer.ServeBashMCP(t, port)
+	r.mcp = peer.ServeBashMCP(t)
 	args := append([]string{"serve", "--model", "scripted:" + script, "--addr", r.addr, "--token", "k"}, extra...)
 	r.srv = startSaucer(t, saucerBinary(t), []string{"SAUCER_RUNS=" + t.TempDir(), "XDG_CACHE_HOME=" + t.TempDir()}, args...)
 	r.logs = func() string { return "server:\n" + r.srv.out.String() }
@@ -58,17 +61,57 @@ func (r *ufoRig) connectUFO(t *testing.T, id, platform string) *ufopeer.Proc {
 	t.Helper()
 	cl := r.peer.Client(t, "ws://"+r.addr+"/ws?token=k", id, platform)
 	cl.WaitFor(t, "Successfully registered as "+id, 60*time.Second)
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	if !r.toolsKnown(t, id, 90*time.Second) {
 		var tools server.DeviceTools
 		apiCall(t, r.addr, "GET", "/api/clients/"+id+"/tools", nil, &tools)
-		if len(tools.Tools) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server never learned %s's tools (%s)\n%s\nclient:\n%s", id, tools.Note, r.logs(), cl.Output())
-		}
+		t.Fatalf("the server never learned %s's tools (%s)\n%s\nclient:\n%s", id, tools.Note, r.logs(), cl.Output())
 	}
 	return cl
+}
+
+// toolsKnown follows the server's event stream until id's entry lists
+// tools (in the first snapshot, or a client event after it).
+func (r *ufoRig) toolsKnown(t *testing.T, id string, within time.Duration) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+r.addr+"/api/events", nil)
+	req.Header.Set("X-API-Key", "k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	typ := ""
+	for sc.Scan() {
+		l := sc.Text()
+		if rest, ok := strings.CutPrefix(l, "event: "); ok {
+			typ = rest
+		}
+		data, ok := strings.CutPrefix(l, "data: ")
+		if !ok {
+			continue
+		}
+		var clients []server.ClientInfo
+		switch typ {
+		case server.EventSnapshot:
+			var snap server.Snapshot
+			json.Unmarshal([]byte(data), &snap)
+			clients = snap.Clients
+		case server.EventClient:
+			var ci server.ClientInfo
+			json.Unmarshal([]byte(data), &ci)
+			clients = []server.ClientInfo{ci}
+		}
+		for _, ci := range clients {
+			if ci.ClientID == id && ci.Tools.Count > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dispatch sends a task to id and waits for its end.

@@ -12,7 +12,6 @@ package ufopeer
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +40,9 @@ type Peer struct {
 	// libs holds links to Debian's websockets and psutil when the
 	// interpreter lacks them.
 	libs string
+	// mcpPort is where the agents' MCP servers are, in the unpacked
+	// mcp.yaml, and where ServeBashMCP serves.
+	mcpPort int
 }
 
 // unavailable skips the test outside CI and fails it in CI.
@@ -54,9 +56,9 @@ func unavailable(t testing.TB, format string, args ...any) {
 }
 
 // New unpacks UFO's code into a temp folder, with its client's mcp.yaml
-// pointing LinuxAgent's and MobileAgent's servers at mcpPort (where
-// StartBashMCP serves).
-func New(t testing.TB, mcpPort int) *Peer {
+// pointing LinuxAgent's and MobileAgent's servers at a free loopback
+// port, where ServeBashMCP serves.
+func New(t testing.TB) *Peer {
 	t.Helper()
 	dir, err := sharedDir()
 	if err != nil {
@@ -66,7 +68,7 @@ func New(t testing.TB, mcpPort int) *Peer {
 	if len(archive) != 1 {
 		unavailable(t, "UFO's device client: want one ufo-*.tar.gz in %s, found %d", dir, len(archive))
 	}
-	p := &Peer{Src: t.TempDir(), dir: dir}
+	p := &Peer{Src: t.TempDir(), dir: dir, mcpPort: freePort(t)}
 	if out, err := exec.Command("tar", "-xzf", archive[0], "-C", p.Src).CombinedOutput(); err != nil {
 		t.Fatalf("unpack %s: %v\n%s", archive[0], err, out)
 	}
@@ -87,7 +89,7 @@ func New(t testing.TB, mcpPort int) *Peer {
 	if n := len(ports.FindAll(b, -1)); n != 3 {
 		t.Fatalf("%s: want the ports 8010, 8020 and 8021 of LinuxAgent and MobileAgent, found %d", cfg, n)
 	}
-	b = ports.ReplaceAll(b, []byte(fmt.Sprintf("port: %d", mcpPort)))
+	b = ports.ReplaceAll(b, []byte(fmt.Sprintf("port: %d", p.mcpPort)))
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -229,11 +231,12 @@ func (p *Peer) start(t testing.TB, name string, args []string, env []string) *Pr
 	return pr
 }
 
-// ServeBashMCP starts UFO's Linux bash MCP server on port (New's
-// mcpPort) and waits until it serves. Its output has a line
+// ServeBashMCP starts UFO's Linux bash MCP server on the port New chose
+// and waits until it serves. Its output has a line
 // "CALL HH:MM:SS NAME ARGS" for each tool call (the shim's doing), which
 // Count counts.
-func (p *Peer) ServeBashMCP(t testing.TB, port int) *Proc {
+func (p *Peer) ServeBashMCP(t testing.TB) *Proc {
+	port := p.mcpPort
 	t.Helper()
 	server := filepath.Join("ufo", "client", "mcp", "http_servers", "linux_mcp_server.py")
 	env := p.env("UFO_MCP_API_KEY="+APIKey, "PYTHONPATH="+strings.Join(nonEmpty(filepath.Join(p.dir, "shim"), p.libs, p.Src), ":"))
@@ -264,9 +267,7 @@ func nonEmpty(s ...string) []string {
 	return out
 }
 
-// FreePort is a loopback port nobody listens on.
-func FreePort(t testing.TB) int { return freePort(t) }
-
+// freePort is a loopback port nobody listens on.
 func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -281,7 +282,6 @@ func freePort(t testing.TB) int {
 type lines struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	buf  bytes.Buffer
 	all  []string
 	done bool
 }
@@ -292,7 +292,6 @@ func (l *lines) read(r io.Reader) {
 	for sc.Scan() {
 		l.mu.Lock()
 		l.all = append(l.all, sc.Text())
-		l.buf.WriteString(sc.Text() + "\n")
 		l.cond.Broadcast()
 		l.mu.Unlock()
 	}
@@ -305,7 +304,10 @@ func (l *lines) read(r io.Reader) {
 func (l *lines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.String()
+	if len(l.all) == 0 {
+		return ""
+	}
+	return strings.Join(l.all, "\n") + "\n"
 }
 
 func (l *lines) countLocked(s string) int {
