@@ -80,16 +80,13 @@ func (a *Artifacts) Len() int {
 }
 
 // Text is s as a request carries it: whole when it is within the
-// threshold, else its head and a stand-in that says how to read the rest.
+// threshold, else its head and tail (Ends, within the artifact head's
+// bytes) around a stand-in that says how to read the rest.
 func (a *Artifacts) Text(s string) string {
 	if !a.over(s) {
 		return s
 	}
-	h := a.keep(s)
-	head := s[:runeStart(s, a.head())]
-	return fmt.Sprintf("%s\n…[artifact %s: %d bytes in %d lines, of which the first %d bytes are above. "+
-		`Read more with read_artifact {"handle": %q, "offset": %d, "length": %d}, or find lines with {"handle": %q, "grep": "a regular expression"}]`,
-		head, h, len(s), strings.Count(s, "\n")+1, len(head), h, len(head), 2*a.head(), h)
+	return a.Ends(s, 0, a.head())
 }
 
 // JSON is a JSON value as a request carries it: every string in it longer
@@ -133,53 +130,8 @@ func (a *Artifacts) Keep(s string) string { return a.keep(s) }
 
 // Shorten is s as a request carries it under a context policy's head: whole
 // when it has at most lines lines and bytes bytes (0 bounds neither),
-// else kept aside and shown by its first lines, cut to whole lines where
-// it can, and a stand-in with its handle and size.
-func (a *Artifacts) Shorten(s string, lines, bytes int) string {
-	head, ok := headOf(s, lines, bytes)
-	if ok {
-		return s
-	}
-	h := a.keep(s)
-	return fmt.Sprintf("%s\n…[artifact %s: %d of %d bytes shown, %d of %d lines; read_artifact reads the rest]",
-		head, h, len(head), len(s), strings.Count(head, "\n")+1, strings.Count(strings.TrimSuffix(s, "\n"), "\n")+1)
-}
-
-// headOf is s's first lines within the bounds, and whether that is all
-// of s.
-func headOf(s string, lines, bytes int) (string, bool) {
-	if lines <= 0 && bytes <= 0 {
-		return s, true
-	}
-	end := len(s)
-	if lines > 0 {
-		n, i := 0, 0
-		for i < len(s) {
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				break
-			}
-			i += j + 1
-			if n++; n == lines {
-				// A last line ending in a newline is not cut.
-				if strings.TrimSpace(s[i:]) != "" {
-					end = i - 1
-				}
-				break
-			}
-		}
-	}
-	if bytes > 0 && end > bytes {
-		end = runeStart(s, bytes)
-		if nl := strings.LastIndexByte(s[:end], '\n'); nl > 0 {
-			end = nl
-		}
-	}
-	if end >= len(s) {
-		return s, true
-	}
-	return strings.TrimRight(s[:end], "\n"), false
-}
+// else kept aside and shown by its first and last lines (Ends).
+func (a *Artifacts) Shorten(s string, lines, bytes int) string { return a.Ends(s, lines, bytes) }
 
 // ShortenJSON is a JSON value under a context policy's head: each string in
 // it cut to its head (see Shorten), and the whole, when still longer than

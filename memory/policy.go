@@ -15,10 +15,13 @@ import (
 // presets (Preset) are made for providers' prompt caches, which hold the
 // longest start a request shares with an earlier one:
 //
-//   - The history is append-only: a step enters it once, as it will stay
-//     (its results cut to a head of HeadLines lines and HeadBytes bytes,
-//     the rest an artifact the model reads with read_artifact), so each
-//     request starts with the whole of the one before.
+//   - The newest step's results, which the model has not seen yet, go
+//     whole up to ShowBytes (a longer one by its head and tail, the
+//     middle an artifact the model reads with read_artifact).
+//   - Once seen, a step stays in the history in one form, so each request
+//     starts with nearly the whole of the one before: its results whole
+//     within HeadLines lines and HeadBytes bytes, a longer one by its head
+//     and tail within them, the middle an artifact.
 //   - When the history passes FoldBytes, the steps after the first few
 //     (the anchor) and before the newest are folded into one summary turn.
 //     That rewrites the request from the summary on, once; the anchor is
@@ -46,8 +49,11 @@ type Policy struct {
 	Summary   string `yaml:"summary" json:"summary"`
 	HeadLines int    `yaml:"head_lines" json:"head_lines"`
 	HeadBytes int    `yaml:"head_bytes" json:"head_bytes"`
-	FoldBytes int    `yaml:"fold_bytes" json:"fold_bytes"`
-	MaxBytes  int    `yaml:"max_bytes" json:"max_bytes"`
+	// ShowBytes bounds the newest step's results, which the model reads
+	// for the first time (0: the preset's).
+	ShowBytes int `yaml:"show_bytes" json:"show_bytes"`
+	FoldBytes int `yaml:"fold_bytes" json:"fold_bytes"`
+	MaxBytes  int `yaml:"max_bytes" json:"max_bytes"`
 
 	// The window preset's.
 	Recent    int `yaml:"recent" json:"recent"`
@@ -72,20 +78,26 @@ const (
 	SummaryModel         = "model"
 )
 
-// Presets are the append-only presets' values. The heads and fold marks
-// are sized so that on a long task of shell listings (0.5 to 3.5 KB of
-// output a step) every request repeats at least 80% of the one before and
-// stays under UFO's LinuxAgent prompt: see docs/context.md for the
-// figures.
+// DefaultShowBytes is how much of the newest step's results the model
+// reads whole under balanced and full: as much as the shell keeps of a
+// stream, so that what a tool returns reaches the model uncut.
+const DefaultShowBytes = 64 << 10
+
+// Presets are the append-only presets' values. Each shows the newest
+// results whole, as UFO's agents do; they differ in how much of a result
+// stays in the history once seen, and so in cost. See docs/context.md
+// for the figures on the long tasks.
 var Presets = map[string]Policy{
-	// The first 4 lines of each result; about 150 tokens a step on that
-	// task, and a fold every 4 or 5 steps.
-	Economy: {Preset: Economy, HeadLines: 4, HeadBytes: 320, FoldBytes: 5 << 10},
-	// The first 8 lines; about 280 tokens a step, a fold every 5 or 6.
-	Balanced: {Preset: Balanced, HeadLines: 8, HeadBytes: 512, FoldBytes: 8 << 10},
-	// Every result whole (up to agent.max_result_chars), folded only
-	// near the model's context (max_bytes) or at 256 KB of history.
-	Full: {Preset: Full, FoldBytes: 256 << 10},
+	// A seen result keeps its first and last lines, 8 in all; the newest
+	// is shown up to 16 KB.
+	Economy: {Preset: Economy, HeadLines: 8, HeadBytes: 640, ShowBytes: 16 << 10, FoldBytes: 3 << 10},
+	// A seen result stays whole up to 60 lines and 4 KB, else its
+	// first and last lines within them.
+	Balanced: {Preset: Balanced, HeadLines: 60, HeadBytes: 4 << 10, ShowBytes: DefaultShowBytes, FoldBytes: 4 << 10},
+	// Every result whole (up to agent.max_result_chars once seen),
+	// folded only near the model's context (max_bytes) or at 256 KB of
+	// history.
+	Full: {Preset: Full, ShowBytes: DefaultShowBytes, FoldBytes: 256 << 10},
 }
 
 // DefaultPolicy is used for the fields of a window Policy left zero.
@@ -118,6 +130,9 @@ func (p Policy) WithDefaults() Policy {
 		if p.FoldBytes <= 0 {
 			p.FoldBytes = pre.FoldBytes
 		}
+		if p.ShowBytes <= 0 {
+			p.ShowBytes = pre.ShowBytes
+		}
 		return p
 	}
 	d := DefaultPolicy
@@ -143,8 +158,8 @@ func (p Policy) Check() error {
 	if p.Summary != "" && p.Summary != SummaryDeterministic && p.Summary != SummaryModel {
 		return fmt.Errorf("summary %q is not deterministic or model", p.Summary)
 	}
-	if p.HeadLines < 0 || p.HeadBytes < 0 || p.FoldBytes < 0 || p.MaxBytes < 0 {
-		return errors.New("head_lines, head_bytes, fold_bytes and max_bytes must not be negative")
+	if p.HeadLines < 0 || p.HeadBytes < 0 || p.ShowBytes < 0 || p.FoldBytes < 0 || p.MaxBytes < 0 {
+		return errors.New("head_lines, head_bytes, show_bytes, fold_bytes and max_bytes must not be negative")
 	}
 	if p.Preset != Window && p.Preset != "" && (p.Recent != 0 || p.Condensed != 0 || p.Block != 0) {
 		return fmt.Errorf("recent, condensed and block belong to the window preset, not %s: remove them, or set preset: window", p.Preset)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/llm"
@@ -17,13 +18,13 @@ func TestPolicyPresets(t *testing.T) {
 		want Policy
 	}{
 		{"none is balanced", Policy{},
-			Policy{Preset: Balanced, Summary: SummaryDeterministic, HeadLines: 8, HeadBytes: 512, FoldBytes: 8 << 10, LineChars: 200}},
+			Policy{Preset: Balanced, Summary: SummaryDeterministic, HeadLines: 60, HeadBytes: 4 << 10, ShowBytes: 64 << 10, FoldBytes: 4 << 10, LineChars: 200}},
 		{"economy", Policy{Preset: Economy},
-			Policy{Preset: Economy, Summary: SummaryDeterministic, HeadLines: 4, HeadBytes: 320, FoldBytes: 5 << 10, LineChars: 200}},
+			Policy{Preset: Economy, Summary: SummaryDeterministic, HeadLines: 8, HeadBytes: 640, ShowBytes: 16 << 10, FoldBytes: 3 << 10, LineChars: 200}},
 		{"full keeps results whole", Policy{Preset: Full, Summary: SummaryModel},
-			Policy{Preset: Full, Summary: SummaryModel, FoldBytes: 256 << 10, LineChars: 200}},
+			Policy{Preset: Full, Summary: SummaryModel, ShowBytes: 64 << 10, FoldBytes: 256 << 10, LineChars: 200}},
 		{"a preset's field set stays", Policy{Preset: Economy, HeadLines: 12, FoldBytes: 9000},
-			Policy{Preset: Economy, Summary: SummaryDeterministic, HeadLines: 12, FoldBytes: 9000, LineChars: 200}},
+			Policy{Preset: Economy, Summary: SummaryDeterministic, HeadLines: 12, ShowBytes: 16 << 10, FoldBytes: 9000, LineChars: 200}},
 		// The config recorded before presets: it replays as it ran.
 		{"recent without a preset is the window", Policy{Recent: 8, Condensed: 24, Block: 16, LineChars: 200},
 			Policy{Preset: Window, Summary: SummaryDeterministic, Recent: 8, Condensed: 24, Block: 16, LineChars: 200}},
@@ -67,25 +68,35 @@ func listing(n int) string {
 	return b.String()
 }
 
-func TestShortenKeepsAHeadOfWholeLines(t *testing.T) {
+// A result over the bounds keeps its first and last whole lines, two
+// thirds of the room to the head; the stand-in between says which bytes
+// are left out and how to read exactly them.
+func TestShortenKeepsHeadAndTail(t *testing.T) {
 	a := &Artifacts{}
 	ls := listing(40)
-	shown := a.Shorten(ls, 8, 512)
-	head, stand, ok := strings.Cut(shown, "\n…[artifact ")
-	if !ok || head != strings.Join(strings.SplitAfter(ls, "\n")[:8], "")[:len(head)] || strings.Count(head, "\n") != 7 {
-		t.Fatalf("shown %q: want the first 8 lines, then the stand-in", shown)
+	lines := strings.SplitAfter(ls, "\n")
+	shown := a.Shorten(ls, 9, 1024)
+	head, rest, ok := strings.Cut(shown, "\n…[artifact ")
+	stand, tail, _ := strings.Cut(rest, "]\n")
+	if !ok || head+"\n" != strings.Join(lines[:6], "") || tail != strings.Join(lines[37:], "") {
+		t.Fatalf("shown %q: want the first 6 lines and the last 3 around the stand-in", shown)
 	}
-	if !strings.Contains(stand, fmt.Sprintf("%d of %d bytes shown, 8 of 40 lines", len(head), len(ls))) {
-		t.Errorf("stand-in %q does not say what is shown", stand)
+	from, to := len(head)+1, len(ls)-len(tail)
+	if !strings.Contains(stand, fmt.Sprintf("31 of 40 lines (bytes %d to %d of %d) are left out here", from, to, len(ls))) {
+		t.Errorf("stand-in %q does not say what is left out", stand)
 	}
-	got, err := a.Read(ReadArgs{Handle: handleOf(t, shown), Grep: "file39"})
-	if err != nil || !strings.Contains(got, "file39") {
-		t.Errorf("reading the rest: %q %v", got, err)
+	got, err := a.Read(ReadArgs{Handle: handleOf(t, shown), Offset: from, Length: to - from})
+	if _, body, _ := strings.Cut(got, "\n"); err != nil || head+"\n"+body+tail != ls {
+		t.Errorf("the range the stand-in names does not fill the gap: %q %v", got, err)
 	}
-	// The byte bound cuts at the last whole line within it.
+	// The byte bound cuts at whole lines within it: a line of 50 bytes,
+	// 100 bytes of room: one line of head (66 bytes), none whole of tail
+	// (33): the tail is the end of the last line.
 	shown = a.Shorten(ls, 8, 100)
-	if head, _, _ := strings.Cut(shown, "\n…[artifact "); len(head) > 100 || strings.Count(head, "\n") != 1 {
-		t.Errorf("within 100 bytes: %q, want the first two lines", head)
+	head, rest, _ = strings.Cut(shown, "\n…[artifact ")
+	_, tail, _ = strings.Cut(rest, "]\n")
+	if len(head) > 66 || strings.Count(head, "\n") != 0 || len(tail) > 33 || !strings.HasSuffix(ls, tail) || tail == "" {
+		t.Errorf("within 100 bytes: head %q, tail %q", head, tail)
 	}
 	// What fits goes whole, a trailing newline included.
 	for _, s := range []string{listing(8), strings.TrimSuffix(listing(8), "\n"), "ok"} {
@@ -96,6 +107,14 @@ func TestShortenKeepsAHeadOfWholeLines(t *testing.T) {
 	// No bound: whole.
 	if got := a.Shorten(ls, 0, 0); got != ls {
 		t.Errorf("unbounded: cut")
+	}
+	// One long line: its start and its end, cut at characters.
+	long := strings.Repeat("é", 1000)
+	shown = a.Shorten(long, 4, 300)
+	head, rest, _ = strings.Cut(shown, "\n…[artifact ")
+	_, tail, _ = strings.Cut(rest, "]\n")
+	if !utf8.ValidString(head) || !utf8.ValidString(tail) || len(head) < 190 || len(tail) < 90 || !strings.HasSuffix(long, tail) {
+		t.Errorf("one long line: head %d bytes, tail %d bytes", len(head), len(tail))
 	}
 }
 
@@ -108,8 +127,8 @@ func TestShortenJSONCutsEachString(t *testing.T) {
 		Stdout   string `json:"stdout"`
 		ExitCode int    `json:"exit_code"`
 	}
-	if err := json.Unmarshal(got, &v); err != nil || !strings.HasPrefix(v.Stdout, ls[:100]) || strings.Count(v.Stdout, "\n") != 8 {
-		t.Fatalf("%s: want the JSON with stdout cut to its head (%v)", got, err)
+	if err := json.Unmarshal(got, &v); err != nil || !strings.HasPrefix(v.Stdout, ls[:100]) || !strings.HasSuffix(v.Stdout, "file39\n") || strings.Count(v.Stdout, "\n") != 9 {
+		t.Fatalf("%s: want the JSON with stdout cut to its head and tail (%v)", got, err)
 	}
 	whole, err := a.Read(ReadArgs{Handle: handleOf(t, v.Stdout), Length: 10_000})
 	if err != nil || !strings.HasSuffix(whole, ls[len(ls)-200:]) {

@@ -244,9 +244,13 @@ type turns struct {
 	bytes int
 }
 
-// headForm is the form of a step under the append-only presets: its
-// results cut to the policy's head.
-const headForm = -1
+// The forms of a step under the append-only presets: once seen (its
+// results within the policy's head), and the newest, not yet seen
+// (within its ShowBytes).
+const (
+	headForm   = -1
+	newestForm = -2
+)
 
 // stepKey names a remembered step's turns in one form: in full (line 0)
 // or condensed to lines of that many bytes.
@@ -356,8 +360,12 @@ func appendResults(out []llm.Message, pc *Context, st memory.Step, line int) []l
 		switch {
 		case line > 0:
 			return memory.Line(ResultText(r, 0), line)
-		case line == headForm && i < len(st.Commands) && st.Commands[i].ToolName != prompts.ReadArtifactTool:
-			return headResult(pc, r)
+		case i < len(st.Commands) && st.Commands[i].ToolName == prompts.ReadArtifactTool:
+			// What the model asked to read goes whole.
+		case line == headForm:
+			return cutResult(pc, r, false)
+		case line == newestForm:
+			return cutResult(pc, r, true)
 		}
 		return shownResult(pc, r)
 	}
@@ -422,26 +430,43 @@ func isJSONString(raw []byte) bool {
 	return len(raw) > 0 && raw[0] == '"'
 }
 
-// headResult is a result as the append-only presets put it in the
-// history of an app agent: cut to the policy's head, the rest kept aside
-// for read_artifact. A host agent, which cannot read artifacts, gets it
-// as shownResult does.
-func headResult(pc *Context, r command.Result) string {
+// cutResult is a result as the append-only presets put it in the
+// requests of an app agent: the newest (first read) whole up to the
+// policy's ShowBytes, a seen one whole up to its HeadLines and HeadBytes,
+// a longer one by its head and tail, the middle kept aside for
+// read_artifact. A host agent, which cannot read artifacts, gets it as
+// shownResult does.
+func cutResult(pc *Context, r command.Result, newest bool) string {
 	a := pc.artifacts
 	pol := pc.limits.Context.WithDefaults()
-	if a == nil || pc.agent.Role != fsm.App || (pol.HeadLines <= 0 && pol.HeadBytes <= 0) {
+	lines, bytes := pol.HeadLines, pol.HeadBytes
+	if newest {
+		lines, bytes = 0, newestBytes(pol)
+	}
+	if a == nil || pc.agent.Role != fsm.App || (lines <= 0 && bytes <= 0) {
 		return shownResult(pc, r)
 	}
 	if r.Status == command.Success && len(r.Result) > 0 {
 		var s string
 		if isJSONString(r.Result) && json.Unmarshal(r.Result, &s) == nil {
-			return a.Shorten(s, pol.HeadLines, pol.HeadBytes)
+			return a.Shorten(s, lines, bytes)
 		}
 		// Each long string on its own (a command's stdout), so that a
 		// read returns the string's own bytes.
-		return string(a.ShortenJSON(prompts.CanonicalJSON(stripImages(r.Result)), pol.HeadLines, pol.HeadBytes))
+		return string(a.ShortenJSON(prompts.CanonicalJSON(stripImages(r.Result)), lines, bytes))
 	}
-	return a.Shorten(ResultText(r, 0), pol.HeadLines, pol.HeadBytes)
+	return a.Shorten(ResultText(r, 0), lines, bytes)
+}
+
+// newestBytes is how much of the newest results a request shows: the
+// policy's ShowBytes, and no more than a quarter of its MaxBytes, so that
+// one result cannot crowd the model's context.
+func newestBytes(pol memory.Policy) int {
+	n := pol.ShowBytes
+	if pol.MaxBytes > 0 && (n <= 0 || n > pol.MaxBytes/4) {
+		n = pol.MaxBytes / 4
+	}
+	return n
 }
 
 // shownReply is a remembered reply as the next requests repeat it: text

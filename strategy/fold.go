@@ -12,27 +12,47 @@ import (
 	"github.com/saucerhq/saucer/memory"
 )
 
-// foldState is what the last fold of an agent's history left: the first
-// anchor steps go as they were sent, then the summary turn of steps
-// anchor to upTo, then the steps from upTo on.
+// foldState is what the folds of an agent's history left: the first
+// anchor steps go as they were sent, then one note for each fold, in
+// order (the steps from the one before's upTo, or the anchor, to its
+// own), then the steps from the last upTo on.
 type foldState struct {
-	anchor, upTo int
-	summary      llm.Message
+	anchor int
+	notes  []foldNote
+}
+
+// foldNote is the summary turn of the steps before upTo that no earlier
+// note holds.
+type foldNote struct {
+	upTo    int
+	summary llm.Message
+}
+
+// upTo is the first step no note holds.
+func (f *foldState) upTo() int { return f.notes[len(f.notes)-1].upTo }
+
+// notesBytes is the size of the notes' turns.
+func (f *foldState) notesBytes() int {
+	n := 0
+	for _, note := range f.notes {
+		n += len(note.summary.Content)
+	}
+	return n
 }
 
 // foldKeep is how many of the newest steps a fold leaves as they are: the
 // newest result, which the model has not seen yet.
 const foldKeep = 1
 
-// foldCached is the share of a request, in bytes, that a fold keeps as the
-// request before it had it (the prompt, the tools and the anchor): a
-// little over the 80% that a prompt cache should hold, as bytes and
-// tokens do not quite go together.
+// foldCached is the share of a request, in bytes, that the first fold
+// keeps as the request before it had it (the prompt, the tools and the
+// anchor), when the anchor can be that long: a little over the 80% that a
+// prompt cache should hold, as bytes and tokens do not quite go together.
 const foldCached = 0.85
 
 // appendOnly is the history under the append-only presets, after the
-// intro: each step's turns as first sent, with the folded steps replaced
-// by the summary.
+// intro: each step's turns as first sent (the newest as not yet seen),
+// with the folded steps replaced by their notes.
 func appendOnly(pc *Context) []llm.Message {
 	msgs := slices.Clone(pc.intro)
 	f := pc.folded
@@ -41,33 +61,48 @@ func appendOnly(pc *Context) []llm.Message {
 		return appendSteps(pc, msgs, 0, n)
 	}
 	msgs = appendSteps(pc, msgs, 0, f.anchor)
-	msgs = append(msgs, f.summary)
-	return appendSteps(pc, msgs, f.upTo, n)
+	for _, note := range f.notes {
+		msgs = append(msgs, note.summary)
+	}
+	return appendSteps(pc, msgs, f.upTo(), n)
 }
 
 func appendSteps(pc *Context, msgs []llm.Message, from, to int) []llm.Message {
 	for i := from; i < to; i++ {
-		msgs = append(msgs, stepTurns(pc, i, headForm).msgs...)
+		msgs = append(msgs, stepTurns(pc, i, formOf(pc, i)).msgs...)
 	}
 	return msgs
+}
+
+// formOf is the form step i goes in: the newest, which the model has not
+// seen yet, as first read; the others as seen.
+func formOf(pc *Context, i int) int {
+	if i == pc.memory.Len()-1 {
+		return newestForm
+	}
+	return headForm
 }
 
 // stepsBytes is the size of steps from to to in the history.
 func stepsBytes(pc *Context, from, to int) int {
 	n := 0
 	for i := from; i < to; i++ {
-		n += stepTurns(pc, i, headForm).bytes
+		n += stepTurns(pc, i, formOf(pc, i)).bytes
 	}
 	return n
 }
 
-// fold folds the history when it has grown past the policy's FoldBytes
-// (or MaxBytes, when that is less): the steps after the anchor and
-// before the newest go into one summary turn. The anchor is chosen at the
-// first fold, as short as it can be while the prompt, the tools and the
-// anchor, which the request before had too, make foldCached of the
-// request; later folds keep it, so that each repeats it, unless it no
-// longer fits in MaxBytes.
+// fold folds the history the model has seen when it has grown past the
+// policy's FoldBytes (or MaxBytes, when that is less): the steps since
+// the last fold, but the newest, go into one note after the notes before,
+// so that a fold rewrites the request only from there on. When the notes
+// would take more than half the room, they are all folded again, with
+// the steps, into one note: a larger rewrite, and a rare one.
+//
+// The anchor, the first steps, is chosen at the first fold: as short as
+// it can be while the prompt, the tools and the anchor make foldCached of
+// the request, and at most a quarter of the room (every request repeats
+// it). Later folds keep it, unless it no longer fits in MaxBytes.
 func fold(ctx context.Context, pc *Context, pol memory.Policy, status llm.Message) error {
 	n := pc.memory.Len()
 	f := pc.folded
@@ -78,46 +113,36 @@ func fold(ctx context.Context, pc *Context, pol memory.Policy, status llm.Messag
 	if limit <= 0 {
 		return nil
 	}
-	hist := stepsBytes(pc, 0, n)
-	if f != nil {
-		hist = stepsBytes(pc, 0, f.anchor) + len(f.summary.Content) + stepsBytes(pc, f.upTo, n)
-	}
+	// What the model has seen: the newest results, which it has not, are
+	// as long as they are (up to ShowBytes), whatever came before.
 	upTo := n - foldKeep
-	if hist <= limit || upTo <= 0 || (f != nil && upTo <= f.upTo) {
+	from, seen := 0, stepsBytes(pc, 0, upTo)
+	if f != nil {
+		from = f.upTo()
+		seen = stepsBytes(pc, 0, f.anchor) + f.notesBytes() + stepsBytes(pc, from, upTo)
+	}
+	if seen <= limit || upTo <= from {
 		return nil
 	}
 	steps := pc.memory.Steps()
-	fixed := historyBytes(pc.intro) + toolBytes(pc)
 	rest := historyBytes([]llm.Message{status}) + stepsBytes(pc, upTo, n)
-	anchor := -1
-	if f != nil && stepsBytes(pc, 0, f.anchor)+rest <= limit {
-		anchor = f.anchor
-	}
-	if anchor < 0 {
-		// The shortest anchor that the cache covers, and short enough to
-		// leave room for the steps to come when there is a bound. A
-		// summary's size hardly depends on how many steps it folds.
-		summary := len(pol.FoldSummary(steps[:upTo], nil))
-		if pol.Summary == memory.SummaryModel {
-			summary = max(summary, modelSummaryBytes)
-		}
-		kept := fixed
-		for a := 0; a < upTo; a++ {
-			if float64(kept) >= foldCached*float64(kept+summary+rest) {
-				anchor = a
-				break
+	if f != nil && (pol.MaxBytes <= 0 || stepsBytes(pc, 0, f.anchor)+rest <= pol.MaxBytes) {
+		if f.notesBytes()+len(pol.FoldSummary(steps[from:upTo], nil)) <= limit/2 {
+			text, err := summarize(ctx, pc, pol, steps[from:upTo])
+			if err != nil {
+				return err
 			}
-			kept += stepTurns(pc, a, headForm).bytes
+			pc.folded = &foldState{anchor: f.anchor, notes: append(slices.Clip(f.notes), foldNote{upTo, llm.User(text)})}
+			return nil
 		}
-		if anchor < 0 {
-			anchor = upTo - 1
+		text, err := summarize(ctx, pc, pol, steps[f.anchor:upTo])
+		if err != nil {
+			return err
 		}
-		if pol.MaxBytes > 0 {
-			for anchor > 0 && stepsBytes(pc, 0, anchor)+rest > pol.MaxBytes/2 {
-				anchor--
-			}
-		}
+		pc.folded = &foldState{anchor: f.anchor, notes: []foldNote{{upTo, llm.User(text)}}}
+		return nil
 	}
+	anchor := chooseAnchor(pc, pol, steps[:upTo], limit, rest)
 	if anchor >= upTo {
 		return nil
 	}
@@ -125,8 +150,38 @@ func fold(ctx context.Context, pc *Context, pol memory.Policy, status llm.Messag
 	if err != nil {
 		return err
 	}
-	pc.folded = &foldState{anchor: anchor, upTo: upTo, summary: llm.User(text)}
+	pc.folded = &foldState{anchor: anchor, notes: []foldNote{{upTo, llm.User(text)}}}
 	return nil
+}
+
+// chooseAnchor is the first fold's anchor over the seen steps (see fold);
+// rest is the size of what follows the notes.
+func chooseAnchor(pc *Context, pol memory.Policy, seen []memory.Step, limit, rest int) int {
+	upTo := len(seen)
+	fixed := historyBytes(pc.intro) + toolBytes(pc)
+	// A summary's size hardly depends on how many steps it folds.
+	summary := len(pol.FoldSummary(seen, nil))
+	if pol.Summary == memory.SummaryModel {
+		summary = max(summary, modelSummaryBytes)
+	}
+	anchor := upTo - 1
+	kept := fixed
+	for a := 0; a < upTo; a++ {
+		if float64(kept) >= foldCached*float64(kept+summary+rest) {
+			anchor = a
+			break
+		}
+		kept += stepTurns(pc, a, formOf(pc, a)).bytes
+	}
+	for anchor > 0 && stepsBytes(pc, 0, anchor) > limit/4 {
+		anchor--
+	}
+	if pol.MaxBytes > 0 {
+		for anchor > 0 && stepsBytes(pc, 0, anchor)+rest > pol.MaxBytes/2 {
+			anchor--
+		}
+	}
+	return anchor
 }
 
 // toolBytes is the size of the tools offered with the request, which a

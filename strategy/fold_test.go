@@ -50,15 +50,19 @@ func shellAgent(t *testing.T, pol memory.Policy, model llm.Model) (*Context, *me
 	return pc, mem
 }
 
-// Under the append-only presets every request starts with the whole of
-// the one before (its status turn aside), results go in by their head
-// with the rest an artifact, and a fold, when the history passes
-// fold_bytes, keeps the prompt, the tools and an anchor of the first
-// steps: most of the request before.
+// Under the append-only presets the newest result goes whole and stays
+// as it was sent, when it fits the seen form, so that every request but a
+// fold's starts with the whole of the one before (its status turn
+// aside). A fold, when the seen history passes fold_bytes, appends a note
+// after the anchor and the notes before, so that even then the request
+// repeats them; and the notes, when they crowd, are folded again into
+// one.
 func TestAppendOnlyHistoryFoldsRarelyKeepingThePrefix(t *testing.T) {
-	pc, mem := shellAgent(t, memory.Policy{Preset: memory.Balanced}, nil)
+	pol := memory.Policy{Preset: memory.Balanced}
+	pc, mem := shellAgent(t, pol, nil)
+	limit := pol.WithDefaults().FoldBytes
 	var prev *llm.Request
-	folds, firstAnchor := 0, -1
+	folds, merges, firstAnchor := 0, 0, -1
 	for i := 1; i <= 60; i++ {
 		mem.Add(listingStep(i))
 		msgs, err := Conversation(pc)
@@ -66,49 +70,84 @@ func TestAppendOnlyHistoryFoldsRarelyKeepingThePrefix(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := &llm.Request{Messages: msgs, Tools: NativeTools(pc)}
-		if i == 1 {
-			// The result's head, and read_artifact offered from the start.
-			res := msgs[len(msgs)-2].Content
-			if !strings.Contains(res, "d1-entry-06") || strings.Contains(res, "d1-entry-08") || !strings.Contains(res, "read_artifact reads the rest") {
-				t.Fatalf("step 1's result as sent: %s", res)
-			}
-			if !slices.ContainsFunc(req.Tools, func(t llm.Tool) bool { return t.Name == prompts.ReadArtifactTool }) {
-				t.Fatal("read_artifact is not offered")
-			}
+		// The newest result whole, never a stand-in.
+		if res := msgs[len(msgs)-2].Content; !strings.Contains(res, fmt.Sprintf("d%d-entry-%02d", i, 19+i%25)) || strings.Contains(res, "[artifact ") {
+			t.Fatalf("step %d's result as sent: %s", i, res)
+		}
+		if i == 1 && !slices.ContainsFunc(req.Tools, func(t llm.Tool) bool { return t.Name == prompts.ReadArtifactTool }) {
+			t.Fatal("read_artifact is not offered")
 		}
 		if prev != nil {
 			grown := len(msgs) > len(prev.Messages) && slices.EqualFunc(prev.Messages[:len(prev.Messages)-1], msgs[:len(prev.Messages)-1], sameMessage)
 			if !grown {
 				folds++
-				anchor := pc.folded.anchor
+				f := pc.folded
 				if firstAnchor < 0 {
-					firstAnchor = anchor
+					firstAnchor = f.anchor
 				}
-				if anchor != firstAnchor {
-					t.Errorf("step %d: a fold moved the anchor from %d to %d steps", i, firstAnchor, anchor)
+				if f.anchor != firstAnchor {
+					t.Errorf("step %d: a fold moved the anchor from %d to %d steps", i, firstAnchor, f.anchor)
 				}
-				if !strings.HasPrefix(pc.folded.summary.Content, fmt.Sprintf("Steps %d to %d are folded", anchor+1, i-1)) {
-					t.Errorf("step %d: summary %q", i, pc.folded.summary.Content)
+				last := f.notes[len(f.notes)-1]
+				if last.upTo != i-1 || !strings.Contains(last.summary.Content, fmt.Sprintf(" to %d are folded", i-1)) {
+					t.Errorf("step %d: the last note ends at %d: %q", i, last.upTo, last.summary.Content)
 				}
-			}
-			shared, total := llm.SharedPrefix(prev, req)
-			if float64(shared) < 0.8*float64(total) {
-				t.Errorf("step %d: %d of %d bytes repeat the request before (%.0f%%), want 80%%", i, shared, total, 100*float64(shared)/float64(total))
+				// The request repeats the one before up to the new note.
+				keep := len(pc.intro) + 2*f.anchor + len(f.notes) - 1
+				if len(f.notes) == 1 {
+					merges++
+					keep = len(pc.intro) + 2*f.anchor
+				}
+				if !slices.EqualFunc(prev.Messages[:keep], msgs[:keep], sameMessage) {
+					t.Errorf("step %d: the fold rewrote the request before its new note", i)
+				}
 			}
 		}
-		if hist := historyBytes(msgs) - historyBytes(pc.intro); hist > 8<<10+4<<10 {
-			t.Errorf("step %d: %d bytes of history, past fold_bytes", i, hist)
+		seen := historyBytes(msgs[:len(msgs)-2]) - historyBytes(pc.intro)
+		if seen > limit+2<<10 {
+			t.Errorf("step %d: %d bytes of seen history, past fold_bytes", i, seen)
 		}
 		prev = req
 	}
-	// Folds are rare: each leaves room for several steps.
-	if folds == 0 || folds > 60/4 {
-		t.Errorf("%d folds in 60 steps, want some, at most one in 4 steps", folds)
+	// Folds leave room for a step or two; the notes are merged rarely.
+	if folds == 0 || folds > 60/2 || merges > folds/2 {
+		t.Errorf("%d folds in 60 steps, %d of them merges: want some, at most one in 2 steps, most of them a note appended", folds, merges)
 	}
-	// A folded step's result is still there to read.
-	got, err := pc.artifacts.Read(memory.ReadArgs{Handle: handleIn(t, stepTurns(pc, 2, headForm).msgs[1].Content), Grep: "d3-entry-21"})
-	if err != nil || !strings.Contains(got, "d3-entry-21") {
-		t.Errorf("reading step 3's whole result: %q %v", got, err)
+	// A folded step's result is still there to read, by the handle its
+	// note gives.
+	note := pc.folded.notes[len(pc.folded.notes)-1].summary.Content
+	_, after, _ := strings.Cut(note, "artifact ")
+	got, err := pc.artifacts.Read(memory.ReadArgs{Handle: strings.Fields(after + " ")[0], Grep: "entry-00"})
+	if err != nil || !strings.Contains(got, "entry-00") {
+		t.Errorf("reading a folded step's whole result: %q %v", got, err)
+	}
+}
+
+// A seen result longer than the policy's head keeps its first and last
+// lines, the middle an artifact, while the newest goes whole.
+func TestSeenResultKeepsHeadAndTail(t *testing.T) {
+	pc, mem := shellAgent(t, memory.Policy{Preset: memory.Economy}, nil)
+	mem.Add(listingStep(20))
+	mem.Add(listingStep(21))
+	msgs, err := Conversation(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 {
+		t.Fatalf("%d results", len(results))
+	}
+	seen, newest := results[0], results[1]
+	if !strings.Contains(seen, "d20-entry-00") || !strings.Contains(seen, "d20-entry-39") || strings.Contains(seen, "d20-entry-20") || !strings.Contains(seen, "are left out here") {
+		t.Errorf("seen result: %s", seen)
+	}
+	if !strings.Contains(newest, "d21-entry-20") || strings.Contains(newest, "[artifact") {
+		t.Errorf("newest result: %s", newest)
 	}
 }
 
@@ -159,8 +198,8 @@ func TestModelWrittenSummary(t *testing.T) {
 		t.Errorf("the summary was asked with %d messages ending %q, want the request before, its tools and the ask", len(ask), ask[len(ask)-1].Content)
 	}
 	f := pc.folded
-	if !strings.Contains(f.summary.Content, "which you wrote:\nListed /d1 to /d12; nothing unusual so far.") {
-		t.Errorf("summary turn %q", f.summary.Content)
+	if !strings.Contains(f.notes[0].summary.Content, "which you wrote:\nListed /d1 to /d12; nothing unusual so far.") {
+		t.Errorf("summary turn %q", f.notes[0].summary.Content)
 	}
 	// The next fold: the model calls a tool instead of writing.
 	for n := pc.memory.Len() + 1; f == pc.folded; n++ {
@@ -172,7 +211,7 @@ func TestModelWrittenSummary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := pc.folded.summary.Content; !strings.Contains(s, "are folded into this note to keep the requests short") {
+	if s := pc.folded.notes[len(pc.folded.notes)-1].summary.Content; !strings.Contains(s, "are folded into this note to keep the requests short") {
 		t.Errorf("after a reply that is no summary, summary turn %q, want the deterministic one", s)
 	}
 }
