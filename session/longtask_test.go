@@ -239,6 +239,8 @@ type longTaskFigures struct {
 	// uncachedVsUFO is the run's uncached tokens against UFO's at best:
 	// what the two cost a provider that caches.
 	uncachedVsUFO float64
+	// tokensVsUFO is the run's prompt tokens against UFO's.
+	tokensVsUFO float64
 	// total is the run's prompt tokens; folds, the requests shorter
 	// than the one before.
 	total, folds int
@@ -246,10 +248,11 @@ type longTaskFigures struct {
 
 func figures(steps []longTaskStep) longTaskFigures {
 	var f longTaskFigures
-	var sum, uncached, ufoSum, ufoNew int
+	var sum, uncached, ufoSum, ufoNew, ufoTotal int
 	for i, s := range steps {
 		f.ufoRatio = max(f.ufoRatio, float64(s.Tokens)/float64(s.UFO))
 		f.total += s.Tokens
+		ufoTotal += s.UFO
 		if i > 0 {
 			sum += s.Tokens
 			uncached += s.uncached()
@@ -270,6 +273,7 @@ func figures(steps []longTaskStep) longTaskFigures {
 	f.uncachedRun = float64(uncached) / float64(max(1, sum))
 	f.ufoUncachedRun = float64(ufoNew) / float64(max(1, ufoSum))
 	f.uncachedVsUFO = float64(uncached) / float64(max(1, ufoNew))
+	f.tokensVsUFO = float64(f.total) / float64(max(1, ufoTotal))
 	return f
 }
 
@@ -357,8 +361,7 @@ func TestSixtyLineResults(t *testing.T) {
 // previous output whole or its last line, the run's total and the folds.
 // .ci/benchcheck holds balanced to the goals. -v logs every step.
 func BenchmarkLongTaskTokens(b *testing.B) {
-	for _, task := range []string{survey, big} {
-		name := strings.TrimSuffix(strings.TrimSuffix(task, ".gz"), ".jsonl")
+	for name, task := range map[string]string{"survey": survey, "big": big} {
 		for _, preset := range []string{memory.Economy, memory.Balanced, memory.Full, memory.Window} {
 			b.Run(name+"/"+preset, func(b *testing.B) {
 				steps := loadLongTask(b, task)
@@ -377,6 +380,7 @@ func BenchmarkLongTaskTokens(b *testing.B) {
 				b.ReportMetric(f.uncachedStep, "max-uncached-share")
 				b.ReportMetric(f.ufoUncachedRun, "ufo-uncached-share")
 				b.ReportMetric(f.uncachedVsUFO, "uncached-vs-ufo")
+				b.ReportMetric(f.tokensVsUFO, "tokens-vs-ufo")
 				b.ReportMetric(float64(f.notWhole), "not-whole")
 				b.ReportMetric(float64(f.lastLineMissed), "last-line-missed")
 				b.ReportMetric(float64(f.total), "total-tokens")
