@@ -46,9 +46,14 @@ type Observation struct {
 // host_examples, host_status) are rendered with.
 type HostData struct {
 	Request string
-	Device  command.DeviceInfo
-	Apps    []App
-	Notes   []Note
+	// AnswerFormat is the rule the task's final answer must follow (a
+	// single integer, digits only, say), when the task states one. It is
+	// fixed for the task, so the first user turn carries it, and the
+	// system prompt's finishing rule refers to it.
+	AnswerFormat string
+	Device       command.DeviceInfo
+	Apps         []App
+	Notes        []Note
 	// Mode is ModeTools or ModeJSON.
 	Mode string
 	// Round counts from 1; MaxRounds 0 means no limit is shown.
@@ -61,7 +66,10 @@ type AppData struct {
 	// Request is the user's whole request, so that the app agent understands
 	// the purpose of its subtask.
 	Request string
-	Subtask string
+	// AnswerFormat is the task's answer rule (see HostData.AnswerFormat):
+	// the subtask that yields the final answer reports it that way.
+	AnswerFormat string
+	Subtask      string
 	// App is the name of the app (tool namespace) the agent works with.
 	App          string
 	Tools        []command.ToolInfo

@@ -41,6 +41,8 @@ type Set struct {
 	// again are RenderAgain's renders, partials the fast path's renders
 	// of templates called from templates.
 	again, partials renders
+	// answerFormat is the task's, for the agents' data (WithAnswerFormat).
+	answerFormat string
 }
 
 // Load parses the embedded templates and then, if overrideDir is not empty,
@@ -129,9 +131,9 @@ func (s *Set) dryRun() error {
 	note := Note{Subtask: "list the files", App: "shell", Status: "FINISH", Result: "3 files"}
 	dev := command.DeviceInfo{Platform: "linux", Hostname: "box"}
 	for _, mode := range []string{ModeTools, ModeJSON} {
-		host := HostData{Request: "tidy up", Device: dev, Mode: mode, Round: 2, MaxRounds: 3, Notes: []Note{note},
+		host := HostData{Request: "tidy up", AnswerFormat: "a single number", Device: dev, Mode: mode, Round: 2, MaxRounds: 3, Notes: []Note{note},
 			Apps: []App{{Name: "files", Description: "Files.", Tools: []command.ToolInfo{tool}}}}
-		app := AppData{Request: "tidy up", Subtask: "read a.txt", App: "files", Tools: []command.ToolInfo{tool}, Device: dev,
+		app := AppData{Request: "tidy up", AnswerFormat: "a single number", Subtask: "read a.txt", App: "files", Tools: []command.ToolInfo{tool}, Device: dev,
 			Observations: []Observation{{Name: "list_dir", Content: "a.txt"}}, Notes: []Note{note}, Mode: mode, Step: 2, MaxSteps: 2}
 		for _, name := range []string{"host_system", "host_user", "host_examples", "host_status", "app_system", "app_user", "app_examples", "app_status"} {
 			data := any(host)
@@ -266,6 +268,7 @@ func (s *Set) Names() []string {
 // surrounding white space trimmed. If data has a Validate method (HostData
 // and AppData do), it is called first.
 func (s *Set) Render(name string, data any) (string, error) {
+	data = s.withTask(data)
 	t := s.root.Lookup(name)
 	if t == nil || name == "" {
 		return "", fmt.Errorf("prompts: no template named %q; known: %s", name, strings.Join(s.Names(), ", "))
@@ -304,6 +307,7 @@ func (s *Set) Render(name string, data any) (string, error) {
 // render's data shares them, and so compares at once with the very lists
 // and maps given again (a deep copy would be compared in full each time).
 func (s *Set) RenderAgain(name string, data any) (string, error) {
+	data = s.withTask(data)
 	if out, ok := s.again.find(name, reflect.ValueOf(data)); ok {
 		return out, nil
 	}

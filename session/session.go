@@ -86,6 +86,13 @@ type Options struct {
 	// Prompts is the prompt set; nil loads the config's prompts directory
 	// over the built-in templates (see prompts.LoadFS for an embed.FS).
 	Prompts *prompts.Set
+	// AnswerFormat is the task's rule for its final answer, given with
+	// the request: a short plain-language rule such as "a single integer,
+	// digits only, no words". Both agents' first user turn states it,
+	// after the request, and the host agent's finishing rule refers to it
+	// (prompts.HostData.AnswerFormat). Empty: the prompts say nothing of
+	// a format.
+	AnswerFormat string
 
 	// Observers are told of every event, in order.
 	Observers []func(agent.Event)
@@ -135,6 +142,9 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 			return nil, err
 		}
 	}
+	// The format is fixed for the task, as the templates are: every
+	// agent's prompts come from this one set.
+	set = set.WithAnswerFormat(o.AnswerFormat)
 	a := cfg.Agent
 	a.HostEdits = append(append([]strategy.Edit(nil), a.HostEdits...), o.HostEdits...)
 	a.AppEdits = append(append([]strategy.Edit(nil), a.AppEdits...), o.AppEdits...)

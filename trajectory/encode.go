@@ -170,6 +170,7 @@ func (w *eventEncoder) session(s *Session) {
 	w.str("id", s.ID)
 	w.str("format", s.Format)
 	w.str("task", s.Task)
+	w.strOmit("answer_format", s.AnswerFormat)
 	w.str("model", s.Model)
 	w.strOmit("mode", s.Mode)
 	w.strOmit("version", s.Version)

@@ -106,6 +106,9 @@ type Session struct {
 	// Format is the trajectory format, Format when written by this package.
 	Format string `json:"format"`
 	Task   string `json:"task"`
+	// AnswerFormat is the rule for the final answer given with the task
+	// (session.Options.AnswerFormat); a replay gives it again.
+	AnswerFormat string `json:"answer_format,omitempty"`
 	// Model is the model spec (PROVIDER:MODEL); the provider's own name for
 	// the model that answered is in each call's response.
 	Model string `json:"model"`

@@ -88,7 +88,7 @@ func startRecording(cfg *config.Config, dev *client.Client, f *runFlags, task, w
 		apps[ns.Name] = ns.Description
 	}
 	abs, _ := filepath.Abs(workdir)
-	s := trajectory.Session{ID: record.NewID(time.Now()), Task: task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)),
+	s := trajectory.Session{ID: record.NewID(time.Now()), Task: task, AnswerFormat: f.answerFormat, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)),
 		Config: string(cfgYAML), Prompts: pr, Device: &device, Workdir: abs, Apps: apps}
 	dir := filepath.Join(runsDir(cfg, f.runs), s.ID)
 	rec, err := record.Start(dir, s, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold})

@@ -31,6 +31,7 @@ type runFlags struct {
 	stream, noStream    bool
 	runs                string
 	console             string
+	answerFormat        string
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -47,6 +48,10 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if strings.TrimSpace(task) == "" {
 				return errors.New(`the task is empty: say what to do, e.g. saucer run "list the files in this folder"`)
 			}
+			f.answerFormat = strings.TrimSpace(f.answerFormat)
+			if cmd.Flags().Changed("answer-format") && f.answerFormat == "" {
+				return errors.New(`--answer-format is blank: give the rule in words, e.g. --answer-format "a single integer, digits only", or leave the flag out`)
+			}
 			return runTask(cmd, g, f, task)
 		},
 	}
@@ -62,6 +67,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&f.stream, "stream", false, "show the model's text as it arrives even when stdout is not a terminal")
 	cmd.Flags().StringVar(&f.console, "console", "", "open the web console for this run at `ADDR` (default 127.0.0.1:0, a free port): questions and approvals wait there, not on the terminal")
 	cmd.Flags().Lookup("console").NoOptDefVal = "127.0.0.1:0"
+	cmd.Flags().StringVar(&f.answerFormat, "answer-format", "", "the rule the final answer must follow, in plain words (e.g. \"a single integer, digits only\"): both agents are told it, and the host ends with the answer in that form")
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory for recorded runs (default: $SAUCER_RUNS, else record.dir from the config: runs)")
 	return cmd
 }
@@ -104,7 +110,7 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	out := redacting{cmd.OutOrStdout(), red}
 	p := newPrinter(cmd.OutOrStdout(), red)
 	lines := newLineReader(cmd.InOrStdin())
-	opts := session.Options{Device: dev, Abort: sigs.Abort, Confirmer: confirmer(f.yes, cmd.InOrStdin(), lines, sigs.Stop, out),
+	opts := session.Options{Device: dev, Abort: sigs.Abort, AnswerFormat: f.answerFormat, Confirmer: confirmer(f.yes, cmd.InOrStdin(), lines, sigs.Stop, out),
 		Asker: asker(cmd.InOrStdin(), lines, sigs.Stop, out)}
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
