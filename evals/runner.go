@@ -746,10 +746,16 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	cfg := *r.opts.Config
 	var model llm.Model
 	var apps map[string]string
+	format := c.Format()
 	if rec := c.Device.Recording; rec != "" {
 		tr, err := r.recording(r.s.path(rec))
 		if err != nil {
 			return nil, nil, err
+		}
+		if spec == ReplayModel {
+			// The recorded replies answer the recorded prompts: the
+			// format the recorded session was given, whatever the case's.
+			format = tr.Session().AnswerFormat
 		}
 		rc, err := ReplayConfig(tr)
 		if err != nil {
@@ -868,7 +874,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := trajectory.Session{Task: c.Task, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
+	meta := trajectory.Session{Task: c.Task, AnswerFormat: format, Model: cfg.Model, Mode: string(cfg.ModeFor(cfg.Model)), Config: string(y), Apps: apps,
 		Labels: map[string]string{"suite": r.s.Name, "case": c.ID, "trial": fmt.Sprint(n)}}
 	if spec == ReplayModel {
 		if tr, err := r.recording(r.s.path(c.Device.Recording)); err == nil {
@@ -886,6 +892,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	col := &collector{maxTokens: lim.MaxTokens, phaseMS: map[string]float64{}}
 	so := r.opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, modeOf(meta.Mode), t.device, nil, apps
+	so.AnswerFormat = format
 	if len(r.s.Prices) > 0 {
 		// The suite's prices price the session too (its events, a budget).
 		so.Prices = price.Table(so.Prices).With(r.s.Prices)

@@ -64,6 +64,11 @@ type Limits struct {
 type Case struct {
 	ID   string `yaml:"id" json:"id" jsonschema:"pattern=^[A-Za-z0-9][A-Za-z0-9._-]*$" jsonschema_description:"Unique id (letters, digits, . _ -)."`
 	Task string `yaml:"task" json:"task" jsonschema_description:"The request given to the agent."`
+	// AnswerFormat is the rule the final answer must follow, as the
+	// checks read it: both agents are told it, next to the task
+	// (session.Options.AnswerFormat). See Format for the one an answer
+	// check implies when it is empty.
+	AnswerFormat string `yaml:"answer_format,omitempty" json:"answer_format,omitempty" jsonschema_description:"The rule the final answer must follow, in plain words (e.g. a single integer, digits only, no words); told to the agents with the task. Default: what an answer check with number or exact implies."`
 	// Model overrides the suite's model for this case.
 	Model  string `yaml:"model,omitempty" json:"model,omitempty"`
 	Device Device `yaml:"device,omitempty" json:"device,omitempty"`
@@ -354,6 +359,9 @@ func (s *Suite) Validate() error {
 		if strings.TrimSpace(c.Task) == "" {
 			errs = append(errs, where+": no task")
 		}
+		if c.AnswerFormat != "" && strings.TrimSpace(c.AnswerFormat) == "" {
+			errs = append(errs, where+": answer_format is blank: write the rule in words (a single integer, digits only) or leave it out")
+		}
 		if c.Device.Recording != "" && (len(c.Device.Setup) > 0 || len(c.Device.Files) > 0 || c.Device.Start != "" || c.Device.PersistentShell) {
 			errs = append(errs, where+": a recorded device takes no setup, files, start or persistent_shell")
 		}
@@ -449,6 +457,35 @@ func (c Check) validate() error {
 		}
 	}
 	return nil
+}
+
+// Answer formats an answer check implies (Case.Format): what a number
+// check reads (the last number, so digits alone, with no separators a
+// number could be split at) and what an exact check compares (the whole
+// answer).
+const (
+	NumberFormat = "a single number in digits, with no words, units or thousands separators"
+	ExactFormat  = "the exact value asked for, alone: no sentence, label or quotes around it"
+)
+
+// Format is the answer format the case's agents are told: its own
+// answer_format, else the one its first answer check with number or exact
+// implies (NumberFormat, ExactFormat), else none. A case that expects the
+// agent to fail has none of its checks' making: its answer is the reason.
+func (c Case) Format() string {
+	if f := strings.TrimSpace(c.AnswerFormat); f != "" || c.ExpectFail {
+		return f
+	}
+	for _, ch := range c.Checks {
+		switch a := ch.Answer; {
+		case a == nil:
+		case a.Number != nil:
+			return NumberFormat
+		case a.Exact != nil:
+			return ExactFormat
+		}
+	}
+	return ""
 }
 
 // Kind names the check's kind: state, tool_calls, answer or judge.

@@ -306,6 +306,9 @@ func newEvalImportCmd() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d tasks into %s (%d runnable without root: label no-root)\n", res.Tasks, res.Suite, res.NoRoot)
+			if n := len(res.CannotJudge); n > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d cannot be judged in the sandbox (label %s; the warnings say why): %s\n", n, agentbench.CannotJudge, strings.Join(res.CannotJudge, ", "))
+			}
 			return nil
 		},
 	}
