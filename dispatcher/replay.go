@@ -134,7 +134,7 @@ func (r *Replay) Execute(ctx context.Context, cmds []command.Command) []command.
 		if i > r.cursor && !sameGroup(r.batches[r.cursor], r.batches[i]) {
 			break
 		}
-		if r.sameCommands(r.batches[i].Commands, cmds) {
+		if r.sameCommands(r.batches[i].Commands, cmds) || (r.batches[i].Agent == checkAgent && r.sameCommands(checkShape(r.batches[i].Commands), checkShape(cmds))) {
 			r.used[i] = true
 			for r.cursor < len(r.batches) && r.used[r.cursor] {
 				r.cursor++
@@ -229,6 +229,28 @@ func isObservation(e *trajectory.Event) bool { return e.Phase == "DATA_COLLECTIO
 
 func sameGroup(a, b *trajectory.Event) bool {
 	return isObservation(a) && isObservation(b) && a.Agent == b.Agent && a.Step == b.Step
+}
+
+// checkAgent is the agent of an eval check's dispatches in a recording.
+const checkAgent = "check"
+
+// checkShape is a check's commands without how they ran: a live trial
+// runs a check's command in a shell of its own (fresh) and for what is
+// left of the trial (timeout, which depends on the clock); a replayed
+// trial asks the same command line of the recorded device.
+func checkShape(cmds []command.Command) []command.Command {
+	out := make([]command.Command, len(cmds))
+	for i, c := range cmds {
+		p := make(map[string]any, len(c.Parameters))
+		for k, v := range c.Parameters {
+			if k != "fresh" && k != "timeout" {
+				p[k] = v
+			}
+		}
+		c.Parameters = p
+		out[i] = c
+	}
+	return out
 }
 
 func (r *Replay) sameCommands(want, got []command.Command) bool {

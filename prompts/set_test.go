@@ -299,7 +299,7 @@ func TestStepAndRoundLines(t *testing.T) {
 	}{
 		{"first step", "app_status", first, []string{"Nothing has run yet.", "Step 1 of 15.", "Reply with the JSON object."}, []string{"Notes from", "Results of"}},
 		{"last step", "app_status", last, []string{"Step 15 of 15. This is your last step", "finish_task", "Call the next tool."}, []string{"Nothing has run yet."}},
-		{"no round limit", "host_status", unlimited, []string{"None yet.", "Round 3.\n"}, []string{"of 0"}},
+		{"no round limit", "host_status", unlimited, []string{"Round 3.\n"}, []string{"of 0", "Notes from"}},
 		{"last round", "host_status", lastRound, []string{"Round 10 of 10. This is the last round", "FINISH"}, nil},
 	}
 	for _, tt := range tests {

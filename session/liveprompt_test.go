@@ -85,7 +85,7 @@ func agentOf(r llm.Request) string {
 
 // TestLivePrompt: over the whole demo run, every request ends with what is
 // true at that step (step and round of the budget, the last-step warning,
-// the notes of finished subtasks) and otherwise repeats the agent's
+// notes the history no longer shows) and otherwise repeats the agent's
 // previous request, so that a prompt cache holds most of it.
 func TestLivePrompt(t *testing.T) {
 	cfg := config.Default()
@@ -116,9 +116,10 @@ func TestLivePrompt(t *testing.T) {
 	}
 	got := b.String()
 	for _, want := range []string{
-		"=== call 1 (host): system user user\n## Notes from finished subtasks\nNone yet.\n\nRound 1 of 3.",
+		"=== call 1 (host): system user user\nRound 1 of 3.",
 		"=== call 3 (files): system user assistant tool user\nStep 2 of 2. This is your last step",
-		"=== call 4 (host): system user assistant tool user\n## Notes from finished subtasks\n1. files: FINISH",
+		// The note is the result of the host's call, not repeated below.
+		"=== call 4 (host): system user assistant tool user\nRound 2 of 3.",
 		"Round 2 of 3.",
 		"Round 3 of 3. This is the last round",
 	} {

@@ -173,8 +173,15 @@ func conversation(ctx context.Context, pc *Context, askModel bool) ([]llm.Messag
 		pol.Summary = memory.SummaryDeterministic
 	}
 	if !pol.IsWindow() {
+		before := pc.folded
 		if err := fold(ctx, pc, pol, turn); err != nil {
 			return nil, err
+		}
+		if pc.folded != before && pc.agent.Role == fsm.Host {
+			// The host's status turn shows the notes a fold took out.
+			if turn.Content, err = renderStatus(pc); err != nil {
+				return nil, err
+			}
 		}
 		return append(appendOnly(pc), turn), nil
 	}
@@ -299,6 +306,7 @@ func replayable(m llm.Message) llm.Message {
 func promptData(pc *Context) any {
 	notes := promptNotes(pc)
 	if pc.agent.Role == fsm.Host {
+		notes = foldedNotes(pc, notes)
 		return prompts.HostData{Request: pc.request, Device: pc.device, Apps: pc.apps, Notes: notes, Mode: string(pc.mode),
 			Round: pc.round, MaxRounds: pc.maxSteps}
 	}
@@ -348,6 +356,40 @@ func promptNotes(pc *Context) []prompts.Note {
 	}
 	pc.boardNotes = out
 	return out
+}
+
+// foldedNotes are the notes of finished subtasks that the host's history
+// no longer shows: each note is the result of its assign_subtask call,
+// there for the model to read, until a fold replaces the call's step by
+// a line of summary (or, under the window preset, a condensed line).
+// Notes are on the board in the order the host's calls ran them.
+func foldedNotes(pc *Context, notes []prompts.Note) []prompts.Note {
+	pol := pc.limits.Context.WithDefaults()
+	if pol.IsWindow() {
+		return notes
+	}
+	f := pc.folded
+	if f == nil {
+		return nil
+	}
+	steps := pc.memory.Steps()
+	from, to := ranSubtasks(steps[:f.anchor]), ranSubtasks(steps[:f.upTo()])
+	from, to = min(from, len(notes)), min(to, len(notes))
+	return notes[from:to]
+}
+
+// ranSubtasks counts the subtasks the steps ran, each of which left a
+// note.
+func ranSubtasks(steps []memory.Step) int {
+	n := 0
+	for _, st := range steps {
+		for i, c := range st.Commands {
+			if c.ToolName == prompts.AssignTool && i < len(st.Results) && st.Results[i].Namespace != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // appendResults appends a step's results as the model reads them next: a

@@ -203,7 +203,8 @@ func runAssignments(ctx context.Context, pc *Context) {
 			return
 		default:
 			note := pc.runSubtask(ctx, app, subtask)
-			r := command.Succeeded(a.CallID, note)
+			// The host wrote the subtask: its result is the outcome alone.
+			r := command.Succeeded(a.CallID, subtaskOutcome{App: note.App, Status: note.Status, Result: note.Result})
 			if note.Status != string(fsm.Finish) {
 				r.Status, r.Error = command.Failure, fmt.Sprintf("subtask ended %s: %s", note.Status, note.Result)
 			}
@@ -212,6 +213,14 @@ func runAssignments(ctx context.Context, pc *Context) {
 		}
 		failed = pc.results[i].Status != command.Success
 	}
+}
+
+// subtaskOutcome is the result of an assign_subtask call: the note of the
+// finished subtask without the subtask, which the host's own call holds.
+type subtaskOutcome struct {
+	App    string `json:"app"`
+	Status string `json:"status"`
+	Result string `json:"result"`
 }
 
 func hasApp(pc *Context, name string) bool {
