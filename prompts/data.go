@@ -75,6 +75,10 @@ type AppData struct {
 	Tools        []command.ToolInfo
 	Device       command.DeviceInfo
 	Observations []Observation
+	// EarlierNotes are the notes of the subtasks that finished before the
+	// agent started, in its first user turn; Notes, in the status turn,
+	// those that finished since (subtasks running beside it).
+	EarlierNotes []Note
 	Notes        []Note
 	// Mode is ModeTools or ModeJSON.
 	Mode string

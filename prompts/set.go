@@ -134,7 +134,7 @@ func (s *Set) dryRun() error {
 		host := HostData{Request: "tidy up", AnswerFormat: "a single number", Device: dev, Mode: mode, Round: 2, MaxRounds: 3, Notes: []Note{note},
 			Apps: []App{{Name: "files", Description: "Files.", Tools: []command.ToolInfo{tool}}}}
 		app := AppData{Request: "tidy up", AnswerFormat: "a single number", Subtask: "read a.txt", App: "files", Tools: []command.ToolInfo{tool}, Device: dev,
-			Observations: []Observation{{Name: "list_dir", Content: "a.txt"}}, Notes: []Note{note}, Mode: mode, Step: 2, MaxSteps: 2}
+			Observations: []Observation{{Name: "list_dir", Content: "a.txt"}}, EarlierNotes: []Note{note}, Notes: []Note{note}, Mode: mode, Step: 2, MaxSteps: 2}
 		for _, name := range []string{"host_system", "host_user", "host_examples", "host_status", "app_system", "app_user", "app_examples", "app_status"} {
 			data := any(host)
 			if strings.HasPrefix(name, "app_") {

@@ -92,7 +92,7 @@ func appData(mode string) AppData {
 			{Name: "write_file", Content: `{"bytes_written": 3}`},
 			{Name: "read_file", Content: "41G\n"},
 		},
-		Notes: testNotes()[:1], Mode: mode, Step: 3, MaxSteps: 15,
+		EarlierNotes: testNotes()[:1], Notes: testNotes()[1:], Mode: mode, Step: 3, MaxSteps: 15,
 	}
 }
 

@@ -120,6 +120,10 @@ func TestLivePrompt(t *testing.T) {
 		"=== call 3 (files): system user assistant tool user\nStep 2 of 2. This is your last step",
 		// The note is the result of the host's call, not repeated below.
 		"=== call 4 (host): system user assistant tool user\nRound 2 of 3.",
+		// The shell agent has the files agent's note in its first turn,
+		// not again at every step.
+		"=== call 5 (shell): system user user\nNothing has run yet.",
+		"=== call 6 (shell): system user assistant tool user\nStep 2 of 2.",
 		"Round 2 of 3.",
 		"Round 3 of 3. This is the last round",
 	} {

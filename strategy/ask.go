@@ -310,8 +310,14 @@ func promptData(pc *Context) any {
 		return prompts.HostData{Request: pc.request, Device: pc.device, Apps: pc.apps, Notes: notes, Mode: string(pc.mode),
 			Round: pc.round, MaxRounds: pc.maxSteps}
 	}
+	// The notes known when the agent starts go in its first user turn,
+	// once; the status turn shows only those that came since.
+	if pc.intro == nil {
+		pc.introNotes = len(notes)
+	}
+	earlier := notes[:min(pc.introNotes, len(notes))]
 	return prompts.AppData{Request: pc.request, Subtask: pc.subtask, App: pc.agent.App, Tools: pc.tools, Device: pc.device,
-		Observations: pc.observations, Notes: notes, Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
+		Observations: pc.observations, EarlierNotes: earlier, Notes: notes[len(earlier):], Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
 }
 
 // templates names the agent's templates: the system prompt, the first

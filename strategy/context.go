@@ -130,6 +130,9 @@ type Context struct {
 	// boardNotes are the blackboard's notes as prompts show them, made
 	// again only when a note was added: the blackboard only grows.
 	boardNotes []prompts.Note
+	// introNotes is how many of them an app agent's first user turn
+	// holds.
+	introNotes int
 }
 
 // Setup is what a processing context is made with: who the agent is, what
