@@ -68,6 +68,7 @@ type ControlTool struct {
 type AssignArgs struct {
 	App     string `json:"app" jsonschema:"required" jsonschema_description:"Name of the app that does the subtask, exactly as listed."`
 	Subtask string `json:"subtask" jsonschema:"required" jsonschema_description:"The subtask, complete in itself: what to do, with the exact names, paths and values it needs, and what to report back."`
+	Final   bool   `json:"final,omitempty" jsonschema_description:"true when this subtask's result will be by itself the final answer to the user's request: the task ends with it as soon as the subtask finishes, without another round (if it fails, its note comes back as usual). Only on the last subtask of a reply."`
 }
 
 // FinishArgs are the arguments of finish_task.

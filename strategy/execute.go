@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
@@ -202,6 +203,10 @@ func runAssignments(ctx context.Context, pc *Context) {
 		case pc.runSubtask == nil:
 			return
 		default:
+			final := argBool(a.Arguments, "final") && i == len(d.Actions)-1
+			if final {
+				subtask += finalSubtask
+			}
 			note := pc.runSubtask(ctx, app, subtask)
 			// The host wrote the subtask: its result is the outcome alone.
 			r := command.Succeeded(a.CallID, subtaskOutcome{App: note.App, Status: note.Status, Result: note.Result})
@@ -210,9 +215,32 @@ func runAssignments(ctx context.Context, pc *Context) {
 			}
 			r.Namespace = app
 			pc.results[i] = r
+			if final && note.Status == string(fsm.Finish) {
+				// The host said this subtask's result is the answer: the
+				// task ends with it, without a round that only repeats it.
+				pc.visited = append(pc.visited, fsm.Assign)
+				pc.status, d.Result = fsm.Finish, note.Result
+			}
 		}
 		failed = pc.results[i].Status != command.Success
 	}
+}
+
+// finalSubtask tells the app agent of a final subtask that its result is
+// the task's answer.
+const finalSubtask = "\n\nYour result is the final answer to the user's request and ends the task: write it for the user (in the answer format, when the request gives one)."
+
+// argBool reads a boolean argument; models write true, "true" and 1.
+func argBool(args map[string]any, key string) bool {
+	switch v := args[key].(type) {
+	case bool:
+		return v
+	case string:
+		return strings.EqualFold(strings.TrimSpace(v), "true")
+	case float64:
+		return v == 1
+	}
+	return false
 }
 
 // subtaskOutcome is the result of an assign_subtask call: the note of the

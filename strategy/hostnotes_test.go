@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,54 @@ func TestHostSeesEachNoteOnce(t *testing.T) {
 		shown := strings.Contains(status, fmt.Sprintf("Subtask number %d, ", round))
 		if folded != shown {
 			t.Errorf("round %d (folded %v): in the status turn %v:\n%s", round, folded, shown, status)
+		}
+	}
+}
+
+// A subtask the host marks final ends the task with its result when it
+// finishes, without another round; its app agent is told so. One that
+// fails comes back as a note, and final on a subtask before the last of a
+// reply does not end the task.
+func TestFinalSubtaskEndsTheTask(t *testing.T) {
+	var got []string
+	run := func(_ context.Context, app, subtask string) memory.Note {
+		got = append(got, subtask)
+		status := fsm.Finish
+		if strings.HasPrefix(subtask, "fail") {
+			status = fsm.Fail
+		}
+		return memory.Note{Subtask: subtask, App: app, Status: string(status), Result: "42"}
+	}
+	for _, c := range []struct {
+		name  string
+		calls []map[string]any
+		want  fsm.State
+	}{
+		{"final", []map[string]any{{"app": "shell", "subtask": "count", "final": true}}, fsm.Finish},
+		{"final as a string", []map[string]any{{"app": "shell", "subtask": "count", "final": "true"}}, fsm.Finish},
+		{"not final", []map[string]any{{"app": "shell", "subtask": "count"}}, fsm.Assign},
+		{"final that fails", []map[string]any{{"app": "shell", "subtask": "fail to count", "final": true}}, fsm.Assign},
+		{"final before the last", []map[string]any{{"app": "shell", "subtask": "count", "final": true}, {"app": "shell", "subtask": "more"}}, fsm.Assign},
+	} {
+		got = nil
+		pc, _ := hostAgent(t, memory.Policy{}, 0)
+		pc.runSubtask = run
+		var actions []Action
+		for i, args := range c.calls {
+			actions = append(actions, Action{Function: prompts.AssignTool, Arguments: args, CallID: fmt.Sprintf("c%d", i)})
+		}
+		pc.decision = &Decision{Status: fsm.Assign, Actions: actions}
+		pc.status = fsm.Assign
+		runAssignments(context.Background(), pc)
+		if pc.status != c.want {
+			t.Errorf("%s: status %s, want %s", c.name, pc.status, c.want)
+		}
+		told := strings.Contains(got[0], "Your result is the final answer")
+		if wantTold := c.calls[0]["final"] != nil && len(c.calls) == 1; told != wantTold {
+			t.Errorf("%s: the app agent was told it is final: %v (subtask %q)", c.name, told, got[0])
+		}
+		if c.want == fsm.Finish && (pc.decision.Result != "42" || !slices.Contains(pc.visited, fsm.Assign)) {
+			t.Errorf("%s: answer %q, visited %v", c.name, pc.decision.Result, pc.visited)
 		}
 	}
 }
