@@ -76,7 +76,9 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 		return fmt.Errorf("desktop_observe: the dispatcher returned %d results for 1 command", len(rs))
 	}
 	r := rs[0]
-	obs := prompts.Observation{Name: c.String()}
+	// Named by what it shows, not by the call's arguments (max_chars is
+	// Saucer's, not the model's).
+	obs := prompts.Observation{Name: "The window, as " + ns + ".observe shows it"}
 	if !r.OK() {
 		// No window yet is normal at the start: the model may launch one.
 		obs.Content = "No observation: " + r.Error

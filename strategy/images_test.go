@@ -64,6 +64,10 @@ func TestDesktopObservePagesToTheLimit(t *testing.T) {
 	if got, want := stub.args["max_chars"], 16000-len(desktopGuide)-100; got != want {
 		t.Fatalf("observe was asked for pages of %v characters, want %d", got, want)
 	}
+	// The observation is named for the model, without Saucer's page size.
+	if name := pc.Observations()[0].Name; strings.Contains(name, "max_chars") || !strings.Contains(name, "desktop.observe") {
+		t.Errorf("observation named %q", name)
+	}
 	obs := pc.Observations()[0].Content
 	if strings.Contains(obs, "truncated") || len(obs) > 16000 {
 		t.Fatalf("the observation was cut (%d characters): %s", len(obs), obs[len(obs)-80:])
