@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/saucerhq/saucer/command"
@@ -198,8 +199,8 @@ func edit(g *Graph, op string, args map[string]any) (string, error) {
 
 // setNode sets the fields args gives.
 func setNode(n *Node, args map[string]any) {
-	if v, ok := args["device"].(string); ok {
-		n.Device = v
+	if _, ok := args["device"]; ok {
+		n.Device = str(args, "device")
 	}
 	if v, ok := args["task"].(string); ok {
 		n.Task = v
@@ -218,9 +219,20 @@ func setNode(n *Node, args map[string]any) {
 	}
 }
 
+// str is a string argument. A number stands for its digits: a model that
+// names its nodes 1, 2, 3 sends them as numbers as often as not.
 func str(args map[string]any, key string) string {
-	s, _ := args[key].(string)
-	return strings.TrimSpace(s)
+	switch v := args[key].(type) {
+	case string:
+		return strings.TrimSpace(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(v)
+	case json.Number:
+		return v.String()
+	}
+	return ""
 }
 
 func strs(v any) []string {

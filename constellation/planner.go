@@ -233,10 +233,8 @@ func plan(ctx context.Context, pc *strategy.Context) error {
 	for _, t := range pc.Tools() {
 		tools = append(tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 	}
-	for _, c := range prompts.AppControlTools() {
-		if c.Name == prompts.FinishTool || c.Name == prompts.FailTool {
-			tools = append(tools, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
-		}
+	for _, c := range prompts.ConstellationControlTools() {
+		tools = append(tools, llm.Tool{Name: c.Name, Description: c.Description, Parameters: c.Parameters})
 	}
 	resp, err := pc.Complete(ctx, &llm.Request{Messages: msgs, Tools: tools})
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -193,16 +195,72 @@ type ReadArgs struct {
 	Grep   string `json:"grep"`
 }
 
+// UnmarshalJSON takes the handle as a string or as a number: a handle
+// made only of decimal digits (about one in 280) looks like a number, and
+// models send it as one.
+func (r *ReadArgs) UnmarshalJSON(b []byte) error {
+	type plain ReadArgs
+	var v struct {
+		plain
+		Handle json.RawMessage `json:"handle"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = ReadArgs(v.plain)
+	h := bytes.TrimSpace(v.Handle)
+	switch {
+	case len(h) == 0 || string(h) == "null":
+		r.Handle = ""
+	case h[0] == '"':
+		return json.Unmarshal(h, &r.Handle)
+	default:
+		var n json.Number
+		if err := json.Unmarshal(h, &n); err != nil {
+			return fmt.Errorf("handle must be a string, not %s: the %d hex digits after \"artifact\" in a shortened value", h, handleLen)
+		}
+		r.Handle = n.String()
+	}
+	return nil
+}
+
+// handlesIn are the handles a model may mean by what it wrote for one, in
+// order: "3f9a0c1d2b4e" as it is, or with the word before it ("artifact
+// 3f9a0c1d2b4e"), in capitals; then, for a number, the handle it was before
+// it lost its leading zeros (1234567890 for 001234567890) or was written
+// with an exponent.
+func handlesIn(s string) []string {
+	h := strings.ToLower(strings.TrimSpace(s))
+	h = strings.TrimPrefix(h, "artifact")
+	h = strings.Trim(h, " \t\n:#=[]()'\"`,.")
+	out := []string{h}
+	digits := h
+	if f, err := strconv.ParseFloat(h, 64); err == nil && strings.ContainsAny(h, "e+.") && f >= 0 && f < 1e12 && f == math.Trunc(f) {
+		digits = strconv.FormatFloat(f, 'f', 0, 64)
+		out = append(out, digits)
+	}
+	if len(digits) < handleLen && digits != "" && strings.Trim(digits, "0123456789") == "" {
+		out = append(out, strings.Repeat("0", handleLen-len(digits))+digits)
+	}
+	return out
+}
+
 // Read answers read_artifact: the bytes asked for (moved to whole
 // characters) under a line that says which they are, or the matching lines
 // with their numbers. What it returns stays within the threshold, so that
 // it is never kept aside itself. An error is for the model to read.
 func (a *Artifacts) Read(r ReadArgs) (string, error) {
+	var s string
+	ok := false
 	a.mu.Lock()
-	s, ok := a.items[strings.TrimSpace(r.Handle)]
+	for _, h := range handlesIn(r.Handle) {
+		if s, ok = a.items[h]; ok {
+			break
+		}
+	}
 	a.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("no artifact %q: a handle is the %d hex digits after \"artifact\" in a shortened value", r.Handle, handleLen)
+		return "", fmt.Errorf("no artifact %q: a handle is the %d hex digits after \"artifact\" in a shortened value, e.g. {\"handle\": \"3f9a0c1d2b4e\"}", r.Handle, handleLen)
 	}
 	room := 2 * a.head()
 	if a.Threshold > 0 {

@@ -43,7 +43,7 @@ type AskArgs struct {
 
 // ReadArtifactArgs are the arguments of read_artifact.
 type ReadArtifactArgs struct {
-	Handle string `json:"handle" jsonschema:"required" jsonschema_description:"The artifact's handle: the hex digits after 'artifact' in a shortened value."`
+	Handle string `json:"handle" jsonschema:"required" jsonschema_description:"The artifact's handle, as a string: the hex digits after 'artifact' in a shortened value, e.g. \"3f9a0c1d2b4e\"."`
 	Offset int    `json:"offset,omitempty" jsonschema_description:"The first byte to read, from 0."`
 	Length int    `json:"length,omitempty" jsonschema_description:"How many bytes to read."`
 	Grep   string `json:"grep,omitempty" jsonschema_description:"A regular expression: the lines that match, with their numbers, instead of a byte range."`
@@ -148,12 +148,42 @@ var appControl = sync.OnceValue(func() []ControlTool {
 		},
 		{
 			Name: ReadArtifactTool,
-			Description: "Read more of a value too long to show whole (a result shortened to its start, with an artifact handle): " +
-				"bytes from offset, or with grep the lines that match.",
+			Description: "Read what was left out of a value too long to show whole (a result shortened around a line that names an artifact handle " +
+				"and the bytes left out): bytes from offset, or with grep the lines that match.",
 			Parameters: schemaOf(&ReadArtifactArgs{}),
 		},
 	}
 })
+
+// ConstellationControlTools are the constellation planner's ways to end,
+// offered beside its graph tools (add_node, ...): finish_task and
+// fail_task, under the app agent's names, but for the whole request,
+// which the planner plans and never carries out itself. The slice is
+// shared: callers must not change it.
+func ConstellationControlTools() []ControlTool { return constellationControl() }
+
+var constellationControl = sync.OnceValue(func() []ControlTool {
+	return []ControlTool{
+		{
+			Name: FinishTool,
+			Description: "End the whole request as done, once the tasks it needs have completed and their results answer it. " +
+				"result is the final answer for the user, with the values they asked for, taken from the tasks' results. " +
+				"Call it alone. (finish_when_done ends it by itself when the last task's result is the answer.)",
+			Parameters: schemaOf(&FinishArgs{}),
+		},
+		{
+			Name: FailTool,
+			Description: "End the whole request as failed, when it cannot be done with these devices, " +
+				"even by moving or changing the tasks that failed. Call it alone.",
+			Parameters: schemaOf(&ConstellationFailArgs{}),
+		},
+	}
+})
+
+// ConstellationFailArgs are the arguments of the planner's fail_task.
+type ConstellationFailArgs struct {
+	Reason string `json:"reason" jsonschema:"required" jsonschema_description:"Why the request cannot be done: which tasks failed, on which devices, and what was tried."`
+}
 
 // StatusArgs are the arguments of command_status.
 type StatusArgs struct {

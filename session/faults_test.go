@@ -619,12 +619,14 @@ func faultRows() []faultRow {
 			switches: 2, why: "openai:gpt-4o is unavailable, asking openai-compatible:small instead: openai: server (HTTP 503): the model is loading"},
 		{name: "fallback when the context is too small", shape: antJSON,
 			acts:     []act{tooLong, tooLong, tooLong, tooLong},
-			fallback: happy(0), yaml: "",
+			fallback: happy(0), yaml: fmt.Sprintf("tools: {shell: {description: %q}}\n", strings.Repeat("Runs shell commands. ", 40)),
 			// The host's first request is too long; the app's first is
 			// shorter and is tried once; longer ones skip it. (Under the
 			// window preset, whose app agents are offered read_artifact
-			// only once there are artifacts, the app's first request is
-			// the shorter.)
+			// only once there are artifacts, and with a long description
+			// of the shell app, which only the host's prompt lists, the
+			// app's first request is the shorter by a margin that the
+			// length of a tool's description does not undo.)
 			context: "window",
 			status:  fsm.Finish, requests: 2, fbReqs: 4, ran: rmTmp, calls: five[1:],
 			switches: 2, why: "anthropic:claude-sonnet-4-5 cannot take a request this long, asking openai-compatible:small instead: anthropic: context length (HTTP 400)"},

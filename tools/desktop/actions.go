@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,9 +32,9 @@ type Effect struct {
 	Target *Control `json:"target,omitempty"`
 	// Changed lists controls whose name, text, value or states changed.
 	Changed []Change `json:"changed,omitempty"`
-	// Appeared and Disappeared count controls that came and went.
-	Appeared    int `json:"appeared,omitempty"`
-	Disappeared int `json:"disappeared,omitempty"`
+	// Appeared and Disappeared say which controls came and went.
+	Appeared    *Controls `json:"appeared,omitempty"`
+	Disappeared *Controls `json:"disappeared,omitempty"`
 	// NewWindows and ClosedWindows are top-level windows that opened or
 	// closed.
 	NewWindows    []Window `json:"new_windows,omitempty"`
@@ -63,6 +64,60 @@ type Change struct {
 }
 
 const maxChanges = 20
+
+// Controls says which controls came or went: how many, and a few of them
+// by role and name, so that the model knows what a dialog that opened or
+// closed held without observing again, while an effect stays short when
+// a hundred controls change.
+type Controls struct {
+	Count int `json:"count"`
+	// Some are up to maxNamed of them, in the window's order, those with
+	// a name first: `[41] push button "Save"` as observe lists one that
+	// appeared (its id acts on it), `push button "Save"` for one gone.
+	Some []string `json:"some"`
+}
+
+// maxNamed is how many controls that came or went an effect names;
+// maxNameRunes cuts each name.
+const (
+	maxNamed     = 5
+	maxNameRunes = 60
+)
+
+// someControls names cs for an effect, nil when there are none.
+func someControls(cs []Control, withID bool) *Controls {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := &Controls{Count: len(cs)}
+	for _, named := range []bool{true, false} {
+		for _, c := range cs {
+			if len(out.Some) == maxNamed {
+				return out
+			}
+			if (c.Name != "") != named {
+				continue
+			}
+			s := c.Role
+			if c.Name != "" {
+				s += " " + strconv.Quote(cutRunes(c.Name, maxNameRunes))
+			}
+			if withID {
+				s = fmt.Sprintf("[%d] %s", c.ID, s)
+			}
+			out.Some = append(out.Some, s)
+		}
+	}
+	return out
+}
+
+// cutRunes cuts s to n runes, marking the cut.
+func cutRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
 
 // act runs do on window w and reports what changed in it and on the
 // desktop. before is w's observation before the action.
@@ -174,10 +229,11 @@ func diffWindows(before, after []Window) (opened, closed []Window) {
 }
 
 func diffControls(eff *Effect, before, after *Observation) {
+	var came, went []Control
 	for _, a := range after.Controls {
 		b, ok := before.byID[a.ID]
 		if !ok {
-			eff.Appeared++
+			came = append(came, a)
 			continue
 		}
 		add := func(field, was, is string) {
@@ -192,9 +248,10 @@ func diffControls(eff *Effect, before, after *Observation) {
 	}
 	for _, b := range before.Controls {
 		if _, ok := after.byID[b.ID]; !ok {
-			eff.Disappeared++
+			went = append(went, b)
 		}
 	}
+	eff.Appeared, eff.Disappeared = someControls(came, true), someControls(went, false)
 }
 
 func fmtValue(v *float64) string {

@@ -23,28 +23,28 @@ import (
 // on it). It is started at the first command and again after a command
 // kills it (exit, a timeout).
 //
-// Each command is written to a file and sourced by a line on the shell's
-// standard input; a second line prints a marker with the exit status on
+// Each command reaches the shell's standard input as one eval of the
+// command, quoted; a second line prints a marker with the exit status on
 // stdout and stderr. The marker line is read by whichever shell reads
 // input next: after `su - user`, the user's shell prints it, and the next
-// command runs as that user.
+// command runs as that user. eval, not a file sourced with ".", so that
+// the shell's messages name the shell ("bash: line 3: npm: command not
+// found") and not a file of Saucer's, and $BASH_SOURCE is empty, as in a
+// terminal. Its line numbers count every line the shell has read since
+// it started, not the command's own (docs/rough_edges.md).
 type session struct {
 	opts Options
 	env  []string
 
-	mu sync.Mutex // one command at a time
-	// The command files' folder, as the host and as the shell see it
-	// (they differ in a jail).
-	dir, shellDir string
-	seq           int
-	cmd           *exec.Cmd
-	group         *cmdGroup // the shell's cgroup, where there is one
-	stdin         io.WriteCloser
-	out, err      *stream
-	reads         []*os.File // the read ends of stdout and stderr
-	marker        string
-	exited        chan struct{}
-	closed        bool
+	mu       sync.Mutex // one command at a time
+	cmd      *exec.Cmd
+	group    *cmdGroup // the shell's cgroup, where there is one
+	stdin    io.WriteCloser
+	out, err *stream
+	reads    []*os.File // the read ends of stdout and stderr
+	marker   string
+	exited   chan struct{}
+	closed   bool
 }
 
 // stream collects what a shell writes on one of its outputs.
@@ -106,23 +106,6 @@ func (s *stream) drain() []byte {
 }
 
 func (p *session) start() error {
-	if p.dir == "" {
-		var name [8]byte
-		rand.Read(name[:])
-		p.shellDir = filepath.Join(os.TempDir(), "saucer-shell-"+hex.EncodeToString(name[:]))
-		p.dir = p.shellDir
-		if p.opts.Jail != nil {
-			p.shellDir = "/tmp/saucer-shell-" + hex.EncodeToString(name[:])
-			p.dir = p.opts.Jail.Path(p.shellDir)
-		}
-		if err := os.Mkdir(p.dir, 0o700); err != nil {
-			return err
-		}
-		// Readable by all: after su, another user's shell sources the files.
-		if err := os.Chmod(p.dir, 0o755); err != nil {
-			return err
-		}
-	}
 	var nonce [12]byte
 	rand.Read(nonce[:])
 	p.marker = "__saucer_done_" + hex.EncodeToString(nonce[:])
@@ -136,11 +119,21 @@ func (p *session) start() error {
 	}
 	build := func(group *cmdGroup) *exec.Cmd {
 		var cmd *exec.Cmd
+		// $0, which names the shell in its messages, is its name rather
+		// than its path, as in a terminal.
+		name := filepath.Base(p.opts.Shell)
 		if p.opts.Jail != nil {
 			// Lives until killed: not bound to any one call's context.
-			cmd = p.opts.Jail.Command(context.Background(), p.opts.Dir, p.env, p.opts.Shell)
+			// The jail starts a path as it is given, so a shell that can
+			// (bash) sets its own $0.
+			argv := []string{p.opts.Shell}
+			if name == "bash" {
+				argv = []string{p.opts.Shell, "-c", `exec -a "$0" "$1"`, name, p.opts.Shell}
+			}
+			cmd = p.opts.Jail.Command(context.Background(), p.opts.Dir, p.env, argv...)
 		} else {
 			cmd = exec.Command(p.opts.Shell)
+			cmd.Args[0] = name
 			cmd.Dir = p.opts.Dir
 			cmd.Env = p.env
 		}
@@ -230,15 +223,12 @@ func (p *session) closeReads() {
 	p.reads = nil
 }
 
-// Close kills the shell and its jobs and removes the command files.
+// Close kills the shell and its jobs.
 func (p *session) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.kill()
 	p.closed = true
-	if p.dir != "" {
-		return os.RemoveAll(p.dir)
-	}
 	return nil
 }
 
@@ -261,20 +251,20 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 			return ExecuteOutput{}, err
 		}
 	}
-	p.seq++
-	name := fmt.Sprintf("command-%d.sh", p.seq)
-	file := filepath.Join(p.dir, name)
-	if err := os.WriteFile(file, []byte(command+"\n"), 0o644); err != nil {
-		return ExecuteOutput{}, err
-	}
-	defer os.Remove(file)
+	ctx, cancel := withTimeout(ctx, timeout, errTimedOut)
+	defer cancel()
 	for attempt := 0; ; attempt++ {
-		line := fmt.Sprintf(". %s\nprintf '\\n%s %%d\\n' \"$?\"; printf '\\n%s \\n' >&2\n", shellQuote(filepath.Join(p.shellDir, name)), p.marker, p.marker)
-		_, err := io.WriteString(p.stdin, line)
+		// The command ends with a newline, as a file would: a here-document
+		// whose delimiter is its last line is closed.
+		line := fmt.Sprintf("eval %s\nprintf '\\n%s %%d\\n' \"$?\"; printf '\\n%s \\n' >&2\n", shellQuote(command+"\n"), p.marker, p.marker)
+		err := p.send(ctx, line)
 		if err == nil {
 			break
 		}
 		p.kill()
+		if ctx.Err() != nil {
+			return ExecuteOutput{}, fmt.Errorf("command %s before the shell had read it, and the shell was killed (the next command starts a new shell)", stopped(ctx, timeout))
+		}
 		if attempt > 0 {
 			return ExecuteOutput{}, fmt.Errorf("the shell is gone (%v); the next command starts a new one", err)
 		}
@@ -284,8 +274,6 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 			return ExecuteOutput{}, err
 		}
 	}
-	ctx, cancel := withTimeout(ctx, timeout, errTimedOut)
-	defer cancel()
 	marker := []byte("\n" + p.marker + " ")
 	var out ExecuteOutput
 	var stdout, stderr []byte
@@ -336,17 +324,42 @@ func (p *session) run(ctx context.Context, command string, timeout time.Duration
 		case <-ctx.Done():
 			p.kill()
 			out = p.output(append(stdout, p.out.drain()...), append(stderr, p.err.drain()...))
-			what := fmt.Sprintf("timed out after %s", formatSeconds(timeout))
-			if cause := context.Cause(ctx); !errors.Is(cause, errTimedOut) {
-				what = fmt.Sprintf("was stopped by its caller (%v)", cause)
-			}
-			return out, fmt.Errorf("command %s and was killed with the shell and its background jobs (the next command starts a new shell: cd and variables are lost); %s", what, capturedOutput(out))
+			return out, fmt.Errorf("command %s and was killed with the shell and its background jobs (the next command starts a new shell: cd and variables are lost); %s", stopped(ctx, timeout), capturedOutput(out))
 		}
 	}
 	code := out.ExitCode
 	out = p.output(stdout, stderr)
 	out.ExitCode = code
 	return out, nil
+}
+
+// send writes line to the shell's standard input. A long command fills
+// the pipe and waits for the shell to read it, so the wait ends with ctx
+// too: closing the pipe ends the write. A write that got through all the
+// same (ctx ended as it did) is no error: the caller sees ctx's end
+// while it waits for the command, as it would have anyway.
+func (p *session) send(ctx context.Context, line string) error {
+	written := make(chan error, 1)
+	stdin := p.stdin
+	go func() {
+		_, err := io.WriteString(stdin, line)
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-written: // both at once: the write is done
+			return err
+		default:
+		}
+		stdin.Close()
+		if err := <-written; err != nil {
+			return context.Cause(ctx)
+		}
+		return nil
+	}
 }
 
 // output caps what a command wrote as a fresh shell's output is capped.

@@ -189,8 +189,9 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	s := &tools.Server{Name: "shell", Instructions: instructions}
 	s.Add(tools.New("execute_command",
 		what+fmt.Sprintf("A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
-			"after the timeout (default %s, at most %s). Each stream is cut after %d bytes. ",
-			r.opts.Timeout, r.opts.MaxTimeout, r.opts.MaxOutput)+jobs,
+			"once timeout seconds have passed (default %s, at most %s%s). Each of stdout and stderr is kept whole up to %d bytes; "+
+			"past that, its first %d and last %d bytes, with a line saying how many were left out between them. ",
+			secs(r.opts.Timeout), secs(r.opts.MaxTimeout), inMinutes(r.opts.MaxTimeout), r.opts.MaxOutput, r.opts.MaxOutput-r.opts.MaxOutput/2, r.opts.MaxOutput/2)+jobs,
 		tools.Annotations{Title: "Run a shell command", Risk: tools.RiskDestructive, OpenWorld: true, Streams: streams},
 		r.execute))
 	return s, stop, nil
@@ -200,7 +201,7 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 type ExecuteInput struct {
 	Command string  `json:"command" jsonschema_description:"The shell command line to run."`
 	Cwd     string  `json:"cwd,omitempty" jsonschema_description:"Working directory; a relative path is taken from the server's directory."`
-	Timeout float64 `json:"timeout,omitempty" jsonschema_description:"Seconds before the command is killed."`
+	Timeout Seconds `json:"timeout,omitempty" jsonschema_description:"Seconds before the command is killed: a number (120) or a string with a unit (\"120s\", \"2m\"). 0 or absent: the default."`
 	Env     EnvVars `json:"env,omitempty" jsonschema_description:"Extra environment variables, as an object {\"KEY\": \"VALUE\"} or a list of \"KEY=VALUE\" strings."`
 	// Args are passed to the command line as $1, $2, ... (it runs as
 	// `bash -c COMMAND -- ARGS...`): values reach the program as they are,
@@ -347,17 +348,9 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if why := r.policy.checkEnv(in.Env); why != "" {
 		return ExecuteOutput{}, r.refuse(in, why)
 	}
-	timeout := r.opts.Timeout
-	if in.Timeout < 0 || math.IsNaN(in.Timeout) {
-		return ExecuteOutput{}, fmt.Errorf("timeout must be positive, got %v", in.Timeout)
-	}
-	if in.Timeout > 0 {
-		// Compared in seconds before the conversion: 1e308 seconds does
-		// not fit a Duration and would wrap to a negative one.
-		if in.Timeout > r.opts.MaxTimeout.Seconds() {
-			return ExecuteOutput{}, fmt.Errorf("timeout %gs is over the limit of %s", in.Timeout, r.opts.MaxTimeout)
-		}
-		timeout = time.Duration(in.Timeout * float64(time.Second))
+	timeout, err := r.timeout(in.Timeout)
+	if err != nil {
+		return ExecuteOutput{}, err
 	}
 	if r.session != nil && !in.Fresh {
 		switch {
@@ -395,9 +388,12 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 
 	ctx, cancel := withTimeout(ctx, timeout, errTimedOut)
 	defer cancel()
-	argv := []string{r.opts.Shell, "-c", in.Command}
+	// $0 names the shell in its own messages: "bash: line 1: npm: command
+	// not found", as a terminal says, not the path it was started by.
+	argv := []string{r.opts.Shell, "-c", in.Command, filepath.Base(r.opts.Shell)}
 	if len(in.Args) > 0 {
-		argv = append(append(argv, "--"), in.Args...) // $0 is "--", as AgentBench runs its checks
+		argv = append(argv[:3], "--") // $0 is "--", as AgentBench runs its checks
+		argv = append(argv, in.Args...)
 	}
 	tag := newTag()
 	stdout, stderr := newCapped(r.opts.MaxOutput), newCapped(r.opts.MaxOutput)
@@ -440,7 +436,7 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		group = newCmdGroup(tag)
 	}
 	cmd := build(group)
-	err := cmd.Start()
+	err = cmd.Start()
 	if err != nil && group != nil {
 		// A kernel that cannot start a process in a cgroup (clone3):
 		// without one, as where there is no cgroup v2.
@@ -463,11 +459,7 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
 	}
 	if err != nil && ctx.Err() != nil {
-		what := fmt.Sprintf("timed out after %s", formatSeconds(timeout))
-		if cause := context.Cause(ctx); !errors.Is(cause, errTimedOut) {
-			what = fmt.Sprintf("was stopped by its caller (%v)", cause)
-		}
-		return out, fmt.Errorf("command %s and was killed; %s", what, capturedOutput(out))
+		return out, fmt.Errorf("command %s and was killed; %s", stopped(ctx, timeout), capturedOutput(out))
 	}
 	var exitErr *exec.ExitError
 	switch {
@@ -480,12 +472,38 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	}
 }
 
+// timeout is the command's timeout: the call's, within the limit, or the
+// default.
+func (r *runner) timeout(given Seconds) (time.Duration, error) {
+	n := float64(given)
+	switch {
+	case n < 0 || math.IsNaN(n):
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, got %v: %s, or leave it out for the default (%s)", n, secondsHelp, secs(r.opts.Timeout))
+	case n == 0:
+		return r.opts.Timeout, nil
+	case n > r.opts.MaxTimeout.Seconds():
+		// Compared in seconds before the conversion: 1e308 seconds does
+		// not fit a Duration and would wrap to a negative one.
+		return 0, fmt.Errorf("timeout %gs is over the limit of %s%s: give at most that, "+
+			"or start the work in the background (cmd > log 2>&1 &) and check on it in later calls", n, secs(r.opts.MaxTimeout), inMinutes(r.opts.MaxTimeout))
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}
+
 // capturedOutput describes what a killed command had written.
 func capturedOutput(out ExecuteOutput) string {
 	if out.Stdout == "" && out.Stderr == "" {
 		return "it wrote no output"
 	}
 	return fmt.Sprintf("output so far:\nstdout:\n%s\nstderr:\n%s", out.Stdout, out.Stderr)
+}
+
+// stopped says why ctx, a command's, ended: its timeout or its caller.
+func stopped(ctx context.Context, timeout time.Duration) string {
+	if cause := context.Cause(ctx); !errors.Is(cause, errTimedOut) {
+		return fmt.Sprintf("was stopped by its caller (%v)", cause)
+	}
+	return "timed out after " + formatSeconds(timeout)
 }
 
 func formatSeconds(d time.Duration) string {

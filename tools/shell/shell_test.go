@@ -105,8 +105,8 @@ func TestExecuteCommandRefusals(t *testing.T) {
 		{"missing cwd", map[string]any{"command": "true", "cwd": "nope"}, "is not an existing directory"},
 		{"empty command", map[string]any{"command": "  "}, "command is empty"},
 		{"missing command", map[string]any{}, `missing required argument "command"`},
-		{"timeout over limit", map[string]any{"command": "true", "timeout": 120}, "over the limit of 1m0s"},
-		{"a timeout too big for a Duration", map[string]any{"command": "true", "timeout": 1e308}, "timeout 1e+308s is over the limit of 1m0s"},
+		{"timeout over limit", map[string]any{"command": "true", "timeout": 120}, "over the limit of 60s"},
+		{"a timeout too big for a Duration", map[string]any{"command": "true", "timeout": 1e308}, "timeout 1e+308s is over the limit of 60s"},
 		{"bad env entry", map[string]any{"command": "true", "env": []any{"NOEQUALS"}}, `"NOEQUALS" is not KEY=VALUE`},
 	}
 	for _, tt := range tests {
