@@ -165,7 +165,11 @@ replies:
 		t.Fatal(err)
 	}
 	model := scripted.New(*s)
-	f := newFixture(t, server.Options{NewSession: server.Sessions(config.Default(), session.Options{Model: model})})
+	// The newest result is shown whole up to show_bytes (64 KiB, as much
+	// as the shell keeps): a smaller bound makes this one an artifact.
+	cfg := config.Default()
+	cfg.Agent.Context.ShowBytes = 8 << 10
+	f := newFixture(t, server.Options{NewSession: server.Sessions(cfg, session.Options{Model: model})})
 	connect(t, f.wsURL, "dev1", realDevice(t, t.TempDir()), nil)
 	var d server.DispatchResponse
 	if code := f.api(t, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "dev1", Request: "Count to 5000 and find 4321."}, &d); code != 200 {
