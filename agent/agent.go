@@ -47,8 +47,9 @@ type Options struct {
 	Confirmer           strategy.Confirmer
 	Asker               Asker
 	// Device is what is known of the device before discovery (a remote
-	// device's registration), for the host agent; its discovery replaces
-	// it when the device answers get_device_info.
+	// device's registration), for the host agent; its discovery adds the
+	// device's answer to get_device_info, and its app agents are told the
+	// result.
 	Device command.DeviceInfo
 	// AppDescriptions describe apps to the host agent, by namespace.
 	AppDescriptions map[string]string

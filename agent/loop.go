@@ -47,32 +47,53 @@ func (c *core) context() *strategy.Context {
 
 func (s *Session) newHost(request string) *HostAgent {
 	set := s.setup(strategy.Agent{Name: "host", Role: fsm.Host}, s.opts.MaxRounds)
-	set.Request, set.RunSubtask = request, s.runSubtask
+	set.Request = request
 	// What was known up front stands in for what discovery cannot ask
-	// (UFO's client has no get_device_info); app agents learn the device
-	// as before, so their prompts do not depend on how it connected.
+	// (UFO's client has no get_device_info).
 	set.Device = s.opts.Device
 	for name, d := range s.opts.AppDescriptions {
 		set.Apps = append(set.Apps, prompts.App{Name: name, Description: d})
 	}
-	return &HostAgent{core{s: s, setup: set, proc: s.hostProc, machine: fsm.New(fsm.Host), limit: s.opts.MaxRounds}}
+	h := &HostAgent{core{s: s, setup: set, proc: s.hostProc, machine: fsm.New(fsm.Host), limit: s.opts.MaxRounds}}
+	// Discovery asks the device about itself for the host only; its app
+	// agents are told what it learnt, so that they know which device they
+	// work on, as whom and in which folder without asking the shell.
+	h.setup.RunSubtask = func(ctx context.Context, app, subtask string) memory.Note {
+		return s.runSubtask(ctx, app, subtask, h.context().Device())
+	}
+	return h
 }
 
-// runSubtask is how the host's ASSIGN reaches an app agent; the outcome goes
-// on the blackboard for every later agent to see.
-func (s *Session) runSubtask(ctx context.Context, app, subtask string) memory.Note {
-	note := s.NewApp(app, subtask).Run(ctx, s.requestOf(ctx))
+// appDevice is what an app agent is told of the device: which one it is
+// (platform, host name, id), who its tools run as and where they start, and
+// what the deployment added (Custom). The rest (the OS release, the
+// hardware, the features) is the host's, to plan with: every step of an app
+// agent sends its prompt again, and they would lengthen each request for
+// nothing its tools need.
+func appDevice(d command.DeviceInfo) command.DeviceInfo {
+	return command.DeviceInfo{DeviceID: d.DeviceID, Platform: d.Platform, Hostname: d.Hostname,
+		User: d.User, UID: d.UID, Home: d.Home, WorkDir: d.WorkDir, Custom: d.Custom}
+}
+
+// runSubtask is how the host's ASSIGN reaches an app agent, on the device
+// the host knows; the outcome goes on the blackboard for every later agent
+// to see.
+func (s *Session) runSubtask(ctx context.Context, app, subtask string, device command.DeviceInfo) memory.Note {
+	a := s.NewApp(app, subtask)
+	a.setup.Device = appDevice(device)
+	note := a.Run(ctx, s.requestOf(ctx))
 	s.board.AddNote(note)
 	return note
 }
 
-// NewApp makes an app agent for a subtask. The host agent makes its own;
-// this is for callers that drive an app agent directly.
+// NewApp makes an app agent for a subtask, told of the device what was
+// known up front (Options.Device, see appDevice). The host agent makes its
+// own; this is for callers that drive an app agent directly.
 func (s *Session) NewApp(app, subtask string) *AppAgent {
 	s.apps++
 	name := fmt.Sprintf("app:%s#%d", app, s.apps)
 	set := s.setup(strategy.Agent{Name: name, Role: fsm.App, App: app}, s.opts.MaxSteps)
-	set.Subtask = subtask
+	set.Subtask, set.Device = subtask, appDevice(s.opts.Device)
 	a := &AppAgent{subtask: subtask}
 	a.core = core{s: s, setup: set, machine: fsm.New(fsm.App), limit: s.opts.MaxSteps, proc: s.appProc}
 	if p, ok := s.appProcs[app]; ok {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/user"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,7 +20,9 @@ import (
 // os_version is the distribution's name and the kernel release
 // ("Debian GNU/Linux 12 (bookworm); kernel 6.1.0-18-amd64") when both are
 // known. Features are "cli" and "file_system", plus "gui" when a display
-// (DISPLAY or WAYLAND_DISPLAY) is set.
+// (DISPLAY or WAYLAND_DISPLAY) is set. User, UID and Home are this
+// process's, whose environment the tools inherit; WorkDir is left to the
+// caller, which knows where the tools start.
 func DetectDevice() command.DeviceInfo {
 	d := command.DeviceInfo{
 		Platform:      runtime.GOOS,
@@ -34,10 +37,26 @@ func DetectDevice() command.DeviceInfo {
 		SchemaVersion: "1.0",
 	}
 	d.Hostname, _ = os.Hostname()
+	d.User, d.UID, d.Home = currentUser()
 	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
 		d.Features = append(d.Features, "gui")
 	}
 	return d
+}
+
+// currentUser is who this process runs as and its home: $HOME first, as
+// the shell's ~ is, then the user database's. A uid with no name (a
+// container's arbitrary uid) is still a uid.
+func currentUser() (name, uid, home string) {
+	if u, err := user.Current(); err == nil {
+		name, uid, home = u.Username, u.Uid, u.HomeDir
+	} else if id := os.Getuid(); id >= 0 {
+		uid = strconv.Itoa(id)
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		home = h
+	}
+	return name, uid, home
 }
 
 func osVersion() string {

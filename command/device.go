@@ -2,7 +2,8 @@ package command
 
 // DeviceInfo describes the device a client runs on. The JSON names are those
 // of UFO's registration metadata (system_info), so the same value serves the
-// host agent's prompt and AIP registration.
+// agents' prompts and AIP registration; Saucer adds where the tools run
+// (user, uid, home, workdir), optional fields a UFO peer does without.
 type DeviceInfo struct {
 	DeviceID      string   `json:"device_id,omitempty"`
 	Platform      string   `json:"platform"`
@@ -18,6 +19,17 @@ type DeviceInfo struct {
 	SchemaVersion string   `json:"schema_version,omitempty"`
 	// Custom holds anything else a deployment wants the agents to know.
 	Custom map[string]any `json:"custom_metadata,omitempty"`
+
+	// User and UID are who the tools run as (UID as the system spells
+	// it: a number on Unix, a SID on Windows), Home that user's home
+	// folder (what ~ means to the shell) and WorkDir the folder the shell
+	// starts in and the files tools take relative paths from, all as the
+	// tools see them (inside a sandbox, the sandbox's). UFO's clients
+	// send none of them: the agents are told only what is known.
+	User    string `json:"user,omitempty"`
+	UID     string `json:"uid,omitempty"`
+	Home    string `json:"home,omitempty"`
+	WorkDir string `json:"workdir,omitempty"`
 }
 
 // Names of the commands every Saucer device client answers itself, without

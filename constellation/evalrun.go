@@ -63,7 +63,9 @@ func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir stri
 	agents := &ScriptedAgents{Latency: k.Latency.D()}
 	srv, err := server.New(server.Options{Token: evalToken, AwayTimeout: 10 * time.Second, Logf: func(string, ...any) {},
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
-			return agent.New(agent.Options{Model: spec.WrapModel(agents), Dispatcher: spec.Dispatcher, Prompts: prom,
+			// The device as it registered, its id among them: a node's
+			// agents know which of the devices they work on.
+			return agent.New(agent.Options{Model: spec.WrapModel(agents), Dispatcher: spec.Dispatcher, Prompts: prom, Device: spec.Device,
 				AppDescriptions: spec.AppDescriptions, Observer: spec.Observer, Limits: strategy.Limits{RetryBackoff: time.Millisecond}})
 		}})
 	if err != nil {
@@ -149,9 +151,14 @@ func evalDevice(ctx context.Context, url, dir string, d evals.ConstellationDevic
 			return nil, nil, err
 		}
 	}
+	info := client.DetectDevice()
+	var err error
+	if info.WorkDir, err = filepath.Abs(dir); err != nil {
+		return nil, nil, err
+	}
 	dev, err := client.New(ctx, []client.Server{
-		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: dir})},
-	}, client.Options{})
+		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: info.WorkDir})},
+	}, client.Options{Device: info})
 	if err != nil {
 		return nil, nil, err
 	}

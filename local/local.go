@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/saucerhq/saucer/client"
@@ -93,6 +94,10 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 		}
 	}
 	opts := ClientOptions(cfg)
+	if opts.Device, err = deviceInfo(workdir, sb); err != nil {
+		release()
+		return nil, err
+	}
 	if sb != nil || own != nil {
 		opts.OnClose = release
 	}
@@ -101,6 +106,33 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 		release()
 	}
 	return c, err
+}
+
+// deviceInfo describes this machine with where the tools run, as they
+// see it: they start in workdir, as this process's user; in a sandbox,
+// in its working folder, as root, under its host name. The agents are
+// told so and need not ask the shell (whoami, pwd).
+func deviceInfo(workdir string, sb *sandbox.Sandbox) (command.DeviceInfo, error) {
+	d := client.DetectDevice()
+	if sb != nil {
+		// Commands run as root inside, with the sandbox's environment.
+		d.Hostname, d.WorkDir, d.User, d.UID = sb.Hostname(), sb.WorkDir(), "root", "0"
+		d.Home = envValue(sandbox.Env, "HOME")
+		return d, nil
+	}
+	var err error
+	d.WorkDir, err = filepath.Abs(workdir)
+	return d, err
+}
+
+// envValue is the value of key in an environment list ("" when unset).
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // StartSandbox starts the sandbox the config describes, with workdir (a

@@ -61,6 +61,7 @@ func testDevice() command.DeviceInfo {
 		DeviceID: "dev-7", Platform: "linux", OSVersion: "Debian GNU/Linux 13 (trixie)", Arch: "amd64",
 		CPUCount: 8, CPUModel: "AMD Ryzen 7 5800U", MemoryTotalGB: 15.5, Hostname: "atlas",
 		Features: []string{"shell", "files"}, Custom: map[string]any{"timezone": "Europe/Berlin"},
+		User: "alice", UID: "1000", Home: "/home/alice", WorkDir: "/home/alice/reports",
 	}
 }
 

@@ -749,6 +749,9 @@ func (s *Sandbox) Path(inside string) string {
 // WorkDir is the folder inside where commands start.
 func (s *Sandbox) WorkDir() string { return s.opts.WorkDir }
 
+// Hostname is the host name commands see inside.
+func (s *Sandbox) Hostname() string { return s.opts.Hostname }
+
 // enterScript runs on the host before a command enters the sandbox: it
 // joins the cgroup (before anything inside can fork), sets the open-file
 // limits, says the notice if any, reads the PID of the sandbox's first

@@ -418,6 +418,9 @@ func (s *Server) start(t *task) {
 	info, ns := t.target.info, t.target.namespaces
 	agentName, agentErr := s.agentNameLocked(t.target) // a restored task's device may have changed
 	s.mu.Unlock()
+	// The agents know the device by the id the server (and a
+	// constellation) knows it by: a registration need not carry it.
+	info.DeviceID = t.target.id
 	j := &journal{s: s, taskID: t.info.ID, rounds: map[string][]*journalRound{}}
 	if t.resume {
 		s.logf("task %s on %s resumes: %s", t.info.ID, t.target.id, t.info.Request)

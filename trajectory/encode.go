@@ -217,6 +217,10 @@ func (w *eventEncoder) device(d *command.DeviceInfo) {
 	if len(d.Custom) > 0 {
 		w.anyMap("custom_metadata", d.Custom)
 	}
+	w.strOmit("user", d.User)
+	w.strOmit("uid", d.UID)
+	w.strOmit("home", d.Home)
+	w.strOmit("workdir", d.WorkDir)
 	w.b = append(w.b, '}')
 }
 
