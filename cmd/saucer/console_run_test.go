@@ -97,17 +97,33 @@ func TestRunWithConsole(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	typ := ""
+	type summary struct {
+		ID   string
+		Open []struct{ ID, Kind, Reason string }
+	}
 	for pending == "" && sc.Scan() {
 		l := sc.Text()
 		if strings.HasPrefix(l, "event: ") {
 			typ = l[7:]
 		}
-		if strings.HasPrefix(l, "data: ") && typ == "task" {
-			var sum struct {
-				ID   string
-				Open []struct{ ID, Kind, Reason string }
-			}
+		if !strings.HasPrefix(l, "data: ") {
+			continue
+		}
+		// The stream opens with a snapshot: an approval that opened
+		// before the test subscribed (a loaded machine) is there, not in
+		// a task event.
+		var sums []summary
+		switch typ {
+		case "task":
+			var sum summary
 			json.Unmarshal([]byte(l[6:]), &sum)
+			sums = append(sums, sum)
+		case "snapshot":
+			var snap struct{ Tasks []summary }
+			json.Unmarshal([]byte(l[6:]), &snap)
+			sums = snap.Tasks
+		}
+		for _, sum := range sums {
 			if len(sum.Open) == 1 && sum.Open[0].Kind == "approval" && sum.Open[0].Reason == "creates approved.txt" {
 				task, pending = sum.ID, sum.Open[0].ID
 			}
