@@ -853,6 +853,13 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			if res := scripts.Execute(ctx, []command.Command{cmd}); !res[0].OK() {
 				return nil, nil, fmt.Errorf("start script failed: %s", res[0].Error)
 			}
+			// A start script may cd: the agents are told where the shell
+			// is, not where the device began.
+			res := scripts.Execute(ctx, []command.Command{shellCommand("pwd", nil, t.timeout, false)})
+			var out struct{ Stdout string }
+			if res[0].OK() && json.Unmarshal(res[0].Result, &out) == nil && strings.HasPrefix(strings.TrimSpace(out.Stdout), "/") {
+				t.device = startDir{next: t.device, dir: strings.TrimSpace(out.Stdout)}
+			}
 		}
 	}
 	if model == nil {
@@ -1174,4 +1181,30 @@ func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string
 		return nil, err
 	}
 	return res, nil
+}
+
+// startDir is a trial's device whose shell a start script left in dir:
+// its device info names dir as the working directory, where the agent's
+// shell is, instead of the folder the device began in.
+type startDir struct {
+	next dispatcher.Dispatcher
+	dir  string
+}
+
+func (d startDir) Execute(ctx context.Context, cmds []command.Command) []command.Result {
+	out := d.next.Execute(ctx, cmds)
+	for i, c := range cmds {
+		if c.ToolName != command.GetDeviceInfo || i >= len(out) || !out[i].OK() {
+			continue
+		}
+		var info command.DeviceInfo
+		if json.Unmarshal(out[i].Result, &info) != nil {
+			continue
+		}
+		info.WorkDir = d.dir
+		if b, err := json.Marshal(info); err == nil {
+			out[i].Result = b
+		}
+	}
+	return out
 }

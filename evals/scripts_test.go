@@ -60,6 +60,12 @@ cases:
       start: "cd sub; V=7"
     checks:
       - state: {pipeline: ["echo 8", {language: python, code: "import sys; sys.exit(int(sys.argv[1] != sys.argv[2].strip()))"}]}
+  - id: start-dir-is-the-working-directory
+    task: "Which folder is the shell in?"
+    model: scripted:scripts/start-dir.yaml
+    device: {setup: ["mkdir sub"], start: "cd sub"}
+    checks:
+      - {answer: {exact: "sub"}}
   - id: arguments-are-not-code
     task: "What are V and the folder?"
     device: {setup: ["mkdir sub", "echo py > sub/made-by-python"], start: "cd sub; V=7"}
@@ -82,6 +88,9 @@ cases:
 	}
 	if tr := got["state-carries-over"]; !tr.Success {
 		t.Errorf("state-carries-over: %s %s", tr.Failure, tr.Detail)
+	}
+	if tr := got["start-dir-is-the-working-directory"]; !tr.Success {
+		t.Errorf("start-dir-is-the-working-directory: %s %s", tr.Failure, tr.Detail)
 	}
 	if tr := got["arguments-are-not-code"]; !tr.Success {
 		t.Errorf("arguments-are-not-code: %s %s", tr.Failure, tr.Detail)

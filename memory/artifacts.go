@@ -156,6 +156,13 @@ func (a *Artifacts) ShortenJSON(raw []byte, lines, bytes int) []byte {
 	})
 	out := raw
 	if cut {
+		// A result that says whether it was cut (the shell's truncated)
+		// says so now: a model may trust the flag over the stand-in.
+		if m, ok := v.(map[string]any); ok {
+			if _, ok := m["truncated"].(bool); ok {
+				m["truncated"] = true
+			}
+		}
 		var buf strings.Builder
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)

@@ -134,7 +134,13 @@ func TestShortenJSONCutsEachString(t *testing.T) {
 	if err != nil || !strings.HasSuffix(whole, ls[len(ls)-200:]) {
 		t.Errorf("the stdout kept aside reads back as itself: %q %v", whole, err)
 	}
-	small := []byte(`{"exit_code": 0, "stdout": "ok"}`)
+	// A truncated flag says the value was cut.
+	flagged, _ := json.Marshal(map[string]any{"stdout": ls, "truncated": false})
+	var f struct{ Truncated bool }
+	if err := json.Unmarshal(a.ShortenJSON(flagged, 8, 512), &f); err != nil || !f.Truncated {
+		t.Errorf("cut, the result still says truncated: false (%v)", err)
+	}
+	small := []byte(`{"exit_code": 0, "stdout": "ok", "truncated": false}`)
 	if got := a.ShortenJSON(small, 8, 512); string(got) != string(small) {
 		t.Errorf("a value that needs no cut changed: %s", got)
 	}

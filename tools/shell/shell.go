@@ -200,7 +200,7 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 // ExecuteInput is the input of execute_command.
 type ExecuteInput struct {
 	Command string  `json:"command" jsonschema_description:"The shell command line to run."`
-	Cwd     string  `json:"cwd,omitempty" jsonschema_description:"Working directory; a relative path is taken from the server's directory."`
+	Cwd     string  `json:"cwd,omitempty" jsonschema_description:"Working directory for this command: absolute, or relative to the device's working directory (the one the shell starts in)."`
 	Timeout Seconds `json:"timeout,omitempty" jsonschema_description:"Seconds before the command is killed: a number (120) or a string with a unit (\"120s\", \"2m\"). 0 or absent: the default."`
 	Env     EnvVars `json:"env,omitempty" jsonschema_description:"Extra environment variables, as an object {\"KEY\": \"VALUE\"} or a list of \"KEY=VALUE\" strings."`
 	// Args are passed to the command line as $1, $2, ... (it runs as
@@ -219,7 +219,7 @@ type ExecuteInput struct {
 type ExecuteOutput struct {
 	Stdout    string `json:"stdout"`
 	Stderr    string `json:"stderr"`
-	ExitCode  int    `json:"exit_code"`
+	ExitCode  int    `json:"exit_code" jsonschema_description:"The exit status of the command line, as bash reports it: of its last command (a failure earlier in a list or a pipeline does not show here; read stderr)."`
 	Truncated bool   `json:"truncated" jsonschema_description:"True if stdout or stderr was cut."`
 }
 
