@@ -53,6 +53,10 @@ type Options struct {
 	Device command.DeviceInfo
 	// AppDescriptions describe apps to the host agent, by namespace.
 	AppDescriptions map[string]string
+	// DirectApp, when set, runs each request straight as that app's
+	// agent, alone, with no host agent: a task one app does in full
+	// costs no host calls. The app's result is the answer.
+	DirectApp string
 	// Observer, when set, is told of every step and transition, and of
 	// every model call and command batch. Calls are serialized: an observer
 	// need not be safe for concurrent use.
@@ -268,8 +272,12 @@ func (s *Session) Blackboard() *memory.Blackboard { return s.board }
 // Run works the request to the end and says how it ended. It never returns
 // nil; infrastructure failures end in status ERROR with Outcome.Err set.
 func (s *Session) Run(ctx context.Context, request string) *Outcome {
-	h := s.newHost(request)
-	out := h.run(ctx)
+	var out *Outcome
+	if s.opts.DirectApp != "" {
+		out = s.runDirect(ctx, s.opts.DirectApp, request)
+	} else {
+		out = s.newHost(request).run(ctx)
+	}
 	out.Steps, out.Usage = s.steps, s.usage
 	out.Subtasks = s.board.Notes()
 	return out

@@ -131,6 +131,25 @@ func (a *AppAgent) Run(ctx context.Context, request string) memory.Note {
 	return note
 }
 
+// directSubtask is the subtask of an app agent that works a request alone.
+const directSubtask = "The whole request above: no other agent works on it. Your result is the final answer to it: write it for the user (in the answer format, when the request gives one)."
+
+// runDirect works a request with one app agent alone (Options.DirectApp):
+// it asks the device about itself, as a host would, and its result is
+// the session's answer.
+func (s *Session) runDirect(ctx context.Context, app, request string) *Outcome {
+	a := s.NewApp(app, directSubtask)
+	a.setup.Request, a.setup.Alone = request, true
+	ctx = context.WithValue(ctx, requestKey{}, request)
+	who := a.context().Agent()
+	s.emit(Event{Kind: EventAgentStart, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask})
+	end := a.loop(ctx)
+	note := memory.Note{Subtask: a.subtask, App: who.App, Status: string(end.status), Result: end.answer}
+	s.emit(Event{Kind: EventAgentEnd, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask, Note: &note, Err: end.err})
+	s.board.AddNote(note)
+	return &Outcome{Status: end.status, Answer: end.answer, Cancelled: end.cancelled, Rounds: a.context().Memory().Len(), Err: end.err}
+}
+
 func (h *HostAgent) run(ctx context.Context) *Outcome {
 	pc := h.context()
 	ctx = context.WithValue(ctx, requestKey{}, pc.Request())

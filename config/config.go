@@ -130,6 +130,10 @@ type Agent struct {
 	// waits for every command.
 	DetachAfter    Duration `yaml:"detach_after"`
 	MaxResultChars int      `yaml:"max_result_chars"`
+	// DirectApp, when set, runs every task straight as that app's agent,
+	// with no host agent: for devices where one app does all the work
+	// (AgentBench's shell). The app's result is the answer.
+	DirectApp string `yaml:"direct_app"`
 	// ArtifactHead is how much of a value over max_result_chars a request
 	// shows; the model reads the rest with read_artifact.
 	ArtifactHead       int  `yaml:"artifact_head"`

@@ -71,7 +71,9 @@ type AppData struct {
 	AnswerFormat string
 	Subtask      string
 	// App is the name of the app (tool namespace) the agent works with.
-	App          string
+	App string
+	// Alone: no host agent; the agent works the whole request.
+	Alone        bool
 	Tools        []command.ToolInfo
 	Device       command.DeviceInfo
 	Observations []Observation

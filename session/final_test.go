@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/saucerhq/saucer/config"
@@ -36,5 +37,46 @@ func TestFinalSubtaskSavesTheHostsLastRound(t *testing.T) {
 	}
 	if n := len(model.Calls()); n != 3 {
 		t.Errorf("%d model calls, want 3", n)
+	}
+}
+
+// With agent.direct_app, a task goes straight to that app's agent, alone:
+// a one-command task costs two model calls, the app agent is told it works
+// the whole request (not a host's subtask) and which device it is on, and
+// its result is the answer.
+func TestDirectAppWorksTheTaskAlone(t *testing.T) {
+	model := scripted.New(scripted.Script{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "execute_command", Arguments: map[string]any{"command": "echo $((19 + 23))"}}},
+			Expect: "You work the whole request alone"},
+		{ToolCalls: []scripted.ToolCall{{Name: "finish_task", Arguments: map[string]any{"result": "42"}}}, Expect: "42"},
+	}})
+	cfg := config.Default()
+	cfg.Agent.DirectApp = "shell"
+	dir := t.TempDir()
+	dev, err := local.Device(context.Background(), cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sess.Run(context.Background(), "What is 19 + 23? Use the shell.")
+	if !out.OK() || out.Answer != "42" {
+		t.Fatalf("%s %q %v", out.Status, out.Answer, out.Err)
+	}
+	calls := model.Calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d model calls, want 2", len(calls))
+	}
+	sys := calls[0].Messages[0].Content
+	if strings.Contains(sys, "host agent gave you") || strings.Contains(sys, "other agents do the rest") || !strings.Contains(sys, "- Working directory: "+dir) {
+		t.Errorf("the app agent's system prompt:\n%s", sys)
+	}
+	for _, tool := range calls[0].Tools {
+		if tool.Name == "assign_subtask" {
+			t.Error("the app agent is offered assign_subtask")
+		}
 	}
 }

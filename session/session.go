@@ -225,6 +225,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		Confirmer:       o.Confirmer,
 		Asker:           o.Asker,
 		AppDescriptions: descs,
+		DirectApp:       a.DirectApp,
 		Device:          o.DeviceInfo,
 		Observer:        observer,
 		OnChunk:         o.OnChunk,

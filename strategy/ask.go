@@ -316,7 +316,7 @@ func promptData(pc *Context) any {
 		pc.introNotes = len(notes)
 	}
 	earlier := notes[:min(pc.introNotes, len(notes))]
-	return prompts.AppData{Request: pc.request, Subtask: pc.subtask, App: pc.agent.App, Tools: pc.tools, Device: pc.device,
+	return prompts.AppData{Request: pc.request, Subtask: pc.subtask, App: pc.agent.App, Alone: pc.alone, Tools: pc.tools, Device: pc.device,
 		Observations: pc.observations, EarlierNotes: earlier, Notes: notes[len(earlier):], Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
 }
 

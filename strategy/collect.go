@@ -36,7 +36,8 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 	}
 	cmds := make([]command.Command, 1, 2)
 	cmds[0] = command.Command{ToolName: command.GetMCPTools, ToolType: command.DataCollection, Parameters: params}
-	if pc.agent.Role == fsm.Host {
+	asksDevice := pc.agent.Role == fsm.Host || pc.alone
+	if asksDevice {
 		cmds = append(cmds, command.Command{ToolName: command.GetDeviceInfo, ToolType: command.DataCollection})
 	}
 	results := pc.dispatcher.Execute(ctx, cmds)
@@ -58,7 +59,7 @@ func (discoverStrategy) Execute(ctx context.Context, pc *Context) error {
 		}
 	}
 	var device command.DeviceInfo
-	if pc.agent.Role == fsm.Host && results[1].OK() {
+	if asksDevice && results[1].OK() {
 		var err error
 		if device, err = learnDevice(pc.device, results[1].Result); err != nil {
 			return fmt.Errorf("discover: device info: %w", err)

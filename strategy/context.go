@@ -94,8 +94,10 @@ type Context struct {
 
 	// Device knowledge, learnt once and kept across steps.
 	device command.DeviceInfo
-	tools  []command.ToolInfo
-	apps   []prompts.App
+	// alone: an app agent with no host (Setup.Alone).
+	alone bool
+	tools []command.ToolInfo
+	apps  []prompts.App
 
 	// The step: cleared by BeginStep.
 	round, step  int
@@ -166,6 +168,10 @@ type Setup struct {
 	MaxSteps int
 	// Device is what is known of the device before discovery.
 	Device command.DeviceInfo
+	// Alone marks an app agent that works the whole request with no
+	// host agent: its discovery asks the device about itself, and its
+	// prompt says no one else works on the request.
+	Alone bool
 	// Apps are the apps known before discovery, with the descriptions the
 	// agent was configured with; discovery keeps the descriptions.
 	Apps []prompts.App
@@ -177,7 +183,7 @@ func NewContext(s Setup) *Context {
 		agent: s.Agent, request: s.Request, subtask: s.Subtask, mode: s.Mode,
 		model: s.Model, dispatcher: s.Dispatcher, prompts: s.Prompts, memory: s.Memory, board: s.Board, artifacts: s.Artifacts,
 		confirmer: s.Confirmer, runSubtask: s.RunSubtask, onChunk: s.OnChunk, onRetry: s.OnRetry,
-		limits: s.Limits, maxSteps: s.MaxSteps, device: s.Device, apps: slices.Clone(s.Apps),
+		limits: s.Limits, maxSteps: s.MaxSteps, device: s.Device, apps: slices.Clone(s.Apps), alone: s.Alone,
 	}
 	if pc.memory == nil {
 		pc.memory = &memory.Memory{}

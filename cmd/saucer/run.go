@@ -24,6 +24,7 @@ type runFlags struct {
 	maxSteps, maxRounds int
 	workdir             string
 	app                 string
+	directApp           string
 	sandbox             bool
 	yes                 bool
 	quiet               bool
@@ -57,6 +58,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&f.maxSteps, "max-steps", 0, "steps per app agent (default from config: 20)")
 	cmd.Flags().IntVar(&f.maxRounds, "max-rounds", 0, "host agent rounds (default from config: 10)")
+	cmd.Flags().StringVar(&f.directApp, "direct-app", "", "work the task with this app's agent alone, no host agent (agent.direct_app): for a task one app does in full, such as the shell's")
 	cmd.Flags().StringVarP(&f.workdir, "workdir", "C", ".", "working directory for the shell and the files root")
 	cmd.Flags().StringVar(&f.app, "app", "", "start the MCP server set named under mcp.apps in the config (default: mcp.use)")
 	cmd.Flags().BoolVar(&f.sandbox, "sandbox", false, "run the tools in a throwaway sandbox with --workdir as its /root (device: sandbox; see docs/sandbox.md)")
@@ -82,7 +84,8 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	}
 	if err := overConfig(cmd, cfg,
 		configFlag{"max-steps", "agent.max_steps", func(c *config.Config) { c.Agent.MaxSteps = f.maxSteps }},
-		configFlag{"max-rounds", "agent.max_rounds", func(c *config.Config) { c.Agent.MaxRounds = f.maxRounds }}); err != nil {
+		configFlag{"max-rounds", "agent.max_rounds", func(c *config.Config) { c.Agent.MaxRounds = f.maxRounds }},
+		configFlag{"direct-app", "agent.direct_app", func(c *config.Config) { c.Agent.DirectApp = f.directApp }}); err != nil {
 		return err
 	}
 	// A budget that could not be enforced is refused before anything
