@@ -249,7 +249,13 @@ func (g *Graph) TaskText(n *Node) string {
 		}
 		fmt.Fprintf(&b, "\n- %s (on %s): %s", d.ID, d.Device, oneLine(d.Result))
 		if len(d.Outputs) > 0 {
-			fmt.Fprintf(&b, " [files: %s]", strings.Join(d.Outputs, ", "))
+			// Files stay where they were made: say where, and whether
+			// this task can read them.
+			where := "on " + d.Device + ", not copied here"
+			if d.Device == n.Device {
+				where = "on this device"
+			}
+			fmt.Fprintf(&b, " [files: %s (%s)]", strings.Join(d.Outputs, ", "), where)
 		}
 	}
 	return b.String()

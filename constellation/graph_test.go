@@ -66,7 +66,8 @@ func TestReadyResultsFlowAndCancel(t *testing.T) {
 	}
 	g.Node("b").Status, g.Node("b").Result = NodeCompleted, "3\n rows"
 	text := g.TaskText(g.Node("c"))
-	for _, want := range []string{"open it", "- a (on linux1): wrote 3 rows [files: /tmp/r.csv]", "- b (on linux1): 3 rows"} {
+	// c runs on desk: the file stays on linux1, and its text says so.
+	for _, want := range []string{"open it", "- a (on linux1): wrote 3 rows [files: /tmp/r.csv (on linux1, not copied here)]", "- b (on linux1): 3 rows"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("c's task lacks %q:\n%s", want, text)
 		}
@@ -126,5 +127,16 @@ func TestEditorRefusesBadEditsAndKeepsTheGraph(t *testing.T) {
 	}
 	if b := g.Node("b"); b.Status != NodePending || b.Device != "desk" || b.Tries != 0 || b.Attempts != 2 {
 		t.Fatalf("revived b = %+v", b)
+	}
+}
+
+// A dependent on the device that made the files is told they are there.
+func TestTaskTextSaysWhereFilesAre(t *testing.T) {
+	g := graphOf([]*Node{
+		{ID: "a", Device: "linux1", Task: "build the report", Outputs: []string{"r.csv"}, Status: NodeCompleted, Result: "3 rows"},
+		{ID: "b", Device: "linux1", Task: "sum it"},
+	}, Edge{"a", "b"})
+	if text := g.TaskText(g.Node("b")); !strings.Contains(text, "[files: r.csv (on this device)]") {
+		t.Errorf("b's task:\n%s", text)
 	}
 }
