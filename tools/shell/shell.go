@@ -183,14 +183,17 @@ func Start(opts Options) (srv *tools.Server, stop func() error, err error) {
 	if opts.Persistent {
 		jobs = "Do not read standard input. Background jobs (cmd &) keep running in the shell; a timeout kills the shell with them and the next call starts a new shell."
 	}
+	// Asked about "my" PATH or aliases, a model must know this is not the
+	// user's login shell.
+	jobs += " Not a login shell: ~/.bashrc and ~/.profile are not read."
 	// A fresh shell's output streams while it runs (the persistent
 	// shell's is read when the command ends: only its fresh calls stream).
 	streams := []string{StreamOutput}
 	s := &tools.Server{Name: "shell", Instructions: instructions}
 	s.Add(tools.New("execute_command",
 		what+fmt.Sprintf("A non-zero exit code is reported, not treated as an error. The command is killed, with all its children, "+
-			"once timeout seconds have passed (default %s, at most %s%s). Each of stdout and stderr is kept whole up to %d bytes; "+
-			"past that, its first %d and last %d bytes, with a line saying how many were left out between them. ",
+			"once timeout seconds have passed (default %s, at most %s%s). Each of stdout and stderr is kept whole up to %d bytes, "+
+			"past that its first %d and last %d with a line between. ",
 			secs(r.opts.Timeout), secs(r.opts.MaxTimeout), inMinutes(r.opts.MaxTimeout), r.opts.MaxOutput, r.opts.MaxOutput-r.opts.MaxOutput/2, r.opts.MaxOutput/2)+jobs,
 		tools.Annotations{Title: "Run a shell command", Risk: tools.RiskDestructive, OpenWorld: true, Streams: streams},
 		r.execute))

@@ -192,7 +192,7 @@ func TestTimeoutTakesUnits(t *testing.T) {
 			desc := list.Tools[0].Description
 			// The cut it describes is capped's: the head and the tail.
 			if !strings.Contains(desc, "once timeout seconds have passed (default 60s, at most 1500s, which is 25 minutes)") || strings.Contains(desc, "m0s") ||
-				!strings.Contains(desc, "kept whole up to 65536 bytes; past that, its first 32768 and last 32768 bytes") {
+				!strings.Contains(desc, "kept whole up to 65536 bytes, past that its first 32768 and last 32768") || !strings.Contains(desc, "Not a login shell") {
 				t.Errorf("description: %s", desc)
 			}
 			schema, _ := json.Marshal(list.Tools[0].InputSchema.Properties["timeout"])
