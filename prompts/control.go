@@ -3,6 +3,7 @@ package prompts
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/saucerhq/saucer/command"
@@ -120,6 +121,26 @@ var hostControl = sync.OnceValue(func() []ControlTool {
 // beside the app's own tools. The slice is shared: callers must not change
 // it.
 func AppControlTools() []ControlTool { return appControl() }
+
+// AloneControlTools are the control tools of an app agent that works a
+// whole request alone, with no host (agent.direct_app): the app agent's,
+// with finish_task and fail_task speaking of the request, whose answer
+// the result is. The slice is shared: callers must not change it.
+func AloneControlTools() []ControlTool { return aloneControl() }
+
+var aloneControl = sync.OnceValue(func() []ControlTool {
+	out := slices.Clone(appControl())
+	for i := range out {
+		switch out[i].Name {
+		case FinishTool:
+			out[i].Description = "Finish the request. Call it only after tool results have shown that it is done, and call it alone. " +
+				"result is the final answer for the user: the facts, values or paths that were asked for."
+		case FailTool:
+			out[i].Description = "Give up the request because it cannot be done with these tools. Call it alone."
+		}
+	}
+	return out
+})
 
 var appControl = sync.OnceValue(func() []ControlTool {
 	return []ControlTool{

@@ -74,9 +74,16 @@ func TestDirectAppWorksTheTaskAlone(t *testing.T) {
 	if strings.Contains(sys, "host agent gave you") || strings.Contains(sys, "other agents do the rest") || !strings.Contains(sys, "- Working directory: "+dir) {
 		t.Errorf("the app agent's system prompt:\n%s", sys)
 	}
+	// Nothing speaks of a subtask: there is none.
+	if user := calls[0].Messages[1].Content; strings.Contains(sys+user, "subtask") {
+		t.Errorf("the app agent alone is told of a subtask:\n%s\n%s", sys, user)
+	}
 	for _, tool := range calls[0].Tools {
 		if tool.Name == "assign_subtask" {
 			t.Error("the app agent is offered assign_subtask")
+		}
+		if tool.Name == "finish_task" && !strings.HasPrefix(tool.Description, "Finish the request.") {
+			t.Errorf("finish_task: %s", tool.Description)
 		}
 	}
 }

@@ -619,7 +619,11 @@ func NativeTools(pc *Context) []llm.Tool {
 		}
 		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: params})
 	}
-	for _, c := range prompts.AppControlTools() {
+	control := prompts.AppControlTools()
+	if pc.alone {
+		control = prompts.AloneControlTools()
+	}
+	for _, c := range control {
 		if c.Name == prompts.ReadArtifactTool && !readsArtifacts(pc) {
 			continue
 		}
