@@ -269,6 +269,21 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// indented is s with its line breaks kept (a result may be a list, or
+// lines a file must hold), each line after the first indented so that it
+// stays under its item.
+func indented(s, indent string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "(no result given)"
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	return strings.Join(lines, "\n"+indent)
+}
+
 // Validate checks the graph against the devices that may run its nodes:
 // ids are unique and not empty, edges join existing nodes, there is no
 // cycle, and every node still to run is on a listed device that has the
@@ -390,10 +405,10 @@ func (g *Graph) Summary() string {
 		if deps := g.Deps(n.ID); len(deps) > 0 {
 			fmt.Fprintf(&b, ", after %s", strings.Join(deps, ", "))
 		}
-		fmt.Fprintf(&b, ": %s", oneLine(n.Task))
+		fmt.Fprintf(&b, ": %s", indented(n.Task, "    "))
 		switch {
 		case n.Status == NodeCompleted:
-			fmt.Fprintf(&b, "\n  result: %s", oneLine(n.Result))
+			fmt.Fprintf(&b, "\n  result: %s", indented(n.Result, "    "))
 		case n.Error != "":
 			fmt.Fprintf(&b, "\n  error: %s", oneLine(n.Error))
 		}

@@ -140,3 +140,13 @@ func TestTaskTextSaysWhereFilesAre(t *testing.T) {
 		t.Errorf("b's task:\n%s", text)
 	}
 }
+
+// The planner's view of the graph keeps a task's and a result's lines: a
+// result may be the lines a file must hold.
+func TestSummaryKeepsLines(t *testing.T) {
+	g := graphOf([]*Node{{ID: "a", Device: "linux1", Task: "count\nand list", Status: NodeCompleted, Result: "linux2: 4\nlinux3: 2\n"}})
+	want := "- a [completed] on linux1: count\n    and list\n  result: linux2: 4\n    linux3: 2"
+	if got := g.Summary(); got != want {
+		t.Errorf("summary:\n%q\nwant\n%q", got, want)
+	}
+}
