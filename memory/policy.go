@@ -22,11 +22,11 @@ import (
 //     starts with nearly the whole of the one before: its results whole
 //     within HeadLines lines and HeadBytes bytes, a longer one by its head
 //     and tail within them, the middle an artifact.
-//   - When the history passes FoldBytes, the steps after the first few
-//     (the anchor) and before the newest are folded into one summary turn.
-//     That rewrites the request from the summary on, once; the anchor is
-//     as long as it must be for the request to repeat most of the one
-//     before even then. Then it grows again for many steps.
+//   - When the seen history passes FoldBytes, the steps since the last
+//     fold (after the first few, the anchor, and before the newest) become
+//     one note after the notes before, so that the request is rewritten
+//     only from there on; when the notes crowd, they are folded again
+//     into one. Then the history grows again for a few steps.
 //
 // The window preset is the policy of Saucer before presets, a sliding
 // window that rewrites the request at every step: the Recent steps go in
