@@ -348,6 +348,7 @@ func TestSixtyLineResults(t *testing.T) {
 	if f.notWhole > 0 || f.lastLineMissed > 0 {
 		t.Errorf("of 30 results, %d did not reach the next request whole, %d without their last line", f.notWhole, f.lastLineMissed)
 	}
+	t.Logf("%d prompt tokens, %.0f%% repeating the request before, %d folds", f.total, 100*(1-f.uncachedRun), f.folds)
 }
 
 // BenchmarkLongTaskTokens is the shell agent on the long tasks (survey:
