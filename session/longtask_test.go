@@ -80,9 +80,20 @@ type recordedShell struct {
 	outputs map[string]string
 }
 
+// longTaskDevice is the device the long tasks report: a fixed one, so
+// that their counts do not depend on the machine's name, user or temporary
+// folder (which every prompt shows).
+var longTaskDevice = command.DeviceInfo{Platform: "linux", OSVersion: "Debian GNU/Linux 12 (bookworm)", Arch: "amd64",
+	CPUCount: 8, CPUModel: "Intel Xeon", MemoryTotalGB: 31.2, Hostname: "devbox", Features: []string{"cli", "file_system"},
+	User: "dev", UID: "1000", Home: "/home/dev", WorkDir: "/home/dev/work"}
+
 func (d *recordedShell) Execute(ctx context.Context, cmds []command.Command) []command.Result {
 	out := make([]command.Result, 0, len(cmds))
 	for _, c := range cmds {
+		if c.ToolName == command.GetDeviceInfo {
+			out = append(out, command.Succeeded(c.CallID, longTaskDevice))
+			continue
+		}
 		line, _ := c.Parameters["command"].(string)
 		stdout, ok := d.outputs[line]
 		if c.ToolName != "execute_command" || !ok {
