@@ -77,7 +77,7 @@ func TestAPICreatesListsAndStreams(t *testing.T) {
 			break
 		}
 	}
-	if end.Graph == nil || end.Graph.Status != Completed || kinds["node_start"] == 0 || kinds["node_end"] != 3 || kinds["planner"] == 0 {
+	if end.Graph == nil || end.Graph.Status != Completed || kinds["node_start"] == 0 || kinds["node_end"] != 3 || end.Graph.PlannerSteps == 0 {
 		t.Fatalf("events %v, end %+v", kinds, end)
 	}
 	resp = do("GET", "/api/constellations", "", suiteToken)

@@ -55,8 +55,8 @@ func Tools() []command.ToolInfo {
 		tool(ToolRemoveEdge, "Remove a dependency.",
 			`{"type":"object","properties":{`+edgeProps+`},"required":["from","to"]}`),
 		tool(ToolFinishWhenDone, "Declare that the graph is all the request needs: once every node has completed, the constellation "+
-			"ends as completed, the last node's result its answer, without asking you again. You are still told of ends; "+
-			"a node that fails comes back to you as usual.",
+			"ends as completed, the last node's result its answer, without asking you again. From then on you are asked only when "+
+			"a node fails or an edit is refused, and told then of the ends before it.",
 			`{"type":"object","properties":{}}`),
 	}
 }

@@ -534,6 +534,13 @@ func (r *run) drive(ctx context.Context) error {
 	// itself (its tool results said why): if they leave nothing that
 	// can run, it is asked again rather than the constellation failed.
 	ownRefusals := false
+	// decide says the events since the planner's last step hold one that
+	// needs its decision (a node failed for good). Once it has declared
+	// the graph all the request needs (finish_when_done), the rest
+	// (completions, retries, moves to another device) go on without it:
+	// the graph runs to its end, and they wait for its next step.
+	decide := false
+	failed := countStatus(g, NodeFailed)
 	// stopStep cancels the step in flight.
 	stopStep := context.CancelCauseFunc(func(error) {})
 	ask := func() {
@@ -569,7 +576,8 @@ func (r *run) drive(ctx context.Context) error {
 			}
 			return nil
 		}
-		if !planning && len(events) > 0 {
+		if !planning && len(events) > 0 && (decide || !g.FinishWhenDone) {
+			decide = false
 			ask()
 		}
 		if !planning || !r.o.opts.ReviewBeforeStart {
@@ -598,6 +606,12 @@ func (r *run) drive(ctx context.Context) error {
 				}
 				return nil
 			}
+			if len(events) > 0 {
+				// Events it has not heard of, and nothing can run: that
+				// needs its decision.
+				decide = true
+				continue
+			}
 			g.Status, g.Error = Failed, "nothing more can run and the planner did not finish: "+stuck(g)
 			return nil
 		}
@@ -616,6 +630,8 @@ func (r *run) drive(ctx context.Context) error {
 			events = append(events, refused...)
 			refusedEdits = len(refused) > 0
 			ownRefusals = slices.ContainsFunc(a.res.Edits, func(e Edit) bool { return !e.OK })
+			// A re-plan may have revived failed nodes: count from here.
+			decide, failed = decide || refusedEdits, countStatus(g, NodeFailed)
 			continue
 		case m := <-r.ends:
 			events = append(events, r.take(ctx, m)...)
@@ -629,10 +645,25 @@ func (r *run) drive(ctx context.Context) error {
 				more = false
 			}
 		}
+		if n := countStatus(g, NodeFailed); n > failed {
+			decide = true
+		}
+		failed = countStatus(g, NodeFailed)
 		if err := r.commit(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// countStatus counts the graph's nodes in status s.
+func countStatus(g *Graph, s NodeStatus) int {
+	n := 0
+	for _, node := range g.Nodes {
+		if node.Status == s {
+			n++
+		}
+	}
+	return n
 }
 
 // planAnswer is a planner's step as it comes back to the loop.
