@@ -120,6 +120,12 @@ func (s *Session) requestOf(ctx context.Context) string {
 // Run works the subtask; request is the user's whole request, for context
 // (an agent that has already stepped keeps the request it had).
 func (a *AppAgent) Run(ctx context.Context, request string) memory.Note {
+	note, _ := a.work(ctx, request)
+	return note
+}
+
+// work is Run, with how the agent's loop ended.
+func (a *AppAgent) work(ctx context.Context, request string) (memory.Note, ending) {
 	if a.pc == nil {
 		a.setup.Request = request
 	}
@@ -128,7 +134,7 @@ func (a *AppAgent) Run(ctx context.Context, request string) memory.Note {
 	end := a.loop(ctx)
 	note := memory.Note{Subtask: a.subtask, App: who.App, Status: string(end.status), Result: end.answer}
 	a.s.emit(Event{Kind: EventAgentEnd, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask, Note: &note, Err: end.err})
-	return note
+	return note, end
 }
 
 // directSubtask is the subtask of an app agent that works a request alone.
@@ -139,13 +145,8 @@ const directSubtask = "The whole request above: no other agent works on it. Your
 // the session's answer.
 func (s *Session) runDirect(ctx context.Context, app, request string) *Outcome {
 	a := s.NewApp(app, directSubtask)
-	a.setup.Request, a.setup.Alone = request, true
-	ctx = context.WithValue(ctx, requestKey{}, request)
-	who := a.context().Agent()
-	s.emit(Event{Kind: EventAgentStart, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask})
-	end := a.loop(ctx)
-	note := memory.Note{Subtask: a.subtask, App: who.App, Status: string(end.status), Result: end.answer}
-	s.emit(Event{Kind: EventAgentEnd, Agent: who.Name, Role: fsm.App, App: who.App, Subtask: a.subtask, Note: &note, Err: end.err})
+	a.setup.Alone = true
+	note, end := a.work(ctx, request)
 	s.board.AddNote(note)
 	return &Outcome{Status: end.status, Answer: end.answer, Cancelled: end.cancelled, Rounds: a.context().Memory().Len(), Err: end.err}
 }

@@ -134,7 +134,7 @@ func (r *Replay) Execute(ctx context.Context, cmds []command.Command) []command.
 		if i > r.cursor && !sameGroup(r.batches[r.cursor], r.batches[i]) {
 			break
 		}
-		if r.sameCommands(r.batches[i].Commands, cmds) || (r.batches[i].Agent == checkAgent && r.sameCommands(checkShape(r.batches[i].Commands), checkShape(cmds))) {
+		if r.sameCommands(r.batches[i].Commands, cmds) || (r.batches[i].Agent == checkAgent && r.sameChecks(r.batches[i].Commands, cmds)) {
 			r.used[i] = true
 			for r.cursor < len(r.batches) && r.used[r.cursor] {
 				r.cursor++
@@ -234,23 +234,38 @@ func sameGroup(a, b *trajectory.Event) bool {
 // checkAgent is the agent of an eval check's dispatches in a recording.
 const checkAgent = "check"
 
-// checkShape is a check's commands without how they ran: a live trial
-// runs a check's command in a shell of its own (fresh) and for what is
-// left of the trial (timeout, which depends on the clock); a replayed
-// trial asks the same command line of the recorded device.
-func checkShape(cmds []command.Command) []command.Command {
-	out := make([]command.Command, len(cmds))
-	for i, c := range cmds {
-		p := make(map[string]any, len(c.Parameters))
-		for k, v := range c.Parameters {
-			if k != "fresh" && k != "timeout" {
-				p[k] = v
-			}
+// checkParams are a check command's parameters without how it ran: a
+// live trial runs a check's command in a shell of its own (fresh) and for
+// what is left of the trial (timeout, which depends on the clock); a
+// replayed trial asks the same command line of the recorded device.
+func checkParams(c *command.Command) string {
+	p := make(map[string]any, len(c.Parameters))
+	for k, v := range c.Parameters {
+		if k != "fresh" && k != "timeout" {
+			p[k] = v
 		}
-		c.Parameters = p
-		out[i] = c
 	}
-	return out
+	return params(p)
+}
+
+// sameChecks compares a check's commands as checkParams sees them. The
+// shapes are made anew at each comparison, not cached by the recorded
+// command as sameCommand's parameters are: checks are few.
+func (r *Replay) sameChecks(want, got []command.Command) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		w, g := &want[i], &got[i]
+		if w.ToolName != g.ToolName || w.Namespace != g.Namespace || w.ToolType != g.ToolType {
+			return false
+		}
+		wp, gp := checkParams(w), checkParams(g)
+		if wp != gp && wp != r.opts.Redactor.String(gp) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Replay) sameCommands(want, got []command.Command) bool {

@@ -11,18 +11,11 @@ import (
 	"github.com/saucerhq/saucer/session"
 )
 
-// A one-command task whose only subtask the host marks final costs three
-// model calls, not four: the host's, and the app agent's two (run the
-// command, read it and answer). The answer is the app agent's result.
-func TestFinalSubtaskSavesTheHostsLastRound(t *testing.T) {
-	model := scripted.New(scripted.Script{Replies: []scripted.Reply{
-		{ToolCalls: []scripted.ToolCall{{Name: "assign_subtask", Arguments: map[string]any{
-			"app": "shell", "subtask": "Print the sum of 19 and 23 with the shell and report it.", "final": true}}}},
-		{ToolCalls: []scripted.ToolCall{{Name: "execute_command", Arguments: map[string]any{"command": "echo $((19 + 23))"}}}},
-		{ToolCalls: []scripted.ToolCall{{Name: "finish_task", Arguments: map[string]any{"result": "42"}}}, Expect: "42"},
-	}})
-	cfg := config.Default()
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
+// sumOnTheShell runs "What is 19 + 23?" with model on a local device in
+// dir, and fails the test unless the answer is 42.
+func sumOnTheShell(t *testing.T, cfg *config.Config, dir string, model *scripted.Model) {
+	t.Helper()
+	dev, err := local.Device(context.Background(), cfg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +28,19 @@ func TestFinalSubtaskSavesTheHostsLastRound(t *testing.T) {
 	if !out.OK() || out.Answer != "42" {
 		t.Fatalf("%s %q %v", out.Status, out.Answer, out.Err)
 	}
+}
+
+// A one-command task whose only subtask the host marks final costs three
+// model calls, not four: the host's, and the app agent's two (run the
+// command, read it and answer). The answer is the app agent's result.
+func TestFinalSubtaskSavesTheHostsLastRound(t *testing.T) {
+	model := scripted.New(scripted.Script{Replies: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "assign_subtask", Arguments: map[string]any{
+			"app": "shell", "subtask": "Print the sum of 19 and 23 with the shell and report it.", "final": true}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "execute_command", Arguments: map[string]any{"command": "echo $((19 + 23))"}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "finish_task", Arguments: map[string]any{"result": "42"}}}, Expect: "42"},
+	}})
+	sumOnTheShell(t, config.Default(), t.TempDir(), model)
 	if n := len(model.Calls()); n != 3 {
 		t.Errorf("%d model calls, want 3", n)
 	}
@@ -53,19 +59,7 @@ func TestDirectAppWorksTheTaskAlone(t *testing.T) {
 	cfg := config.Default()
 	cfg.Agent.DirectApp = "shell"
 	dir := t.TempDir()
-	dev, err := local.Device(context.Background(), cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(context.Background(), "What is 19 + 23? Use the shell.")
-	if !out.OK() || out.Answer != "42" {
-		t.Fatalf("%s %q %v", out.Status, out.Answer, out.Err)
-	}
+	sumOnTheShell(t, cfg, dir, model)
 	calls := model.Calls()
 	if len(calls) != 2 {
 		t.Fatalf("%d model calls, want 2", len(calls))
