@@ -82,7 +82,7 @@ func TestNodeAgentsKnowTheirDevice(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done; dev.Close() })
 		select {
 		case <-rc.Connected():
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute): // a safety net: a cold, busy machine is slow
 			t.Fatalf("%s did not register", id)
 		}
 	}

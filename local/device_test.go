@@ -23,7 +23,7 @@ func whereTheShellIs(t *testing.T, dev *client.Client) (user, uid, home, pwd, ho
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res := dev.Execute(ctx, command.Command{Namespace: "shell", ToolName: "execute_command", ToolType: command.Action,
-		Parameters: map[string]any{"command": `id -un; id -u; printf '%s\n' "$HOME"; pwd; hostname`}})
+		Parameters: map[string]any{"command": `id -un; id -u; printf '%s\n' "$HOME"; pwd; uname -n`}})
 	if !res.OK() {
 		t.Fatal(res.Error)
 	}
