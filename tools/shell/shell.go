@@ -438,18 +438,20 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 	if r.opts.Jail == nil {
 		group = newCmdGroup(tag)
 	}
+	// Tracked before it starts: a stop that comes while it starts (its
+	// caller already gone) waits for its cgroup too.
+	defer r.track(&liveCmd{ctx: ctx, group: group})()
 	cmd := build(group)
 	err = cmd.Start()
 	if err != nil && group != nil {
 		// A kernel that cannot start a process in a cgroup (clone3):
-		// without one, as where there is no cgroup v2.
+		// without one, as where there is no cgroup v2. (The group
+		// tracked above is closed here, which a stop waits for.)
 		group.close()
 		group = nil
 		cmd = build(nil)
 		err = cmd.Start()
 	}
-	live := &liveCmd{ctx: ctx, group: group}
-	defer r.track(live)()
 	defer group.close()
 	if err == nil {
 		err = cmd.Wait()
