@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,8 +82,12 @@ func runBenchDevice(url string) int {
 // server.Sessions from the default config, a device in another process),
 // recorded as saucer serve records it (server.RecordTo with the default
 // redactor) and not recorded, alternately in the same run. Metrics: the
-// CPU milliseconds of each per task, and record-share, the part of a
-// recorded task's CPU that recording costs ((on-off)/on; target ≤ 0.20).
+// CPU milliseconds of each per task (and their system part), record-share,
+// the part of a recorded task's CPU that recording costs ((on-off)/on;
+// target ≤ 0.20), fs-floor, the CPU of the bare file system work a
+// recording needs (see floor), and record-share-code, recording's share
+// without that floor ((on-off-floor)/on), the figure that measures the
+// code on any machine.
 func BenchmarkServedTaskRecording(b *testing.B) {
 	cfg := scriptedConfig(b, trivialScript)
 	red, err := trajectory.NewRedactor(cfg.Secrets(nil, nil), append(trajectory.DefaultPatterns(), cfg.Record.RedactPatterns...))
@@ -89,7 +95,8 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 		b.Fatal(err)
 	}
 	plain := server.Sessions(cfg, session.Options{})
-	recorded := server.RecordTo(b.TempDir(), cfg, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold}, plain)
+	runs := b.TempDir()
+	recorded := server.RecordTo(runs, cfg, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold}, plain)
 	var record atomic.Bool
 	s, err := server.New(server.Options{Token: token, MaxTasks: 1 << 20, KeepTasks: 16, NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 		if record.Load() {
@@ -120,9 +127,11 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 	if !sc.Scan() || sc.Text() != "READY" {
 		b.Fatalf("the device process said %q", sc.Text())
 	}
-	task := func(on bool) time.Duration {
+	// cpu is a task's server CPU, in its user and system parts.
+	type cpu struct{ user, system time.Duration }
+	task := func(on bool) cpu {
 		record.Store(on)
-		cpu := cputime.Process()
+		user, system := cputime.Split()
 		info, err := s.Dispatch("bench", "call noop once", "bench", "bench")
 		for errors.Is(err, server.ErrBusy) { // the last task is freeing its slot
 			time.Sleep(50 * time.Microsecond)
@@ -135,20 +144,80 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 		if err != nil || got.Status != server.StatusCompleted {
 			b.Fatalf("task %s: %s %s %v", got.ID, got.Status, got.Error, err)
 		}
-		return cputime.Process() - cpu
+		user2, system2 := cputime.Split()
+		return cpu{user2 - user, system2 - system}
 	}
 	for range 3 { // warm both paths
 		task(true)
 		task(false)
 	}
-	b.ResetTimer()
-	var on, off time.Duration
-	for b.Loop() {
-		on += task(true)
-		off += task(false)
+	// floor is what the file system alone charges for a recording: the
+	// run's folder and its trajectory file made, written with as many bytes
+	// as a recorded task's, and closed, in a folder beside the runs. How
+	// much that costs depends on the kernel and the file system's state
+	// (the same code read 0.18-0.25 of a task by hand and up to 0.49 on
+	// another machine's tmpfs), so the code's own share is counted without
+	// it (record-share-code) as well as with it (record-share).
+	size := recordedSize(b, runs)
+	floors := b.TempDir()
+	line := make([]byte, size)
+	floor := func(i int) time.Duration {
+		user, system := cputime.Split()
+		dir := filepath.Join(floors, strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, trajectory.EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		user2, system2 := cputime.Split()
+		return user2 - user + system2 - system
 	}
-	onMS, offMS := float64(on.Microseconds())/1000/float64(b.N), float64(off.Microseconds())/1000/float64(b.N)
+	b.ResetTimer()
+	var on, off cpu
+	var fs time.Duration
+	for i := 0; b.Loop(); i++ {
+		c := task(true)
+		on.user += c.user
+		on.system += c.system
+		c = task(false)
+		off.user += c.user
+		off.system += c.system
+		fs += floor(i)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	onUser, offUser := ms(on.user), ms(off.user)
+	onMS, offMS := onUser+ms(on.system), offUser+ms(off.system)
 	b.ReportMetric(onMS, "on-cpu-ms/task")
 	b.ReportMetric(offMS, "off-cpu-ms/task")
+	b.ReportMetric(ms(on.system), "on-sys-ms/task")
+	b.ReportMetric(ms(off.system), "off-sys-ms/task")
 	b.ReportMetric((onMS-offMS)/onMS, "record-share")
+	b.ReportMetric((onUser-offUser)/onUser, "record-share-user")
+	b.ReportMetric(ms(fs), "fs-floor-ms/task")
+	b.ReportMetric((onMS-offMS-ms(fs))/onMS, "record-share-code")
+}
+
+// recordedSize is the size of a trajectory file among those recorded in
+// runs (the benchmark's tasks are alike).
+func recordedSize(b *testing.B, runs string) int {
+	found, _ := filepath.Glob(filepath.Join(runs, "*", trajectory.EventsFile))
+	if len(found) == 0 {
+		found, _ = filepath.Glob(filepath.Join(runs, "*", "*", trajectory.EventsFile))
+	}
+	if len(found) == 0 {
+		b.Fatalf("no trajectory recorded under %s", runs)
+	}
+	fi, err := os.Stat(found[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(fi.Size())
 }
