@@ -82,7 +82,8 @@ replies:
 // TestConstellationDrawnLive: a constellation started from the page is
 // drawn as it runs: its nodes with their device and state (build
 // running while check waits after it), the dependency edges; build's end
-// turns it completed and starts check, and the planner's edit that adds
+// turns it completed and starts check; the planner's first plan (made
+// before the page opened its stream) is in its edits, and its edit that adds
 // publish appears, in the graph and in the edits, as it happens; a
 // node's task opens from the graph; the end shows the answer, and the
 // list shows the constellation. axe-core passes on both pages.
@@ -130,6 +131,9 @@ func TestConstellationDrawnLive(t *testing.T) {
 		waitFor(ctx, `location.hash.startsWith("#/constellations/")`),
 		waitFor(ctx, hasText("article.constellation h1", "Build, check and publish the report")),
 		waitFor(ctx, node("build", "running")), waitFor(ctx, node("check", "pending")),
+		// The first plan, made before the page could listen, is shown.
+		waitFor(ctx, hasText("ol.edits li.ok", "add_node id build, device box")),
+		waitFor(ctx, hasText("ol.edits li.ok", "add_edge from build, to check")),
 		waitFor(ctx, `!!document.querySelector('svg path.edge[data-edge="build-check"]')`),
 		waitFor(ctx, hasText(`table.nodes tr[data-node="check"]`, "build")))
 	checkA11y(t, ctx, axe, "a constellation running")

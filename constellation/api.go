@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/saucerhq/saucer/server"
@@ -18,21 +22,26 @@ import (
 // check):
 //
 //	POST   /api/constellations              {request} → the new constellation
-//	GET    /api/constellations              → {constellations: [...]}, newest first
+//	GET    /api/constellations              → {constellations: [summary...], next, next_url}:
+//	                                          newest first, each without its nodes
+//	                                          (counts by status instead); ?limit=
+//	                                          (default 50, at most 500), ?cursor= the
+//	                                          page before's next
 //	GET    /api/constellations/{id}         → the graph: nodes, edges, statuses
 //	DELETE /api/constellations/{id}         → cancels it
-//	GET    /api/constellations/{id}/events  → Server-Sent Events: the graph, then
-//	                                          every change (node starts and ends,
-//	                                          planner steps with their edits), to its end
+//	GET    /api/constellations/{id}/events  → Server-Sent Events: the planner's steps
+//	                                          so far, the graph, then every change
+//	                                          (node starts and ends, planner steps
+//	                                          with their edits), to its end
 func Handler(o *Orchestrator, token string, next http.Handler) http.Handler {
-	return handler(&api{o: o, token: token}, next)
+	return handler(&api{o: o, token: token, hist: follow(o)}, next)
 }
 
 // ServerHandler is Handler checked as the agent server's own API is (its
 // key, or a console session with its CSRF token for changes), so that
 // the console draws constellations; next is the server's handler.
 func ServerHandler(o *Orchestrator, srv *server.Server, next http.Handler) http.Handler {
-	return handler(&api{o: o, check: srv.Authenticate}, next)
+	return handler(&api{o: o, check: srv.Authenticate, hist: follow(o)}, next)
 }
 
 func handler(a *api, next http.Handler) http.Handler {
@@ -50,6 +59,7 @@ func handler(a *api, next http.Handler) http.Handler {
 
 type api struct {
 	o     *Orchestrator
+	hist  *history
 	token string
 	// check, when set, authenticates instead of token (ServerHandler).
 	check func(http.ResponseWriter, *http.Request) bool
@@ -106,13 +116,44 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, g)
 }
 
+// listAnswer is GET /api/constellations' answer: a page of summaries,
+// and where the next page is.
+type listAnswer struct {
+	Page
+	// NextURL is the path of the next page (empty on the last).
+	NextURL string `json:"next_url,omitempty"`
+}
+
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
-	gs, err := a.o.List(r.Context())
-	if err != nil {
+	q := r.URL.Query()
+	if q.Has("offset") {
+		writeErr(w, http.StatusBadRequest, "?offset= is not supported: the list pages by cursor, which stays right while constellations start; "+
+			"follow each page's next (or next_url), and leave cursor out for the newest")
+		return
+	}
+	limit := DefaultPageLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageLimit {
+			writeErr(w, http.StatusBadRequest, fmt.Sprintf("?limit=%s is not a page size: give a whole number from 1 to %d (default %d)", v, MaxPageLimit, DefaultPageLimit))
+			return
+		}
+		limit = n
+	}
+	p, err := a.o.ListPage(r.Context(), limit, q.Get("cursor"))
+	switch {
+	case errors.Is(err, ErrBadCursor):
+		writeErr(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
 		writeErr(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"constellations": gs})
+	ans := listAnswer{Page: p}
+	if p.Next != "" {
+		ans.NextURL = "/api/constellations?" + url.Values{"limit": {strconv.Itoa(limit)}, "cursor": {p.Next}}.Encode()
+	}
+	writeJSON(w, http.StatusOK, ans)
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
@@ -137,8 +178,10 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 // events streams a constellation's events as Server-Sent Events: first
-// its graph as it stands (kind "graph"), then each change, until it ends
-// (kind "end") or the caller goes.
+// the planner's steps so far (kind "planner", as this server saw them),
+// then its graph as it stands (kind "graph", or "end" once it has
+// ended), then each change, until it ends (kind "end") or the caller
+// goes.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	fl, ok := w.(http.Flusher)
@@ -146,21 +189,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "streaming is not supported here")
 		return
 	}
-	ch := make(chan Event, 256)
-	lost := make(chan struct{}, 1)
-	unsub := a.o.Subscribe(func(e Event) {
-		if e.Constellation != id {
-			return
-		}
-		select {
-		case ch <- e:
-		default: // a reader too slow: it is told, and reads the graph again
-			select {
-			case lost <- struct{}{}:
-			default:
-			}
-		}
-	})
+	steps, ch, lost, unsub := a.hist.listen(id)
 	defer unsub()
 	g, err := a.o.Get(r.Context(), id)
 	if err != nil {
@@ -174,6 +203,11 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(e)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, b)
 		fl.Flush()
+	}
+	// The planner's steps before this stream opened (its first plan is
+	// made before a caller that started the constellation can listen).
+	for _, e := range steps {
+		send(e)
 	}
 	first := Event{Constellation: id, Kind: "graph", Version: g.Version, Graph: g, Time: time.Now().UTC()}
 	if g.Status != Running {
@@ -202,6 +236,110 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		case <-r.Context().Done():
 			return
+		}
+	}
+}
+
+// history keeps, for the event streams, the planner's steps of the
+// latest constellations this server ran (those before a restart are in
+// the recording only), and hands each stream its constellation's events.
+type history struct {
+	mu    sync.Mutex
+	steps map[string]*stepLog
+	order []string // constellations with a log, oldest first
+	subs  map[string]map[*listener]struct{}
+}
+
+type stepLog struct {
+	steps []Event
+	ended bool
+}
+
+type listener struct {
+	ch   chan Event
+	lost chan struct{}
+}
+
+// The history's bounds: the planner steps kept per constellation (the
+// first plan and the latest ones), and the constellations kept (ended
+// ones leave first).
+const (
+	historySteps          = 200
+	historyConstellations = 256
+)
+
+func follow(o *Orchestrator) *history {
+	h := &history{steps: map[string]*stepLog{}, subs: map[string]map[*listener]struct{}{}}
+	o.Subscribe(h.see)
+	return h
+}
+
+func (h *history) see(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch e.Kind {
+	case "planner":
+		l := h.steps[e.Constellation]
+		if l == nil {
+			l = &stepLog{}
+			h.steps[e.Constellation] = l
+			h.order = append(h.order, e.Constellation)
+			h.trim()
+		}
+		if len(l.steps) == historySteps {
+			l.steps = slices.Delete(l.steps, 1, 2) // the first plan stays
+		}
+		l.steps = append(l.steps, e)
+	case "end":
+		if l := h.steps[e.Constellation]; l != nil {
+			l.ended = true
+		}
+	}
+	for s := range h.subs[e.Constellation] {
+		select {
+		case s.ch <- e:
+		default: // a reader too slow: it is told, and reads the graph again
+			select {
+			case s.lost <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// trim forgets the oldest logs beyond the bound, ended constellations
+// first. Called with mu held.
+func (h *history) trim() {
+	for len(h.order) > historyConstellations {
+		i := slices.IndexFunc(h.order, func(id string) bool { return h.steps[id].ended })
+		if i < 0 {
+			i = 0
+		}
+		delete(h.steps, h.order[i])
+		h.order = slices.Delete(h.order, i, i+1)
+	}
+}
+
+// listen returns a constellation's planner steps so far and, from then
+// on without a gap, its events; lost says events were dropped for a
+// reader too slow.
+func (h *history) listen(id string) (steps []Event, events <-chan Event, lost <-chan struct{}, cancel func()) {
+	s := &listener{ch: make(chan Event, 256), lost: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.steps[id]; l != nil {
+		steps = slices.Clone(l.steps)
+	}
+	if h.subs[id] == nil {
+		h.subs[id] = map[*listener]struct{}{}
+	}
+	h.subs[id][s] = struct{}{}
+	return steps, s.ch, s.lost, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.subs[id], s)
+		if len(h.subs[id]) == 0 {
+			delete(h.subs, id)
 		}
 	}
 }

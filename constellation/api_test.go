@@ -81,10 +81,14 @@ func TestAPICreatesListsAndStreams(t *testing.T) {
 		t.Fatalf("events %v, end %+v", kinds, end)
 	}
 	resp = do("GET", "/api/constellations", "", suiteToken)
-	var list struct{ Constellations []Graph }
+	var list Page
 	json.NewDecoder(resp.Body).Decode(&list)
-	if len(list.Constellations) != 1 || list.Constellations[0].ID != created.ID || len(list.Constellations[0].Nodes) != 3 {
+	if len(list.Constellations) != 1 || list.Constellations[0].ID != created.ID || list.Constellations[0].Nodes.Total != 3 ||
+		list.Constellations[0].Nodes.Completed != 3 || list.Constellations[0].Status != Completed || list.Next != "" {
 		t.Fatalf("list: %+v", list)
+	}
+	if kinds["planner"] == 0 {
+		t.Errorf("no planner step in the stream: %v", kinds)
 	}
 	// An ended constellation's stream says so at once.
 	again := do("GET", "/api/constellations/"+created.ID+"/events", "", suiteToken)

@@ -38,6 +38,17 @@ func (m *MemoryStore) Load(_ context.Context, id string) (*Graph, error) {
 	return g.Clone(), nil
 }
 
+// Summaries summarizes the graphs in place, without copying them.
+func (m *MemoryStore) Summaries(context.Context, func(string) bool) ([]Summary, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Summary, 0, len(m.graphs))
+	for _, g := range m.graphs {
+		out = append(out, Summarize(g))
+	}
+	return out, nil
+}
+
 func (m *MemoryStore) List(ctx context.Context) ([]*Graph, error) {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.graphs))
@@ -66,11 +77,52 @@ type ServerStore struct {
 	st  store.Store
 	mu  sync.Mutex
 	seq map[string]int // next seq per journal, once read
+	// sums are the constellations' summaries as this process last saved
+	// or read them, for the list (smu guards them).
+	smu  sync.Mutex
+	sums map[string]Summary
 }
 
 // NewServerStore keeps graphs in st.
 func NewServerStore(st store.Store) *ServerStore {
-	return &ServerStore{st: st, seq: map[string]int{}}
+	return &ServerStore{st: st, seq: map[string]int{}, sums: map[string]Summary{}}
+}
+
+func (s *ServerStore) remember(g *Graph) {
+	sum := Summarize(g)
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if c, ok := s.sums[g.ID]; ok && c.Version > sum.Version {
+		return // a save that raced ahead of this read
+	}
+	s.sums[g.ID] = sum
+}
+
+// Summaries lists the constellations' summaries from the store's index
+// and the summaries this process keeps of what it saved and read: a
+// graph is read only when this process has not seen it yet, or it was
+// running and reread says so (another server of a cluster may be running
+// it), so that a list costs a read of the index, not of every graph.
+func (s *ServerStore) Summaries(ctx context.Context, reread func(id string) bool) ([]Summary, error) {
+	es, err := s.st.Journal(ctx, indexJournal)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(es))
+	for _, e := range es {
+		s.smu.Lock()
+		c, ok := s.sums[e.Key]
+		s.smu.Unlock()
+		if !ok || (c.Status == Running && reread(e.Key)) {
+			g, err := s.Load(ctx, e.Key)
+			if err != nil {
+				return nil, err
+			}
+			c = Summarize(g)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 const indexJournal = "constellations"
@@ -120,6 +172,7 @@ func (s *ServerStore) Save(ctx context.Context, g *Graph) error {
 	if err != nil {
 		return fmt.Errorf("constellation store: saving %s: %w", g.ID, err)
 	}
+	s.remember(g)
 	return nil
 }
 
@@ -135,6 +188,7 @@ func (s *ServerStore) Load(ctx context.Context, id string) (*Graph, error) {
 	if err := json.Unmarshal(es[len(es)-1].Data, &g); err != nil {
 		return nil, fmt.Errorf("constellation store: %s is unreadable: %w", id, err)
 	}
+	s.remember(&g)
 	return &g, nil
 }
 

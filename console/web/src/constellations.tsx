@@ -3,15 +3,34 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, stream } from "./api";
 import { go, message, Status, time } from "./common";
-import type { CEvent, CNode, Edit, Graph } from "./types";
+import type { CEvent, CNode, CPage, CSummary, Edit, Graph } from "./types";
 
 export function Constellations() {
-  const [list, setList] = useState<Graph[] | null>(null);
+  const [list, setList] = useState<CSummary[] | null>(null);
+  const [next, setNext] = useState("");
+  const [more, setMore] = useState(false);
   const [error, setError] = useState("");
   const [request, setRequest] = useState("");
   useEffect(() => {
-    call<{ constellations: Graph[] }>("GET", "/api/constellations").then((r) => setList(r.constellations || []), (e) => setError(message(e)));
+    call<CPage>("GET", "/api/constellations").then((r) => {
+      setList(r.constellations || []);
+      setNext(r.next_url || "");
+    }, (e) => setError(message(e)));
   }, []);
+  // The next page: the list pages by cursor, so what is loaded stays put
+  // while constellations start.
+  const loadMore = async () => {
+    setMore(true);
+    try {
+      const r = await call<CPage>("GET", next);
+      setList((l) => [...(l || []), ...(r.constellations || [])]);
+      setNext(r.next_url || "");
+    } catch (e) {
+      setError(message(e));
+    } finally {
+      setMore(false);
+    }
+  };
   const start = async (e: Event) => {
     e.preventDefault();
     setError("");
@@ -32,22 +51,35 @@ export function Constellations() {
       </form>
       {error && <p class="error" role="alert">{error}</p>}
       {!list ? <p>Loading the constellations…</p> : list.length === 0 ? <p>No constellation yet.</p> : (
-        <table class="cons">
-          <thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Nodes</th><th scope="col">Started</th></tr></thead>
-          <tbody>
-            {list.map((g) => (
-              <tr data-constellation={g.id}>
-                <td><a href={`#/constellations/${encodeURIComponent(g.id)}`}>{g.request}</a></td>
-                <td><Status s={g.status} /></td>
-                <td>{g.nodes.length} ({g.nodes.filter((n) => n.status === "completed").length} done)</td>
-                <td>{new Date(g.created_at).toLocaleString()}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <>
+          <table class="cons">
+            <thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Nodes</th><th scope="col">Started</th></tr></thead>
+            <tbody>
+              {list.map((c) => (
+                <tr data-constellation={c.id}>
+                  <td><a href={`#/constellations/${encodeURIComponent(c.id)}`}>{c.request}</a></td>
+                  <td><Status s={c.status} /></td>
+                  <td>{counts(c)}</td>
+                  <td>{new Date(c.created_at).toLocaleString()}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {next && <p><button class="more" onClick={loadMore} disabled={more}>{more ? "Loading…" : "Older constellations"}</button></p>}
+        </>
       )}
     </section>
   );
+}
+
+// counts says how a constellation's nodes stand: "12 (9 done, 2 running, 1 failed)".
+function counts(c: CSummary): string {
+  const n = c.nodes;
+  const parts = [`${n.completed} done`];
+  if (n.running) parts.push(`${n.running} running`);
+  if (n.failed) parts.push(`${n.failed} failed`);
+  if (n.cancelled) parts.push(`${n.cancelled} cancelled`);
+  return `${n.total} (${parts.join(", ")})`;
 }
 
 // A planner step's edits, as they came.

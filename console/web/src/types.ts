@@ -197,6 +197,26 @@ export interface Graph {
   created_at: string;
 }
 
+// A constellation as the list shows it: no nodes, their counts.
+export interface CSummary {
+  id: string;
+  request: string;
+  status: string;
+  version: number;
+  created_at: string;
+  answer?: string;
+  error?: string;
+  cut?: string[];
+  planner_steps: number;
+  nodes: { total: number; pending: number; running: number; completed: number; failed: number; cancelled: number };
+}
+
+export interface CPage {
+  constellations: CSummary[];
+  next?: string;
+  next_url?: string;
+}
+
 export interface Edit {
   op: string;
   args: Record<string, unknown>;
