@@ -14,22 +14,27 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/strategy"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 // EvalRunner runs the eval cases that target a constellation
 // (evals.Options.Constellations): each trial is an agent server on
 // loopback with the case's devices connected over WebSockets as `saucer
-// client` connects (each the shell app in a fresh directory), the
-// constellation agent playing the case's plan and the devices' agents
+// client` connects, each built from the trial's config as `saucer client`
+// builds its own (local.NewDevice: the apps of mcp.use, mcp.policy, the
+// tools' settings and timeouts, device: sandbox) in a fresh directory,
+// the constellation agent playing the case's plan and the devices' agents
 // running each node's command (scripted, each call taking the case's
 // latency). The constellation is recorded in the trial's directory and
-// replayed offline there; the devices stay up for their checks.
+// replayed offline there; the devices stay up for their checks. It also
+// replays the constellation recordings eval cases name (their recorded
+// device).
 type EvalRunner struct {
 	// Prompts are the agents' templates; nil means the built-in ones.
 	Prompts *prompts.Set
@@ -39,8 +44,15 @@ var _ evals.ConstellationRunner = EvalRunner{}
 
 const evalToken = "eval-constellation"
 
-// RunConstellation runs one trial of c.
-func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir string) (*evals.ConstellationTrial, error) {
+// RunConstellation runs one trial of run.Case.
+func (e EvalRunner) RunConstellation(ctx context.Context, run evals.ConstellationRun) (*evals.ConstellationTrial, error) {
+	c, dir, cfg := run.Case, run.Dir, run.Config
+	if c.Constellation == nil {
+		return nil, fmt.Errorf("case %s does not target a constellation (it has no constellation:)", c.ID)
+	}
+	if cfg == nil {
+		cfg = config.Default()
+	}
 	k := c.Constellation
 	prom := e.Prompts
 	if prom == nil {
@@ -85,7 +97,7 @@ func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir stri
 	})
 	url := "ws://" + ln.Addr().String() + "/ws"
 	for _, d := range k.Devices {
-		exec, stop, err := evalDevice(ctx, url, filepath.Join(dir, "devices", d.ID), d)
+		exec, stop, err := evalDevice(ctx, cfg, run.Extra, url, filepath.Join(dir, "devices", d.ID), d)
 		if err != nil {
 			return fail(fmt.Errorf("device %s: %w", d.ID, err))
 		}
@@ -110,32 +122,64 @@ func (e EvalRunner) RunConstellation(ctx context.Context, c evals.Case, dir stri
 		trial.Answer = g.Error
 	}
 	trial.Nodes, trial.ModelCalls = o.Stats().NodesRun, int(planner.calls.Load()+agents.calls.Load())
+	trial.Graph = evalNodes(g)
 	trial.Replay = replayCheck(filepath.Join(dir, "constellation.jsonl"), g)
 	return trial, nil
 }
 
-// ReplayFile replays a constellation's recording offline and says where it
-// parts from the graph it ended with ("" when it does not).
-func replayCheck(path string, g *Graph) string {
-	f, err := os.Open(path)
+// ReplayConstellation replays a constellation's recording offline (an
+// eval case's recorded device): how the replayed constellation ended,
+// and where the replay parts from the recording, if it does.
+func (EvalRunner) ReplayConstellation(ctx context.Context, recording string) (*evals.ConstellationTrial, error) {
+	r, err := ReplayFile(recording)
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
-	defer f.Close()
-	events, err := ReadRecording(f)
-	if err != nil {
-		return err.Error()
+	trial := &evals.ConstellationTrial{Recording: r.File}
+	switch {
+	case r.Divergence != nil:
+		trial.Replay = r.Divergence.Error()
+	case !r.Ended:
+		trial.Replay = "the recording stops before the constellation's end (a server that stopped, a crash): it replays only up to there"
 	}
-	versions, err := Replay(events)
-	if err != nil {
-		return err.Error()
+	g := r.Final
+	if g == nil {
+		return trial, nil
 	}
-	return diff(versions[len(versions)-1], g)
+	trial.Completed, trial.Status, trial.Answer = g.Status == Completed, string(g.Status), g.Answer
+	if !trial.Completed && g.Error != "" {
+		trial.Answer = g.Error
+	}
+	for _, e := range r.Events {
+		if e.Kind == "node_start" {
+			trial.Nodes++
+		}
+	}
+	trial.Graph = evalNodes(g)
+	return trial, nil
 }
 
-// evalDevice connects a device (the shell app in dir, with d's files) to
-// the server at url, and returns it for the checks.
-func evalDevice(ctx context.Context, url, dir string, d evals.ConstellationDevice) (dispatcher.Executor, func(), error) {
+// replayCheck replays a constellation's recording offline and says where
+// it parts from the recording, or from the graph the run ended with (""
+// when it does not).
+func replayCheck(path string, g *Graph) string {
+	r, err := ReplayFile(path)
+	switch {
+	case err != nil:
+		return err.Error()
+	case r.Divergence != nil:
+		return r.Divergence.Error()
+	case r.Final == nil:
+		return "the recording holds no graph"
+	}
+	return diff(r.Final, g)
+}
+
+// evalDevice connects a device to the server at url: d's files in dir,
+// and the device built there from cfg as `saucer client` builds its own
+// (local.NewDevice), with extra's servers beside the configured ones. It
+// returns the device for the checks.
+func evalDevice(ctx context.Context, cfg *config.Config, extra []client.Server, url, dir string, d evals.ConstellationDevice) (dispatcher.Executor, func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -151,14 +195,7 @@ func evalDevice(ctx context.Context, url, dir string, d evals.ConstellationDevic
 			return nil, nil, err
 		}
 	}
-	info := client.DetectDevice()
-	var err error
-	if info.WorkDir, err = filepath.Abs(dir); err != nil {
-		return nil, nil, err
-	}
-	dev, err := client.New(ctx, []client.Server{
-		{Namespace: "shell", Description: "Run shell commands on the device.", MCP: shell.New(shell.Options{Dir: info.WorkDir})},
-	}, client.Options{Device: info})
+	dev, err := local.NewDevice(ctx, cfg, dir, local.DeviceOptions{Extra: extra})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -98,7 +98,7 @@ func Replay(events []Event) ([]*Graph, error) {
 	var versions []*Graph
 	for i, e := range events {
 		at := func(format string, args ...any) error {
-			return fmt.Errorf("replay: event %d (%s, version %d): %s", i+1, e.Kind, e.Version, fmt.Sprintf(format, args...))
+			return &ReplayError{Event: i + 1, Kind: e.Kind, Version: e.Version, Node: e.Node, What: fmt.Sprintf(format, args...)}
 		}
 		if g == nil {
 			if e.Kind != "graph" || e.Graph == nil {
@@ -164,6 +164,21 @@ func Replay(events []Event) ([]*Graph, error) {
 		return nil, errors.New("replay: the recording is empty")
 	}
 	return versions, nil
+}
+
+// ReplayError says where a replay parts from its recording: at which
+// event (counted from 1, a line of the recording), of which kind and
+// graph version, on which node (for a node's event), and what differed.
+type ReplayError struct {
+	Event   int
+	Kind    string
+	Version int
+	Node    string
+	What    string
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("replay: event %d (%s, version %d): %s", e.Event, e.Kind, e.Version, e.What)
 }
 
 // diff says how two graphs differ in what a replay must reproduce: the

@@ -69,6 +69,9 @@ type checkEnv struct {
 	openJudge func(spec string) (llm.Model, error)
 	judge     string // the suite's default judge
 	record    func(trajectory.Event)
+	// graph is how each node of a constellation ended (nil when the
+	// trial ran none).
+	graph []ConstellationNode
 }
 
 // errCheckLimit ends a check that reached the case's time limit.
@@ -96,6 +99,8 @@ func (env *checkEnv) run(ctx context.Context, i int, c Check) (r CheckResult) {
 		r.Pass, r.Detail = matchCalls(c.ToolCalls, env.calls)
 	case c.Answer != nil:
 		r.Pass, r.Detail = matchAnswer(c.Answer, env.answer)
+	case c.Node != nil:
+		r.Pass, r.Detail = matchNode(c.Node, env.graph)
 	case c.Judge != nil:
 		r.Verdict, r.Detail = env.askJudge(ctx, c.Judge)
 		if r.Verdict != nil {

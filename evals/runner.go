@@ -628,6 +628,11 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 	lim := r.s.limits(c)
 	spec := r.modelOf(c)
 	res := &TrialResult{Case: c.ID, Trial: n, Model: spec, PhaseMS: map[string]float64{}, Trajectory: filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "trajectory"))}
+	if rec := c.Device.Recording; rec != "" {
+		if file, err := ConstellationRecording(r.s.path(rec)); err != nil || file != "" {
+			return r.replayConstellation(ctx, c, file, err, res, start)
+		}
+	}
 	if c.Constellation != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -1070,43 +1075,14 @@ func trialDir(caseID string, trial int) (string, error) {
 	}
 }
 
-// ConstellationRunner runs a case that targets a constellation.
-type ConstellationRunner interface {
-	// RunConstellation runs c's task as a constellation over c's devices,
-	// recording it in dir, and returns how it went. ctx carries the
-	// trial's time limit.
-	RunConstellation(ctx context.Context, c Case, dir string) (*ConstellationTrial, error)
-}
-
-// ConstellationTrial is how a constellation case's trial went.
-type ConstellationTrial struct {
-	// Completed says the constellation completed; Status and Answer are
-	// its status and its answer (or error).
-	Completed      bool
-	Status, Answer string
-	// Devices run each device's checks, by device id, until Close.
-	Devices map[string]dispatcher.Executor
-	// Recording is the constellation's recording, relative to dir; Replay
-	// says where its offline replay parts from the run ("" when it
-	// replays to the same graph).
-	Recording, Replay string
-	// Nodes counts the device tasks started; ModelCalls the scripted
-	// model calls.
-	Nodes, ModelCalls int
-	Close             func()
-}
-
 // runConstellation runs a trial of a case that targets a constellation:
-// the runner of Options.Constellations runs it, then each device's checks
-// run on that device.
+// the runner of Options.Constellations runs it on devices built from the
+// trial's config, then each device's checks run on that device and the
+// case's own checks on how it ended.
 func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string, res *TrialResult, start time.Time) (*TrialResult, error) {
 	res.Model = "scripted"
 	res.Trajectory = filepath.ToSlash(filepath.Join("cases", c.ID, fmt.Sprintf("trial-%d", n), "constellation.jsonl"))
-	lim := r.s.limits(c)
-	timeout := lim.Timeout.D()
-	if timeout <= 0 {
-		timeout = r.opts.Timeout
-	}
+	timeout := r.timeout(c)
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if timeout > 0 {
@@ -1114,12 +1090,23 @@ func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string
 		tctx, stop = context.WithTimeoutCause(tctx, timeout, errTimeout)
 		defer stop()
 	}
+	cfg := *r.opts.Config
+	if r.opts.Sandbox || r.s.sandboxed(c) {
+		cfg.Device = config.DeviceSandbox
+	}
+	// The case's time limit governs its devices' checks: the shell and
+	// the device client must not cut them sooner.
+	cfg.Tools.Shell.MaxTimeout = max(cfg.Tools.Shell.MaxTimeout, config.Duration(timeout))
+	cfg.MCP.CallTimeout = max(cfg.MCP.CallTimeout, config.Duration(timeout))
 	var ct *ConstellationTrial
 	var err error
-	if r.opts.Constellations == nil {
+	switch {
+	case cfg.Device != config.DeviceSandbox && slices.Contains(c.Labels, NeedsRoot):
+		err = fmt.Errorf("case %s is labelled %s: its devices run only in sandboxes (sandbox: true in the suite or case, or saucer eval --sandbox), never on this machine", c.ID, NeedsRoot)
+	case r.opts.Constellations == nil:
 		err = errors.New("this case targets a constellation, and the runner has no Options.Constellations: run it with saucer eval")
-	} else {
-		ct, err = r.opts.Constellations.RunConstellation(tctx, c, dir)
+	default:
+		ct, err = r.opts.Constellations.RunConstellation(tctx, ConstellationRun{Case: c, Dir: dir, Config: &cfg, Extra: r.opts.Extra})
 	}
 	if ct != nil && ct.Close != nil {
 		defer ct.Close()
@@ -1134,12 +1121,77 @@ func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string
 	case err != nil:
 		res.Status, res.Failure, res.Detail = string(fsm.Error), FailInfra, err.Error()
 	default:
-		res.Status, res.Answer, res.ModelCalls, res.Steps = string(fsm.Fail), ct.Answer, ct.ModelCalls, ct.Nodes
-		if ct.Completed {
-			res.Status = string(fsm.Finish)
+		r.judgeConstellation(ctx, c, ct, res, timeout, cause, "the recording does not replay: ")
+	}
+	res.WallMS = trajectory.MS(time.Since(start))
+	if err := r.appendTrial(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// timeout is the time limit of one trial of c: its own, else the run's.
+func (r *runner) timeout(c Case) time.Duration {
+	if t := r.s.limits(c).Timeout.D(); t > 0 {
+		return t
+	}
+	return r.opts.Timeout
+}
+
+// replayConstellation runs a trial of a case whose recorded device is a
+// constellation's recording (file, or err when its path was ambiguous):
+// the recording is replayed offline and the case's checks judge the
+// graph it ends with.
+func (r *runner) replayConstellation(ctx context.Context, c Case, file string, err error, res *TrialResult, start time.Time) (*TrialResult, error) {
+	res.Model = ReplayModel
+	var ct *ConstellationTrial
+	switch {
+	case err != nil:
+	case r.opts.Constellations == nil:
+		err = errors.New("this case replays a constellation's recording, and the runner has no Options.Constellations: run it with saucer eval")
+	default:
+		abs, aerr := filepath.Abs(file)
+		if aerr != nil {
+			err = aerr
+			break
 		}
-		checkStart := time.Now()
-		for _, d := range c.Constellation.Devices {
+		res.Trajectory = filepath.ToSlash(abs)
+		ct, err = r.opts.Constellations.ReplayConstellation(ctx, abs)
+	}
+	if ct != nil && ct.Close != nil {
+		defer ct.Close()
+	}
+	res.PhaseMS["RUN"] = trajectory.MS(time.Since(start))
+	switch {
+	case ctx.Err() != nil:
+		return nil, errInterrupted
+	case err != nil:
+		res.Status, res.Failure, res.Detail = string(fsm.Error), FailInfra, err.Error()
+	default:
+		r.judgeConstellation(ctx, c, ct, res, r.timeout(c), nil, "the replay diverged from the recording: ")
+		// Nothing of the trial's own was written: its trajectory is the
+		// recording it replayed.
+		res.IsRecording = ct.Replay == ""
+	}
+	res.WallMS = trajectory.MS(time.Since(start))
+	if err := r.appendTrial(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// judgeConstellation runs the checks of a constellation trial that ran
+// (each device's on that device, then the case's own on how it ended) and
+// decides its success and failure category. diverged introduces a replay
+// that parts from the recording.
+func (r *runner) judgeConstellation(ctx context.Context, c Case, ct *ConstellationTrial, res *TrialResult, timeout time.Duration, cause error, diverged string) {
+	res.Status, res.Answer, res.ModelCalls, res.Steps = string(fsm.Fail), ct.Answer, ct.ModelCalls, ct.Nodes
+	if ct.Completed {
+		res.Status = string(fsm.Finish)
+	}
+	checkStart := time.Now()
+	if k := c.Constellation; k != nil {
+		for _, d := range k.Devices {
 			exec := ct.Devices[d.ID]
 			env := &checkEnv{live: exec, timeout: timeout, answer: ct.Answer, status: res.Status, task: c.Task,
 				record: func(trajectory.Event) {}}
@@ -1157,30 +1209,45 @@ func (r *runner) runConstellation(ctx context.Context, c Case, n int, dir string
 				res.Checks = append(res.Checks, cr)
 			}
 		}
-		res.PhaseMS["CHECK"] = trajectory.MS(time.Since(checkStart))
-		var failed []string
-		for _, ch := range res.Checks {
-			if !ch.Pass {
-				failed = append(failed, ch.Name+": "+ch.Detail)
-			}
-		}
-		switch {
-		case ct.Replay != "":
-			res.Failure, res.Detail = FailDivergence, "the recording does not replay: "+ct.Replay
-		case errors.Is(cause, errTimeout):
-			res.Failure, res.Detail = FailTimeout, ct.Status+": "+ct.Answer
-		case !ct.Completed:
-			res.Failure, res.Detail = FailAgentGaveUp, "the constellation ended "+ct.Status+": "+ct.Answer
-		case len(failed) > 0:
-			res.Failure, res.Detail = FailCheckerFailed, strings.Join(failed, "; ")
-		}
-		res.Success = res.Failure == ""
 	}
-	res.WallMS = trajectory.MS(time.Since(start))
-	if err := r.appendTrial(res); err != nil {
-		return nil, err
+	graph := ct.Graph
+	if graph == nil {
+		graph = []ConstellationNode{} // a constellation with no node
 	}
-	return res, nil
+	env := &checkEnv{timeout: timeout, answer: ct.Answer, status: res.Status, task: c.Task, graph: graph,
+		openJudge: func(s string) (llm.Model, error) { return r.openModel(r.s.model(s)) }, judge: r.s.Judge,
+		record: func(trajectory.Event) {}}
+	for i, ch := range c.Checks {
+		if ch.State != nil || ch.ToolCalls != nil {
+			res.Checks = append(res.Checks, CheckResult{Name: ch.Label(i), Kind: ch.Kind(),
+				Detail: "a constellation has no device of its own to check: put state checks under a device (constellation.devices[].checks); a replayed recording has none"})
+			continue
+		}
+		res.Checks = append(res.Checks, env.run(ctx, i, ch))
+	}
+	res.PhaseMS["CHECK"] = trajectory.MS(time.Since(checkStart))
+	var failed []string
+	for _, ch := range res.Checks {
+		if !ch.Pass {
+			failed = append(failed, ch.Name+": "+ch.Detail)
+		}
+	}
+	switch {
+	case ct.Replay != "":
+		res.Failure, res.Detail = FailDivergence, diverged+ct.Replay
+	case errors.Is(cause, errTimeout):
+		res.Failure, res.Detail = FailTimeout, ct.Status+": "+ct.Answer
+	case c.ExpectFail && ct.Completed:
+		res.Failure, res.Detail = FailExpectedFail, "the task is infeasible, but the constellation completed: "+ct.Answer
+	case c.ExpectFail && ct.Status == "failed":
+		// The right end for an infeasible task; the checks decide.
+	case !ct.Completed:
+		res.Failure, res.Detail = FailAgentGaveUp, "the constellation ended "+ct.Status+": "+ct.Answer
+	}
+	if res.Failure == "" && len(failed) > 0 {
+		res.Failure, res.Detail = FailCheckerFailed, strings.Join(failed, "; ")
+	}
+	res.Success = res.Failure == ""
 }
 
 // startDir is a trial's device whose shell a start script left in dir:

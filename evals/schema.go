@@ -36,7 +36,7 @@ func GenerateSuiteSchema() ([]byte, error) {
 	if defs, ok := doc["$defs"].(map[string]any); ok {
 		if check, ok := defs["Check"].(map[string]any); ok {
 			var one []any
-			for _, k := range []string{"state", "tool_calls", "answer", "judge"} {
+			for _, k := range []string{"state", "tool_calls", "answer", "judge", "node"} {
 				one = append(one, map[string]any{"required": []string{k}})
 			}
 			check["oneOf"] = one

@@ -82,7 +82,8 @@ type Case struct {
 	Person Person `yaml:"person,omitempty" json:"person,omitempty" jsonschema_description:"The user's answers to the agents' questions and approvals, in order."`
 	// Constellation makes the case target a constellation: the task is
 	// its request, run over the live devices named here, and each
-	// device's checks run on it once the constellation ends.
+	// device's checks run on it once the constellation ends; the case's
+	// own checks (answer, node, judge) judge how it ended.
 	Constellation *ConstellationCase `yaml:"constellation,omitempty" json:"constellation,omitempty" jsonschema_description:"Run the task as a constellation over several live devices, with checks on each device."`
 }
 
@@ -91,7 +92,7 @@ type Case struct {
 // node's device runs the node's command, so that a trial is as real as
 // its devices and the orchestrator, whatever the model.
 type ConstellationCase struct {
-	Devices []ConstellationDevice `yaml:"devices" json:"devices" jsonschema_description:"The live devices, each a Saucer device with the shell app in a fresh directory, and the checks on each."`
+	Devices []ConstellationDevice `yaml:"devices" json:"devices" jsonschema_description:"The live devices, each a Saucer device built from the config as saucer client builds one (the apps of mcp.use, mcp.policy, timeouts, device: sandbox) in a fresh directory, and the checks on each."`
 	Plan    []PlanNode            `yaml:"plan" json:"plan" jsonschema_description:"The scripted planner's graph: one node per device task."`
 	// Latency is each scripted model call's fixed latency (e.g. 300ms),
 	// so that time is realistic.
@@ -132,8 +133,12 @@ type Person struct {
 // Device says what the agent works on: a recorded session, or a live local
 // device in a fresh temporary directory.
 type Device struct {
-	// Recording is a recorded run directory (relative to the suite file).
-	Recording string `yaml:"recording,omitempty" json:"recording,omitempty" jsonschema_description:"A recorded run directory, relative to the suite file: the device answers with its recorded results."`
+	// Recording is a recorded run directory (relative to the suite file),
+	// or a constellation's recording (RUNS/constellations/ID.jsonl, or a
+	// folder holding one, known by its content): that is replayed offline,
+	// whatever the model, and the case's checks judge the graph it ends
+	// with (answer and node checks; expect_fail on its status).
+	Recording string `yaml:"recording,omitempty" json:"recording,omitempty" jsonschema_description:"A recorded run directory, relative to the suite file: the device answers with its recorded results. Or a constellation's recording (RUNS/constellations/ID.jsonl, or a folder holding one): replayed offline, its answer and node checks judge the graph it ends with."`
 	// Files are written into the live device's directory before it starts.
 	Files map[string]string `yaml:"files,omitempty" json:"files,omitempty" jsonschema_description:"Files (path: content) to create in the live device's fresh directory."`
 	// Setup are scripts run there before the agent starts, each in a shell
@@ -226,6 +231,7 @@ type Check struct {
 	ToolCalls *ToolCallsCheck `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty" jsonschema_description:"Compare the tool calls the app agents made with the expected ones."`
 	Answer    *AnswerCheck    `yaml:"answer,omitempty" json:"answer,omitempty" jsonschema_description:"Match the final answer."`
 	Judge     *JudgeCheck     `yaml:"judge,omitempty" json:"judge,omitempty" jsonschema_description:"Ask a model to grade the trial against a rubric."`
+	Node      *NodeCheck      `yaml:"node,omitempty" json:"node,omitempty" jsonschema_description:"Check how a node of the constellation ended: its status, device and result (a case that targets a constellation or replays a constellation's recording)."`
 }
 
 // StateCheck runs a command on the device once the agent has stopped.
@@ -379,10 +385,19 @@ func (s *Suite) Validate() error {
 		}
 		if k := c.Constellation; k != nil {
 			errs = append(errs, k.validate(where)...)
+			if c.Device.Recording != "" {
+				errs = append(errs, where+": a case runs a constellation (constellation:) or replays a recording (device.recording), not both")
+			}
 		}
 		for j, ch := range c.Checks {
 			if err := ch.validate(); err != nil {
 				errs = append(errs, fmt.Sprintf("%s, check %d: %v", where, j+1, err))
+			}
+			switch {
+			case ch.Node != nil && c.Constellation == nil && c.Device.Recording == "":
+				errs = append(errs, fmt.Sprintf("%s, check %d: a node check needs a constellation: a case that targets one (constellation:) or replays one's recording (device.recording)", where, j+1))
+			case c.Constellation != nil && (ch.State != nil || ch.ToolCalls != nil):
+				errs = append(errs, fmt.Sprintf("%s, check %d: a constellation case's own checks are answer, node or judge checks; a state check goes under the device it reads (constellation.devices[].checks)", where, j+1))
 			}
 			if ch.Judge != nil && ch.Judge.Model == "" && s.Judge == "" {
 				errs = append(errs, fmt.Sprintf("%s, check %d: a judge check needs a model (judge.model, or the suite's judge)", where, j+1))
@@ -397,13 +412,13 @@ func (s *Suite) Validate() error {
 
 func (c Check) validate() error {
 	n := 0
-	for _, set := range []bool{c.State != nil, c.ToolCalls != nil, c.Answer != nil, c.Judge != nil} {
+	for _, set := range []bool{c.State != nil, c.ToolCalls != nil, c.Answer != nil, c.Judge != nil, c.Node != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("set exactly one of state, tool_calls, answer, judge (found %d)", n)
+		return fmt.Errorf("set exactly one of state, tool_calls, answer, judge, node (found %d)", n)
 	}
 	switch {
 	case c.State != nil:
@@ -455,6 +470,8 @@ func (c Check) validate() error {
 		if strings.TrimSpace(c.Judge.Rubric) == "" {
 			return errors.New("judge: no rubric")
 		}
+	case c.Node != nil:
+		return c.Node.validate()
 	}
 	return nil
 }
@@ -488,7 +505,7 @@ func (c Case) Format() string {
 	return ""
 }
 
-// Kind names the check's kind: state, tool_calls, answer or judge.
+// Kind names the check's kind: state, tool_calls, answer, judge or node.
 func (c Check) Kind() string {
 	switch {
 	case c.State != nil:
@@ -497,6 +514,8 @@ func (c Check) Kind() string {
 		return "tool_calls"
 	case c.Answer != nil:
 		return "answer"
+	case c.Node != nil:
+		return "node"
 	default:
 		return "judge"
 	}
@@ -594,8 +613,8 @@ func (k *ConstellationCase) validate(where string) []string {
 			if err := ch.validate(); err != nil {
 				errs = append(errs, fmt.Sprintf("%s, device %s, check %d: %v", where, d.ID, j+1, err))
 			}
-			if ch.ToolCalls != nil || ch.Judge != nil {
-				errs = append(errs, fmt.Sprintf("%s, device %s, check %d: a device's checks are state or answer checks", where, d.ID, j+1))
+			if ch.ToolCalls != nil || ch.Judge != nil || ch.Node != nil {
+				errs = append(errs, fmt.Sprintf("%s, device %s, check %d: a device's checks are state or answer checks (node checks go in the case's checks)", where, d.ID, j+1))
 			}
 		}
 	}

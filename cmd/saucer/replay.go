@@ -24,15 +24,20 @@ type replayFlags struct {
 func newReplayCmd(g *globalFlags) *cobra.Command {
 	f := &replayFlags{}
 	cmd := &cobra.Command{
-		Use:   "replay RUN_DIR",
-		Short: "Re-run a recorded session offline: recorded model replies, recorded device",
+		Use:   "replay RUN_DIR|CONSTELLATION_RECORDING",
+		Short: "Re-run a recorded session or constellation offline: recorded model replies, recorded device",
 		Long: "Replay a recorded run (runs/<id>) deterministically and offline: the model answers with the recorded " +
 			"replies, each request checked against the recorded one, and the device with the recorded results. " +
 			"Any divergence (another prompt, another command, another end) is printed with a diff and the exit code is 1. " +
 			"A session stopped by a budget or an interrupt replays up to where it was stopped and ends as recorded; " +
 			"a recording cut short (a full disk, a crash) replays up to where it stops and says so (exit 0).\n\n" +
 			"With --live-model only the device is replayed: the model named by --model (or the config) is asked, " +
-			"to try a new model or new prompts on the recorded observations; commands the recording never ran fail.",
+			"to try a new model or new prompts on the recorded observations; commands the recording never ran fail.\n\n" +
+			"A constellation's recording (RUNS/constellations/ID.jsonl, or a folder holding one) is known by its content and " +
+			"replayed offline: the planner's edits and each node's start and end applied in order, with the orchestrator's " +
+			"rules, every graph version checked against the recorded one. It prints the versions, the edits, each node's end " +
+			"and the final status and answer; a divergence is printed with where it is (event, version, node, what differed) " +
+			"and the exit code is 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(cmd, g, f, args[0])
@@ -45,6 +50,13 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 }
 
 func runReplay(cmd *cobra.Command, g *globalFlags, f *replayFlags, dir string) error {
+	// A constellation's recording, known by its content, replays as a
+	// constellation; anything else is a task's run directory.
+	if file, err := evals.ConstellationRecording(dir); err != nil {
+		return err
+	} else if file != "" {
+		return replayConstellation(cmd, f, file)
+	}
 	t, err := trajectory.Read(dir)
 	if err != nil {
 		return err
