@@ -84,9 +84,11 @@ replies:
 // running while check waits after it), the dependency edges; build's end
 // turns it completed and starts check; the planner's first plan (made
 // before the page opened its stream) is in its edits, and its edit that adds
-// publish appears, in the graph and in the edits, as it happens; a
-// node's task opens from the graph; the end shows the answer, and the
-// list shows the constellation. axe-core passes on both pages.
+// publish appears, in the graph and in the edits, as it happens; its
+// FINISH on check's end, while publish runs, shows as declared with the
+// nodes still running, and final at the end; a node's task opens from
+// the graph; the end shows the answer, and the list shows the
+// constellation. axe-core passes on both pages.
 func TestConstellationDrawnLive(t *testing.T) {
 	axe := axeScript(t)
 	set, err := prompts.Load("")
@@ -100,7 +102,7 @@ func TestConstellationDrawnLive(t *testing.T) {
 	s := newSiteWith(t, scripts{
 		"Build the report":   nodeScript("Build the report", "cat build.pipe", "report.txt built"),
 		"Check the report":   nodeScript("Check the report", "cat check.pipe", "report.txt checked"),
-		"Publish the report": nodeScript("Publish the report", "echo published", "report published"),
+		"Publish the report": nodeScript("Publish the report", "cat publish.pipe", "report published"),
 	}, func(srv *server.Server) http.Handler {
 		o, err := constellation.New(constellation.Options{Devices: constellation.ServerDevices{Server: srv},
 			NewPlanner: func(*constellation.Graph) (constellation.Stepper, error) {
@@ -113,7 +115,7 @@ func TestConstellationDrawnLive(t *testing.T) {
 		t.Cleanup(o.Stop)
 		return constellation.ServerHandler(o, srv, srv.Handler())
 	})
-	for _, p := range []string{"build.pipe", "check.pipe"} {
+	for _, p := range []string{"build.pipe", "check.pipe", "publish.pipe"} {
 		if err := syscall.Mkfifo(filepath.Join(s.dir, p), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -150,8 +152,23 @@ func TestConstellationDrawnLive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.dir, "check.pipe"), []byte("checked\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The planner finishes on check's end while publish still runs: its
+	// FINISH is a declaration until the constellation ends.
+	run(t, ctx, "the planner declares finish while publish runs",
+		waitFor(ctx, node("check", "completed")), waitFor(ctx, node("publish", "running")),
+		waitFor(ctx, hasText(`ol.edits .s-declared[data-declared="FINISH"]`, "FINISH declared · 1 node still running")))
+	if n := get(t, ctx, "a final FINISH", chromedp.Evaluate[int](`document.querySelectorAll("ol.edits .s-finish").length`)); n != 0 {
+		t.Errorf("%d final FINISH badges while publish runs", n)
+	}
+	if st := get(t, ctx, "the status", chromedp.Evaluate[string](`document.querySelector("article.constellation").dataset.status`)); st != "running" {
+		t.Errorf("the constellation is %s while publish runs", st)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "publish.pipe"), []byte("published\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run(t, ctx, "the end",
 		waitFor(ctx, hasText("article.constellation .result", "The report is built, checked and published.")),
+		waitFor(ctx, hasText("ol.edits .s-finish", "FINISH")), waitFor(ctx, `!document.querySelector("ol.edits .s-declared")`),
 		waitFor(ctx, node("check", "completed")), waitFor(ctx, node("publish", "completed")),
 		waitFor(ctx, `document.querySelector("article.constellation").dataset.status === "completed"`))
 	checkA11y(t, ctx, axe, "a constellation ended")

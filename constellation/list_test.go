@@ -40,7 +40,7 @@ func bigGraph(id string, created time.Time, n int, status NodeStatus) *Graph {
 		}
 		g.Nodes = append(g.Nodes, nd)
 		if i >= 10 {
-			g.Edges = append(g.Edges, Edge{From: fmt.Sprintf("n%04d", i-10), To: nd.ID}, Edge{From: fmt.Sprintf("n%04d", i-10+(i+1)%10), To: nd.ID})
+			g.Edges = append(g.Edges, Edge{From: fmt.Sprintf("n%04d", i-10), To: nd.ID}, Edge{From: fmt.Sprintf("n%04d", i-i%10-10+(i%10+1)%10), To: nd.ID})
 		}
 	}
 	return g

@@ -1,6 +1,6 @@
 // Constellations: the list, and one drawn live as a graph of device
 // tasks, with the planner's edits as they happen.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { call, stream } from "./api";
 import { go, message, Status, time } from "./common";
 import type { CEvent, CNode, CPage, CSummary, Edit, Graph } from "./types";
@@ -154,11 +154,11 @@ export function ConstellationView({ id }: { id: string }) {
       </section>
       <section aria-labelledby="edits-h">
         <h2 id="edits-h">The planner's edits</h2>
-        {log.length === 0 ? <p class="dim">None since this page opened.</p> : (
+        {log.length === 0 ? <p class="dim">None that this server has seen.</p> : (
           <ol class="edits">
             {log.map((s) => (
               <li>
-                <span class="dim">{time(s.time)}</span> {s.status && <Status s={s.status} />}
+                <span class="dim">{time(s.time)}</span> {s.status && <PlannerStatus s={s.status} g={g} />}
                 {s.edits.length > 0 && <ul>{s.edits.map((e) => <li class={e.ok ? "ok" : "error"}><code>{e.op}</code> {editArgs(e)}{e.ok ? "" : ` refused: ${e.reason}`}</li>)}</ul>}
                 {s.answer && <p>{s.answer}</p>}
               </li>
@@ -167,6 +167,21 @@ export function ConstellationView({ id }: { id: string }) {
         )}
       </section>
     </article>
+  );
+}
+
+// PlannerStatus is a planner step's status. A step that ends the
+// constellation (FINISH, FAIL) while nodes still run is the planner's
+// declaration: the constellation ends when they do, so the badge says so,
+// and turns final only once the constellation's end has come.
+function PlannerStatus({ s, g }: { s: string; g: Graph }) {
+  const ends = s === "FINISH" || s === "FAIL";
+  if (!ends || g.status !== "running") return <Status s={s} />;
+  const running = g.nodes.filter((n) => n.status === "running").length;
+  return (
+    <span class="status s-declared" data-declared={s}>
+      {s} declared · {running > 0 ? `${running} node${running === 1 ? "" : "s"} still running` : "ending"}
+    </span>
   );
 }
 
@@ -242,41 +257,198 @@ export function layout(g: Graph): { placed: Map<string, Placed>; width: number; 
   return { placed, width: Math.max(width, W + 2 * GX), height: rows.length * (H + GY) };
 }
 
+// A view of the drawing: translate by (x, y), then scale by k.
+interface View { x: number; y: number; k: number }
+
+const MIN_K = 0.05, MAX_K = 3, PAD = 12;
+
+// fitView shows the whole drawing in a viewport of w×h, never enlarged.
+function fitView(width: number, height: number, w: number, h: number): View {
+  const k = Math.max(MIN_K, Math.min(1, (w - 2 * PAD) / width, (h - 2 * PAD) / height));
+  return { x: (w - width * k) / 2, y: Math.max(PAD, (h - height * k) / 2), k };
+}
+
+// zoomAt scales the view by f around the viewport's point (px, py).
+function zoomAt(v: View, f: number, px: number, py: number): View {
+  const k = Math.min(MAX_K, Math.max(MIN_K, v.k * f));
+  return { k, x: px - ((px - v.x) * k) / v.k, y: py - ((py - v.y) * k) / v.k };
+}
+
+// matches finds the nodes a search names: the id itself first, then ids
+// that contain it, then tasks that do (case aside), in graph order.
+export function matches(g: Graph, q: string): string[] {
+  const t = q.trim().toLowerCase();
+  if (!t) return [];
+  const out: string[] = [];
+  const add = (ok: (n: CNode) => boolean) => {
+    for (const n of g.nodes) if (ok(n) && !out.includes(n.id)) out.push(n.id);
+  };
+  add((n) => n.id.toLowerCase() === t);
+  add((n) => n.id.toLowerCase().includes(t));
+  add((n) => n.task.toLowerCase().includes(t));
+  return out;
+}
+
+// GraphView draws the graph in a viewport that pans (drag, arrow keys,
+// wheel with Shift) and zooms (wheel, + and −, the buttons), fits the
+// whole graph (0, Fit), and finds a node by id or task text, centring and
+// marking it. A graph that fits is shown whole, as it was.
 function GraphView({ g }: { g: Graph }) {
-  const { placed, width, height } = layout(g);
+  const { placed, width, height } = useMemo(() => layout(g), [g]);
+  const frame = useRef<HTMLDivElement>(null);
+  const [vw, setVw] = useState(800);
+  // The viewport's height: the drawing's own when it fits, else most of
+  // the screen.
+  const vh = Math.max(H + GY, Math.min(height + 2 * PAD, Math.round(Math.max(320, innerHeight * 0.7))));
+  const [view, setView] = useState<View | null>(null); // null: fit
+  const v = view || fitView(width, height, vw, vh);
+  const [q, setQ] = useState("");
+  const [found, setFound] = useState<{ q: string; ids: string[]; at: number } | null>(null);
+  const drag = useRef<{ x: number; y: number; v: View; moved: boolean } | null>(null);
+  useEffect(() => {
+    const el = frame.current;
+    if (!el) return;
+    const measure = () => setVw(el.clientWidth || 800);
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    // The wheel zooms around the pointer (Shift+wheel pans): a listener
+    // of its own, since it must not scroll the page.
+    const wheel = (e: WheelEvent) => {
+      e.preventDefault();
+      const r = el.getBoundingClientRect();
+      setView((cur) => {
+        const base = cur || fitView(width, height, el.clientWidth, el.clientHeight);
+        if (e.shiftKey) return { ...base, x: base.x - e.deltaY, y: base.y - e.deltaX };
+        return zoomAt(base, Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+      });
+    };
+    el.addEventListener("wheel", wheel, { passive: false });
+    return () => {
+      ro.disconnect();
+      el.removeEventListener("wheel", wheel);
+    };
+  }, [width, height]);
+  const zoom = (f: number) => setView(zoomAt(v, f, vw / 2, vh / 2));
+  const pan = (dx: number, dy: number) => setView({ ...v, x: v.x + dx, y: v.y + dy });
+  // centre puts a node in the middle of the viewport, readable.
+  const centre = (id: string) => {
+    const p = placed.get(id);
+    if (!p) return;
+    const k = Math.max(v.k, 1);
+    setView({ k, x: vw / 2 - (p.x + W / 2) * k, y: vh / 2 - (p.y + H / 2) * k });
+  };
+  const find = (e: Event) => {
+    e.preventDefault();
+    // The same search again goes to its next match.
+    const ids = found && found.q === q ? found.ids : matches(g, q);
+    const at = found && found.q === q && ids.length > 0 ? (found.at + 1) % ids.length : 0;
+    setFound({ q, ids, at });
+    if (ids.length > 0) centre(ids[at]);
+  };
+  const current = found && found.ids.length > 0 ? found.ids[found.at] : "";
+  const onKey = (e: KeyboardEvent) => {
+    if (e.target !== e.currentTarget) return; // a node's link has its own keys
+    const step = 60;
+    const act: Record<string, () => void> = {
+      ArrowLeft: () => pan(step, 0), ArrowRight: () => pan(-step, 0), ArrowUp: () => pan(0, step), ArrowDown: () => pan(0, -step),
+      "+": () => zoom(1.25), "=": () => zoom(1.25), "-": () => zoom(0.8), "0": () => setView(null),
+    };
+    if (act[e.key] && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      act[e.key]();
+    }
+  };
+  // A node reached with Tab is brought into view.
+  const onFocus = (e: FocusEvent) => {
+    const id = (e.target as Element).closest?.("[data-node]")?.getAttribute("data-node");
+    const p = id && placed.get(id);
+    if (!p) return;
+    const x = v.x + p.x * v.k, y = v.y + p.y * v.k;
+    if (x < 0 || y < 0 || x + W * v.k > vw || y + H * v.k > vh) centre(id!);
+  };
+  const down = (e: PointerEvent) => {
+    if (e.button !== 0) return;
+    drag.current = { x: e.clientX, y: e.clientY, v, moved: false };
+  };
+  const move = (e: PointerEvent) => {
+    const d = drag.current;
+    if (!d) return;
+    const dx = e.clientX - d.x, dy = e.clientY - d.y;
+    if (!d.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+    if (!d.moved) (e.currentTarget as Element).setPointerCapture?.(e.pointerId);
+    d.moved = true;
+    setView({ ...d.v, x: d.v.x + dx, y: d.v.y + dy });
+  };
+  const up = (e: PointerEvent) => {
+    const d = drag.current;
+    drag.current = null;
+    if (d?.moved) {
+      // A drag is not a click on the node it ended on.
+      const el = e.currentTarget as Element;
+      const stop = (c: Event) => c.preventDefault();
+      el.addEventListener("click", stop, { capture: true, once: true });
+      setTimeout(() => el.removeEventListener("click", stop, { capture: true }), 0);
+    }
+  };
   const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
   const done = g.nodes.filter((n) => n.status === "completed").length;
+  const drawing = useMemo(() => (
+    <>
+      {g.edges.map((e) => {
+        const a = placed.get(e.from), b = placed.get(e.to);
+        if (!a || !b) return null;
+        const x1 = a.x + W / 2, y1 = a.y + H, x2 = b.x + W / 2, y2 = b.y;
+        const my = (y1 + y2) / 2;
+        return <path class="edge" data-edge={`${e.from}-${e.to}`} d={`M ${x1} ${y1} C ${x1} ${my}, ${x2} ${my}, ${x2} ${y2 - 2}`} marker-end="url(#arrow)" />;
+      })}
+      {[...placed.values()].map(({ n, x, y }) => {
+        const box = (
+          <g class={`node n-${n.status}${n.id === current ? " found" : ""}`} data-node={n.id} data-status={n.status} data-device={n.device}
+            data-found={n.id === current ? "true" : undefined} transform={`translate(${x} ${y})`}>
+            <title>{`${n.id} on ${n.device}: ${n.status}. ${n.task}`}</title>
+            <rect width={W} height={H} rx="8" />
+            <text x="10" y="20" class="nid">{cut(n.id, 18)}</text>
+            <text x="10" y="37">{cut(n.device, 22)}</text>
+            <text x="10" y="52" class="nstate">{n.status}{n.attempts && n.attempts > 1 ? ` · try ${n.attempts}` : ""}</text>
+          </g>
+        );
+        // A node whose task has started leads to the task's page; its
+        // name is what it shows (id, device, state).
+        return n.task_id ? <a href={`#/tasks/${n.task_id}`}>{box}</a> : box;
+      })}
+    </>
+  ), [g, placed, current]);
+  const status = !found ? "" : found.ids.length === 0 ? `No node matches “${found.q}”.` :
+    `${current}: ${found.at + 1} of ${found.ids.length} match${found.ids.length === 1 ? "" : "es"}${found.ids.length > 1 ? " (Find again for the next)" : ""}.`;
   return (
     <figure class="graph">
-      <svg viewBox={`0 0 ${width} ${Math.max(height, H + GY)}`} width={width} role="group"
-        aria-label={`The graph: ${g.nodes.length} nodes, ${g.edges.length} dependencies, ${done} completed`}>
-        <defs>
-          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
-            <path d="M 0 0 L 10 5 L 0 10 z" class="arrow" />
-          </marker>
-        </defs>
-        {g.edges.map((e) => {
-          const a = placed.get(e.from), b = placed.get(e.to);
-          if (!a || !b) return null;
-          const x1 = a.x + W / 2, y1 = a.y + H, x2 = b.x + W / 2, y2 = b.y;
-          const my = (y1 + y2) / 2;
-          return <path class="edge" data-edge={`${e.from}-${e.to}`} d={`M ${x1} ${y1} C ${x1} ${my}, ${x2} ${my}, ${x2} ${y2 - 2}`} marker-end="url(#arrow)" />;
-        })}
-        {[...placed.values()].map(({ n, x, y }) => {
-          const box = (
-            <g class={`node n-${n.status}`} data-node={n.id} data-status={n.status} data-device={n.device} transform={`translate(${x} ${y})`}>
-              <title>{`${n.id} on ${n.device}: ${n.status}. ${n.task}`}</title>
-              <rect width={W} height={H} rx="8" />
-              <text x="10" y="20" class="nid">{cut(n.id, 18)}</text>
-              <text x="10" y="37">{cut(n.device, 22)}</text>
-              <text x="10" y="52" class="nstate">{n.status}{n.attempts && n.attempts > 1 ? ` · try ${n.attempts}` : ""}</text>
-            </g>
-          );
-          // A node whose task has started leads to the task's page; its
-          // name is what it shows (id, device, state).
-          return n.task_id ? <a href={`#/tasks/${n.task_id}`}>{box}</a> : box;
-        })}
-      </svg>
+      <div class="graph-tools">
+        <form class="graph-find" role="search" onSubmit={find}>
+          <label for="graph-q">Find a node</label>
+          <input id="graph-q" type="search" value={q} placeholder="id or words of its task" onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+          <button type="submit">Find</button>
+        </form>
+        <div class="graph-zoom" role="group" aria-label="Zoom">
+          <button type="button" aria-label="Zoom out" onClick={() => zoom(0.8)}>−</button>
+          <button type="button" aria-label="Zoom in" onClick={() => zoom(1.25)}>+</button>
+          <button type="button" onClick={() => setView(null)}>Fit</button>
+          <span class="dim zoom-level">{Math.round(v.k * 100)}%</span>
+        </div>
+      </div>
+      <p class="dim graph-found" role="status">{status}</p>
+      <div class="graph-frame" ref={frame} tabIndex={0} role="group" data-zoom={v.k.toFixed(3)}
+        aria-label={`The graph: ${g.nodes.length} nodes, ${g.edges.length} dependencies, ${done} completed. Arrow keys pan, + and − zoom, 0 fits it in view.`}
+        onKeyDown={onKey} onFocusCapture={onFocus} onPointerDown={down} onPointerMove={move} onPointerUp={up} onPointerCancel={() => (drag.current = null)}>
+        <svg width="100%" height={vh}>
+          <defs>
+            <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+              <path d="M 0 0 L 10 5 L 0 10 z" class="arrow" />
+            </marker>
+          </defs>
+          <g class="pan" transform={`translate(${v.x} ${v.y}) scale(${v.k})`}>{drawing}</g>
+        </svg>
+      </div>
     </figure>
   );
 }
