@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 )
 
 // runEvalSuite runs a suite of constellation cases with the eval runner,
@@ -133,5 +134,39 @@ func TestEvalDevicesFromConfig(t *testing.T) {
 	}
 	if files == nil || files.Pass || !strings.Contains(files.Detail, "files") {
 		t.Errorf("shell only: the files check: %+v", files)
+	}
+}
+
+// A case uses an app other than the shell when the config serves it: with
+// mcp.use [shell, desktop] its device's node opens a file in Mousepad on
+// the desktop and reads the value from the window; with the shell alone
+// the same node cannot run.
+func TestEvalDeviceDesktopApp(t *testing.T) {
+	desktoptest.Require(t, "mousepad")
+	sharedDesktop(t)
+	const suite = `name: desktop
+model: scripted
+config: {mcp: {use: [%s]}}
+cases:
+  - id: read
+    task: "Read the total the report shows in Mousepad on desk1"
+    checks:
+      - {node: {id: read, device: desk1, result: {exact: "8"}}}
+      - {answer: {exact: "8"}}
+    constellation:
+      latency: 1ms
+      devices:
+        - id: desk1
+          files: {report.txt: "Sales report\ntotal=8\n"}
+      plan:
+        - {id: read, device: desk1, run: "desktop mousepad report.txt find total=([0-9]+)"}
+`
+	trials, _ := runEvalSuite(t, fmt.Sprintf(suite, "shell, desktop"))
+	if tr := trials["read"]; tr == nil || !tr.Success || tr.Answer != "8" {
+		t.Fatalf("shell and desktop: %+v", tr)
+	}
+	trials, _ = runEvalSuite(t, fmt.Sprintf(suite, "shell"))
+	if tr := trials["read"]; tr == nil || tr.Success || tr.Failure != evals.FailAgentGaveUp {
+		t.Errorf("shell only: %+v", tr)
 	}
 }
