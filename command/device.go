@@ -30,6 +30,14 @@ type DeviceInfo struct {
 	UID     string `json:"uid,omitempty"`
 	Home    string `json:"home,omitempty"`
 	WorkDir string `json:"workdir,omitempty"`
+	// Sandbox, when set, names the root image of the sandbox the tools
+	// run in (sandbox.Sandbox.Image); empty, they run on the host. A
+	// constellation moves a node planned on a sandboxed device only to a
+	// device with the same sandbox image, never to the host.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Labels are what the deployment says of the device (gpu, office,
+	// eu), for the nodes that require them.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // Names of the commands every Saucer device client answers itself, without

@@ -71,6 +71,14 @@ type Constellation struct {
 	// MaxPlannerSteps bounds the constellation agent's steps for one
 	// constellation.
 	MaxPlannerSteps int `yaml:"max_planner_steps"`
+	// MaxNodes bounds a graph's nodes and MaxEdits the edits of one
+	// planner reply: a plan past them is refused whole, with the reason.
+	MaxNodes int `yaml:"max_nodes"`
+	MaxEdits int `yaml:"max_edits"`
+	// DeviceWait is how long a node waits for its device to connect (a
+	// device reconnecting after a restart, say) when no other device of
+	// the same kind can take it; then it fails, with the reason.
+	DeviceWait Duration `yaml:"device_wait"`
 	// ReviewBeforeStart makes the nodes a batch of ends unblocks wait for
 	// the planner's step on that batch (slower; lets it edit them first).
 	ReviewBeforeStart bool `yaml:"review_before_start"`
@@ -420,8 +428,8 @@ func (c *Config) Validate() error {
 	if err := CheckStore(c.Remote.Store); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if k := c.Constellation; k.MaxConcurrent < 1 || k.PerDevice < 1 || k.MaxPlannerSteps < 1 {
-		errs = append(errs, "constellation: max_concurrent, per_device and max_planner_steps must be at least 1")
+	if k := c.Constellation; k.MaxConcurrent < 1 || k.PerDevice < 1 || k.MaxPlannerSteps < 1 || k.MaxNodes < 1 || k.MaxEdits < 1 || k.DeviceWait <= 0 {
+		errs = append(errs, "constellation: max_concurrent, per_device, max_planner_steps, max_nodes and max_edits must be at least 1, and device_wait more than 0s")
 	}
 	for i, sv := range c.Constellation.Servers {
 		if !strings.HasPrefix(sv.URL, "ws://") && !strings.HasPrefix(sv.URL, "wss://") {

@@ -15,6 +15,10 @@ type Remote struct {
 	Server string `yaml:"server"`
 	// ClientID names the device on the server (default: the host name).
 	ClientID string `yaml:"client_id"`
+	// Labels are what the device says of itself to the server (gpu,
+	// office, eu): constellation nodes that require a label run only on
+	// devices that have it.
+	Labels []string `yaml:"labels"`
 	// TLSCert and TLSKey make `saucer serve` speak wss:// and https://.
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`

@@ -3,6 +3,7 @@ package constellation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,7 +32,11 @@ const nodeProps = `"id":{"type":"string","description":"A short unique id, e.g. 
 	`"task":{"type":"string","description":"What the device's agents must do, complete on its own: names, paths, values, and what to report."},` +
 	`"apps":{"type":"array","items":{"type":"string"},"description":"The apps (tool namespaces) the task needs on its device."},` +
 	`"outputs":{"type":"array","items":{"type":"string"},"description":"Files the task makes, for the tasks that depend on it."},` +
-	`"max_retries":{"type":"integer","description":"How many times a failed attempt is tried again (default 0)."}`
+	`"max_retries":{"type":"integer","description":"How many times a failed attempt is tried again (default 0)."},` +
+	`"requires":{"type":"object","description":"What the task needs of its device besides its apps; it runs, and moves, only where these hold.",` +
+	`"properties":{"platform":{"type":"string","description":"linux, windows, mac, android…"},` +
+	`"sandbox":{"type":"string","description":"\"any\" for any sandboxed device, or a sandbox image exactly as listed."},` +
+	`"labels":{"type":"array","items":{"type":"string"},"description":"Labels the device must have, as listed."}}}`
 
 const edgeProps = `"from":{"type":"string","description":"The node whose result is needed."},` +
 	`"to":{"type":"string","description":"The node that needs it; it starts only after from completes."}`
@@ -70,63 +75,136 @@ type Edit struct {
 }
 
 // editor serves the planner's tools over a graph: it is the planner's
-// dispatcher. Each command is one edit, checked against the devices on its
-// own: an edit that would leave the graph invalid fails with the reason
-// and changes nothing.
+// dispatcher. The edits of one reply are applied together or not at all:
+// they are made in order on a copy of the graph, which must then be valid
+// as a whole (so a reply may add an edge before the node it joins); if
+// one edit cannot be made, or the graph they make is not valid, none is
+// kept, and each edit's result says why.
 type editor struct {
 	graph   *Graph
 	devices []Device
 	events  []string
 	edits   []Edit
+	// bounds bound the graph and a reply (zero: the defaults).
+	bounds Bounds
 }
 
 var _ dispatcher.Dispatcher = (*editor)(nil)
 
 func (e *editor) Execute(_ context.Context, cmds []command.Command) []command.Result {
 	out := make([]command.Result, len(cmds))
+	var batch []int // the edits among cmds
 	for i, c := range cmds {
 		switch c.ToolName {
 		case command.GetMCPTools:
 			out[i] = command.Succeeded(c.CallID, Tools())
-			continue
 		case getConstellation:
 			out[i] = command.Succeeded(c.CallID, View{Request: e.graph.Request, Graph: e.graph, Devices: e.devices, Events: e.events})
-			continue
 		case command.GetDeviceInfo:
 			out[i] = command.Succeeded(c.CallID, command.DeviceInfo{Platform: "constellation"})
-			continue
+		default:
+			batch = append(batch, i)
 		}
-		msg, err := e.apply(c.ToolName, c.Parameters)
-		e.edits = append(e.edits, Edit{Op: c.ToolName, Args: c.Parameters, OK: err == nil, Reason: errText(err)})
-		if err != nil {
-			out[i] = command.Failed(c.CallID, err.Error())
-			continue
-		}
-		out[i] = command.Succeeded(c.CallID, msg)
 	}
+	if len(batch) == 0 {
+		return out
+	}
+	eds := make([]Edit, len(batch))
+	for j, i := range batch {
+		eds[j] = Edit{Op: cmds[i].ToolName, Args: cmds[i].Parameters, OK: true}
+	}
+	g, msgs, eds := applyTogether(e.graph, e.devices, eds, e.bounds)
+	if g != nil {
+		e.graph.Nodes, e.graph.Edges, e.graph.FinishWhenDone = g.Nodes, g.Edges, g.FinishWhenDone
+	}
+	for j, i := range batch {
+		if eds[j].OK {
+			out[i] = command.Succeeded(cmds[i].CallID, msgs[j])
+		} else {
+			out[i] = command.Failed(cmds[i].CallID, eds[j].Reason)
+		}
+	}
+	e.edits = append(e.edits, eds...)
 	return out
 }
 
-func errText(err error) string {
-	if err == nil {
-		return ""
+// applyTogether makes eds, in order, on a copy of g and checks the graph
+// they make against ds and the limits. It returns that graph and each
+// edit's message, or nil and the edits marked refused, each with its own
+// reason or the reason the others were refused for.
+func applyTogether(g *Graph, ds []Device, eds []Edit, b Bounds) (*Graph, []string, []Edit) {
+	out := slices.Clone(eds)
+	msgs := make([]string, len(eds))
+	refuse := func(why func(i int) string) (*Graph, []string, []Edit) {
+		for i := range out {
+			if out[i].OK {
+				out[i].OK, out[i].Reason = false, why(i)
+			}
+		}
+		return nil, nil, out
 	}
-	return err.Error()
+	if max := b.maxEdits(); len(eds) > max {
+		return refuse(func(int) string {
+			return fmt.Sprintf("not applied: this reply has %d edits and a reply may have at most %d (constellation.max_edits): "+
+				"send the graph in smaller parts over several steps", len(eds), max)
+		})
+	}
+	c := g.Clone()
+	var failed []string
+	for i, ed := range out {
+		if !ed.OK {
+			continue
+		}
+		msg, err := edit(c, ed.Op, ed.Args)
+		if err != nil {
+			out[i].OK, out[i].Reason = false, err.Error()
+			failed = append(failed, fmt.Sprintf("%s %s: %s", ed.Op, editName(ed), oneLine(err.Error())))
+			continue
+		}
+		msgs[i] = msg
+	}
+	if len(failed) > 0 {
+		return refuse(func(int) string {
+			return "not applied: the edits of one reply are applied together or not at all, and " + strings.Join(failed, "; ") +
+				". Send the whole set again, corrected"
+		})
+	}
+	if n, max := len(c.Nodes), b.maxNodes(); n > max && n > len(g.Nodes) {
+		return refuse(func(int) string {
+			return fmt.Sprintf("not applied: the graph would have %d nodes and a constellation may have at most %d (constellation.max_nodes): "+
+				"give each node more of the work, or split the request", n, max)
+		})
+	}
+	if err := c.Validate(ds); err != nil {
+		return refuse(func(int) string {
+			return "not applied: the edits of one reply are applied together or not at all, and the graph they make is not valid: " +
+				oneLine(err.Error())
+		})
+	}
+	pin(c, ds)
+	return c, msgs, out
 }
 
-// apply makes one edit on a copy of the graph and keeps it if the copy is
-// valid.
+// apply makes one edit as a reply of its own.
 func (e *editor) apply(op string, args map[string]any) (string, error) {
-	g := e.graph.Clone()
-	msg, err := edit(g, op, args)
-	if err != nil {
-		return "", err
-	}
-	if err := g.Validate(e.devices); err != nil {
-		return "", fmt.Errorf("%s not made: %w", op, err)
+	g, msgs, eds := applyTogether(e.graph, e.devices, []Edit{{Op: op, Args: args, OK: true}}, e.bounds)
+	if g == nil {
+		return "", errors.New(eds[0].Reason)
 	}
 	e.graph.Nodes, e.graph.Edges, e.graph.FinishWhenDone = g.Nodes, g.Edges, g.FinishWhenDone
-	return msg, nil
+	return msgs[0], nil
+}
+
+// editName names what an edit is about, for a refusal: a node's id or an
+// edge.
+func editName(ed Edit) string {
+	if id := str(ed.Args, "id"); id != "" {
+		return id
+	}
+	if f, t := str(ed.Args, "from"), str(ed.Args, "to"); f != "" || t != "" {
+		return f + "→" + t
+	}
+	return ""
 }
 
 // Apply replays one recorded edit on g (offline: without devices to check).
@@ -216,6 +294,37 @@ func setNode(n *Node, args map[string]any) {
 	}
 	if v, ok := args["max_retries"].(int); ok && v >= 0 {
 		n.MaxRetries = v
+	}
+	if v, ok := args["requires"].(map[string]any); ok {
+		r := Requires{Platform: str(v, "platform"), Sandbox: str(v, "sandbox"), Labels: strs(v["labels"])}
+		if old := n.Requires; old != nil && old.Sandbox != "" && old.Sandbox != AnySandbox {
+			r.Sandbox = old.Sandbox // a node placed in a sandbox stays in one of its image
+		}
+		n.Requires = &r
+		if r.Platform == "" && r.Sandbox == "" && len(r.Labels) == 0 {
+			n.Requires = nil
+		}
+	}
+}
+
+// pin makes each node still to run that is placed on a sandboxed device
+// require that device's sandbox image: wherever it moves later (its
+// device lost, or the planner's update), it stays in such a sandbox.
+func pin(g *Graph, ds []Device) {
+	for _, n := range g.Nodes {
+		if n.Status != NodePending {
+			continue
+		}
+		i := slices.IndexFunc(ds, func(d Device) bool { return d.ID == n.Device })
+		if i < 0 || ds[i].Sandbox == "" {
+			continue
+		}
+		if n.Requires == nil {
+			n.Requires = &Requires{}
+		}
+		if n.Requires.Sandbox == "" || n.Requires.Sandbox == AnySandbox {
+			n.Requires.Sandbox = ds[i].Sandbox
+		}
 	}
 }
 

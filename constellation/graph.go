@@ -15,6 +15,7 @@
 package constellation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -73,6 +74,10 @@ type Node struct {
 	// Lost lists the devices the node was moved away from, lost while it
 	// ran there.
 	Lost []string `json:"lost,omitempty"`
+	// Requires is what it needs of its device besides its apps.
+	Requires *Requires `json:"requires,omitempty"`
+	// WaitingSince is when it began to wait for its device to connect.
+	WaitingSince *time.Time `json:"waiting_since,omitempty"`
 }
 
 // Edge says that To needs From's result (UFO's "TaskStarLine").
@@ -114,13 +119,66 @@ type Graph struct {
 	FinishWhenDone bool `json:"finish_when_done,omitempty"`
 }
 
-// Device is a device a constellation may use: its id and the apps (tool
-// namespaces) it offers.
+// Device is a device a constellation may use: its id, the apps (tool
+// namespaces) it offers, and its profile: its platform, the sandbox its
+// tools run in (its root image; empty: the host) and its labels.
 type Device struct {
 	ID       string   `json:"id"`
 	Platform string   `json:"platform,omitempty"`
 	Apps     []string `json:"apps"`
+	Sandbox  string   `json:"sandbox,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
 }
+
+// Requires is what a node needs of the device it runs on, besides its
+// apps: a platform, a sandbox (any sandbox, or the image it names) and
+// labels. A node placed on a sandboxed device requires that device's
+// sandbox image from then on, so that it never moves to the host.
+type Requires struct {
+	Platform string   `json:"platform,omitempty"`
+	Sandbox  string   `json:"sandbox,omitempty"` // "any" or an image
+	Labels   []string `json:"labels,omitempty"`
+}
+
+// AnySandbox, as Requires.Sandbox, takes a sandbox of any image.
+const AnySandbox = "any"
+
+// unmet says what of n's needs d does not meet ("" when it meets them
+// all): its apps and what it requires.
+func unmet(n *Node, d Device) string {
+	var out []string
+	for _, a := range n.Apps {
+		if !slices.Contains(d.Apps, a) {
+			out = append(out, fmt.Sprintf("app %q (it has: %s)", a, strings.Join(d.Apps, ", ")))
+		}
+	}
+	return strings.Join(append(out, unmetRequires(n, d)...), ", ")
+}
+
+// unmetRequires says what of n's Requires d does not meet.
+func unmetRequires(n *Node, d Device) []string {
+	var out []string
+	if r := n.Requires; r != nil {
+		if r.Platform != "" && !strings.EqualFold(r.Platform, d.Platform) {
+			out = append(out, fmt.Sprintf("platform %s (it is %s)", r.Platform, cmpOr(d.Platform, "of no stated platform")))
+		}
+		switch {
+		case r.Sandbox == "":
+		case d.Sandbox == "":
+			out = append(out, "a sandbox (its tools run on the host)")
+		case r.Sandbox != AnySandbox && r.Sandbox != d.Sandbox:
+			out = append(out, fmt.Sprintf("the sandbox image %s (its is %s)", r.Sandbox, d.Sandbox))
+		}
+		for _, l := range r.Labels {
+			if !slices.Contains(d.Labels, l) {
+				out = append(out, fmt.Sprintf("label %q", l))
+			}
+		}
+	}
+	return out
+}
+
+func cmpOr(s, def string) string { return cmp.Or(s, def) }
 
 // Clone is a deep copy.
 func (g *Graph) Clone() *Graph {
@@ -129,6 +187,11 @@ func (g *Graph) Clone() *Graph {
 	for i, n := range g.Nodes {
 		nc := *n
 		nc.Apps, nc.Outputs, nc.Lost = slices.Clone(n.Apps), slices.Clone(n.Outputs), slices.Clone(n.Lost)
+		if n.Requires != nil {
+			r := *n.Requires
+			r.Labels = slices.Clone(r.Labels)
+			nc.Requires = &r
+		}
 		c.Nodes[i] = &nc
 	}
 	c.Edges = slices.Clone(g.Edges)
@@ -168,21 +231,22 @@ func (g *Graph) Dependents(id string) []string {
 }
 
 // Ready lists the pending nodes whose dependencies have all completed, in
-// graph order.
+// graph order. It reads the edges once, so that a graph of thousands of
+// nodes costs a pass, not a pass per node.
 func (g *Graph) Ready() []*Node {
+	status := make(map[string]NodeStatus, len(g.Nodes))
+	for _, n := range g.Nodes {
+		status[n.ID] = n.Status
+	}
+	blocked := map[string]bool{}
+	for _, e := range g.Edges {
+		if st, ok := status[e.From]; !ok || st != NodeCompleted {
+			blocked[e.To] = true
+		}
+	}
 	var out []*Node
 	for _, n := range g.Nodes {
-		if n.Status != NodePending {
-			continue
-		}
-		ok := true
-		for _, d := range g.Deps(n.ID) {
-			if dn := g.Node(d); dn == nil || dn.Status != NodeCompleted {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if n.Status == NodePending && !blocked[n.ID] {
 			out = append(out, n)
 		}
 	}
@@ -320,6 +384,9 @@ func (g *Graph) Validate(devices []Device) error {
 				errs = append(errs, fmt.Errorf("node %q needs app %q, which device %q does not have (it has: %s)", n.ID, app, d.ID, strings.Join(d.Apps, ", ")))
 			}
 		}
+		if why := unmetRequires(n, d); len(why) > 0 {
+			errs = append(errs, fmt.Errorf("node %q requires %s, which device %q does not offer: put it on a device that does", n.ID, strings.Join(why, ", "), d.ID))
+		}
 	}
 	edges := map[Edge]bool{}
 	for _, e := range g.Edges {
@@ -402,6 +469,19 @@ func (g *Graph) Summary() string {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "- %s [%s] on %s", n.ID, n.Status, n.Device)
+		if r := n.Requires; r != nil {
+			var need []string
+			if r.Platform != "" {
+				need = append(need, "platform "+r.Platform)
+			}
+			if r.Sandbox != "" {
+				need = append(need, "sandbox "+r.Sandbox)
+			}
+			if len(r.Labels) > 0 {
+				need = append(need, "labels "+strings.Join(r.Labels, ", "))
+			}
+			fmt.Fprintf(&b, " (requires %s)", strings.Join(need, "; "))
+		}
 		if deps := g.Deps(n.ID); len(deps) > 0 {
 			fmt.Fprintf(&b, ", after %s", strings.Join(deps, ", "))
 		}
@@ -418,3 +498,22 @@ func (g *Graph) Summary() string {
 	}
 	return b.String()
 }
+
+// Defaults of Bounds.
+const (
+	DefaultMaxNodes = 2000
+	DefaultMaxEdits = 5000
+)
+
+// Bounds limit a constellation's size, so that a planner that runs away
+// is refused with the reason rather than swamping the server.
+type Bounds struct {
+	// MaxNodes bounds the nodes of a graph (DefaultMaxNodes when zero).
+	MaxNodes int
+	// MaxEdits bounds the edits of one planner reply (DefaultMaxEdits
+	// when zero).
+	MaxEdits int
+}
+
+func (b Bounds) maxNodes() int { return cmp.Or(max(b.MaxNodes, 0), DefaultMaxNodes) }
+func (b Bounds) maxEdits() int { return cmp.Or(max(b.MaxEdits, 0), DefaultMaxEdits) }

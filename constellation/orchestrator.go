@@ -37,6 +37,10 @@ type TaskOutcome struct {
 	// DeviceLost says the device went away during the task: the node is
 	// moved to another device rather than counted as failed.
 	DeviceLost bool `json:"device_lost,omitempty"`
+	// NoDevice says the node never started: its device did not connect
+	// within the wait and no other device of its kind was connected. The
+	// node fails without a retry.
+	NoDevice bool `json:"no_device,omitempty"`
 	// Record is the task's own recording (a server's task with its steps
 	// and commands), kept in the constellation's recording.
 	Record json.RawMessage `json:"record,omitempty"`
@@ -63,6 +67,7 @@ type Store interface {
 const (
 	DefaultMaxConcurrent = 8
 	DefaultPerDevice     = 1
+	DefaultDeviceWait    = 2 * time.Minute
 )
 
 // Options configure an Orchestrator. Devices and NewPlanner are required.
@@ -86,6 +91,13 @@ type Options struct {
 	ReviewBeforeStart bool
 	// Allowed names the devices constellations may use; empty means all.
 	Allowed []string
+	// Bounds limit a graph's size and a planner reply's edits.
+	Bounds Bounds
+	// DeviceWait is how long a node waits for its device to connect (a
+	// device reconnecting after a restart, say) before it moves to
+	// another device of the same kind, or fails when there is none;
+	// DefaultDeviceWait when zero.
+	DeviceWait time.Duration
 	// OnEvent, when set, is told of every change (for an event stream).
 	// Calls are serialized per constellation.
 	OnEvent func(Event)
@@ -134,6 +146,9 @@ type Orchestrator struct {
 	lastChange      time.Time
 	// onWait, in tests, is told of a node that waits for a slot.
 	onWait func(node string)
+	// recheck is how often the device list is read again while a node
+	// waits for its device.
+	recheck time.Duration
 	// subs are the event streams' listeners, by subscription.
 	subs    map[int]func(Event)
 	nextSub int
@@ -195,6 +210,9 @@ func New(opts Options) (*Orchestrator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.DeviceWait <= 0 {
+		opts.DeviceWait = DefaultDeviceWait
+	}
 	if opts.NewID == nil {
 		var n int
 		var mu sync.Mutex
@@ -206,7 +224,7 @@ func New(opts Options) (*Orchestrator, error) {
 		}
 	}
 	return &Orchestrator{opts: opts, global: make(chan struct{}, opts.MaxConcurrent), devSlot: map[string]chan struct{}{},
-		running: map[string]*run{}}, nil
+		running: map[string]*run{}, recheck: time.Second}, nil
 }
 
 // Stats returns the measures so far.
@@ -294,7 +312,8 @@ func (o *Orchestrator) launch(g *Graph) error {
 	if err != nil {
 		return fmt.Errorf("constellation: making the planner: %w", err)
 	}
-	r := &run{o: o, g: g, planner: planner, ends: make(chan nodeMsg, 16), done: make(chan struct{}), quit: make(chan struct{}), snap: g.Clone()}
+	r := &run{o: o, g: g, planner: planner, ends: make(chan nodeMsg, 16), done: make(chan struct{}), quit: make(chan struct{}),
+		ending: make(chan struct{}), snap: g.Clone()}
 	if o.opts.Record != nil {
 		if r.rec, err = o.opts.Record(g.ID); err != nil {
 			return fmt.Errorf("constellation: opening its recording: %w", err)
@@ -424,12 +443,18 @@ type run struct {
 	stopping atomic.Bool
 	// quit is closed when the loop no longer takes node messages.
 	quit chan struct{}
+	// ending is closed when the constellation ends: nodes still queued
+	// for a slot then never start.
+	ending  chan struct{}
+	endOnce sync.Once
 
 	smu  sync.Mutex
 	snap *Graph
 
 	inflight int
-	nodeWG   sync.WaitGroup
+	// waiting counts the ready nodes that wait for their device.
+	waiting int
+	nodeWG  sync.WaitGroup
 	// planWG is the planner's step in flight, if any.
 	planWG sync.WaitGroup
 }
@@ -488,16 +513,19 @@ func (r *run) loop(ctx context.Context) {
 		r.o.mu.Unlock()
 	}()
 	r.err = r.drive(ctx)
-	close(r.quit)
 	if r.stopping.Load() {
+		close(r.quit)
 		return
 	}
+	r.end()
+	close(r.quit)
 	if r.err != nil && r.g.Status == Running {
 		r.g.Status, r.g.Error = Failed, r.err.Error()
 		if ctx.Err() != nil {
 			r.g.Status = Cancelled
 		}
 	}
+	r.endNodes()
 	r.g.Version++
 	if err := r.commit(ctx); err != nil && r.err == nil {
 		r.err = err
@@ -583,8 +611,17 @@ func (r *run) drive(ctx context.Context) error {
 		if !planning || !r.o.opts.ReviewBeforeStart {
 			// What is ready starts now, its task text made of its
 			// dependencies' results, whether or not the planner thinks.
-			if err := r.startReady(ctx); err != nil {
+			evs, err := r.startReady(ctx)
+			if err != nil {
 				return err
+			}
+			if len(evs) > 0 {
+				events = append(events, evs...)
+				if n := countStatus(g, NodeFailed); n > failed {
+					decide = true // a node gave up waiting for its device
+				}
+				failed = countStatus(g, NodeFailed)
+				continue
 			}
 		}
 		if !planning && r.inflight == 0 && ownRefusals {
@@ -596,7 +633,7 @@ func (r *run) drive(ctx context.Context) error {
 			ask()
 			continue
 		}
-		if !planning && r.inflight == 0 {
+		if !planning && r.inflight == 0 && r.waiting == 0 {
 			// Nothing runs and nothing can, and the planner said nothing
 			// more after the last ends.
 			if g.AllCompleted() {
@@ -615,9 +652,15 @@ func (r *run) drive(ctx context.Context) error {
 			g.Status, g.Error = Failed, "nothing more can run and the planner did not finish: "+stuck(g)
 			return nil
 		}
+		var recheck <-chan time.Time
+		if r.waiting > 0 {
+			recheck = time.After(r.o.recheck)
+		}
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-recheck:
+			continue // the nodes that wait for a device look again
 		case a := <-answers:
 			planning = false
 			end, refused, err := r.answer(ctx, a)
@@ -704,7 +747,7 @@ func (r *run) answer(ctx context.Context, a planAnswer) (end bool, refused []str
 		if err != nil {
 			return false, nil, fmt.Errorf("listing the devices: %w", err)
 		}
-		res.Edits, refused = applyEdits(g, ds, res.Edits)
+		res.Edits, refused = applyEdits(g, ds, res.Edits, r.o.opts.Bounds)
 	}
 	changed := slices.ContainsFunc(res.Edits, func(e Edit) bool { return e.OK })
 	if changed {
@@ -729,31 +772,47 @@ func (r *run) answer(ctx context.Context, a planAnswer) (end bool, refused []str
 }
 
 // applyEdits makes a planner's edits, made on its copy, on the graph as it
-// stands now, each checked again as the editor checks it. It returns the
-// edits as they went (an edit the graph has moved past is marked failed,
+// stands now, together or not at all, checked again as the editor checks
+// them. It returns the edits as they went (when the graph has moved past
+// one of them, as a node that started meanwhile, all are marked failed,
 // with the reason) and what to tell the planner of those.
-func applyEdits(g *Graph, ds []Device, eds []Edit) ([]Edit, []string) {
-	out := make([]Edit, len(eds))
-	var refused []string
+func applyEdits(g *Graph, ds []Device, eds []Edit, b Bounds) ([]Edit, []string) {
+	var ok []int
 	for i, ed := range eds {
-		out[i] = ed
-		if !ed.OK {
-			continue
+		if ed.OK {
+			ok = append(ok, i)
 		}
-		c := g.Clone()
-		_, err := edit(c, ed.Op, ed.Args)
-		if err == nil {
-			err = c.Validate(ds)
-		}
-		if err != nil {
-			out[i].OK, out[i].Reason = false, "not applied: the graph changed while the planner thought: "+err.Error()
-			refused = append(refused, fmt.Sprintf("your edit %s %s was NOT applied: the graph changed while you planned: %s",
-				ed.Op, argsText(ed.Args), oneLine(err.Error())))
-			continue
-		}
-		g.Nodes, g.Edges, g.FinishWhenDone = c.Nodes, c.Edges, c.FinishWhenDone
 	}
-	return out, refused
+	if len(ok) == 0 {
+		return eds, nil
+	}
+	batch := make([]Edit, len(ok))
+	for j, i := range ok {
+		batch[j] = eds[i]
+	}
+	c, _, batch := applyTogether(g, ds, batch, b)
+	out := slices.Clone(eds)
+	if c != nil {
+		g.Nodes, g.Edges, g.FinishWhenDone = c.Nodes, c.Edges, c.FinishWhenDone
+		return out, nil
+	}
+	var made []string
+	for j, i := range ok {
+		out[i].OK, out[i].Reason = false, "not applied: the graph changed while the planner thought: "+batch[j].Reason
+		made = append(made, batch[j].Op+" "+argsText(batch[j].Args))
+	}
+	if len(made) > 4 {
+		made = append(made[:3], fmt.Sprintf("and %d more", len(made)-3))
+	}
+	why := batch[0].Reason
+	for _, ed := range batch {
+		if !strings.HasPrefix(ed.Reason, "not applied:") {
+			why = ed.Reason // the edit that failed on its own
+			break
+		}
+	}
+	return out, []string{fmt.Sprintf("your edits of your last step were NOT applied, none of them (%s): the graph changed while you planned: %s",
+		strings.Join(made, ", "), oneLine(why))}
 }
 
 func argsText(args map[string]any) string {
@@ -764,10 +823,49 @@ func argsText(args map[string]any) string {
 	return string(b)
 }
 
+// end says the constellation is ending: nodes still queued for a slot
+// never start.
+func (r *run) end() { r.endOnce.Do(func() { close(r.ending) }) }
+
+// endNodes ends every node of an ended constellation that has not: a
+// node in flight has its device task cancelled where the devices can, and
+// every node not ended is marked cancelled, so that no node of an ended
+// constellation stays running or pending.
+func (r *run) endNodes() {
+	why := "cancelled: the constellation ended (" + string(r.g.Status) + ")"
+	c, canCancel := r.o.opts.Devices.(Canceller)
+	for _, n := range r.g.Nodes {
+		switch n.Status {
+		case NodeRunning:
+			if canCancel && n.TaskID != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := c.Cancel(ctx, n.TaskID); err != nil {
+					why += "; its device task " + n.TaskID + " could not be cancelled: " + err.Error()
+				}
+				cancel()
+			}
+			n.Status, n.Error = NodeCancelled, why
+		case NodePending:
+			n.Status, n.Error = NodeCancelled, why
+		}
+	}
+}
+
+// Canceller is Devices that can stop a task they started: the tasks of a
+// constellation that ends while they run are cancelled.
+type Canceller interface {
+	Cancel(ctx context.Context, taskID string) error
+}
+
+// errEnding is a node's end that never started: its constellation ended
+// while it was queued.
+var errEnding = errors.New("the constellation ended before the node started")
+
 // finish ends a constellation the planner ended: nodes not started are
-// cancelled, nodes in flight are waited for (their tasks are not cut
-// off in the middle).
+// cancelled (those queued for a slot too), nodes in flight are waited for
+// (their tasks are not cut off in the middle).
 func (r *run) finish(ctx context.Context) error {
+	r.end()
 	for _, n := range r.g.Nodes {
 		if n.Status == NodePending {
 			n.Status, n.Error = NodeCancelled, "cancelled: the planner ended the constellation"
@@ -784,27 +882,88 @@ func (r *run) finish(ctx context.Context) error {
 	return nil
 }
 
-// startReady starts every ready node.
-func (r *run) startReady(ctx context.Context) error {
+// startReady starts every ready node whose device is connected. A node
+// whose device is not waits for it (a device reconnecting after a
+// restart, say) up to DeviceWait, then moves to another connected device
+// that meets all its needs, sandbox included, or fails with the reason.
+// It returns what to tell the planner (moves and failures).
+func (r *run) startReady(ctx context.Context) ([]string, error) {
 	ready := r.g.Ready()
+	r.waiting = 0
 	if len(ready) == 0 {
-		return nil
+		return nil, nil
+	}
+	ds, err := r.o.devices(ctx)
+	if err != nil {
+		ds = nil // none is known connected: each node waits
 	}
 	now := r.o.opts.Now().UTC()
+	var start []*Node
+	var events []string
 	for _, n := range ready {
+		if i := slices.IndexFunc(ds, func(d Device) bool { return d.ID == n.Device }); i >= 0 && unmet(n, ds[i]) == "" {
+			start = append(start, n)
+			continue
+		}
+		if n.WaitingSince == nil {
+			n.WaitingSince = &now
+			r.emit(Event{Kind: "node_wait", Node: n.ID, Device: n.Device, Status: string(NodePending)})
+		}
+		if now.Sub(*n.WaitingSince) < r.o.opts.DeviceWait {
+			r.waiting++
+			continue
+		}
+		if to, ok := another(ds, n); ok {
+			events = append(events, fmt.Sprintf("%s: its device %s did not connect within %s; it was moved to %s, a device with its apps%s",
+				n.ID, n.Device, r.o.opts.DeviceWait, to, requiresText(n)))
+			n.Device = to
+			start = append(start, n)
+			continue
+		}
+		out := TaskOutcome{NoDevice: true, Error: fmt.Sprintf("device %s did not connect within %s and no connected device has its apps%s (connected: %s)",
+			n.Device, r.o.opts.DeviceWait, requiresText(n), deviceList(ds))}
+		events = append(events, applyEnd(r.g, n, out, "", now)...)
+		r.emit(Event{Kind: "node_end", Node: n.ID, Device: n.Device, Attempt: n.Attempts, Outcome: &out, Status: string(n.Status)})
+	}
+	for _, n := range start {
 		n.Status, n.Attempts, n.Tries, n.TaskID, n.Error = NodeRunning, n.Attempts+1, n.Tries+1, "", ""
-		n.Sent, n.StartedAt, n.EndedAt = r.g.TaskText(n), &now, nil
+		n.Sent, n.StartedAt, n.EndedAt, n.WaitingSince = r.g.TaskText(n), &now, nil, nil
+	}
+	if len(start) == 0 && len(events) == 0 {
+		return nil, nil
 	}
 	// Durable before any starts: a restart finds them running, with the
 	// key each was started under.
 	r.g.Version++
 	if err := r.commit(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	for _, n := range ready {
+	for _, n := range start {
 		r.launchNode(ctx, n)
 	}
-	return nil
+	return events, nil
+}
+
+// requiresText is what a node requires besides its apps, for a message.
+func requiresText(n *Node) string {
+	r := n.Requires
+	if r == nil {
+		return ""
+	}
+	var out []string
+	if r.Sandbox != "" {
+		out = append(out, "sandbox "+r.Sandbox)
+	}
+	if r.Platform != "" {
+		out = append(out, "platform "+r.Platform)
+	}
+	if len(r.Labels) > 0 {
+		out = append(out, "labels "+strings.Join(r.Labels, ", "))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " and " + strings.Join(out, ", ")
 }
 
 // key names a node's attempt to the devices, the same after a restart.
@@ -838,14 +997,21 @@ func (r *run) send(m nodeMsg) {
 
 func (r *run) runNode(ctx context.Context, device, k, text string, m *nodeMsg) (TaskOutcome, error) {
 	devSlot := r.o.slot(device)
-	if err := r.o.acquire(ctx, devSlot, m.node); err != nil {
+	if err := r.o.acquire(ctx, devSlot, m.node, r.ending); err != nil {
 		return TaskOutcome{}, err
 	}
 	defer func() { <-devSlot }()
-	if err := r.o.acquire(ctx, r.o.global, m.node); err != nil {
+	if err := r.o.acquire(ctx, r.o.global, m.node, r.ending); err != nil {
 		return TaskOutcome{}, err
 	}
 	defer func() { <-r.o.global }()
+	if m.taskID == "" {
+		select {
+		case <-r.ending:
+			return TaskOutcome{}, errEnding
+		default:
+		}
+	}
 	r.o.inFlight(1)
 	defer r.o.inFlight(-1)
 	if m.taskID == "" {
@@ -860,8 +1026,9 @@ func (r *run) runNode(ctx context.Context, device, k, text string, m *nodeMsg) (
 	return r.o.opts.Devices.Wait(ctx, m.taskID)
 }
 
-// acquire takes a slot of sem, queued behind the nodes that wait for it.
-func (o *Orchestrator) acquire(ctx context.Context, sem chan struct{}, node string) error {
+// acquire takes a slot of sem, queued behind the nodes that wait for it,
+// unless ending closes first.
+func (o *Orchestrator) acquire(ctx context.Context, sem chan struct{}, node string, ending <-chan struct{}) error {
 	select {
 	case sem <- struct{}{}:
 		return nil
@@ -873,6 +1040,8 @@ func (o *Orchestrator) acquire(ctx context.Context, sem chan struct{}, node stri
 	select {
 	case sem <- struct{}{}:
 		return nil
+	case <-ending:
+		return errEnding
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -894,15 +1063,17 @@ func (r *run) take(ctx context.Context, m nodeMsg) []string {
 		return nil // an attempt the graph has moved past
 	}
 	if m.started {
+		// Saved with the batch it came in (drive commits after each): a
+		// restart before that finds the task by its attempt's key.
 		n.TaskID = m.taskID
-		// Durable at once: a restart waits on this task.
-		if err := r.commit(ctx); err != nil {
-			return []string{fmt.Sprintf("%s: its task id %s could not be saved: %v", n.ID, m.taskID, err)}
-		}
 		r.emit(Event{Kind: "node_task", Node: n.ID, Device: n.Device, Attempt: m.attempt, TaskID: m.taskID})
 		return nil
 	}
 	r.inflight--
+	if errors.Is(m.err, errEnding) {
+		n.Status, n.Error = NodeCancelled, "cancelled: the constellation ended before it started"
+		return nil
+	}
 	if m.err != nil {
 		if r.stopping.Load() || ctx.Err() != nil {
 			return nil // left running for a resume, or cancelled
@@ -910,13 +1081,14 @@ func (r *run) take(ctx context.Context, m nodeMsg) []string {
 		m.out = TaskOutcome{Error: "waiting for the task failed: " + m.err.Error()}
 	}
 	out := m.out
-	ds := []Device(nil)
+	to := ""
 	if out.DeviceLost {
-		ds, _ = r.o.devices(ctx)
+		ds, _ := r.o.devices(ctx)
+		to, _ = another(ds, n)
 	}
-	events := applyEnd(g, n, out, ds, r.o.opts.Now().UTC())
+	events := applyEnd(g, n, out, to, r.o.opts.Now().UTC())
 	e := Event{Kind: "node_end", Node: n.ID, Device: n.Device, Attempt: m.attempt, Outcome: &out, Status: string(n.Status)}
-	if out.DeviceLost && n.Status == NodePending {
+	if out.DeviceLost && to != "" {
 		e.Device, e.MovedTo = n.Lost[len(n.Lost)-1], n.Device
 	}
 	r.emit(e)
@@ -925,23 +1097,31 @@ func (r *run) take(ctx context.Context, m nodeMsg) []string {
 
 // applyEnd applies how a node's attempt ended to the graph and says what
 // happened, for the planner: a completion; a lost device's node moved to
-// another of ds with its apps; a failure retried, or beyond its retries
-// failed with its dependents cancelled. A replay applies the same.
-func applyEnd(g *Graph, n *Node, out TaskOutcome, ds []Device, now time.Time) []string {
+// device to (one that meets all its needs), or, when to is empty, left
+// pending on its device, to wait for it (startReady); a node that never found a device failed; a failure
+// retried, or beyond its retries failed with its dependents cancelled. A
+// replay applies the same.
+func applyEnd(g *Graph, n *Node, out TaskOutcome, to string, now time.Time) []string {
 	n.EndedAt = &now
 	switch {
 	case out.OK:
 		n.Status, n.Result, n.Error = NodeCompleted, out.Result, ""
 		return []string{fmt.Sprintf("%s completed on %s: %s", n.ID, n.Device, oneLine(out.Result))}
-	case out.DeviceLost:
+	case out.DeviceLost && to != "":
 		lost := n.Device
 		n.Lost = append(n.Lost, lost)
-		if to, ok := another(ds, n); ok {
-			n.Device, n.Status, n.Error, n.TaskID = to, NodePending, "", ""
-			return []string{fmt.Sprintf("%s: device %s was lost during its task (%s); it was moved to %s and runs again there",
-				n.ID, lost, oneLine(out.Error), to)}
-		}
-		n.Status, n.Error = NodeFailed, fmt.Sprintf("device %s was lost and no other device has its apps (%v): %s", lost, n.Apps, out.Error)
+		n.Device, n.Status, n.Error, n.TaskID = to, NodePending, "", ""
+		return []string{fmt.Sprintf("%s: device %s was lost during its task (%s); it was moved to %s and runs again there",
+			n.ID, lost, oneLine(out.Error), to)}
+	case out.DeviceLost:
+		// No device of its kind is connected: it waits for its own to
+		// come back, rather than run where it must not.
+		n.Lost = append(n.Lost, n.Device)
+		n.Status, n.Error, n.TaskID = NodePending, "waiting for its device: "+out.Error, ""
+		return []string{fmt.Sprintf("%s: device %s was lost during its task (%s); no other connected device has its apps%s, so it waits for %s to come back",
+			n.ID, n.Device, oneLine(out.Error), requiresText(n), n.Device)}
+	case out.NoDevice:
+		n.Status, n.Error = NodeFailed, out.Error
 	case n.Tries <= n.MaxRetries:
 		n.Status, n.Error, n.TaskID = NodePending, out.Error, ""
 		return []string{fmt.Sprintf("%s failed on %s (try %d of %d), tried again: %s", n.ID, n.Device, n.Tries, n.MaxRetries+1, oneLine(out.Error))}
@@ -956,20 +1136,16 @@ func applyEnd(g *Graph, n *Node, out TaskOutcome, ds []Device, now time.Time) []
 	return []string{ev}
 }
 
-// another finds a device, other than those the node was lost on, with the
-// apps the node needs.
+// another finds a connected device, other than those the node was lost
+// on, that meets all its needs: its apps, and what it requires (a node
+// placed in a sandbox requires that sandbox's image: it never moves to a
+// device whose tools run on the host).
 func another(ds []Device, n *Node) (string, bool) {
 	for _, d := range ds {
-		if slices.Contains(n.Lost, d.ID) {
+		if d.ID == n.Device || slices.Contains(n.Lost, d.ID) {
 			continue
 		}
-		ok := true
-		for _, a := range n.Apps {
-			if !slices.Contains(d.Apps, a) {
-				ok = false
-			}
-		}
-		if ok {
+		if unmet(n, d) == "" {
 			return d.ID, true
 		}
 	}

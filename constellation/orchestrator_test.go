@@ -345,7 +345,7 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 	if c := g.Node("c"); c.Task != "c task" || c.Result != "ok c task" {
 		t.Errorf("c = %+v: an edit to a node that had started was applied", c)
 	}
-	if joined := strings.Join(told, "\n"); !strings.Contains(joined, `your edit update_node {"id":"c","task":"c task, changed"} was NOT applied`) ||
+	if joined := strings.Join(told, "\n"); !strings.Contains(joined, `were NOT applied, none of them (update_node {"id":"c","task":"c task, changed"})`) ||
 		!strings.Contains(joined, `node "c" is`) {
 		t.Errorf("the planner was not told its edit was refused:\n%s", joined)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/saucerhq/saucer/command"
@@ -81,6 +82,8 @@ type PlannerOptions struct {
 	// zero means DefaultMaxPlannerSteps.
 	MaxSteps int
 	Limits   strategy.Limits
+	// Bounds limit the graph it makes and the edits of one reply.
+	Bounds Bounds
 }
 
 // Planner is the constellation agent: each Step shows it the graph and
@@ -149,7 +152,7 @@ func (p *Planner) Step(ctx context.Context, g *Graph, devices []Device, events [
 		return StepResult{Status: fsm.Fail, Answer: fmt.Sprintf("the planner reached its limit of %d steps", p.opts.MaxSteps)}, nil
 	}
 	if p.pc == nil {
-		p.ed = &editor{}
+		p.ed = &editor{bounds: p.opts.Bounds}
 		p.pc = strategy.NewContext(strategy.Setup{
 			Agent: strategy.Agent{Name: "constellation", Role: fsm.Constellation, App: Namespace}, Request: g.Request,
 			Mode: strategy.ModeTools, Model: p.opts.Model, Dispatcher: p.ed, Prompts: p.opts.Prompts, Board: &memory.Blackboard{},
@@ -203,7 +206,7 @@ func plan(ctx context.Context, pc *strategy.Context) error {
 	}
 	data := prompts.ConstellationData{Request: v.Request, Graph: v.Graph.Summary(), Events: v.Events, Step: pc.Step(), MaxSteps: pc.MaxSteps()}
 	for _, d := range v.Devices {
-		data.Devices = append(data.Devices, prompts.ConstellationDevice{ID: d.ID, Platform: d.Platform, Apps: d.Apps})
+		data.Devices = append(data.Devices, prompts.ConstellationDevice{ID: d.ID, Platform: d.Platform, Apps: d.Apps, Sandbox: d.Sandbox, Labels: d.Labels})
 	}
 	sys, err := pc.Prompts().Render("constellation_system", data)
 	if err != nil {
@@ -256,6 +259,17 @@ func plan(ctx context.Context, pc *strategy.Context) error {
 			d.Status, d.Result = fsm.Fail, str(args, "reason")
 		default:
 			d.Actions = append(d.Actions, strategy.Action{Function: c.Name, Arguments: args, CallID: c.ID, Invalid: invalid})
+		}
+	}
+	if i := slices.IndexFunc(d.Actions, func(a strategy.Action) bool { return a.Invalid != "" }); i >= 0 {
+		// The edits of a reply go together: one that cannot be read
+		// keeps the others from being made.
+		why := d.Actions[i].Invalid
+		for j := range d.Actions {
+			if d.Actions[j].Invalid == "" {
+				d.Actions[j].Invalid = "not applied: the edits of one reply are applied together or not at all, and " + why +
+					". Send the whole set again, corrected"
+			}
 		}
 	}
 	pc.Decide(d)

@@ -23,8 +23,9 @@ func loadPrompts(t testing.TB) *prompts.Set {
 
 // The constellation agent, driven by a scripted model through its
 // strategies: a bad edit comes back to the model as a failed tool result,
-// and the graph keeps only the good ones; after the node ends the model
-// is told and finishes.
+// and the edits of its reply go with it (none is kept: a plan is applied
+// whole or not at all); the corrected plan runs, and after its nodes end
+// the model is told and finishes.
 func TestPlannerBuildsAndEditsThroughItsTools(t *testing.T) {
 	script, err := scripted.Parse([]byte(`
 replies:
@@ -36,10 +37,14 @@ replies:
         arguments: {id: open, device: d2, task: "open it", apps: [desktop]}
   - expect: 'node "open" needs app "desktop", which device "d2" does not have'
     tool_calls:
-      - name: add_node
-        arguments: {id: open, device: d3, task: "open it", apps: [desktop]}
       - name: add_edge
         arguments: {from: build, to: open}
+      - name: add_node
+        arguments: {id: build, device: d1, task: "build the report", apps: [shell]}
+      - name: add_node
+        arguments: {id: open, device: d3, task: "open it", apps: [desktop]}
+  - expect: "build completed on d1: report.csv"
+    text: "open runs next."
   - expect: "open completed on d3: 42"
     tool_calls:
       - name: finish_task
@@ -58,8 +63,10 @@ replies:
 		}
 		return TaskOutcome{OK: true, Result: "report.csv"}
 	}
-	// Step 1 adds build (open is refused), build runs; step 2 sees build's
-	// end and the refusal, adds open after build; step 3 sees open's end.
+	// Step 1's two nodes are refused together (open's device lacks its
+	// app), so nothing runs; step 2 sends the plan again, corrected (its
+	// edge before the nodes it joins: the reply is checked as a whole);
+	// step 3 sees build's end, step 4 open's.
 	var steps []StepResult
 	o, err := New(Options{Devices: f, NewPlanner: func(*Graph) (Stepper, error) {
 		p, err := NewPlanner(PlannerOptions{Model: model, Prompts: loadPrompts(t), Limits: strategy.Limits{}})
@@ -75,8 +82,14 @@ replies:
 	if g.Status != Completed || g.Answer != "the value is 42" || len(g.Nodes) != 2 || g.Node("open").Device != "d3" {
 		t.Fatalf("%s %q:\n%s", g.Status, g.Answer, g.Summary())
 	}
-	if len(steps) < 3 || !steps[0].Edits[0].OK || steps[0].Edits[1].OK || steps[len(steps)-1].Status != fsm.Finish {
+	if len(steps) < 3 || steps[0].Edits[0].OK || steps[0].Edits[1].OK || steps[len(steps)-1].Status != fsm.Finish {
 		t.Fatalf("steps: %+v", steps)
+	}
+	if why := steps[0].Edits[0].Reason; !strings.Contains(why, "applied together or not at all") || !strings.Contains(why, "open") {
+		t.Errorf("build's refusal does not say it went with open's: %q", why)
+	}
+	if f.starts["constellation:"+g.ID+":build:1"] != 1 || len(f.starts) != 2 {
+		t.Errorf("starts %v: the refused plan's build ran, or a node ran twice", f.starts)
 	}
 	// The conversation is append-only: each request starts with the
 	// previous one.

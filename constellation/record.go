@@ -116,8 +116,8 @@ func Replay(events []Event) ([]*Graph, error) {
 			if e.Kind == "end" {
 				g.Status, g.Answer, g.Error = e.Graph.Status, e.Graph.Answer, e.Graph.Error
 				for _, n := range g.Nodes {
-					if rn := e.Graph.Node(n.ID); rn != nil && n.Status == NodePending && rn.Status == NodeCancelled {
-						n.Status, n.Error = rn.Status, rn.Error // cancelled by the planner's end
+					if rn := e.Graph.Node(n.ID); rn != nil && (n.Status == NodePending || n.Status == NodeRunning) && rn.Status == NodeCancelled {
+						n.Status, n.Error = rn.Status, rn.Error // cancelled by the constellation's end
 					}
 				}
 			}
@@ -153,11 +153,7 @@ func Replay(events []Event) ([]*Graph, error) {
 			if n == nil || e.Outcome == nil {
 				return versions, at("no node %q or no outcome", e.Node)
 			}
-			var ds []Device
-			if e.MovedTo != "" {
-				ds = []Device{{ID: e.MovedTo, Apps: n.Apps}}
-			}
-			applyEnd(g, n, *e.Outcome, ds, e.Time)
+			applyEnd(g, n, *e.Outcome, e.MovedTo, e.Time)
 		}
 	}
 	if g == nil {

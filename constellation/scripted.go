@@ -73,6 +73,9 @@ func (m *ScriptedAgents) Stream(ctx context.Context, req *llm.Request, _ func(ll
 	return m.Complete(ctx, req)
 }
 
+// unresolved finds a placeholder no dependency's result replaced.
+var unresolved = regexp.MustCompile(`\{\{dep:[^}]*\}\}`)
+
 var depLine = regexp.MustCompile(`(?m)^- (\S+) \(on [^)]*\): (.*?)(?: \[files: [^]]*\])?$`)
 
 // Complete answers one request.
@@ -118,6 +121,11 @@ func (m *ScriptedAgents) Complete(ctx context.Context, req *llm.Request) (*llm.R
 		cmd := strings.SplitN(text[i+5:], "\n", 2)[0]
 		for _, d := range depLine.FindAllStringSubmatch(text, -1) {
 			cmd = strings.ReplaceAll(cmd, "{{dep:"+d[1]+"}}", d[2])
+		}
+		if m := unresolved.FindString(cmd); m != "" {
+			// Never run a command with a placeholder standing for a
+			// result the task was not given.
+			return reply(call(prompts.FailTool, map[string]string{"reason": "the command needs " + m + ", but this task was not given that node's result"})), nil
 		}
 		return reply(call("execute_command", map[string]any{"command": cmd})), nil
 	}

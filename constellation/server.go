@@ -35,7 +35,8 @@ func (d ServerDevices) List(context.Context) ([]Device, error) {
 		if c.ClientType != aip.ClientDevice || c.Status != "connected" {
 			continue
 		}
-		dev := Device{ID: c.ClientID, Platform: c.Platform, Apps: slices.Clone(c.Tools.Namespaces)}
+		dev := Device{ID: c.ClientID, Platform: c.Platform, Apps: slices.Clone(c.Tools.Namespaces),
+			Sandbox: c.Device.Sandbox, Labels: slices.Clone(c.Device.Labels)}
 		for ns := range c.Namespaces {
 			dev.Apps = append(dev.Apps, ns)
 		}
@@ -64,6 +65,15 @@ func (d ServerDevices) Start(ctx context.Context, device, key, task string) (str
 	}
 	return info.ID, nil
 }
+
+// Cancel cancels a task of this server's (a node of a constellation that
+// ended while it ran).
+func (d ServerDevices) Cancel(_ context.Context, id string) error {
+	_, err := d.Server.Cancel(id, "constellation")
+	return err
+}
+
+var _ Canceller = ServerDevices{}
 
 // Wait waits for the task to end. A failed task whose device is no
 // longer connected counts as a lost device.

@@ -98,6 +98,7 @@ func NewDevice(ctx context.Context, cfg *config.Config, workdir string, o Device
 		release()
 		return nil, err
 	}
+	opts.Device.Labels = slices.Clone(cfg.Remote.Labels)
 	if sb != nil || own != nil {
 		opts.OnClose = release
 	}
@@ -117,6 +118,7 @@ func deviceInfo(workdir string, sb *sandbox.Sandbox) (command.DeviceInfo, error)
 	if sb != nil {
 		// Commands run as root inside, with the sandbox's environment.
 		d.Hostname, d.WorkDir, d.User, d.UID = sb.Hostname(), sb.WorkDir(), "root", "0"
+		d.Sandbox = sb.Image()
 		d.Home = envValue(sandbox.Env, "HOME")
 		return d, nil
 	}

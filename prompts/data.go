@@ -124,4 +124,8 @@ type ConstellationDevice struct {
 	ID       string
 	Platform string
 	Apps     []string
+	// Sandbox is the root image its tools run in, empty on the host;
+	// Labels what the deployment says of it.
+	Sandbox string
+	Labels  []string
 }

@@ -149,12 +149,24 @@ func followEvents(r io.Reader, out io.Writer) (*constellation.Graph, error) {
 			fmt.Fprintf(out, "  %s on %s: %s\n", e.Node, e.Device, what)
 		case "planner":
 			var ok []string
+			var refused []constellation.Edit
 			for _, ed := range e.Edits {
 				if ed.OK {
 					ok = append(ok, ed.Op)
+				} else {
+					refused = append(refused, ed)
 				}
 			}
-			fmt.Fprintf(out, "  planner: %s, %d edit(s) %v\n", e.Status, len(ok), ok)
+			line := fmt.Sprintf("  planner: %s, %d edit(s) made %v", e.Status, len(ok), ok)
+			if len(refused) > 0 {
+				line += fmt.Sprintf(", %d refused", len(refused))
+			}
+			fmt.Fprintln(out, line)
+			for _, ed := range refused {
+				fmt.Fprintf(out, "    refused %s %s: %s\n", ed.Op, editSubject(ed), ed.Reason)
+			}
+		case "node_wait":
+			fmt.Fprintf(out, "  %s waits for device %s to connect\n", e.Node, e.Device)
 		case "end":
 			if e.Graph == nil {
 				return nil, errors.New("the end event has no graph")
@@ -166,6 +178,17 @@ func followEvents(r io.Reader, out io.Writer) (*constellation.Graph, error) {
 		return nil, err
 	}
 	return nil, errors.New("the event stream ended before the constellation")
+}
+
+// editSubject names what a planner's edit was about: a node or an edge.
+func editSubject(ed constellation.Edit) string {
+	if id, ok := ed.Args["id"]; ok {
+		return fmt.Sprint(id)
+	}
+	if from, ok := ed.Args["from"]; ok {
+		return fmt.Sprintf("%v→%v", from, ed.Args["to"])
+	}
+	return ""
 }
 
 // constellationsFor is the orchestrator saucer serve runs constellations
@@ -185,10 +208,12 @@ func constellationsFor(cfg *config.Config, srv *server.Server, st store.Store, l
 	if err != nil {
 		return nil, err
 	}
+	bounds := constellation.Bounds{MaxNodes: k.MaxNodes, MaxEdits: k.MaxEdits}
 	opts := constellation.Options{Devices: devices, Store: constellation.NewServerStore(st),
 		MaxConcurrent: k.MaxConcurrent, PerDevice: k.PerDevice, Allowed: k.Devices, ReviewBeforeStart: k.ReviewBeforeStart,
+		Bounds: bounds, DeviceWait: k.DeviceWait.D(),
 		NewPlanner: func(*constellation.Graph) (constellation.Stepper, error) {
-			return constellation.NewPlanner(constellation.PlannerOptions{Model: model, Prompts: set, MaxSteps: k.MaxPlannerSteps,
+			return constellation.NewPlanner(constellation.PlannerOptions{Model: model, Prompts: set, MaxSteps: k.MaxPlannerSteps, Bounds: bounds,
 				Limits: strategy.Limits{MaxRetries: cfg.Agent.MaxRetries, RetryBackoff: cfg.Agent.RetryBackoff.D(), MaxRetryAfter: cfg.Agent.MaxRetryAfter.D()}})
 		},
 		OnEvent: func(e constellation.Event) {
