@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,20 +66,62 @@ var cgroupBase = sync.OnceValues(func() (dir string, why error) {
 		return "", fmt.Errorf("cgroup v2 at %s has no cgroup.kill (Linux 5.14 or newer has it)", dir)
 	}
 	sweepGroups(dir)
+	startWatchdog(dir)
 	return dir, nil
 })
+
+// watchdog is the write end of the pipe the watchdog reads (see
+// startWatchdog): held, never closed, for as long as this process lives.
+var watchdog *os.File
+
+// startWatchdog starts the process that kills this process's commands
+// when it dies, even by SIGKILL: a shell that reads a pipe whose only
+// writer is this process, so that its read ends when this process does,
+// and which then kills (cgroup.kill) every command's cgroup this process
+// made under base. A command's own shell dies with this process
+// (PR_SET_PDEATHSIG, dieWithParent), but not what it started: the rest of
+// a pipeline, a make, a child of its child. The watchdog is in a process
+// group of its own, so that a Ctrl-C at a terminal does not end it with
+// this process. Where it cannot start, the commands' shells still die.
+func startWatchdog(base string) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	script := `cat >/dev/null; for g in "$0"/` + groupPrefix + `"$1"-*/; do [ -e "$g/cgroup.kill" ] && echo 1 >"$g/cgroup.kill"; done 2>/dev/null`
+	cmd := exec.Command("/bin/sh", "-c", script, base, owner.Tag())
+	cmd.Stdin, cmd.Dir = r, "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Start() != nil {
+		w.Close()
+		return
+	}
+	// Never waited for: it ends only when this process has.
+	cmd.Process.Release()
+	watchdog = w
+}
 
 // groupPrefix begins the name of every command's cgroup.
 const groupPrefix = "saucer-cmd-"
 
 // sweepGroups removes, under base, the commands' cgroups of Saucers that
-// are gone. One that still holds processes (a background job of a
-// command whose Saucer was killed) cannot be removed and stays.
+// are gone, killing what still runs in them first: a command whose Saucer
+// was killed (SIGKILL, where its watchdog could not act) must not go on
+// and finish while its work is done again elsewhere. It waits up to a
+// second in all for the killed to die; a cgroup still busy then stays for
+// the next sweep.
 func sweepGroups(base string) {
 	groups, _ := filepath.Glob(filepath.Join(base, groupPrefix+"*"))
+	deadline := time.Now().Add(time.Second)
 	for _, g := range groups {
 		tag, _, found := strings.Cut(strings.TrimPrefix(filepath.Base(g), groupPrefix), "-")
 		if alive, ok := owner.Alive(tag); found && ok && !alive {
+			if os.Remove(g) == nil {
+				continue
+			}
+			os.WriteFile(filepath.Join(g, "cgroup.kill"), []byte("1"), 0)
+			waitEmpty(g, deadline)
 			os.Remove(g)
 		}
 	}

@@ -138,6 +138,7 @@ func (p *session) start() error {
 			cmd.Env = p.env
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		dieWithParent(cmd.SysProcAttr)
 		group.enter(cmd.SysProcAttr)
 		return cmd
 	}

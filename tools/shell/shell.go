@@ -419,6 +419,7 @@ func (r *runner) execute(ctx context.Context, in ExecuteInput) (ExecuteOutput, e
 		// too; the tag finds what left the group (setsid, daemons), the
 		// cgroup, where there is one, what left both.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		dieWithParent(cmd.SysProcAttr)
 		group.enter(cmd.SysProcAttr)
 		cmd.Cancel = func() error {
 			group.kill()
