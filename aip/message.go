@@ -11,6 +11,7 @@
 package aip
 
 import (
+	"math"
 	"time"
 
 	"github.com/saucerhq/saucer/command"
@@ -176,6 +177,41 @@ func ToolsVersionOf(meta map[string]any) (v uint64, ok bool) {
 	}
 	return 0, false
 }
+
+// MetaReconnectWithin (Saucer extension) is the registration metadata
+// key of the longest a client takes, in milliseconds, to register again
+// once the server can be reached: its reconnection backoff's cap plus its
+// registration timeout. A server waits that long beyond its away timeout
+// for a device that left, so that an outage shorter than the away timeout
+// never outlasts it while the client is still in its backoff. UFO's
+// clients send none.
+const MetaReconnectWithin = "reconnect_within_ms"
+
+// ReconnectWithinOf reads MetaReconnectWithin from metadata: zero when
+// the client sent none, or nothing readable.
+func ReconnectWithinOf(meta map[string]any) time.Duration {
+	var ms float64
+	switch n := meta[MetaReconnectWithin].(type) {
+	case float64:
+		ms = n
+	case int64:
+		ms = float64(n)
+	case int:
+		ms = float64(n)
+	}
+	if ms <= 0 || ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// ResultStopCommands (Saucer extension) is a key of a failed task_end's
+// result: true when the server gave up on the device because it stayed
+// away too long, so that the task's work may be done elsewhere. A Saucer
+// client that gets it stops the task's command in progress (cancel, as
+// cancel_command does) and runs none of its frames still queued, instead
+// of letting the running command finish.
+const ResultStopCommands = "stop_commands"
 
 // MetaResends is the registration metadata key of Resends.
 const MetaResends = "resends"

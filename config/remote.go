@@ -35,11 +35,20 @@ type Remote struct {
 	Heartbeat Duration `yaml:"heartbeat"`
 	// MaxBackoff caps the wait between a device's reconnection attempts.
 	MaxBackoff Duration `yaml:"max_backoff"`
+	// RegisterTimeout bounds a device's wait for the server's answer to
+	// its registration (the connection attempt included). With
+	// MaxBackoff, it is the longest a device takes to register again once
+	// the server can be reached, which it tells the server: the server
+	// waits that long beyond AwayTimeout before it gives up on it.
+	RegisterTimeout Duration `yaml:"register_timeout"`
 	// AskTimeout is how long an agent's question or approval waits for an
 	// answer through the API before it takes its default.
 	AskTimeout Duration `yaml:"ask_timeout"`
 	// AwayTimeout is how long the server waits for a disconnected device
-	// that has commands in flight before failing them.
+	// that has commands in flight before failing them, beyond the
+	// reconnection wait the device declares (a Saucer device: its
+	// max_backoff plus its register_timeout), so that an outage shorter
+	// than AwayTimeout never fails them.
 	AwayTimeout Duration `yaml:"away_timeout"`
 	// CommandTTL is how long a queued command may wait before it expires
 	// and is not run (0: its round's deadline, agent.command_timeout per

@@ -44,15 +44,16 @@ type WebSocketOptions struct {
 	// this to come back (DefaultTimeout when zero).
 	CommandTimeout time.Duration
 	// AwayTimeout is how long a disconnected device has to come back,
-	// counted from Disconnected: then the rounds waiting for it fail, and
-	// so do rounds started later, until it is Connected again.
+	// counted from Disconnected, beyond the reconnection wait it declared
+	// (SetReconnectWait): then the rounds waiting for it fail, and so do
+	// rounds started later, until it is Connected again.
 	AwayTimeout time.Duration
 	// CancelGrace bounds the wait for results after cancellation.
 	CancelGrace time.Duration
 	// NewID makes response ids and call ids; nil means UUIDv4.
 	NewID func() string
 	// OnGone, when set, is called once the device has been away for
-	// AwayTimeout, before the rounds waiting for it fail: its owner ends
+	// AwayFor, before the rounds waiting for it fail: its owner ends
 	// what it was doing there.
 	OnGone func()
 }
@@ -127,7 +128,7 @@ var (
 // has seen from its memory (Saucer's client). To one that would run it
 // again (UFO's), a frame that may have reached it is not sent again: its
 // commands end unknown, and the agents are told to look before they
-// retry. A device away for longer than AwayTimeout fails the rounds
+// retry. A device away for longer than AwayFor fails the rounds
 // waiting for it. Results that arrive twice are dropped.
 //
 // It is safe for concurrent use; one WebSocket serves every session of a
@@ -142,10 +143,14 @@ type WebSocket struct {
 	// has seen from its memory instead of running it again.
 	dedupes bool
 	// away runs while the device is away; gone is set when it ran out.
-	away   clock.Timer
-	gone   bool
-	rounds map[string]*round // waiting, by response_id
-	order  []*round          // waiting, oldest first, for re-sending
+	away clock.Timer
+	gone bool
+	// reconnect is the longest the device's client takes to register
+	// again once it can (SetReconnectWait): the away clock runs
+	// AwayTimeout plus this.
+	reconnect time.Duration
+	rounds    map[string]*round // waiting, by response_id
+	order     []*round          // waiting, oldest first, for re-sending
 	// background are the commands the device left running in the
 	// background after their round was answered, by call_id: their
 	// progress and their end still arrive.
@@ -378,10 +383,41 @@ func (w *WebSocket) send(ctx context.Context, r *round, wasSent bool) {
 // long ends. Called with mu held.
 func (w *WebSocket) goneEnding(r *round) ending {
 	if r.sent {
-		return ending{command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command may have been running; its outcome is unknown — observe the device before retrying", w.opts.AwayTimeout)}
+		return ending{command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command may have been running; its outcome is unknown — observe the device before retrying", w.awayForLocked())}
 	}
-	return ending{command.StateFailed, fmt.Sprintf("the device was disconnected for longer than %s; the command was not sent", w.opts.AwayTimeout)}
+	return ending{command.StateFailed, fmt.Sprintf("the device was disconnected for longer than %s; the command was not sent", w.awayForLocked())}
 }
+
+// MaxReconnectWait bounds what SetReconnectWait takes: a device cannot
+// make the server wait for it beyond AwayTimeout plus this.
+const MaxReconnectWait = 10 * time.Minute
+
+// SetReconnectWait sets the longest the device's client takes to register
+// again once the server can be reached, as the client declared it (its
+// backoff cap plus its registration timeout; aip.MetaReconnectWithin),
+// capped at MaxReconnectWait. The away clock then runs AwayTimeout plus
+// that: a client that lost its connection waits up to its backoff cap
+// between attempts, so an away clock of AwayTimeout alone could run out
+// while the client, still trying, waits for its next attempt (after a
+// server restart, the clock starts at the restart while the client may
+// have just begun its longest wait). With the extra wait, a device whose
+// connection comes back within AwayTimeout of leaving (or of the server's
+// restart) is always waited for. It applies from the next Disconnected.
+func (w *WebSocket) SetReconnectWait(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reconnect = min(max(d, 0), MaxReconnectWait)
+}
+
+// AwayFor is how long the device may be away before the rounds waiting
+// for it fail: AwayTimeout plus its reconnection wait.
+func (w *WebSocket) AwayFor() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.awayForLocked()
+}
+
+func (w *WebSocket) awayForLocked() time.Duration { return w.opts.AwayTimeout + w.reconnect }
 
 // goneAway runs when the away clock runs out: the owner hears of it
 // first, then the waiting rounds fail.
@@ -401,7 +437,7 @@ func (w *WebSocket) goneAway() {
 	// Commands left in the background will not report their end.
 	var lost []backgroundCommand
 	for id, bg := range w.background {
-		bg.state.State, bg.state.Error = command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command ran in the background; its outcome is unknown", w.opts.AwayTimeout)
+		bg.state.State, bg.state.Error = command.StateUnknown, fmt.Sprintf("the device was disconnected for longer than %s while this command ran in the background; its outcome is unknown", w.awayForLocked())
 		bg.state.UpdatedAt = bg.r.clock.Now()
 		lost = append(lost, *bg)
 		delete(w.background, id)
@@ -672,7 +708,7 @@ func (w *WebSocket) Disconnected(ctx context.Context) {
 	defer w.mu.Unlock()
 	w.connected = false
 	if w.away == nil && !w.gone {
-		w.away = clock.From(ctx).AfterFunc(w.opts.AwayTimeout, w.goneAway)
+		w.away = clock.From(ctx).AfterFunc(w.awayForLocked(), w.goneAway)
 	}
 }
 
@@ -724,8 +760,8 @@ func (w *WebSocket) Connected(ctx context.Context, dedupes bool) {
 	}
 }
 
-// Gone reports a device that has been away for longer than AwayTimeout
-// (and has not come back).
+// Gone reports a device that has been away for longer than AwayFor (and
+// has not come back).
 func (w *WebSocket) Gone() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()

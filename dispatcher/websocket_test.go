@@ -371,6 +371,47 @@ func TestWebSocketAway(t *testing.T) {
 	}
 }
 
+// TestWebSocketAwayCoversTheReconnectWait: the away clock runs
+// AwayTimeout plus the reconnection wait the device declared, so that a
+// device whose client waits out its backoff is not given up on before it
+// could have come back; the wait is capped.
+func TestWebSocketAwayCoversTheReconnectWait(t *testing.T) {
+	link := newLink()
+	gone := make(chan struct{})
+	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Second, OnGone: func() { close(gone) }})
+	w.SetReconnectWait(45 * time.Second)
+	if got := w.AwayFor(); got != 85*time.Second {
+		t.Fatalf("AwayFor %s, want 1m25s", got)
+	}
+	ctx, clk := fakeClock()
+	out := goExecute(ctx, w, cmds("out"))
+	link.next(t)
+	link.setUp(false)
+	w.Disconnected(ctx)
+	armed(t, clk, 2) // the round's deadline and the away clock
+	clk.Advance(84 * time.Second)
+	if w.Gone() {
+		t.Fatal("given up on after 84s: AwayTimeout alone was counted, not the device's reconnection wait")
+	}
+	clk.Advance(time.Second)
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnGone was not called at 1m25s")
+	}
+	if res := wait(t, out); res[0].Status != command.Failure || !strings.Contains(res[0].Error, "disconnected for longer than 1m25s") {
+		t.Errorf("the round that went out: %+v", res[0])
+	}
+	w.SetReconnectWait(time.Hour)
+	if got, want := w.AwayFor(), 40*time.Second+dispatcher.MaxReconnectWait; got != want {
+		t.Errorf("a declared wait of an hour: AwayFor %s, want %s (capped)", got, want)
+	}
+	w.SetReconnectWait(-time.Second)
+	if got := w.AwayFor(); got != 40*time.Second {
+		t.Errorf("a negative wait: AwayFor %s, want 40s", got)
+	}
+}
+
 // TestWebSocketExpired: commands that expire while the device is away are
 // not sent when it comes back.
 func TestWebSocketExpired(t *testing.T) {

@@ -620,11 +620,18 @@ func (s *Server) adoptStranded() {
 		if t == nil {
 			continue
 		}
-		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, formerServer(rec.Server), s.opts.AwayTimeout)
+		var reconnect time.Duration
+		for _, dev := range devs {
+			var dr deviceRecord
+			if dev.ID == rec.ClientID && json.Unmarshal(dev.Data, &dr) == nil {
+				reconnect = time.Duration(dr.ReconnectMS) * time.Millisecond
+			}
+		}
 		s.mu.Lock()
-		d := s.deviceLocked(rec.ClientID, time.Now()) // away: its away clock runs
+		d := s.deviceLocked(rec.ClientID, time.Now(), reconnect) // away: its away clock runs
 		now := s.adoptLocked(t, d)
 		s.mu.Unlock()
+		s.logf("task %s of %s: taken over from %s, which is gone; waiting %s for the device", rec.ID, rec.ClientID, formerServer(rec.Server), d.disp.AwayFor())
 		switch {
 		case now:
 			s.start(t) // it registered meanwhile

@@ -36,7 +36,11 @@ type device struct {
 	// instance names the client's run, as its registration says (Saucer's
 	// client): the same instance still remembers the command frames it
 	// was sent.
-	instance    string
+	instance string
+	// reconnect is the longest its client takes to register again once
+	// it can, as it declared (aip.MetaReconnectWithin): its away clock
+	// runs AwayTimeout plus this (dispatcher.WebSocket.SetReconnectWait).
+	reconnect   time.Duration
 	connectedAt time.Time
 	awaySince   time.Time
 	tasks       int
@@ -272,6 +276,10 @@ func (s *Server) register(conn *aip.Conn) *device {
 		d.namespaces = namespaces
 	}
 	d.asksTools = asksTools
+	if m.ClientType == aip.ClientDevice {
+		d.reconnect = aip.ReconnectWithinOf(m.Metadata)
+		d.disp.SetReconnectWait(d.reconnect)
+	}
 	resumes := d.resumes
 	d.resumes = nil
 	s.mu.Unlock()
@@ -383,13 +391,16 @@ func (s *Server) disconnectLocked(d *device, conn *aip.Conn) {
 		return
 	}
 	s.logf("%s %s disconnected with work in flight (%v); waiting %s for it to come back", d.clientType, d.id,
-		context.Cause(conn.Context()), s.opts.AwayTimeout)
+		context.Cause(conn.Context()), d.disp.AwayFor())
 }
 
-// abandon gives up on a device that has been away for AwayTimeout (its
-// dispatcher's away clock ran out): its running tasks end failed with the
-// reason, and so do restored tasks that waited for it; it leaves the
-// registry once they have ended.
+// abandon gives up on a device that has been away for AwayTimeout plus
+// its reconnection wait (its dispatcher's away clock ran out): its running
+// tasks end failed with the reason, and so do restored tasks that waited
+// for it; it leaves the registry once they have ended. Their task_end
+// frames, sent when it comes back, tell it to stop their commands still
+// running (aip.ResultStopCommands): their work may be done elsewhere by
+// then.
 func (s *Server) abandon(d *device) {
 	s.mu.Lock()
 	// A server that is stopping leaves its tasks to the next one (and its
@@ -407,7 +418,12 @@ func (s *Server) abandon(d *device) {
 		}
 	}
 	s.mu.Unlock()
-	gone := fmt.Errorf("device %s did not come back within %s", d.id, s.opts.AwayTimeout)
+	gone := fmt.Errorf("device %s did not come back within %s", d.id, d.disp.AwayFor())
+	for _, t := range append(slices.Clone(running), waiting...) {
+		t.mu.Lock()
+		t.stopCommands = true
+		t.mu.Unlock()
+	}
 	for _, t := range running {
 		s.endTask(t, StatusFailed, gone)
 	}
@@ -434,7 +450,7 @@ func (s *Server) forgetIfGone(d *device) {
 	}
 	s.mu.Unlock()
 	if gone {
-		s.logf("%s %s did not come back within %s; forgotten", d.clientType, d.id, s.opts.AwayTimeout)
+		s.logf("%s %s did not come back within %s; forgotten", d.clientType, d.id, d.disp.AwayFor())
 		s.deleteDevice(d.id)
 		s.publishClient(d)
 	}

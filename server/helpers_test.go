@@ -218,11 +218,13 @@ func realDevice(t testing.TB, dir string) *client.Client {
 }
 
 // connect runs a remote device client until the test ends and waits for it
-// to register.
+// to register. Its reconnection wait (aip.MetaReconnectWithin), which a
+// server adds to its away timeout, is 2.05s: a 50ms backoff cap and a 2s
+// registration timeout.
 func connect(t testing.TB, url, id string, dev remote.Device, tweak func(*remote.Options)) *remote.Client {
 	t.Helper()
 	opts := remote.Options{URL: url, Token: token, ClientID: id, MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 50 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf(id+": "+f, a...) }}
+		MaxBackoff: 50 * time.Millisecond, RegisterTimeout: 2 * time.Second, Logf: func(f string, a ...any) { t.Logf(id+": "+f, a...) }}
 	if tweak != nil {
 		tweak(&opts)
 	}

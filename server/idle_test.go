@@ -16,8 +16,11 @@ import (
 	"github.com/saucerhq/saucer/server"
 )
 
-// An idle device costs its reader on each side of its connection and no
-// other goroutine: pings and heartbeats run from timers, a heartbeat on a
+// An idle device costs its reader on each side of its connection, and on
+// the client's side Run's goroutine, parked until the connection ends (it
+// does not read: the reader runs the rounds it reads, and Run must be free
+// to connect again when the connection drops in the middle of a long
+// command), and no other goroutine: pings and heartbeats run from timers, a heartbeat on a
 // change of tools from context.AfterFunc, the server's handler has
 // returned, and the client's progress sender waits for a first report.
 // The devices are real (Saucer's shell and files servers), so that their
@@ -56,9 +59,10 @@ func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 			t.Fatalf("client %d did not connect", i)
 		}
 	}
-	// Each client's Run goroutine reads; the server has one reader per
-	// device. Goroutines that served the handshakes end on their own.
-	want := before + 2*n + 4
+	// Each client has a reader and its Run goroutine; the server has one
+	// reader per device. Goroutines that served the handshakes end on
+	// their own.
+	want := before + 3*n + 4
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got := runtime.NumGoroutine()
@@ -67,7 +71,7 @@ func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d idle connections keep %d goroutines, want at most %d (two each and a few):\n%s",
+			t.Fatalf("%d idle connections keep %d goroutines, want at most %d (three each and a few):\n%s",
 				n, got-before, want-before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -252,6 +252,10 @@ type deviceRecord struct {
 	// device answers a listing outside a task.
 	Tools     *toolList `json:"tools,omitempty"`
 	AsksTools bool      `json:"asks_tools,omitempty"`
+	// ReconnectMS is the longest its client takes to register again
+	// (aip.MetaReconnectWithin), in milliseconds: after a restart, its
+	// away clock runs AwayTimeout plus this, from the restart.
+	ReconnectMS int64 `json:"reconnect_within_ms,omitempty"`
 	// Server and Connected are the store's columns: who holds its
 	// connection, if anyone.
 	Server    string `json:"-"`
@@ -262,7 +266,7 @@ type deviceRecord struct {
 func (s *Server) putDevice(d *device) {
 	s.mu.Lock()
 	rec := deviceRecord{ID: d.id, Type: d.clientType, TargetID: d.targetID, Platform: d.platform, Info: d.info, Namespaces: d.namespaces,
-		Instance: d.instance, Tools: d.tools, AsksTools: d.asksTools}
+		Instance: d.instance, Tools: d.tools, AsksTools: d.asksTools, ReconnectMS: d.reconnect.Milliseconds()}
 	connected := d.conn != nil
 	s.mu.Unlock()
 	data, _ := json.Marshal(rec)
@@ -383,6 +387,16 @@ func (s *Server) restore() error {
 		return err
 	}
 	var alive, heldElsewhere map[string]bool
+	// The reconnection wait each device declared, for the devices of the
+	// tasks taken below (one of several servers takes tasks, not the
+	// whole registry).
+	reconnects := map[string]time.Duration{}
+	for _, rec := range devs {
+		var dr deviceRecord
+		if json.Unmarshal(rec.Data, &dr) == nil && dr.ReconnectMS > 0 {
+			reconnects[rec.ID] = time.Duration(dr.ReconnectMS) * time.Millisecond
+		}
+	}
 	if s.peers != nil {
 		// One of several servers: the others' devices and tasks stay
 		// theirs (the API reads them from the store); only what dead
@@ -403,7 +417,14 @@ func (s *Server) restore() error {
 		d := s.newDevice(dr.ID, dr.Type)
 		d.targetID, d.platform, d.info, d.namespaces, d.awaySince = dr.TargetID, dr.Platform, dr.Info, dr.Namespaces, rec.UpdatedAt
 		d.instance, d.tools, d.asksTools = dr.Instance, dr.Tools, dr.AsksTools
-		d.disp.Disconnected(s.ctx) // its away clock: AwayTimeout to come back
+		d.reconnect = time.Duration(dr.ReconnectMS) * time.Millisecond
+		d.disp.SetReconnectWait(d.reconnect)
+		// Its away clock, from now: AwayTimeout plus the longest its
+		// client waits between attempts (and for one to answer). A
+		// client that has been in its backoff since the server went
+		// down may have just begun its longest wait: the clock must
+		// outlast it, however long the server was down.
+		d.disp.Disconnected(s.ctx)
 		s.devices[d.id] = d
 	}
 	tasks, err := s.store.Tasks(ctx, "", 0)
@@ -430,7 +451,7 @@ func (s *Server) restore() error {
 			}
 			continue
 		}
-		s.adoptLocked(t, s.deviceLocked(info.ClientID, now))
+		s.adoptLocked(t, s.deviceLocked(info.ClientID, now, reconnects[info.ClientID]))
 	}
 	for i := len(ended) - 1; i >= 0; i-- { // oldest first
 		s.tasks[ended[i].info.ID] = ended[i]
@@ -438,20 +459,21 @@ func (s *Server) restore() error {
 	}
 	for _, d := range s.devices {
 		if len(d.resumes) > 0 {
-			s.logf("%d task(s) of %s wait for it to come back (for %s)", len(d.resumes), d.id, s.opts.AwayTimeout)
+			s.logf("%d task(s) of %s wait for it to come back (for %s)", len(d.resumes), d.id, d.disp.AwayFor())
 		}
 	}
 	return nil
 }
 
 // deviceLocked is the registry entry of a device, made (away since
-// since) when there is none. Called with s.mu held, or before the server
-// serves.
-func (s *Server) deviceLocked(id string, since time.Time) *device {
+// since, taking up to reconnect to register again once it can) when there
+// is none. Called with s.mu held, or before the server serves.
+func (s *Server) deviceLocked(id string, since time.Time, reconnect time.Duration) *device {
 	d := s.devices[id]
 	if d == nil {
 		d = s.newDevice(id, aip.ClientDevice)
-		d.awaySince = since
+		d.awaySince, d.reconnect = since, reconnect
+		d.disp.SetReconnectWait(reconnect)
 		d.disp.Disconnected(s.ctx)
 		s.devices[d.id] = d
 	}

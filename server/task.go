@@ -125,6 +125,11 @@ type task struct {
 	endStatus TaskStatus
 	endCause  error
 	endSent   bool
+	// stopCommands is set when the server gave up on the task's device
+	// (it stayed away too long): its task_end tells the device to stop
+	// the task's command in progress (aip.ResultStopCommands), since its
+	// work may be done elsewhere. Guarded by mu.
+	stopCommands bool
 	// handedOff is set when another server takes the task over: it stops
 	// like a suspended one and leaves this server.
 	handedOff atomic.Bool
@@ -549,6 +554,7 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 	}
 	sendEnd := !t.endSent
 	t.endSent = true
+	stop := t.stopCommands
 	info := t.info
 	t.srv.events.publish(EventEnd, info.ID, t.summaryLocked())
 	t.mu.Unlock()
@@ -577,6 +583,9 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 		return
 	}
 	end := taskEnd(info, out)
+	if stop && end.Status == aip.StatusFailed {
+		end.Result = stopResult(info.Error, info.Result)
+	}
 	s.sendOrQueue(t.target, end)
 	s.tellRequester(t, end)
 }
@@ -597,6 +606,17 @@ func taskEnd(info TaskInfo, out *agent.Outcome) *aip.ServerMessage {
 	return m
 }
 
+// stopResult is the result of a failed task_end that tells the device to
+// stop the task's commands still running: the server gave up on it.
+func stopResult(failure, answer string) json.RawMessage {
+	r := map[string]any{"failure": failure, aip.ResultStopCommands: true}
+	if answer != "" {
+		r["answer"] = answer
+	}
+	b, _ := json.Marshal(r)
+	return b
+}
+
 // endTask ends a running task early with status and cause: the device is
 // told at once (task_end failed), so that it stops between commands, and
 // the agents' context is cancelled.
@@ -607,11 +627,14 @@ func (s *Server) endTask(t *task, status TaskStatus, cause error) bool {
 		return false
 	}
 	t.endStatus, t.endCause, t.endSent = status, cause, true
-	id := t.info.ID
+	id, stop := t.info.ID, t.stopCommands
 	t.mu.Unlock()
 	end := &aip.ServerMessage{Type: aip.TypeTaskEnd, Status: aip.StatusFailed, SessionID: id, Error: cause.Error(),
 		ResponseID: s.opts.NewID(), Timestamp: aip.Timestamp(time.Now())}
 	end.Result, _ = json.Marshal(map[string]any{"failure": cause.Error()})
+	if stop {
+		end.Result = stopResult(cause.Error(), "")
+	}
 	s.sendOrQueue(t.target, end)
 	s.tellRequester(t, end)
 	t.cancel(cause)

@@ -147,8 +147,13 @@ type Client struct {
 	// them, so that Run can wait for the last.
 	draining bool
 	drainers sync.WaitGroup
-	// running cancels the round in progress, by session id.
-	running map[string]context.CancelCauseFunc
+	// running stops the round in progress, by session id.
+	running map[string]roundStop
+	// given up are the sessions whose task the server gave up on while
+	// this device was away (aip.ResultStopCommands), oldest first in
+	// givenUpOrder: none of their frames still queued runs.
+	givenUp      map[string]error
+	givenUpOrder []string
 	// current is the command in progress (nil: none).
 	current atomic.Pointer[running]
 	// task requests waiting for their acceptance, oldest first, and task
@@ -170,8 +175,29 @@ type Client struct {
 	watchArms, watchFires atomic.Uint64
 }
 
-// recentRounds bounds the cache of answered rounds.
+// recentRounds bounds the cache of answered rounds, and the sessions
+// remembered as given up.
 const recentRounds = 1024
+
+// roundStop stops a round in progress: skip stops it between commands
+// (the rest are skipped; the one running finishes), kill stops the
+// command running too.
+type roundStop struct {
+	skip, kill context.CancelCauseFunc
+}
+
+// ReconnectWithin is the longest the client takes to register again once
+// the server can be reached: an attempt begun just before (one that
+// hangs, say, on a host that was not up yet) fails within
+// RegisterTimeout, then a wait of its backoff (at most MaxBackoff, jitter
+// included), then an attempt that succeeds (a handshake: milliseconds on
+// a server that is up). It goes in the registration
+// (aip.MetaReconnectWithin), so that the server waits that long beyond its
+// away timeout before it gives up on the device: an outage shorter than
+// the away timeout (less a handshake) is then always outlived.
+func (c *Client) ReconnectWithin() time.Duration {
+	return c.opts.MaxBackoff + c.opts.RegisterTimeout
+}
 
 // New checks the options; Run connects.
 func New(dev Device, opts Options) (*Client, error) {
@@ -353,6 +379,7 @@ func (c *Client) connect(ctx context.Context) (*aip.Conn, error) {
 		meta["namespaces"] = ns.Namespaces()
 	}
 	meta[aip.MetaResends] = aip.Resends{Instance: c.instance, Journal: c.journal != nil}
+	meta[aip.MetaReconnectWithin] = c.ReconnectWithin().Milliseconds()
 	if tw, ok := c.dev.(toolsWatcher); ok {
 		meta[aip.MetaToolsVersion], _ = tw.ToolsVersion()
 	}
@@ -446,11 +473,16 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 	beats := c.heartbeats(ctx, conn)
 	defer beats.stop()
 	conn.Bind(ctx)
-	// This goroutine reads (an idle device has no other); a command frame
-	// can hand reading over to a successor (see read).
+	// A goroutine of the connection's own reads; a command frame can hand
+	// reading over to a successor (see read). Not this one: the reader
+	// runs a round it reads, and a round can outlast the connection (a
+	// long command while the server restarts). This goroutine must then
+	// be free at once to connect again, not after the command: a server
+	// gives up on a device that stays away too long, and may have the
+	// task's work done elsewhere.
 	w := &readWatch{c: c, ctx: ctx, conn: conn}
 	defer w.stop()
-	c.read(w)
+	go c.read(w)
 	// The connection ends when a read or write fails or ctx ends (its
 	// reader's context); aip.Conn then cancels its own context.
 	<-conn.Context().Done()
@@ -621,7 +653,8 @@ func (w *readWatch) stop() {
 // when the device's tool list changes: each carries the list's version
 // (aip.MetaToolsVersion), so that the server asks for the tools again.
 // They run from a timer and from context.AfterFunc, not from a goroutine
-// of their own: an idle device then has one goroutine, its reader. The
+// of their own: an idle device then has two goroutines, its reader and
+// Run's, which waits for the connection to end. The
 // caller stops them when the connection has ended.
 func (c *Client) heartbeats(ctx context.Context, conn *aip.Conn) *heartbeater {
 	h := &heartbeater{c: c, ctx: ctx, conn: conn}
@@ -716,9 +749,22 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 			Metadata: map[string]any{"platform": c.dev.Device().Platform}})
 	case aip.TypeTaskEnd:
 		c.cancelBackground(ctx, m.SessionID)
+		stop := m.Status == aip.StatusFailed && stopsCommands(m.Result)
 		c.mu.Lock()
-		if cancel := c.running[m.SessionID]; cancel != nil && m.Status == aip.StatusFailed {
-			cancel(fmt.Errorf("the server ended the task: %s", m.Error))
+		if r, ok := c.running[m.SessionID]; ok && m.Status == aip.StatusFailed {
+			cause := fmt.Errorf("the server ended the task: %s", m.Error)
+			r.skip(cause)
+			if stop {
+				// The server gave up on this device while it was away:
+				// the task's work may be done elsewhere by now, so the
+				// command still running here must not finish it too.
+				cause = fmt.Errorf("the server gave up on this device while it was away and ended the task (%s); its work may be done elsewhere, so this command was stopped", m.Error)
+				r.kill(cause)
+				c.opts.Logf("task %s was given up on by the server: its command in progress is stopped", m.SessionID)
+			}
+		}
+		if stop {
+			c.giveUpLocked(m.SessionID, fmt.Errorf("the server gave up on this device while it was away and ended the task: %s", m.Error))
 		}
 		ch := c.ends[m.SessionID] // set when a StartTask's task was accepted
 		c.mu.Unlock()
@@ -733,6 +779,36 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 	case aip.TypeError:
 		c.opts.Logf("the server reports an error: %s", m.Error)
 	}
+}
+
+// stopsCommands reports a task_end result that asks the device to stop
+// the task's commands still running (aip.ResultStopCommands).
+func stopsCommands(result []byte) bool {
+	if len(result) == 0 {
+		return false
+	}
+	var r map[string]any
+	if json.Unmarshal(result, &r) != nil {
+		return false
+	}
+	stop, _ := r[aip.ResultStopCommands].(bool)
+	return stop
+}
+
+// giveUpLocked remembers a session the server gave up on, so that its
+// frames still queued do not run. Called with c.mu held.
+func (c *Client) giveUpLocked(session string, why error) {
+	if c.givenUp == nil {
+		c.givenUp = map[string]error{}
+	}
+	if _, ok := c.givenUp[session]; !ok {
+		c.givenUpOrder = append(c.givenUpOrder, session)
+		if len(c.givenUpOrder) > recentRounds {
+			delete(c.givenUp, c.givenUpOrder[0])
+			c.givenUpOrder = c.givenUpOrder[1:]
+		}
+	}
+	c.givenUp[session] = why
 }
 
 // controlOnly reports a command frame made only of commands answered
@@ -849,15 +925,28 @@ func (c *Client) drain(ctx context.Context) {
 // rest are skipped, as UFO does. A command whose frame has expired is not
 // run. Cancellation (the server ending the task, or the client stopping)
 // is cooperative: the command running finishes, the rest are skipped.
+// A task the server gave up on while the device was away (its task_end
+// says aip.ResultStopCommands) is stopped outright: its command running
+// is cancelled too (a shell command is killed with what it started), and
+// none of its frames still queued runs, since the server may have had its
+// work done elsewhere.
 func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.ClientMessage {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// A command runs to its end; the next ones see the cancellation. Only
+	// a task the server gave up on (see handle) stops the one running.
+	run, kill := context.WithCancelCause(context.WithoutCancel(rctx))
+	defer kill(nil)
 	if m.SessionID != "" {
 		c.mu.Lock()
 		if c.running == nil {
-			c.running = map[string]context.CancelCauseFunc{}
+			c.running = map[string]roundStop{}
 		}
-		c.running[m.SessionID] = cancel
+		c.running[m.SessionID] = roundStop{skip: cancel, kill: kill}
+		if why := c.givenUp[m.SessionID]; why != nil {
+			cancel(why)
+			kill(why)
+		}
 		c.mu.Unlock()
 		defer func() {
 			c.mu.Lock()
@@ -871,7 +960,6 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 	if c.journal != nil {
 		jerr = c.journal.begin(m)
 	}
-	run := context.WithoutCancel(rctx) // a command runs to its end; the next ones see the cancellation
 	if l := m.Lifecycle; l != nil && l.DetachAfter > 0 {
 		run = command.WithDetach(run, l.DetachAfter)
 	}

@@ -166,7 +166,7 @@ func runClient(cmd *cobra.Command, g *globalFlags, f *remoteFlags) error {
 	}
 	rc, err := remote.New(dev, remote.Options{URL: r.Server, Token: tokenFrom(f.token), ClientID: r.ClientID, TLS: tlsCfg, Journal: journal,
 		Conn:              aip.ConnOptions{ReadLimit: r.ReadLimit, PingInterval: r.PingInterval.D(), DeadAfter: r.DeadAfter.D()},
-		HeartbeatInterval: r.Heartbeat.D(), MaxBackoff: r.MaxBackoff.D(),
+		HeartbeatInterval: r.Heartbeat.D(), MaxBackoff: r.MaxBackoff.D(), RegisterTimeout: r.RegisterTimeout.D(),
 		Logf: func(format string, args ...any) { fmt.Fprintf(errOut, "saucer client: "+format+"\n", args...) }})
 	if err != nil {
 		return err

@@ -263,13 +263,15 @@ func TestRestartWithoutTheDevice(t *testing.T) {
 	work := filepath.Join(tmp, "work")
 	os.MkdirAll(work, 0o755)
 	cfg := filepath.Join(tmp, "saucer.yaml")
-	os.WriteFile(cfg, []byte("remote:\n  away_timeout: 1s\n"), 0o644)
+	// The server waits 1s, plus the 2s the client declares it may take to
+	// register again (its backoff cap and registration timeout).
+	os.WriteFile(cfg, []byte("remote:\n  away_timeout: 1s\n  max_backoff: 1s\n  register_timeout: 1s\n"), 0o644)
 	env := []string{"SAUCER_RUNS=" + filepath.Join(tmp, "runs"), "XDG_CACHE_HOME=" + tmp}
 	serveArgs := []string{"serve", "-c", cfg, "--model", "scripted:" + appendScript(t), "--addr", addr, "--token", "k",
 		"--store", "sqlite:" + filepath.Join(tmp, "state.db")}
 	srv := startSaucer(t, bin, env, serveArgs...)
 	waitHTTP(t, addr)
-	cl := startSaucer(t, bin, env, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", work,
+	cl := startSaucer(t, bin, env, "client", "-c", cfg, "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", work,
 		"--journal", filepath.Join(tmp, "box.journal"))
 	logs := func() string { return "server:\n" + srv.out.String() + "\nclient:\n" + cl.out.String() }
 	var disp server.DispatchResponse
@@ -291,7 +293,7 @@ func TestRestartWithoutTheDevice(t *testing.T) {
 		}
 		apiCall(t, addr, "GET", "/api/tasks/"+disp.TaskID, nil, &info)
 	}
-	if !strings.Contains(info.Error, "did not come back within 1s") {
+	if !strings.Contains(info.Error, "did not come back within 3s") {
 		t.Errorf("the failure does not say why: %q", info.Error)
 	}
 }
