@@ -147,6 +147,9 @@ type Client struct {
 	// them, so that Run can wait for the last.
 	draining bool
 	drainers sync.WaitGroup
+	// readers counts the goroutines reading a connection (see read), so
+	// that Run returns only once none is left to start a round.
+	readers sync.WaitGroup
 	// running stops the round in progress, by session id.
 	running map[string]roundStop
 	// given up are the sessions whose task the server gave up on while
@@ -276,6 +279,7 @@ func (c *Client) recentResults() []*aip.ClientMessage {
 // connection the server has not yet dropped) are retried with backoff.
 func (c *Client) Run(ctx context.Context) error {
 	defer c.drainers.Wait()
+	defer c.readers.Wait() // before drainers: a reader may yet start a round
 	pctx, stopProgress := context.WithCancel(ctx)
 	defer stopProgress()
 	c.progress.mu.Lock()
@@ -482,7 +486,11 @@ func (c *Client) serve(ctx context.Context, conn *aip.Conn) {
 	// task's work done elsewhere.
 	w := &readWatch{c: c, ctx: ctx, conn: conn}
 	defer w.stop()
-	go c.read(w)
+	c.readers.Add(1)
+	go func() {
+		defer c.readers.Done()
+		c.read(w)
+	}()
 	// The connection ends when a read or write fails or ctx ends (its
 	// reader's context); aip.Conn then cancels its own context.
 	<-conn.Context().Done()
@@ -635,7 +643,11 @@ func (w *readWatch) fire() {
 		return
 	}
 	w.handed, w.running, w.armed = w.run, false, false
+	// Counted while the reader it succeeds is still counted (it runs a
+	// round).
+	w.c.readers.Add(1)
 	w.mu.Unlock()
+	defer w.c.readers.Done()
 	w.c.read(w)
 }
 
