@@ -108,6 +108,12 @@ type ConstellationServer struct {
 type ConstellationDevice struct {
 	ID   string   `yaml:"id"`
 	Apps []string `yaml:"apps"`
+	// Platform, Sandbox (the root image its tools run in; empty: the
+	// host) and Labels are its profile, which nodes' requirements are
+	// matched against: AIP does not tell them either.
+	Platform string   `yaml:"platform,omitempty"`
+	Sandbox  string   `yaml:"sandbox,omitempty"`
+	Labels   []string `yaml:"labels,omitempty"`
 }
 
 // ProviderSettings are one provider's key, endpoint and headers.

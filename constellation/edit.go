@@ -33,6 +33,7 @@ const nodeProps = `"id":{"type":"string","description":"A short unique id, e.g. 
 	`"apps":{"type":"array","items":{"type":"string"},"description":"The apps (tool namespaces) the task needs on its device."},` +
 	`"outputs":{"type":"array","items":{"type":"string"},"description":"Files the task makes, for the tasks that depend on it."},` +
 	`"max_retries":{"type":"integer","description":"How many times a failed attempt is tried again (default 0)."},` +
+	`"review":{"type":"boolean","description":"true: you are asked again when this task completes, to decide what follows from its result, even after finish_when_done."},` +
 	`"requires":{"type":"object","description":"What the task needs of its device besides its apps; it runs, and moves, only where these hold.",` +
 	`"properties":{"platform":{"type":"string","description":"linux, windows, mac, android…"},` +
 	`"sandbox":{"type":"string","description":"\"any\" for any sandboxed device, or a sandbox image exactly as listed."},` +
@@ -294,6 +295,9 @@ func setNode(n *Node, args map[string]any) {
 	}
 	if v, ok := args["max_retries"].(int); ok && v >= 0 {
 		n.MaxRetries = v
+	}
+	if v, ok := args["review"].(bool); ok {
+		n.Review = v
 	}
 	if v, ok := args["requires"].(map[string]any); ok {
 		r := Requires{Platform: str(v, "platform"), Sandbox: str(v, "sandbox"), Labels: strs(v["labels"])}

@@ -76,6 +76,9 @@ type Node struct {
 	Lost []string `json:"lost,omitempty"`
 	// Requires is what it needs of its device besides its apps.
 	Requires *Requires `json:"requires,omitempty"`
+	// Review asks for the planner's step when the node completes, even
+	// after finish_when_done: its result decides what follows.
+	Review bool `json:"review,omitempty"`
 	// WaitingSince is when it began to wait for its device to connect.
 	WaitingSince *time.Time `json:"waiting_since,omitempty"`
 }

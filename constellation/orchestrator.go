@@ -454,7 +454,10 @@ type run struct {
 	inflight int
 	// waiting counts the ready nodes that wait for their device.
 	waiting int
-	nodeWG  sync.WaitGroup
+	// reviewDue says a node that asked for review has completed since
+	// the planner's last step.
+	reviewDue bool
+	nodeWG    sync.WaitGroup
 	// planWG is the planner's step in flight, if any.
 	planWG sync.WaitGroup
 }
@@ -588,7 +591,7 @@ func (r *run) drive(ctx context.Context) error {
 		ask()
 	}
 	for {
-		if !refusedEdits && !ownRefusals && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
+		if !refusedEdits && !ownRefusals && !decide && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
 			// The planner declared the graph all the request needs and
 			// every node has completed: its step on these last ends could
 			// only finish, so the constellation ends without it (a
@@ -688,10 +691,10 @@ func (r *run) drive(ctx context.Context) error {
 				more = false
 			}
 		}
-		if n := countStatus(g, NodeFailed); n > failed {
-			decide = true
+		if n := countStatus(g, NodeFailed); n > failed || r.reviewDue {
+			decide = true // a failure, or a result the planner asked to see
 		}
-		failed = countStatus(g, NodeFailed)
+		failed, r.reviewDue = countStatus(g, NodeFailed), false
 		if err := r.commit(ctx); err != nil {
 			return err
 		}
@@ -1016,6 +1019,11 @@ func (r *run) runNode(ctx context.Context, device, k, text string, m *nodeMsg) (
 	defer r.o.inFlight(-1)
 	if m.taskID == "" {
 		id, err := r.o.opts.Devices.Start(ctx, device, k, text)
+		if err != nil && ctx.Err() != nil {
+			// Stopped (for a restart) or cancelled while it started: not
+			// an end of the node's; a resume starts it under its key.
+			return TaskOutcome{}, context.Cause(ctx)
+		}
 		if err != nil {
 			// Not started: as a failed attempt, or a lost device.
 			return TaskOutcome{Error: "not started: " + err.Error(), DeviceLost: errors.Is(err, ErrDeviceGone)}, nil
@@ -1087,6 +1095,7 @@ func (r *run) take(ctx context.Context, m nodeMsg) []string {
 		to, _ = another(ds, n)
 	}
 	events := applyEnd(g, n, out, to, r.o.opts.Now().UTC())
+	r.reviewDue = r.reviewDue || (n.Review && n.Status == NodeCompleted)
 	e := Event{Kind: "node_end", Node: n.ID, Device: n.Device, Attempt: m.attempt, Outcome: &out, Status: string(n.Status)}
 	if out.DeviceLost && to != "" {
 		e.Device, e.MovedTo = n.Lost[len(n.Lost)-1], n.Device

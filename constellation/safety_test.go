@@ -266,3 +266,40 @@ func TestEndedConstellationLeavesNoNodeRunning(t *testing.T) {
 		t.Errorf("%d tasks started, %d nodes completed: the queued nodes ran after the end", len(f.starts), started)
 	}
 }
+
+// A node that asks for review (review: true) brings the planner back when
+// it completes, even after finish_when_done, so that its result can
+// decide what follows; the other ends do not.
+func TestReviewedResultWakesThePlanner(t *testing.T) {
+	f := newFake(threeDevices...)
+	var seen []string
+	o, _ := New(Options{Devices: f, NewPlanner: func(*Graph) (Stepper, error) {
+		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+			seen = append(seen, strings.Join(events, "; "))
+			if len(g.Nodes) == 0 {
+				a := node("a", "d1", "count the files")
+				a["review"] = true
+				p.do(t, ToolAddNode, a)
+				p.do(t, ToolAddNode, node("b", "d2", "report"))
+				p.do(t, ToolAddNode, node("c", "d3", "unrelated"))
+				p.do(t, ToolAddEdge, map[string]any{"from": "a", "to": "b"})
+				p.do(t, ToolFinishWhenDone, map[string]any{})
+				return fsm.Continue, ""
+			}
+			if g.Node("a").Status == NodeCompleted && g.Node("b").Status == NodePending {
+				p.do(t, ToolUpdateNode, map[string]any{"id": "b", "task": "report the count in words"})
+			}
+			return fsm.Continue, ""
+		}), nil
+	}, ReviewBeforeStart: true})
+	g, err := o.Run(context.Background(), "r")
+	if err != nil || g.Status != Completed {
+		t.Fatalf("%v %s", err, g.Summary())
+	}
+	if len(seen) != 2 || !strings.Contains(seen[1], "a completed") {
+		t.Fatalf("%d planner steps, shown %q: a's review should bring exactly one step", len(seen), seen)
+	}
+	if b := g.Node("b"); !strings.HasPrefix(b.Sent, "report the count in words") {
+		t.Errorf("b was sent %q: the step on a's result did not decide it", b.Sent)
+	}
+}

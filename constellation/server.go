@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/server"
@@ -57,6 +58,17 @@ func (d ServerDevices) Start(ctx context.Context, device, key, task string) (str
 		return t.ID, nil
 	}
 	info, err := d.Server.DispatchAnywhere(ctx, device, task, key, "constellation")
+	// A busy device (a task of its own, or the node before this one still
+	// freeing its slot, which the server does a moment after the task's
+	// end) is waited for: the node is queued, not failed.
+	for wait := 10 * time.Millisecond; errors.Is(err, server.ErrBusy); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		info, err = d.Server.DispatchAnywhere(ctx, device, task, key, "constellation")
+	}
 	if errors.Is(err, server.ErrNoDevice) {
 		return "", fmt.Errorf("%w: %v", ErrDeviceGone, err)
 	}

@@ -241,7 +241,7 @@ func constellationDevices(k config.Constellation, srv *server.Server, logf func(
 		}
 		var ds []constellation.Device
 		for _, d := range sv.Devices {
-			ds = append(ds, constellation.Device{ID: d.ID, Apps: d.Apps})
+			ds = append(ds, constellation.Device{ID: d.ID, Apps: d.Apps, Platform: d.Platform, Sandbox: d.Sandbox, Labels: d.Labels})
 		}
 		far, err := constellation.NewAIPDevices(constellation.AIPOptions{URL: sv.URL, Token: token, Name: sv.Name, Devices: ds, Logf: logf})
 		if err != nil {
