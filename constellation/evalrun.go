@@ -199,8 +199,11 @@ func evalDevice(ctx context.Context, cfg *config.Config, extra []client.Server, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// On loopback a registration answers in milliseconds: a short wait
+	// for it keeps the server's wait for a lost device (its away time
+	// plus the reconnection wait the device declares) near 15 s.
 	rc, err := remote.New(dev, remote.Options{URL: url, Token: evalToken, ClientID: d.ID, MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 100 * time.Millisecond, Logf: func(string, ...any) {}})
+		MaxBackoff: 100 * time.Millisecond, RegisterTimeout: 5 * time.Second, Logf: func(string, ...any) {}})
 	if err != nil {
 		dev.Close()
 		return nil, nil, err

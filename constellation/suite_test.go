@@ -188,7 +188,7 @@ func (c *cluster) connect(id string) {
 		t.Fatal(err)
 	}
 	rc, err := remote.New(dev, remote.Options{URL: "ws" + strings.TrimPrefix(c.http.URL, "http") + "/ws", Token: suiteToken, ClientID: id,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logf: func(string, ...any) {}})
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RegisterTimeout: 2 * time.Second, Logf: func(string, ...any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
