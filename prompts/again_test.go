@@ -70,12 +70,12 @@ func TestRenderAgainIsRender(t *testing.T) {
 	}
 }
 
-// sameTools compares every field of a tool: one added to command.ToolInfo
-// must be compared there too, or RenderAgain could give a render made for
-// another tool.
+// sameTools compares every field of a tool, and a version reads every
+// one (versionHash.tools): one added to command.ToolInfo must be read
+// there too, or a render kept for another tool could be given.
 func TestSameToolsKnowsEveryField(t *testing.T) {
 	if n := reflect.TypeFor[command.ToolInfo]().NumField(); n != 10 {
-		t.Fatalf("command.ToolInfo has %d fields, sameTools compares 10: compare the new ones", n)
+		t.Fatalf("command.ToolInfo has %d fields, sameTools and versionHash.tools read 10: read the new ones", n)
 	}
 }
 
@@ -109,4 +109,44 @@ func TestPartialsFollowTheirData(t *testing.T) {
 	data.Notes = data.Notes[:2]
 	data.Notes[0].Status = "FAIL"
 	check("a status")
+}
+
+// A list or map of the data changed in place between two calls, as a
+// middleware editing the tool list would, gives the prompt of the data as
+// it is now, not the render kept for the same lists before the change.
+func TestRenderAgainSeesChangesInPlace(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []command.ToolInfo{{Name: "read_file", Namespace: "files", ToolType: command.Action, Description: "Read a file.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+		Annotations: map[string]any{"readOnlyHint": true}}}
+	data := AppData{Request: "tidy up", Subtask: "list notes", App: "files", Tools: tools, Mode: ModeJSON,
+		Device: command.DeviceInfo{Platform: "linux", Features: []string{"cli"}}, EarlierNotes: []Note{{Subtask: "s", App: "shell", Status: "FINISH", Result: "r"}}}
+	changes := []struct {
+		what   string
+		change func()
+	}{
+		{"a tool's description", func() { tools[0].Description = "Read a text file whole." }},
+		{"a tool's annotation", func() { tools[0].Annotations["readOnlyHint"] = false }},
+		{"a byte of a tool's schema", func() { tools[0].InputSchema[bytes.IndexByte(tools[0].InputSchema, 'p')] = 'P' }},
+		{"a device feature", func() { data.Device.Features[0] = "gui" }},
+		{"an earlier note", func() { data.EarlierNotes[0].Result = "listed 3 files" }},
+	}
+	for _, name := range []string{"app_system", "app_user"} {
+		for _, c := range changes {
+			if _, err := s.RenderAgain(name, data); err != nil {
+				t.Fatal(err)
+			}
+			c.change()
+			want, err := s.Render(name, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.RenderAgain(name, data); err != nil || got != want {
+				t.Fatalf("%s after %s changed in place: RenderAgain gave a stale prompt (%v):\n%s\nwant\n%s", name, c.what, err, got, want)
+			}
+		}
+	}
 }

@@ -38,9 +38,11 @@ type Set struct {
 	// fast holds the templates the fast path renders (see fast.go).
 	fast map[string]bool
 	fastSites
-	// again are RenderAgain's renders, partials the fast path's renders
-	// of templates called from templates.
-	again, partials renders
+	// again are RenderAgain's renders, by their data's version;
+	// partials the fast path's renders of templates called from
+	// templates, with a copy of their data.
+	again    versioned
+	partials renders
 	// answerFormat is the task's, for the agents' data (WithAnswerFormat).
 	answerFormat string
 }
@@ -301,24 +303,29 @@ func (s *Set) Render(name string, data any) (string, error) {
 // RenderAgain is Render for a template that is rendered with the same
 // data again and again: an agent's system prompt and first turn, the same
 // for every agent of an app on one device and in every case of a replayed
-// suite. It keeps the last few renders of each template and gives the one
-// whose data is equal to data (sameData) instead of rendering it again.
-// The lists and maps in data must not change after the call: a kept
-// render's data shares them, and so compares at once with the very lists
-// and maps given again (a deep copy would be compared in full each time).
+// suite. It keeps the last few renders of each template, each keyed on
+// the version of its data (dataVersion: a hash of all of it, taken at
+// every call), and gives the one whose version is data's instead of
+// rendering it again. The data may change in place between calls (a
+// middleware editing the tool list): its version changes with it.
 func (s *Set) RenderAgain(name string, data any) (string, error) {
 	data = s.withTask(data)
-	if out, ok := s.again.find(name, reflect.ValueOf(data)); ok {
+	version, ok := dataVersion(data)
+	if !ok {
+		return s.Render(name, data)
+	}
+	if out, ok := s.again.find(name, version); ok {
 		return out, nil
 	}
 	out, err := s.Render(name, data)
 	if err == nil {
-		s.again.add(name, reflect.ValueOf(data), out)
+		s.again.add(name, version, out)
 	}
 	return out, err
 }
 
-// renders are the last renders of each template RenderAgain made.
+// renders are the last renders of each partial the fast path made, each
+// with a copy of its data (copyData) that no caller can change.
 type renders struct {
 	mu   sync.Mutex
 	last map[string]*[rendersKept]render
