@@ -152,6 +152,20 @@ func SkippedResult(callID, why string) Result {
 	return Result{Status: Skipped, Error: why, CallID: callID}
 }
 
+// StoppedBy is why the commands after one with result r do not run, or ""
+// when they do: r failed, or its command was left running in the
+// background (WithDetach), which later actions usually depend on. Every
+// dispatcher and device client stops a batch by it.
+func StoppedBy(r Result) string {
+	switch {
+	case r.Status == Failure:
+		return fmt.Sprintf("skipped: an earlier command (call_id %s) failed", r.CallID)
+	case r.Running():
+		return fmt.Sprintf("skipped: an earlier command (call_id %s) is still running in the background", r.CallID)
+	}
+	return ""
+}
+
 // ToolInfo describes one tool a device offers (AIP's MCPToolInfo).
 type ToolInfo struct {
 	Key          string          `json:"tool_key"`

@@ -19,7 +19,6 @@ import (
 	"github.com/invopop/jsonschema"
 	"go.yaml.in/yaml/v4"
 
-	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/internal/yamlkeys"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/provider"
@@ -526,7 +525,7 @@ func (c *Config) YAML() ([]byte, error) {
 		if sv.Token != "" {
 			sv.Token = "[redacted]"
 		}
-		sv.URL = aip.RedactURL(redactURL(sv.URL)) // UFO's servers take ?token=
+		sv.URL = redactURL(sv.URL) // UFO's servers take ?token=
 		cp.Constellation.Servers[i] = sv
 	}
 	cp.MCP.Servers = make(map[string]MCPServer, len(c.MCP.Servers))

@@ -99,12 +99,13 @@ func TestYAMLRedactsSecrets(t *testing.T) {
 	c := config.Default()
 	c.Providers = map[string]config.ProviderSettings{"openai": {APIKey: "sk-secret", Headers: map[string]string{"X-Token": "tok"}}}
 	c.Constellation.Servers = []config.ConstellationServer{{URL: "ws://h/ws?token=urlsecret", Token: "aip-secret"}}
+	c.MCP.Servers = map[string]config.MCPServer{"far": {URL: "https://u:pw@mcp.example/mcp?region=eu&api_key=mcpsecret#top"}}
 	out, err := c.YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(out), "sk-secret") || strings.Contains(string(out), "tok\n") || strings.Contains(string(out), "aip-secret") ||
-		strings.Contains(string(out), "urlsecret") {
+		strings.Contains(string(out), "urlsecret") || strings.Contains(string(out), "mcpsecret") || !strings.Contains(string(out), "region=eu") {
 		t.Errorf("secrets leaked:\n%s", out)
 	}
 	if c.Providers["openai"].APIKey != "sk-secret" || c.Providers["openai"].Headers["X-Token"] != "tok" || c.Constellation.Servers[0].Token != "aip-secret" {

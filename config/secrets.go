@@ -42,10 +42,27 @@ func URLPassword(s string) string {
 	return p
 }
 
-// redactURL hides a URL's password, keeping the rest readable.
+// redactURL hides a URL's password and the values of its query
+// parameters that name a credential (?token=, as UFO's servers take their
+// key, ?api_key=, ...: see SecretName), keeping the rest readable.
 func redactURL(s string) string {
 	if p := URLPassword(s); p != "" {
-		return strings.Replace(s, ":"+p+"@", ":[redacted]@", 1)
+		s = strings.Replace(s, ":"+p+"@", ":[redacted]@", 1)
+	}
+	base, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	query, frag, hasFrag := strings.Cut(query, "#")
+	kvs := strings.Split(query, "&")
+	for i, kv := range kvs {
+		if k, v, _ := strings.Cut(kv, "="); v != "" && SecretName(k) {
+			kvs[i] = k + "=[redacted]"
+		}
+	}
+	s = base + "?" + strings.Join(kvs, "&")
+	if hasFrag {
+		s += "#" + frag
 	}
 	return s
 }

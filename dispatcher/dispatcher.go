@@ -8,12 +8,12 @@ package dispatcher
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/uuid"
 )
 
 // Dispatcher runs a batch of commands. It returns exactly one Result per
@@ -57,7 +57,7 @@ func NewLocal(exec Executor, opts LocalOptions) *Local {
 		l.timeout = DefaultTimeout
 	}
 	if l.newID == nil {
-		l.newID = NewUUID
+		l.newID = uuid.New
 	}
 	return l
 }
@@ -99,23 +99,10 @@ func (l *Local) Execute(ctx context.Context, cmds []command.Command) []command.R
 			results[i] = skipped(cmd, stopped)
 		default:
 			results[i] = l.run(ctx, cmd)
-			stopped = StoppedBy(results[i])
+			stopped = command.StoppedBy(results[i])
 		}
 	}
 	return results
-}
-
-// StoppedBy is why the commands after one with result r do not run, or ""
-// when they do: r failed, or its command was left running in the
-// background (command.WithDetach), which later actions usually depend on.
-func StoppedBy(r command.Result) string {
-	switch {
-	case r.Status == command.Failure:
-		return fmt.Sprintf("skipped: an earlier command (call_id %s) failed", r.CallID)
-	case r.Running():
-		return fmt.Sprintf("skipped: an earlier command (call_id %s) is still running in the background", r.CallID)
-	}
-	return ""
 }
 
 func skipped(cmd command.Command, why string) command.Result {
@@ -158,46 +145,4 @@ func (l *Local) run(ctx context.Context, cmd command.Command) command.Result {
 		r.Namespace = cmd.Namespace
 	}
 	return r
-}
-
-// NewUUID returns a random (version 4) UUID string.
-func NewUUID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(&b)
-}
-
-// NewTimeUUID returns a version 7 UUID string: the time in milliseconds,
-// then random bits (RFC 9562). Ids made one after another sort in the
-// order they were made, so a database indexed by them adds each new one
-// beside the last instead of at a random page of its index: the server's
-// task ids, which key its store's tasks and journal.
-func NewTimeUUID() string {
-	var b [16]byte
-	rand.Read(b[6:])
-	ms := uint64(time.Now().UnixMilli())
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	b[6] = b[6]&0x0f | 0x70
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(&b)
-}
-
-// formatUUID writes a UUID in its usual form, by hand rather than with
-// fmt: three ids are made per command round trip, and fmt's five %x took
-// a tenth of the server's share.
-func formatUUID(b *[16]byte) string {
-	const hex = "0123456789abcdef"
-	var s [36]byte
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s[j] = '-'
-			j++
-		}
-		s[j], s[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-	return string(s[:])
 }

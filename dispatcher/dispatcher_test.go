@@ -6,7 +6,6 @@ import (
 	"errors"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -232,40 +231,6 @@ func TestExecutorMistakesStayResults(t *testing.T) {
 	}
 	if got := dispatcher.NewLocal(forgetful{}, dispatcher.LocalOptions{}).Execute(context.Background(), nil); len(got) != 0 {
 		t.Errorf("no commands gave %d results", len(got))
-	}
-}
-
-func TestNewUUID(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 { // every nibble position sees many values
-		id := dispatcher.NewUUID()
-		if !uuidV4.MatchString(id) || seen[id] {
-			t.Fatalf("%q is not a fresh UUIDv4", id)
-		}
-		seen[id] = true
-	}
-}
-
-func TestNewTimeUUID(t *testing.T) {
-	v7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-	before := time.Now().UnixMilli()
-	prev := ""
-	seen := map[string]bool{}
-	for i := range 1000 {
-		id := dispatcher.NewTimeUUID()
-		if !v7.MatchString(id) || seen[id] {
-			t.Fatalf("%q is not a fresh UUIDv7", id)
-		}
-		seen[id] = true
-		ms, err := strconv.ParseInt(strings.ReplaceAll(id[:13], "-", ""), 16, 64)
-		if err != nil || ms < before || ms > time.Now().UnixMilli() {
-			t.Fatalf("%q: its time %d is not when it was made (from %d)", id, ms, before)
-		}
-		// Ids of different milliseconds sort in the order they were made.
-		if i > 0 && id[:13] != prev[:13] && id < prev {
-			t.Fatalf("%q sorts before the earlier %q", id, prev)
-		}
-		prev = id
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/internal/clock"
+	"github.com/saucerhq/saucer/internal/uuid"
 )
 
 // Link carries a WebSocket dispatcher's frames to one device, whichever
@@ -210,7 +211,7 @@ func NewWebSocket(link Link, opts WebSocketOptions) *WebSocket {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	if opts.NewID == nil {
-		opts.NewID = NewUUID
+		opts.NewID = uuid.New
 	}
 	return &WebSocket{link: link, opts: opts, rounds: map[string]*round{}, finished: map[string]bool{},
 		background: map[string]*backgroundCommand{}}

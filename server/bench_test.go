@@ -27,8 +27,8 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/uuid"
 	"github.com/saucerhq/saucer/server"
 )
 
@@ -137,10 +137,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	defer stop()
 	ws, closeEcho := rawEcho(b)
 	defer closeEcho()
-	frame, _ := (&aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, SessionID: dispatcher.NewUUID(),
-		TaskName: "bench", ResponseID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now()),
+	frame, _ := (&aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, SessionID: uuid.New(),
+		TaskName: "bench", ResponseID: uuid.New(), Timestamp: aip.Timestamp(time.Now()),
 		Actions: []command.Command{{ToolName: benchCommand.ToolName, ToolType: benchCommand.ToolType,
-			Parameters: benchCommand.Parameters, CallID: dispatcher.NewUUID()}}}).Append(nil)
+			Parameters: benchCommand.Parameters, CallID: uuid.New()}}}).Append(nil)
 	ctx := context.Background()
 	echo := func() time.Duration {
 		start := time.Now()

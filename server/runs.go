@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -80,6 +79,33 @@ type ReplayInfo struct {
 	ModelCalls int    `json:"model_calls"`
 	Dispatches int    `json:"dispatches"`
 }
+
+// Review replays recorded runs and reads eval reports for the API. It is
+// an interface so that the server stays below package evals, which knows
+// how (serve.Review is the one Saucer uses).
+type Review interface {
+	// Replay runs a recording again offline, the model answering with
+	// the recorded replies and the device with the recorded results: how
+	// the replay ended, and where it diverged from the recording, as
+	// saucer replay prints it ("" when it did not).
+	Replay(ctx context.Context, tr *trajectory.Trajectory) (status, answer, diff string, err error)
+	// ReadEval reads the report of an eval results directory.
+	ReadEval(dir string) (EvalReport, error)
+	// CompareEvals compares the reports of two results directories, B
+	// against A: the comparison as a JSON object, and as text.
+	CompareEvals(dirA, dirB string) (comparison any, text string, err error)
+}
+
+// EvalReport is what the API lists of an eval's report.
+type EvalReport struct {
+	Suite       string
+	Cases       int
+	Trials      int
+	SuccessRate float64
+}
+
+// errNoReview: the server was built without a Review.
+var errNoReview = fmt.Errorf("%w: this server does not replay runs or read eval reports (server.Options.Review is not set; serve.Start sets it)", ErrNotFound)
 
 // EvalSummary is an eval results directory.
 type EvalSummary struct {
@@ -319,6 +345,10 @@ func (s *Server) replayRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: a replay is running; try again when it is done", ErrBusy))
 		return
 	}
+	if s.opts.Review == nil {
+		writeError(w, errNoReview)
+		return
+	}
 	tr, err := trajectory.Read(dir)
 	if err != nil {
 		writeError(w, fmt.Errorf("run %s cannot be read: %w", id, err))
@@ -326,12 +356,12 @@ func (s *Server) replayRun(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
 	defer cancel()
-	res, err := evals.Replay(ctx, tr, evals.ReplayOptions{Redactor: s.opts.Redactor})
+	status, answer, diff, err := s.opts.Review.Replay(ctx, tr)
 	if err != nil {
 		writeError(w, fmt.Errorf("%w: run %s cannot be replayed: %v", ErrBadRequest, id, err))
 		return
 	}
-	info := ReplayInfo{Status: string(res.Outcome.Status), Answer: res.Outcome.Answer, Diff: res.Report(),
+	info := ReplayInfo{Status: status, Answer: answer, Diff: diff,
 		ModelCalls: len(tr.Calls()), Dispatches: len(tr.Of(trajectory.TypeDispatch))}
 	if end := tr.End(); end != nil && (end.Status != info.Status || end.Answer != info.Answer) {
 		info.Diff += fmt.Sprintf("the recording ended %s %q, the replay %s %q\n", end.Status, end.Answer, info.Status, info.Answer)
@@ -368,14 +398,18 @@ var reportFiles = []string{"report.html", "report.md", "report.json", "junit.xml
 // listEvals answers GET /api/evals.
 func (s *Server) listEvals(w http.ResponseWriter, r *http.Request) {
 	dirs := s.evalDirs()
+	if len(dirs) > 0 && s.opts.Review == nil {
+		writeError(w, errNoReview)
+		return
+	}
 	list := []EvalSummary{}
 	for _, name := range slices.Sorted(maps.Keys(dirs)) {
 		dir := dirs[name]
-		rep, err := evals.ReadReport(dir)
+		rep, err := s.opts.Review.ReadEval(dir)
 		if err != nil {
 			continue
 		}
-		sum := EvalSummary{Name: name, Suite: rep.Suite, Cases: rep.Metrics.Cases, Trials: rep.Metrics.Trials, SuccessRate: rep.Metrics.SuccessRate,
+		sum := EvalSummary{Name: name, Suite: rep.Suite, Cases: rep.Cases, Trials: rep.Trials, SuccessRate: rep.SuccessRate,
 			Files: []string{}}
 		if fi, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
 			sum.ModifiedAt = fi.ModTime().UTC()
@@ -420,16 +454,16 @@ func (s *Server) evalFile(w http.ResponseWriter, r *http.Request) {
 	http.ServeFile(w, r, path)
 }
 
-// EvalComparison answers GET /api/evals/compare?a=&b=: how B differs from
-// A, and the same as saucer eval compare prints it.
-type EvalComparison struct {
-	*evals.Comparison
-	Text string `json:"text"`
-}
-
+// compareEvals answers GET /api/evals/compare?a=&b=: how B differs from
+// A, as a JSON object, and in "text" the same as saucer eval compare
+// prints it.
 func (s *Server) compareEvals(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Review == nil {
+		writeError(w, errNoReview)
+		return
+	}
 	dirs := s.evalDirs()
-	var reps [2]*evals.Report
+	var pair [2]string
 	for i, k := range []string{"a", "b"} {
 		name := r.URL.Query().Get(k)
 		dir, ok := dirs[name]
@@ -437,17 +471,25 @@ func (s *Server) compareEvals(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("%w: %s=%q names no eval results (GET /api/evals lists them)", ErrNotFound, k, name))
 			return
 		}
-		rep, err := evals.ReadReport(dir)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		reps[i] = rep
+		pair[i] = dir
 	}
-	c := evals.Compare(reps[0], reps[1])
-	var b bytes.Buffer
-	c.Write(&b)
-	writeJSON(w, http.StatusOK, EvalComparison{Comparison: c, Text: b.String()})
+	c, text, err := s.opts.Review.CompareEvals(pair[0], pair[1])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	obj := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		writeError(w, fmt.Errorf("an eval comparison must be a JSON object: %w", err))
+		return
+	}
+	obj["text"], _ = json.Marshal(text)
+	writeJSON(w, http.StatusOK, obj)
 }
 
 func base64Of(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

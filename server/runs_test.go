@@ -9,6 +9,7 @@ import (
 
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -20,7 +21,7 @@ import (
 func TestRunsThroughTheAPI(t *testing.T) {
 	runs, evalsDir := t.TempDir(), t.TempDir()
 	cfg := scriptedConfig(t, writeScript)
-	f := newFixture(t, server.Options{RunsDir: runs, EvalsDir: evalsDir,
+	f := newFixture(t, server.Options{RunsDir: runs, EvalsDir: evalsDir, Review: serve.Review(nil),
 		NewSession: server.RecordTo(runs, cfg, trajectory.Options{}, server.Sessions(cfg, session.Options{}))})
 	connect(t, f.wsURL, "box", realDevice(t, t.TempDir()), nil)
 	var d server.DispatchResponse
@@ -107,9 +108,34 @@ func TestRunsThroughTheAPI(t *testing.T) {
 	if code := f.api(t, "GET", "/api/evals/a/result.json", nil, &e); code != http.StatusNotFound {
 		t.Errorf("a file that is not a report: %d", code)
 	}
-	var cmp server.EvalComparison
+	var cmp struct {
+		evals.Comparison
+		Text string
+	}
 	f.api(t, "GET", "/api/evals/compare?a=a&b=b", nil, &cmp)
 	if len(cmp.Regressions) != 1 || cmp.Regressions[0].ID != "c1" || !strings.Contains(cmp.Text, "REGRESSION  c1: 100% → 0%") {
 		t.Errorf("compare: %+v", cmp)
+	}
+}
+
+// TestReviewIsInjected: the server replays and reads evals only through
+// Options.Review (it stays below package evals); without one, those
+// routes say so instead of failing obscurely.
+func TestReviewIsInjected(t *testing.T) {
+	runs, evalsDir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(runs, "r1"), 0o755)
+	os.WriteFile(filepath.Join(runs, "r1", trajectory.EventsFile), []byte("{}\n"), 0o644)
+	for _, name := range []string{"a", "b"} {
+		os.MkdirAll(filepath.Join(evalsDir, name), 0o755)
+		os.WriteFile(filepath.Join(evalsDir, name, "report.json"), []byte("{}"), 0o644)
+	}
+	f := newFixture(t, server.Options{RunsDir: runs, EvalsDir: evalsDir})
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/api/runs/r1/replay"}, {"GET", "/api/evals"}, {"GET", "/api/evals/compare?a=a&b=b"},
+	} {
+		var e map[string]string
+		if code := f.api(t, c.method, c.path, nil, &e); code != http.StatusNotFound || !strings.Contains(e["error"], "server.Options.Review is not set") {
+			t.Errorf("%s %s without a Review: %d %v", c.method, c.path, code, e)
+		}
 	}
 }

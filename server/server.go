@@ -24,6 +24,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/uuid"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
@@ -140,6 +141,11 @@ type Options struct {
 	// EvalsDir is an eval results directory, or a directory of them:
 	// GET /api/evals serves their reports. Empty: none.
 	EvalsDir string
+	// Review replays recordings (POST /api/runs/{id}/replay) and reads
+	// the eval reports of EvalsDir. The server does not know how: package
+	// evals does, and serve.Start fills this in (serve.Review). Nil: those
+	// routes answer that this server does not replay or read evals.
+	Review Review
 	// KeepAlive is how often an idle event stream sends a comment
 	// (DefaultKeepAlive when zero).
 	KeepAlive time.Duration
@@ -225,7 +231,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logf = func(string, ...any) {}
 	}
 	if opts.NewID == nil {
-		opts.NewID = dispatcher.NewTimeUUID
+		opts.NewID = uuid.NewTime
 	}
 	s := &Server{opts: opts, devices: map[string]*device{}, tasks: map[string]*task{}, startedAt: time.Now(), store: opts.Store,
 		events: newHub(), logins: newLoginLimiter(), replays: make(chan struct{}, 1)}

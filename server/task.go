@@ -16,6 +16,7 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/uuid"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 )
@@ -593,7 +594,7 @@ func (s *Server) finish(t *task, out *agent.Outcome, err error) {
 // taskEnd is the task_end frame for an ended task.
 func taskEnd(info TaskInfo, out *agent.Outcome) *aip.ServerMessage {
 	m := &aip.ServerMessage{Type: aip.TypeTaskEnd, Status: aip.StatusCompleted, SessionID: info.ID,
-		ResponseID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+		ResponseID: uuid.New(), Timestamp: aip.Timestamp(time.Now())}
 	result := map[string]any{"answer": info.Result, "steps": len(info.Steps)}
 	if out != nil {
 		result["status"] = out.Status

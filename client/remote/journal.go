@@ -12,7 +12,7 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/uuid"
 )
 
 // The journal is a small file of the command rounds a device client has
@@ -150,7 +150,7 @@ func readJournal(path, clientID string) (known, interrupted []*aip.ClientMessage
 		}
 		m := &aip.ClientMessage{Type: aip.TypeCommandResults, Status: aip.Status(r.begin.Status), ClientType: aip.ClientDevice,
 			ClientID: clientID, SessionID: r.begin.Session, ActionResults: results, PrevResponseID: id,
-			RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+			RequestID: uuid.New(), Timestamp: aip.Timestamp(time.Now())}
 		known = append(known, m)
 		interrupted = append(interrupted, m)
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/uuid"
 )
 
 // Device runs commands and describes the device; *client.Client is one.
@@ -240,7 +240,7 @@ func New(dev Device, opts Options) (*Client, error) {
 	// The maps other than rounds are made when first written: an idle
 	// device (a server holds thousands) never writes them.
 	c := &Client{dev: dev, opts: opts, urls: urls, inQuery: make([]atomic.Bool, len(urls)), up: make(chan struct{}), rounds: map[string]*aip.ClientMessage{},
-		instance: dispatcher.NewUUID(), progress: newProgressOut()}
+		instance: uuid.New(), progress: newProgressOut()}
 	if opts.Journal != "" {
 		j, known, interrupted, err := openJournal(opts.Journal, opts.ClientID)
 		if err != nil {
@@ -757,7 +757,7 @@ func (c *Client) handle(ctx context.Context, m *aip.ServerMessage) {
 		c.opts.Logf("task %q assigned (session %s): %s", m.TaskName, m.SessionID, m.UserRequest)
 		c.send(ctx, &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientDevice,
 			ClientID: c.opts.ClientID, SessionID: m.SessionID, TaskName: m.TaskName, Request: m.UserRequest,
-			RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now()),
+			RequestID: uuid.New(), Timestamp: aip.Timestamp(time.Now()),
 			Metadata: map[string]any{"platform": c.dev.Device().Platform}})
 	case aip.TypeTaskEnd:
 		c.cancelBackground(ctx, m.SessionID)
@@ -865,7 +865,7 @@ func (c *Client) answerNow(ctx context.Context, m *aip.ServerMessage) {
 	}
 	res := &aip.ClientMessage{Type: aip.TypeCommandResults, Status: m.Status, ClientType: aip.ClientDevice,
 		ClientID: c.opts.ClientID, SessionID: m.SessionID, ActionResults: results, PrevResponseID: m.ResponseID,
-		RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+		RequestID: uuid.New(), Timestamp: aip.Timestamp(time.Now())}
 	c.mu.Lock()
 	if _, ok := c.rounds[m.ResponseID]; ok {
 		c.rounds[m.ResponseID] = res
@@ -1005,7 +1005,7 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 				c.background[cmd.CallID] = m.SessionID
 				c.mu.Unlock()
 				results[i].CallID = cmd.CallID
-				background = dispatcher.StoppedBy(results[i])
+				background = command.StoppedBy(results[i])
 			}
 			if c.journal != nil {
 				results[i].CallID = cmd.CallID
@@ -1019,7 +1019,7 @@ func (c *Client) runRound(ctx context.Context, m *aip.ServerMessage) *aip.Client
 	}
 	return &aip.ClientMessage{Type: aip.TypeCommandResults, Status: m.Status, ClientType: aip.ClientDevice,
 		ClientID: c.opts.ClientID, SessionID: m.SessionID, ActionResults: results, PrevResponseID: m.ResponseID,
-		RequestID: dispatcher.NewUUID(), Timestamp: aip.Timestamp(time.Now())}
+		RequestID: uuid.New(), Timestamp: aip.Timestamp(time.Now())}
 }
 
 // running is the command in progress, for the heartbeats' progress reports.
@@ -1092,7 +1092,7 @@ func (c *Client) StartTask(ctx context.Context, request, taskName string) (*Task
 		return nil, errors.New("the connection dropped before the task could be sent; try again")
 	}
 	req := &aip.ClientMessage{Type: aip.TypeTask, Status: aip.StatusContinue, ClientType: aip.ClientDevice,
-		ClientID: c.opts.ClientID, TaskName: taskName, Request: request, RequestID: dispatcher.NewUUID(),
+		ClientID: c.opts.ClientID, TaskName: taskName, Request: request, RequestID: uuid.New(),
 		Timestamp: aip.Timestamp(time.Now()), Metadata: map[string]any{"platform": c.dev.Device().Platform}}
 	if err := conn.Send(ctx, req); err != nil {
 		return nil, fmt.Errorf("send the task: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -50,7 +51,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	// task, whose round waits for the command in progress to end (its
 	// CancelGrace is the command's own limit) and records its result; the
 	// second (base.Abort) stops that command on the device.
-	srv, err := server.New(server.Options{Token: key, Redactor: red, RunsDir: runs,
+	srv, err := server.New(server.Options{Token: key, Redactor: red, Review: serve.Review(red), RunsDir: runs,
 		AskTimeout: cfg.Remote.AskTimeout.D(), CommandTimeout: cfg.Agent.CommandTimeout.D(), CancelGrace: cfg.Agent.CommandTimeout.D(),
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 			r, err := sessions(spec)
