@@ -221,6 +221,11 @@ func (w *eventEncoder) device(d *command.DeviceInfo) {
 	w.strOmit("uid", d.UID)
 	w.strOmit("home", d.Home)
 	w.strOmit("workdir", d.WorkDir)
+	w.strOmit("sandbox", d.Sandbox)
+	if len(d.Labels) > 0 {
+		w.key("labels")
+		w.b = jsonw.AppendStrings(w.b, d.Labels)
+	}
 	w.b = append(w.b, '}')
 }
 
