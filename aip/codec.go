@@ -28,83 +28,11 @@ func badFrame(format string, args ...any) error {
 // (UFO's client sends those) gets status error. A missing client_type means
 // device. Per-type rules are Validate's.
 func DecodeClient(b []byte) (*ClientMessage, error) {
-	if err := checkObject(b); err != nil {
+	m, sc := &ClientMessage{}, &scanner{b: b}
+	var err error
+	field := func(key []byte) (bool, error) { return m.field(sc, key) }
+	if m.Type, m.Status, err = decodeFrame(sc, "client", clientTypes, field); err != nil {
 		return nil, err
-	}
-	m := &ClientMessage{}
-	sc := &scanner{b: b}
-	err := sc.object(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "type":
-			var v string
-			v, err = sc.str("type")
-			m.Type = Type(v)
-		case "status":
-			var v string
-			v, err = sc.str("status")
-			m.Status = Status(v)
-		case "client_type":
-			var v string
-			v, err = sc.str("client_type")
-			m.ClientType = ClientType(v)
-		case "session_id":
-			m.SessionID, err = sc.str("session_id")
-		case "task_name":
-			m.TaskName, err = sc.str("task_name")
-		case "client_id":
-			m.ClientID, err = sc.str("client_id")
-		case "target_id":
-			m.TargetID, err = sc.str("target_id")
-		case "request":
-			m.Request, err = sc.str("request")
-		case "timestamp":
-			m.Timestamp, err = sc.str("timestamp")
-		case "request_id":
-			m.RequestID, err = sc.str("request_id")
-		case "prev_response_id":
-			m.PrevResponseID, err = sc.str("prev_response_id")
-		case "error":
-			m.Error, err = sc.str("error")
-		case "action_results":
-			m.ActionResults, err = sc.results()
-		case "metadata":
-			m.Metadata = nil
-			if !sc.null() {
-				if sc.peek() != '{' {
-					return badFrame("metadata must be an object or null")
-				}
-				err = sc.into("metadata", &m.Metadata)
-			}
-		case "progress":
-			m.Progress = nil
-			if !sc.null() {
-				m.Progress = &Progress{}
-				err = sc.into("progress", m.Progress)
-			}
-		default:
-			_, err = sc.value(1)
-		}
-		return err
-	})
-	if err == nil {
-		err = sc.end()
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case m.Type == "":
-		return nil, badFrame("the frame has no type")
-	case !clientTypes[m.Type]:
-		return nil, badFrame("unknown client message type %q", m.Type)
-	case m.Status == "" && m.Type == TypeError:
-		m.Status = StatusError // quirk: UFO's client omits it
-	case m.Status == "":
-		return nil, badFrame("the %s frame has no status", m.Type)
-	}
-	if !m.Status.Valid() {
-		return nil, badFrame("unknown status %q", m.Status)
 	}
 	if m.ClientType == "" {
 		m.ClientType = ClientDevice
@@ -114,171 +42,249 @@ func DecodeClient(b []byte) (*ClientMessage, error) {
 	return m, nil
 }
 
-// results reads action_results: a list of Result objects, or null.
-func (sc *scanner) results() ([]command.Result, error) {
-	out := []command.Result{}
-	null, err := sc.array("action_results", func() error {
-		if sc.peek() != '{' {
-			return badFrame("action_results must hold result objects")
-		}
-		var r command.Result
-		err := sc.object(func(key []byte) error {
-			var err error
-			switch string(key) {
-			case "status":
-				var v string
-				v, err = sc.str("status")
-				r.Status = command.ResultStatus(v)
-			case "error":
-				r.Error, err = sc.str("error")
-			case "result":
-				var raw []byte
-				if raw, err = sc.value(1); err == nil {
-					r.Result = nil
-					if string(raw) != "null" {
-						r.Result = append(json.RawMessage(nil), raw...)
-					}
-				}
-			case "namespace":
-				r.Namespace, err = sc.str("namespace")
-			case "call_id":
-				r.CallID, err = sc.str("call_id")
-			default:
-				_, err = sc.value(1)
-			}
-			return err
-		})
-		out = append(out, r)
-		return err
-	})
-	if null || err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// actions reads a command frame's actions: Command objects, or null.
-func (sc *scanner) actions() ([]command.Command, error) {
-	out := []command.Command{}
-	null, err := sc.array("actions", func() error {
-		if sc.peek() != '{' {
-			return badFrame("actions must hold command objects")
-		}
-		var c command.Command
-		err := sc.object(func(key []byte) error {
-			var err error
-			switch string(key) {
-			case "tool_name":
-				c.ToolName, err = sc.str("tool_name")
-			case "parameters":
-				c.Parameters, err = sc.params()
-			case "tool_type":
-				var v string
-				v, err = sc.str("tool_type")
-				c.ToolType = command.ToolType(v)
-			case "call_id":
-				c.CallID, err = sc.str("call_id")
-			case "namespace":
-				c.Namespace, err = sc.str("namespace")
-			default:
-				_, err = sc.value(1)
-			}
-			return err
-		})
-		out = append(out, c)
-		return err
-	})
-	if null || err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // DecodeServer decodes one server → client frame, as leniently as
 // DecodeClient.
 func DecodeServer(b []byte) (*ServerMessage, error) {
-	if err := checkObject(b); err != nil {
+	m, sc := &ServerMessage{}, &scanner{b: b}
+	var err error
+	field := func(key []byte) (bool, error) { return m.field(sc, key) }
+	if m.Type, m.Status, err = decodeFrame(sc, "server", serverTypes, field); err != nil {
 		return nil, err
 	}
-	m := &ServerMessage{}
-	sc := &scanner{b: b}
-	err := sc.object(func(key []byte) error {
+	return m, nil
+}
+
+// decodeFrame is the walk both directions share. It refuses input that is
+// not one JSON object, reads type and status, and hands every other key to
+// field, which reads the value of a key its message has and reports false
+// for the others (they are passed over). The type must be one of types
+// (dir names the direction in the error) and the status an AIP one; an
+// error frame without a status gets status error.
+//
+// The scanner is passed to no function value (field and the like use the
+// one they were made with): it stays off the heap.
+func decodeFrame(sc *scanner, dir string, types map[Type]bool, field func(key []byte) (bool, error)) (Type, Status, error) {
+	if err := checkObject(sc.b); err != nil {
+		return "", "", err
+	}
+	var (
+		typ    Type
+		status Status
+	)
+	err := sc.fields(func(key []byte) (bool, error) {
 		var err error
 		switch string(key) {
 		case "type":
-			var v string
-			v, err = sc.str("type")
-			m.Type = Type(v)
+			typ, err = strAs[Type](sc, "type")
 		case "status":
-			var v string
-			v, err = sc.str("status")
-			m.Status = Status(v)
-		case "user_request":
-			m.UserRequest, err = sc.str("user_request")
-		case "agent_name":
-			m.AgentName, err = sc.str("agent_name")
-		case "process_name":
-			m.ProcessName, err = sc.str("process_name")
-		case "root_name":
-			m.RootName, err = sc.str("root_name")
-		case "actions":
-			m.Actions, err = sc.actions()
-		case "messages":
-			m.Messages = []string{}
-			var null bool
-			null, err = sc.array("messages", func() error {
-				v, err := sc.str("messages")
-				m.Messages = append(m.Messages, v)
-				return err
-			})
-			if null {
-				m.Messages = nil
-			}
-		case "error":
-			m.Error, err = sc.str("error")
-		case "session_id":
-			m.SessionID, err = sc.str("session_id")
-		case "task_name":
-			m.TaskName, err = sc.str("task_name")
-		case "timestamp":
-			m.Timestamp, err = sc.str("timestamp")
-		case "response_id":
-			m.ResponseID, err = sc.str("response_id")
-		case "result":
-			var raw []byte
-			if raw, err = sc.value(1); err == nil {
-				m.Result = nil
-				if string(raw) != "null" {
-					m.Result = append([]byte(nil), raw...)
-				}
-			}
-		case "lifecycle":
-			m.Lifecycle, err = sc.lifecycle()
+			status, err = strAs[Status](sc, "status")
 		default:
-			_, err = sc.value(1)
+			return field(key)
 		}
-		return err
+		return true, err
 	})
 	if err == nil {
 		err = sc.end()
 	}
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
 	switch {
-	case m.Type == "":
-		return nil, badFrame("the frame has no type")
-	case !serverTypes[m.Type]:
-		return nil, badFrame("unknown server message type %q", m.Type)
-	case m.Status == "" && m.Type == TypeError:
-		m.Status = StatusError
-	case m.Status == "":
-		return nil, badFrame("the %s frame has no status", m.Type)
+	case typ == "":
+		return "", "", badFrame("the frame has no type")
+	case !types[typ]:
+		return "", "", badFrame("unknown %s message type %q", dir, typ)
+	case status == "" && typ == TypeError:
+		status = StatusError // quirk: UFO's client omits it
+	case status == "":
+		return "", "", badFrame("the %s frame has no status", typ)
 	}
-	if !m.Status.Valid() {
-		return nil, badFrame("unknown status %q", m.Status)
+	if !status.Valid() {
+		return "", "", badFrame("unknown status %q", status)
 	}
-	return m, nil
+	return typ, status, nil
+}
+
+// field reads the value of a client frame's key (but type and status);
+// false for a key the frame does not have.
+func (m *ClientMessage) field(sc *scanner, key []byte) (bool, error) {
+	var err error
+	switch string(key) {
+	case "client_type":
+		m.ClientType, err = strAs[ClientType](sc, "client_type")
+	case "session_id":
+		m.SessionID, err = sc.str("session_id")
+	case "task_name":
+		m.TaskName, err = sc.str("task_name")
+	case "client_id":
+		m.ClientID, err = sc.str("client_id")
+	case "target_id":
+		m.TargetID, err = sc.str("target_id")
+	case "request":
+		m.Request, err = sc.str("request")
+	case "timestamp":
+		m.Timestamp, err = sc.str("timestamp")
+	case "request_id":
+		m.RequestID, err = sc.str("request_id")
+	case "prev_response_id":
+		m.PrevResponseID, err = sc.str("prev_response_id")
+	case "error":
+		m.Error, err = sc.str("error")
+	case "action_results":
+		m.ActionResults, err = objects(sc, "action_results", "result", sc.resultField)
+	case "metadata":
+		m.Metadata = nil
+		if !sc.null() {
+			if sc.peek() != '{' {
+				return true, badFrame("metadata must be an object or null")
+			}
+			err = sc.into("metadata", &m.Metadata)
+		}
+	case "progress":
+		m.Progress = nil
+		if !sc.null() {
+			m.Progress = &Progress{}
+			err = sc.into("progress", m.Progress)
+		}
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// field reads the value of a server frame's key (but type and status);
+// false for a key the frame does not have.
+func (m *ServerMessage) field(sc *scanner, key []byte) (bool, error) {
+	var err error
+	switch string(key) {
+	case "user_request":
+		m.UserRequest, err = sc.str("user_request")
+	case "agent_name":
+		m.AgentName, err = sc.str("agent_name")
+	case "process_name":
+		m.ProcessName, err = sc.str("process_name")
+	case "root_name":
+		m.RootName, err = sc.str("root_name")
+	case "actions":
+		m.Actions, err = objects(sc, "actions", "command", sc.commandField)
+	case "messages":
+		m.Messages = []string{}
+		var null bool
+		null, err = sc.array("messages", func() error {
+			v, err := sc.str("messages")
+			m.Messages = append(m.Messages, v)
+			return err
+		})
+		if null {
+			m.Messages = nil
+		}
+	case "error":
+		m.Error, err = sc.str("error")
+	case "session_id":
+		m.SessionID, err = sc.str("session_id")
+	case "task_name":
+		m.TaskName, err = sc.str("task_name")
+	case "timestamp":
+		m.Timestamp, err = sc.str("timestamp")
+	case "response_id":
+		m.ResponseID, err = sc.str("response_id")
+	case "result":
+		m.Result, err = sc.payload()
+	case "lifecycle":
+		m.Lifecycle, err = sc.lifecycle()
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// resultField reads the value of an action result's key; false for a key
+// a Result does not have.
+func (sc *scanner) resultField(r *command.Result, key []byte) (bool, error) {
+	var err error
+	switch string(key) {
+	case "status":
+		r.Status, err = strAs[command.ResultStatus](sc, "status")
+	case "error":
+		r.Error, err = sc.str("error")
+	case "result":
+		r.Result, err = sc.payload()
+	case "namespace":
+		r.Namespace, err = sc.str("namespace")
+	case "call_id":
+		r.CallID, err = sc.str("call_id")
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// commandField reads the value of an action's key; false for a key a
+// Command does not have.
+func (sc *scanner) commandField(c *command.Command, key []byte) (bool, error) {
+	var err error
+	switch string(key) {
+	case "tool_name":
+		c.ToolName, err = sc.str("tool_name")
+	case "parameters":
+		c.Parameters, err = sc.params()
+	case "tool_type":
+		c.ToolType, err = strAs[command.ToolType](sc, "tool_type")
+	case "call_id":
+		c.CallID, err = sc.str("call_id")
+	case "namespace":
+		c.Namespace, err = sc.str("namespace")
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// fields calls field for each key of an object, and passes over the value
+// of a key field reports it does not know.
+func (sc *scanner) fields(field func(key []byte) (bool, error)) error {
+	return sc.object(func(key []byte) error {
+		known, err := field(key)
+		if err == nil && !known {
+			_, err = sc.value(1)
+		}
+		return err
+	})
+}
+
+// objects reads the list of objects under name, or null (nil): what the
+// objects are (in the error for an element that is not one), and field
+// reading each key of one into its element.
+func objects[T any](sc *scanner, name, what string, field func(v *T, key []byte) (bool, error)) ([]T, error) {
+	out := []T{}
+	null, err := sc.array(name, func() error {
+		if sc.peek() != '{' {
+			return badFrame("%s must hold %s objects", name, what)
+		}
+		out = append(out, *new(T))
+		v := &out[len(out)-1] // read into its place: no copy per element
+		return sc.fields(func(key []byte) (bool, error) { return field(v, key) })
+	})
+	if null || err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// strAs reads a string or null ("") for the named field, as one of the
+// string types of the frame's enums.
+func strAs[T ~string](sc *scanner, name string) (T, error) {
+	v, err := sc.str(name)
+	return T(v), err
+}
+
+// payload reads a raw JSON value, copied out of the frame, or null (nil).
+func (sc *scanner) payload() ([]byte, error) {
+	raw, err := sc.value(1)
+	if err != nil || string(raw) == "null" {
+		return nil, err
+	}
+	return append([]byte(nil), raw...), nil
 }
 
 // checkObject refuses input that is not one JSON object, before the costly
@@ -338,27 +344,15 @@ func (m *ClientMessage) Append(dst []byte) ([]byte, error) {
 	b = appendField(b, "target_id", m.TargetID)
 	b = appendField(b, "request", m.Request)
 	b = append(b, `,"action_results":`...)
-	if m.ActionResults == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, r := range m.ActionResults {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendResult(b, r); err != nil {
-				return dst, fmt.Errorf("aip: encode action result %d: %w", i, err)
-			}
-		}
-		b = append(b, ']')
+	b, i, err := appendList(b, m.ActionResults, appendResult)
+	if err != nil {
+		return dst, fmt.Errorf("aip: encode action result %d: %w", i, err)
 	}
 	b = appendField(b, "timestamp", m.Timestamp)
 	b = appendField(b, "request_id", m.RequestID)
 	b = appendField(b, "prev_response_id", m.PrevResponseID)
 	b = appendField(b, "error", m.Error)
 	b = append(b, `,"metadata":`...)
-	var err error
 	if b, err = appendJSON(b, m.Metadata, m.Metadata == nil); err != nil {
 		return dst, fmt.Errorf("aip: encode metadata: %w", err)
 	}
@@ -382,47 +376,22 @@ func (m *ServerMessage) Append(dst []byte) ([]byte, error) {
 	b = appendField(b, "process_name", m.ProcessName)
 	b = appendField(b, "root_name", m.RootName)
 	b = append(b, `,"actions":`...)
-	if m.Actions == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, c := range m.Actions {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendCommand(b, c); err != nil {
-				return dst, fmt.Errorf("aip: encode action %d (%s): %w", i, c.ToolName, err)
-			}
-		}
-		b = append(b, ']')
+	b, i, err := appendList(b, m.Actions, appendCommand)
+	if err != nil {
+		return dst, fmt.Errorf("aip: encode action %d (%s): %w", i, m.Actions[i].ToolName, err)
 	}
 	b = append(b, `,"messages":`...)
-	if m.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, s := range m.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonw.AppendStringNoHTML(b, s)
-		}
-		b = append(b, ']')
-	}
+	b, _, _ = appendList(b, m.Messages, func(b []byte, s string) ([]byte, error) {
+		return jsonw.AppendStringNoHTML(b, s), nil
+	})
 	b = appendField(b, "error", m.Error)
 	b = appendField(b, "session_id", m.SessionID)
 	b = appendField(b, "task_name", m.TaskName)
 	b = appendField(b, "timestamp", m.Timestamp)
 	b = appendField(b, "response_id", m.ResponseID)
 	b = append(b, `,"result":`...)
-	if len(m.Result) == 0 {
-		b = append(b, "null"...)
-	} else {
-		if !json.Valid(m.Result) {
-			return dst, fmt.Errorf("aip: the result payload is not valid JSON")
-		}
-		b = append(b, m.Result...)
+	if b, err = appendPayload(b, m.Result); err != nil {
+		return dst, fmt.Errorf("aip: the result payload is not valid JSON")
 	}
 	if l := m.Lifecycle; l != nil {
 		b = append(b, `,"lifecycle":{"created_at":"`...)
@@ -474,20 +443,8 @@ func appendCommand(b []byte, c command.Command) ([]byte, error) {
 // MarshalJSON returns: for a server's journal, which records each
 // round's results.
 func AppendResults(b []byte, results []command.Result) ([]byte, error) {
-	if results == nil {
-		return append(b, "null"...), nil
-	}
-	b = append(b, '[')
-	for i, r := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = appendResult(b, r); err != nil {
-			return b, err
-		}
-	}
-	return append(b, ']'), nil
+	b, _, err := appendList(b, results, appendResult)
+	return b, err
 }
 
 // appendResult writes a Result as command.Result's MarshalJSON does.
@@ -496,17 +453,46 @@ func appendResult(b []byte, r command.Result) ([]byte, error) {
 	b = jsonw.AppendStringNoHTML(b, string(r.Status))
 	b = appendField(b, "error", r.Error)
 	b = append(b, `,"result":`...)
-	if len(r.Result) == 0 {
-		b = append(b, "null"...)
-	} else {
-		if !json.Valid(r.Result) {
-			return b, fmt.Errorf("the result payload of call %s is not valid JSON", r.CallID)
-		}
-		b = append(b, r.Result...)
+	b, err := appendPayload(b, r.Result)
+	if err != nil {
+		return b, fmt.Errorf("the result payload of call %s is not valid JSON", r.CallID)
 	}
 	b = appendField(b, "namespace", r.Namespace)
 	b = appendField(b, "call_id", r.CallID)
 	return append(b, '}'), nil
+}
+
+// appendList appends items as a JSON list (nil: null), each as elem writes
+// it; on elem's error it stops and returns the item's index.
+func appendList[T any](b []byte, items []T, elem func([]byte, T) ([]byte, error)) ([]byte, int, error) {
+	if items == nil {
+		return append(b, "null"...), 0, nil
+	}
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = elem(b, it); err != nil {
+			return b, i, err
+		}
+	}
+	return append(b, ']'), 0, nil
+}
+
+// errNotJSON is appendPayload's refusal; its callers say whose payload.
+var errNotJSON = errors.New("not valid JSON")
+
+// appendPayload appends a raw JSON payload, null when it is empty.
+func appendPayload(b, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(b, "null"...), nil
+	}
+	if !json.Valid(raw) {
+		return b, errNotJSON
+	}
+	return append(b, raw...), nil
 }
 
 // appendJSON appends v as json.Marshal writes it.

@@ -68,23 +68,9 @@ func reencode(t *testing.T, dir string, frame []byte) []byte {
 	var err error
 	switch dir {
 	case "c2s":
-		m, derr := aip.DecodeClient(frame)
-		if derr != nil {
-			t.Fatalf("decode: %v", derr)
-		}
-		if verr := m.Validate(); verr != nil {
-			t.Fatalf("validate: %v", verr)
-		}
-		out, err = m.Append(nil)
+		out, err = decodeValid(t, frame, aip.DecodeClient)
 	case "s2c":
-		m, derr := aip.DecodeServer(frame)
-		if derr != nil {
-			t.Fatalf("decode: %v", derr)
-		}
-		if verr := m.Validate(); verr != nil {
-			t.Fatalf("validate: %v", verr)
-		}
-		out, err = m.Append(nil)
+		out, err = decodeValid(t, frame, aip.DecodeServer)
 	default:
 		var probe struct{ Type string }
 		json.Unmarshal(frame, &probe)
@@ -108,6 +94,17 @@ func reencode(t *testing.T, dir string, frame []byte) []byte {
 		t.Fatalf("encode: %v", err)
 	}
 	return out
+}
+
+// decodeValid decodes a frame, fails the test unless it decodes and is
+// valid, and encodes it again.
+func decodeValid[M message](t *testing.T, b []byte, decode func([]byte) (M, error)) ([]byte, error) {
+	t.Helper()
+	m := mustDecode(t, b, decode)
+	if err := m.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	return m.Append(nil)
 }
 
 // TestGoldenFrames decodes every frame UFO's own code produced, validates
@@ -277,43 +274,42 @@ func TestDecodeRefuses(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	client := []struct{ name, frame, want string }{
-		{"register without id", `{"type":"register","status":"ok"}`, "client_id"},
-		{"constellation without target", `{"type":"register","status":"ok","client_id":"c","client_type":"constellation"}`, "target_id"},
-		{"task without request", `{"type":"task","status":"continue","client_id":"d"}`, "request"},
-		{"results without prev id", `{"type":"command_results","status":"continue","action_results":[]}`, "prev_response_id"},
-		{"results without list", `{"type":"command_results","status":"continue","prev_response_id":"r"}`, "action_results"},
-		{"result with bad status", `{"type":"command_results","status":"continue","prev_response_id":"r","action_results":[{"status":"SUCCESS"}]}`, `"SUCCESS"`},
+	cases := []struct{ dir, name, frame, want string }{
+		{"c2s", "register without id", `{"type":"register","status":"ok"}`, "client_id"},
+		{"c2s", "constellation without target", `{"type":"register","status":"ok","client_id":"c","client_type":"constellation"}`, "target_id"},
+		{"c2s", "task without request", `{"type":"task","status":"continue","client_id":"d"}`, "request"},
+		{"c2s", "results without prev id", `{"type":"command_results","status":"continue","action_results":[]}`, "prev_response_id"},
+		{"c2s", "results without list", `{"type":"command_results","status":"continue","prev_response_id":"r"}`, "action_results"},
+		{"c2s", "result with bad status", `{"type":"command_results","status":"continue","prev_response_id":"r","action_results":[{"status":"SUCCESS"}]}`, `"SUCCESS"`},
+		{"s2c", "command without response id", `{"type":"command","status":"continue","actions":[]}`, "response_id"},
+		{"s2c", "command without actions", `{"type":"command","status":"continue","response_id":"r"}`, "actions"},
+		{"s2c", "bad tool type", `{"type":"command","status":"continue","response_id":"r","actions":[{"tool_name":"x","tool_type":"magic"}]}`, "magic"},
+		{"s2c", "task without request", `{"type":"task","status":"continue"}`, "user_request"},
+		{"s2c", "task_end continuing", `{"type":"task_end","status":"continue"}`, "completed or failed"},
 	}
-	for _, tt := range client {
-		t.Run(tt.name, func(t *testing.T) {
-			m, err := aip.DecodeClient([]byte(tt.frame))
-			if err != nil {
-				t.Fatalf("decode: %v", err)
+	for _, tt := range cases {
+		t.Run(tt.dir+"/"+tt.name, func(t *testing.T) {
+			var err error
+			if tt.dir == "c2s" {
+				err = mustDecode(t, []byte(tt.frame), aip.DecodeClient).Validate()
+			} else {
+				err = mustDecode(t, []byte(tt.frame), aip.DecodeServer).Validate()
 			}
-			if err := m.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("validate error %v; want one mentioning %s", err, tt.want)
 			}
 		})
 	}
-	server := []struct{ name, frame, want string }{
-		{"command without response id", `{"type":"command","status":"continue","actions":[]}`, "response_id"},
-		{"command without actions", `{"type":"command","status":"continue","response_id":"r"}`, "actions"},
-		{"bad tool type", `{"type":"command","status":"continue","response_id":"r","actions":[{"tool_name":"x","tool_type":"magic"}]}`, "magic"},
-		{"task without request", `{"type":"task","status":"continue"}`, "user_request"},
-		{"task_end continuing", `{"type":"task_end","status":"continue"}`, "completed or failed"},
+}
+
+// mustDecode decodes a frame that must decode.
+func mustDecode[M message](t *testing.T, b []byte, decode func([]byte) (M, error)) M {
+	t.Helper()
+	m, err := decode(b)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
 	}
-	for _, tt := range server {
-		t.Run(tt.name, func(t *testing.T) {
-			m, err := aip.DecodeServer([]byte(tt.frame))
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			if err := m.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("validate error %v; want one mentioning %s", err, tt.want)
-			}
-		})
-	}
+	return m
 }
 
 // TestEncodeStrings checks the hand-written string encoder against
