@@ -75,74 +75,70 @@ func (d *argDecoder) value(depth int) (any, bool) {
 }
 
 func (d *argDecoder) object(depth int) (any, bool) {
-	d.i++ // {
 	m := map[string]any{}
-	d.space()
-	if d.i < len(d.s) && d.s[d.i] == '}' {
-		d.i++
-		return m, true
-	}
-	for {
+	ok := d.items('}', func() bool {
 		d.space()
 		if d.i >= len(d.s) || d.s[d.i] != '"' {
-			return nil, false
+			return false
 		}
 		k, ok := d.str()
 		if !ok {
-			return nil, false
+			return false
 		}
 		d.space()
 		if d.i >= len(d.s) || d.s[d.i] != ':' {
-			return nil, false
+			return false
 		}
 		d.i++
 		v, ok := d.value(depth + 1)
-		if !ok {
-			return nil, false
-		}
 		m[k] = v // a repeated key: the last one, as encoding/json
-		d.space()
-		if d.i >= len(d.s) {
-			return nil, false
-		}
-		switch d.s[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
-		}
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
+	return m, true
 }
 
 func (d *argDecoder) array(depth int) (any, bool) {
-	d.i++ // [
 	a := []any{}
+	ok := d.items(']', func() bool {
+		v, ok := d.value(depth + 1)
+		a = append(a, v)
+		return ok
+	})
+	if !ok {
+		return nil, false
+	}
+	return a, true
+}
+
+// items reads an object's members or an array's elements, item reading
+// each, from the opening bracket to close; false where the text is not
+// JSON.
+func (d *argDecoder) items(close byte, item func() bool) bool {
+	d.i++ // the opening bracket
 	d.space()
-	if d.i < len(d.s) && d.s[d.i] == ']' {
+	if d.i < len(d.s) && d.s[d.i] == close {
 		d.i++
-		return a, true
+		return true
 	}
 	for {
-		v, ok := d.value(depth + 1)
-		if !ok {
-			return nil, false
+		if !item() {
+			return false
 		}
-		a = append(a, v)
 		d.space()
 		if d.i >= len(d.s) {
-			return nil, false
+			return false
 		}
 		switch d.s[d.i] {
 		case ',':
 			d.i++
-		case ']':
+		case close:
 			d.i++
-			return a, true
+			return true
 		default:
-			return nil, false
+			return false
 		}
 	}
 }

@@ -388,8 +388,7 @@ type scanner struct {
 func (sc *scanner) scan(text string) []span {
 	var spans []span
 	depth, start := 0, 0
-	var quote byte // the quote of the string the scan is in, or 0
-	escaped := false
+	var str inString
 	for i := 0; i < len(text); i++ {
 		sc.steps++
 		c := text[i]
@@ -399,20 +398,13 @@ func (sc *scanner) scan(text string) []span {
 			}
 			continue
 		}
-		if quote != 0 {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == quote:
-				quote = 0
-			}
+		if str.quote != 0 {
+			str.step(c)
 			continue
 		}
 		switch c {
 		case '"', '\'':
-			quote = c
+			str.quote = c
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -527,6 +519,28 @@ func cutOff(s string) error {
 	return incompleteError(fmt.Sprintf("Your reply was cut off %s (its strings or brackets never close), so none of it was run; make it shorter (fewer actions, shorter arguments, less text).", where))
 }
 
+// inString follows a scan through a quoted string: quote is the string's
+// quote (" or '), 0 outside one.
+type inString struct {
+	quote   byte
+	escaped bool
+}
+
+// step takes the next byte inside the string and reports whether it
+// closed the string.
+func (q *inString) step(c byte) bool {
+	switch {
+	case q.escaped:
+		q.escaped = false
+	case c == '\\':
+		q.escaped = true
+	case c == q.quote:
+		q.quote = 0
+		return true
+	}
+	return false
+}
+
 // incompleteError is a refusal, worded for the model, of text that does
 // not end; it matches ErrIncomplete.
 type incompleteError string
@@ -540,27 +554,18 @@ func (e incompleteError) Is(target error) bool { return target == ErrIncomplete 
 func openKey(s string) string {
 	depth, memberStart := 0, 0
 	key, inValue, valueDone := "", false, false
-	var quote byte
-	escaped := false
+	var str inString
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if quote != 0 {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == quote:
-				quote = 0
-				if depth == 1 && inValue {
-					valueDone = true
-				}
+		if str.quote != 0 {
+			if str.step(c) && depth == 1 && inValue {
+				valueDone = true
 			}
 			continue
 		}
 		switch c {
 		case '"', '\'':
-			quote = c
+			str.quote = c
 		case '{', '[':
 			depth++
 			if depth == 1 {
