@@ -287,28 +287,12 @@ func (f *fileTools) listDir(ctx context.Context, in ListInput) (ListOutput, erro
 	out := ListOutput{Entries: []Entry{}}
 	t, err := f.roots.do(in.Path, func(root *os.Root, t target) error {
 		out.Entries, out.Truncated = out.Entries[:0], false
-		if err := mustBeDir(root, t); err != nil {
-			return err
-		}
-		fsys, start := root.FS(), filepath.ToSlash(t.rel)
-		return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == start {
-					return err
-				}
-				return nil // an unreadable subdirectory is left out, not fatal
-			}
-			if p == start {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		return walk(ctx, root, t, func(p, rel string, d fs.DirEntry) error {
 			if len(out.Entries) == maxEntries {
 				out.Truncated = true
 				return fs.SkipAll
 			}
-			out.Entries = append(out.Entries, entryOf(relTo(start, p), d))
+			out.Entries = append(out.Entries, entryOf(rel, d))
 			if d.IsDir() && !in.Recursive {
 				return fs.SkipDir
 			}
@@ -369,10 +353,6 @@ func (f *fileTools) searchFiles(ctx context.Context, in SearchInput) (SearchOutp
 	out := SearchOutput{Matches: []Match{}}
 	t, err := f.roots.do(in.Path, func(root *os.Root, t target) error {
 		out.Matches, out.Truncated = out.Matches[:0], false
-		if err := mustBeDir(root, t); err != nil {
-			return err
-		}
-		fsys, start := root.FS(), filepath.ToSlash(t.rel)
 		add := func(m Match) error {
 			if len(out.Matches) == maxResults {
 				out.Truncated = true
@@ -381,23 +361,13 @@ func (f *fileTools) searchFiles(ctx context.Context, in SearchInput) (SearchOutp
 			out.Matches = append(out.Matches, m)
 			return nil
 		}
-		err := fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == start {
-					return err
-				}
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		err := walk(ctx, root, t, func(p, rel string, d fs.DirEntry) error {
 			if d.IsDir() {
-				if d.Name() == ".git" && p != start {
+				if d.Name() == ".git" {
 					return fs.SkipDir
 				}
 				return nil
 			}
-			rel := relTo(start, p)
 			subject := d.Name()
 			if strings.Contains(in.Pattern, "/") {
 				subject = rel
@@ -458,7 +428,12 @@ func searchLines(root *os.Root, p, needle string, report func(line int, text str
 	return nil // a line over 1 MiB ends the scan of that file quietly
 }
 
-func mustBeDir(root *os.Root, t target) error {
+// walk calls visit for each entry below the directory t, in lexical
+// order, with its slash-separated path in root and its path relative to
+// t; visit may return fs.SkipDir or fs.SkipAll. An unreadable
+// subdirectory is left out, not fatal; an unreadable t, or the end of
+// ctx, ends the walk with its error.
+func walk(ctx context.Context, root *os.Root, t target, visit func(p, rel string, d fs.DirEntry) error) error {
 	st, err := root.Stat(t.rel)
 	if err != nil {
 		return err
@@ -466,7 +441,22 @@ func mustBeDir(root *os.Root, t target) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", t.abs())
 	}
-	return nil
+	start := filepath.ToSlash(t.rel)
+	return fs.WalkDir(root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start {
+				return err
+			}
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == start {
+			return nil
+		}
+		return visit(p, relTo(start, p), d)
+	})
 }
 
 // relTo is p relative to the walk's start, both slash-separated fs paths.
