@@ -354,7 +354,7 @@ func renderStatus(pc *Context) (string, error) {
 func promptNotes(pc *Context) []prompts.Note {
 	b := pc.board
 	if b == nil || b.Len() == len(pc.boardNotes) {
-		return pc.boardNotes // never changed once given: renders keep it (RenderAgain)
+		return pc.boardNotes // unchanged since given: the same list again
 	}
 	out := make([]prompts.Note, 0, b.Len())
 	for n := range b.All() {
