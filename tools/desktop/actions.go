@@ -281,15 +281,11 @@ func (d *Desktop) Click(ctx context.Context, t Target, button string, count int)
 	if count < 1 || count > 3 {
 		return nil, fmt.Errorf("count %d: use 1 (click), 2 (double-click) or 3", count)
 	}
-	unlock, err := d.lockConnected(ctx)
+	rv, unlock, err := d.lockedControl(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	rv, err := d.control(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	c, w := rv.c, rv.w
 	var at Rect
 	eff, err := d.act(ctx, w, t, func() (string, error) {
@@ -313,6 +309,21 @@ func (d *Desktop) Click(ctx context.Context, t Target, button string, count int)
 		eff.Point = pointIn(at, w)
 	}
 	return eff, err
+}
+
+// lockedControl locks the desktop and finds the target control in it; the
+// caller unlocks once its action is done.
+func (d *Desktop) lockedControl(ctx context.Context, t Target) (resolved, func(), error) {
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return resolved{}, nil, err
+	}
+	rv, err := d.control(ctx, t)
+	if err != nil {
+		unlock()
+		return resolved{}, nil, err
+	}
+	return rv, unlock, nil
 }
 
 // doAction does a control's action i. An action that opens a modal
@@ -586,15 +597,11 @@ func (d *Desktop) Keys(ctx context.Context, t Target, window string, chords []st
 // editable spreadsheet cell without editable text is set as a person
 // does: clicked, typed into, and Return.
 func (d *Desktop) SetValue(ctx context.Context, t Target, value string) (*Effect, error) {
-	unlock, err := d.lockConnected(ctx)
+	rv, unlock, err := d.lockedControl(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	rv, err := d.control(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	c, w := rv.c, rv.w
 	switch {
 	case rv.ifs&hasEditableText != 0:
@@ -643,15 +650,11 @@ func (d *Desktop) SetValue(ctx context.Context, t Target, value string) (*Effect
 // container's selection, else its own action; a table's cell is clicked,
 // as a person selects one.
 func (d *Desktop) Select(ctx context.Context, t Target) (*Effect, error) {
-	unlock, err := d.lockConnected(ctx)
+	rv, unlock, err := d.lockedControl(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	rv, err := d.control(ctx, t)
-	if err != nil {
-		return nil, err
-	}
 	c, w := rv.c, rv.w
 	if c.Cell != nil {
 		return d.act(ctx, w, t, func() (string, error) {
@@ -726,16 +729,7 @@ func (d *Desktop) Scroll(ctx context.Context, t Target, window, direction string
 
 // FocusWindow raises a window and gives it the keyboard focus.
 func (d *Desktop) FocusWindow(ctx context.Context, window string) (*Effect, error) {
-	unlock, err := d.lockConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	w, xw, err := d.topLevel(ctx, window, "focus")
-	if err != nil {
-		return nil, err
-	}
-	return d.act(ctx, w, Target{}, func() (string, error) {
+	return d.onWindow(ctx, window, "focus", func(w Window, xw xwin) (string, error) {
 		return fmt.Sprintf("raised and focused window %s %q", w.ID, w.Title), d.x.activate(xw)
 	})
 }
@@ -744,16 +738,7 @@ func (d *Desktop) FocusWindow(ctx context.Context, window string) (*Effect, erro
 // manager's close button does, and waits up to 3s for it to go. An
 // application may ask first (save changes?): the new dialog is reported.
 func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, error) {
-	unlock, err := d.lockConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	w, xw, err := d.topLevel(ctx, window, "close")
-	if err != nil {
-		return nil, err
-	}
-	return d.act(ctx, w, Target{}, func() (string, error) {
+	return d.onWindow(ctx, window, "close", func(w Window, xw xwin) (string, error) {
 		if err := d.x.close(xw.id); err != nil {
 			return "", err
 		}
@@ -774,16 +759,22 @@ func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, erro
 	})
 }
 
-// topLevel is a window (by id, or the one window names by default) and
-// its X window, which the window manager's actions (verb) need.
-func (d *Desktop) topLevel(ctx context.Context, window, verb string) (Window, xwin, error) {
+// onWindow does a window manager's action (verb) on a window, by id or
+// the one window names by default, and its X window, with the desktop
+// locked; it reports what changed.
+func (d *Desktop) onWindow(ctx context.Context, window, verb string, do func(w Window, xw xwin) (string, error)) (*Effect, error) {
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	w, _, err := d.window(ctx, window)
 	if err != nil {
-		return Window{}, xwin{}, err
+		return nil, err
 	}
 	xw, ok := d.xwindow(w)
 	if !ok {
-		return Window{}, xwin{}, fmt.Errorf("window %s %q has no X window of its process %d to %s", w.ID, w.Title, w.PID, verb)
+		return nil, fmt.Errorf("window %s %q has no X window of its process %d to %s", w.ID, w.Title, w.PID, verb)
 	}
-	return w, xw, nil
+	return d.act(ctx, w, Target{}, func() (string, error) { return do(w, xw) })
 }

@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"errors"
+	"image"
 	"image/color"
 	"os"
 	"path/filepath"
@@ -44,6 +45,51 @@ func mustFind(t *testing.T, obs *Observation, role, name string) Control {
 		t.Fatalf("no %s %q in the observation:\n%s", role, name, obs.Text())
 	}
 	return c
+}
+
+// widgets launches testdata/widgets.py (a notebook of two tabs, a check
+// box, a slider and a long list) and observes its window.
+func widgets(t *testing.T, d *Desktop) (Window, *Observation) {
+	t.Helper()
+	w := launch(t, d, "/usr/bin/python3", "testdata/widgets.py")
+	obs, err := d.Observe(context.Background(), w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, obs
+}
+
+// markedScreenshot decodes the screenshot of an observation taken with
+// marks, and checks it is the window's size with the first control's
+// mark colour at the corner of its box.
+func markedScreenshot(t *testing.T, obs *Observation) image.Image {
+	t.Helper()
+	img, err := pngImage(obs.PNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := obs.Window
+	if b := img.Bounds(); b.Dx() != w.Bounds.W || b.Dy() != w.Bounds.H {
+		t.Fatalf("the screenshot is %v, the window %+v", b, w.Bounds)
+	}
+	c := obs.Controls[0]
+	got := color.RGBAModel.Convert(img.At(c.Bounds.X-w.Bounds.X, c.Bounds.Y-w.Bounds.Y)).(color.RGBA)
+	if got != markColours[0] {
+		t.Errorf("the corner of control %d is %v, not its mark colour %v", c.ID, got, markColours[0])
+	}
+	return img
+}
+
+// nameField is a file dialog's name field: its one editable text.
+func nameField(t *testing.T, dlg *Observation) Control {
+	t.Helper()
+	for _, c := range dlg.Controls {
+		if c.Role == "text" && slices.Contains(c.States, "editable") {
+			return c
+		}
+	}
+	t.Fatalf("no name field in the dialog:\n%s", dlg.Text())
+	return Control{}
 }
 
 // display is galculator's result field: the one editable-looking text.
@@ -109,19 +155,7 @@ func TestObserveAnnotatesScreenshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := pngImage(obs.PNG)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() != w.Bounds.W || b.Dy() != w.Bounds.H {
-		t.Fatalf("screenshot is %v, window is %+v", b, w.Bounds)
-	}
-	// The first control's box starts with its mark colour at its corner.
-	c := obs.Controls[0]
-	got := color.RGBAModel.Convert(img.At(c.Bounds.X-obs.Window.Bounds.X, c.Bounds.Y-obs.Window.Bounds.Y)).(color.RGBA)
-	if got != markColours[0] {
-		t.Errorf("the corner of control %d is %v, not its mark colour %v", c.ID, got, markColours[0])
-	}
+	img := markedScreenshot(t, obs)
 	plain, err := d.Observe(context.Background(), w.ID, ObserveOptions{Screenshot: true})
 	if err != nil {
 		t.Fatal(err)
@@ -164,16 +198,7 @@ func TestEditorSavesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var name Control
-	for _, c := range dlg.Controls {
-		if c.Role == "text" && slicesContains(c.States, "editable") {
-			name = c
-			break
-		}
-	}
-	if name.ID == 0 {
-		t.Fatalf("no name field in the dialog:\n%s", dlg.Text())
-	}
+	name := nameField(t, dlg)
 	if _, err := d.SetValue(ctx, Target{ID: name.ID}, file); err != nil {
 		t.Fatal(err)
 	}
@@ -350,16 +375,19 @@ func TestWalkAndCacheAgree(t *testing.T) {
 }
 
 func TestSelectSetValueScroll(t *testing.T) {
-	python := "/usr/bin/python3"
-	_, d := start(t, python)
+	_, d := start(t, "/usr/bin/python3")
+	_, obs := widgets(t, d)
+	bar := selectSetValue(t, d, obs)
+	scrollMoves(t, d, bar)
+}
+
+// selectSetValue selects the second tab of the widgets window observed in
+// obs and sets its slider to 42 (a word is refused); it returns the long
+// list's vertical scroll bar.
+func selectSetValue(t *testing.T, d *Desktop, obs *Observation) Control {
+	t.Helper()
 	ctx := context.Background()
-	w := launch(t, d, python, "testdata/widgets.py")
-	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := mustFind(t, obs, "page tab", "Second")
-	eff, err := d.Select(ctx, Target{ID: second.ID})
+	eff, err := d.Select(ctx, Target{ID: mustFind(t, obs, "page tab", "Second").ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,13 +396,11 @@ func TestSelectSetValueScroll(t *testing.T) {
 	}
 	var slider, bar Control
 	for _, c := range obs.Controls {
-		switch c.Role {
-		case "slider":
+		switch {
+		case c.Role == "slider":
 			slider = c
-		case "scroll bar":
-			if c.Bounds.H > c.Bounds.W {
-				bar = c
-			}
+		case c.Role == "scroll bar" && c.Bounds.H > c.Bounds.W:
+			bar = c
 		}
 	}
 	if slider.ID == 0 || bar.ID == 0 || bar.Value == nil {
@@ -385,23 +411,26 @@ func TestSelectSetValueScroll(t *testing.T) {
 		t.Fatal(err)
 	}
 	if eff.Target == nil || eff.Target.Value == nil || *eff.Target.Value != 42 {
-		t.Fatalf("after set_value 42 the slider is %+v", eff.Target)
+		t.Fatalf("after set_value 42 the slider is %+v (%s)", eff.Target, eff.Did)
 	}
 	if _, err := d.SetValue(ctx, Target{ID: slider.ID}, "lots"); err == nil || !strings.Contains(err.Error(), `takes a number, not "lots"`) {
 		t.Fatalf("a word for a slider: %v", err)
 	}
-	before := *bar.Value
-	eff, err = d.Scroll(ctx, Target{ID: bar.ID}, "", "down", 5)
+	return bar
+}
+
+// scrollMoves turns the wheel down over the scroll bar's list and checks
+// the bar's value changed.
+func scrollMoves(t *testing.T, d *Desktop, bar Control) {
+	t.Helper()
+	eff, err := d.Scroll(context.Background(), Target{ID: bar.ID}, "", "down", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := false
 	for _, ch := range eff.Changed {
 		if ch.ID == bar.ID && ch.Field == "value" {
-			moved = true
+			return
 		}
 	}
-	if !moved {
-		t.Fatalf("scrolling down did not move the scroll bar from %g: %+v", before, eff.Changed)
-	}
+	t.Fatalf("scrolling down 5 left the list's scroll bar at %v: %+v (%s)", *bar.Value, eff.Changed, eff.Did)
 }

@@ -62,11 +62,7 @@ func TestSelectingATabNamesWhatCameAndWent(t *testing.T) {
 	python := "/usr/bin/python3"
 	_, d := start(t, python)
 	ctx := context.Background()
-	w := launch(t, d, python, "testdata/widgets.py")
-	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, obs := widgets(t, d)
 	eff, err := d.Select(ctx, Target{ID: mustFind(t, obs, "page tab", "Second").ID})
 	if err != nil {
 		t.Fatal(err)

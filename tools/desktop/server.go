@@ -20,7 +20,7 @@ type windowArgs struct {
 }
 
 type observeArgs struct {
-	Window     string `json:"window,omitempty" jsonschema_description:"Window id from list_windows (w1, w2, ...); empty: the open dialog if any, else the active window."`
+	windowArgs
 	Screenshot *bool  `json:"screenshot,omitempty" jsonschema_description:"Attach a screenshot of the window with each listed control's box and id drawn on it (default true)."`
 	Role       string `json:"role,omitempty" jsonschema_description:"List only controls of this role (push button, entry, table cell, ...)."`
 	Name       string `json:"name,omitempty" jsonschema_description:"List only controls whose name or text contains this (any case)."`
@@ -29,55 +29,54 @@ type observeArgs struct {
 	MaxChars   int    `json:"max_chars,omitempty" jsonschema_description:"Most characters of text per page (default 12000); a page holds whole lines."`
 }
 
-type idArgs struct {
-	ID     int    `json:"id" jsonschema_description:"Control id from the latest observe."`
+// cellArgs are the arguments that pick a cell of a table given by id;
+// every argument set that takes an id has them, after the id.
+type cellArgs struct {
 	Row    int    `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
 	Column int    `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
 	Cell   string `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
 }
 
-func (a idArgs) target() Target { return Target{ID: a.ID, Row: a.Row, Column: a.Column, Cell: a.Cell} }
+// at is the target: control id, or its cell that a picks.
+func (a cellArgs) at(id int) Target {
+	return Target{ID: id, Row: a.Row, Column: a.Column, Cell: a.Cell}
+}
+
+type idArgs struct {
+	ID int `json:"id" jsonschema_description:"Control id from the latest observe."`
+	cellArgs
+}
 
 type clickArgs struct {
-	ID     int    `json:"id" jsonschema_description:"Control id from the latest observe."`
-	Row    int    `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
-	Column int    `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
-	Cell   string `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
+	ID int `json:"id" jsonschema_description:"Control id from the latest observe."`
+	cellArgs
 	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
 	Double bool   `json:"double,omitempty" jsonschema_description:"Double-click."`
 }
 
 type typeArgs struct {
-	Text   string `json:"text" jsonschema_description:"Text to type; \\n presses Return."`
-	ID     int    `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: type where the keyboard focus is."`
-	Row    int    `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
-	Column int    `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
-	Cell   string `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
+	Text string `json:"text" jsonschema_description:"Text to type; \\n presses Return."`
+	ID   int    `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: type where the keyboard focus is."`
+	cellArgs
 	Window string `json:"window,omitempty" jsonschema_description:"Window to type into when no id is given; empty: the open dialog if any, else the active window."`
 }
 
 type keysArgs struct {
-	Keys   []string `json:"keys" jsonschema_description:"Key chords pressed in order, e.g. [\"ctrl+s\"], [\"Return\"], [\"ctrl+shift+Tab\", \"Escape\"]."`
-	ID     int      `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: where the keyboard focus is."`
-	Row    int      `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
-	Column int      `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
-	Cell   string   `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
-	Window string   `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
+	Keys []string `json:"keys" jsonschema_description:"Key chords pressed in order, e.g. [\"ctrl+s\"], [\"Return\"], [\"ctrl+shift+Tab\", \"Escape\"]."`
+	ID   int      `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: where the keyboard focus is."`
+	cellArgs
+	Window string `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
 }
 
 type setValueArgs struct {
-	ID     int    `json:"id" jsonschema_description:"Control id from the latest observe: an editable text field, a control with a value (slider, spin button), or a table (with row and column, or cell)."`
-	Row    int    `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
-	Column int    `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
-	Cell   string `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
-	Value  string `json:"value" jsonschema_description:"The new text, or number for a value control."`
+	ID int `json:"id" jsonschema_description:"Control id from the latest observe: an editable text field, a control with a value (slider, spin button), or a table (with row and column, or cell)."`
+	cellArgs
+	Value string `json:"value" jsonschema_description:"The new text, or number for a value control."`
 }
 
 type scrollArgs struct {
-	ID        int    `json:"id,omitempty" jsonschema_description:"Control to scroll over; 0 or absent: the window's centre."`
-	Row       int    `json:"row,omitempty" jsonschema_description:"With id a table: the row of its cell to act on, from 1."`
-	Column    int    `json:"column,omitempty" jsonschema_description:"With id a table: the column of its cell to act on, from 1."`
-	Cell      string `json:"cell,omitempty" jsonschema_description:"With id a spreadsheet's table: the cell to act on by its address (B7), instead of row and column."`
+	ID int `json:"id,omitempty" jsonschema_description:"Control to scroll over; 0 or absent: the window's centre."`
+	cellArgs
 	Window    string `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
 	Direction string `json:"direction" jsonschema:"enum=up,enum=down,enum=left,enum=right" jsonschema_description:"Scroll direction."`
 	Amount    int    `json:"amount,omitempty" jsonschema_description:"Wheel steps (default 3, at most 50)."`
@@ -154,31 +153,31 @@ func NewServer(d *Desktop) *tools.Server {
 			if a.Double {
 				n = 2
 			}
-			return effect(d.Click(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Button, n))
+			return effect(d.Click(ctx, a.at(a.ID), a.Button, n))
 		}))
 	s.Add(tools.New("type_text", "Type text with the keyboard into a control (focused first) or where the focus is. Refused in a terminal: use type_in_terminal. Returns what changed.",
 		titled(write, "Type text"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
-			return effect(d.Type(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Window, a.Text, false))
+			return effect(d.Type(ctx, a.at(a.ID), a.Window, a.Text, false))
 		}))
 	s.Add(tools.New("type_in_terminal", "Type text into a terminal window, where it may run commands. Returns what changed.",
 		titled(destructive, "Type into a terminal"), func(ctx context.Context, a typeArgs) (json.RawMessage, error) {
-			return effect(d.Type(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Window, a.Text, true))
+			return effect(d.Type(ctx, a.at(a.ID), a.Window, a.Text, true))
 		}))
 	s.Add(tools.New("press_keys", "Press key chords in order (ctrl+s, Return, alt+F4, ...), into a control (focused first) or where the focus is. Refused in a terminal. Returns what changed.",
 		titled(write, "Press keys"), func(ctx context.Context, a keysArgs) (json.RawMessage, error) {
-			return effect(d.Keys(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Window, a.Keys, false))
+			return effect(d.Keys(ctx, a.at(a.ID), a.Window, a.Keys, false))
 		}))
 	s.Add(tools.New("set_value", "Replace the text of an editable field, or set the number of a slider or spin button. Returns what changed.",
 		titled(write, "Set a value"), func(ctx context.Context, a setValueArgs) (json.RawMessage, error) {
-			return effect(d.SetValue(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Value))
+			return effect(d.SetValue(ctx, a.at(a.ID), a.Value))
 		}))
 	s.Add(tools.New("select", "Select an item (list item, tab, table cell, menu item). Returns what changed.",
 		titled(write, "Select an item"), func(ctx context.Context, a idArgs) (json.RawMessage, error) {
-			return effect(d.Select(ctx, a.target()))
+			return effect(d.Select(ctx, a.at(a.ID)))
 		}))
 	s.Add(tools.New("scroll", "Turn the mouse wheel over a control or a window. Returns what changed.",
 		titled(write, "Scroll"), func(ctx context.Context, a scrollArgs) (json.RawMessage, error) {
-			return effect(d.Scroll(ctx, Target{a.ID, a.Row, a.Column, a.Cell}, a.Window, a.Direction, a.Amount))
+			return effect(d.Scroll(ctx, a.at(a.ID), a.Window, a.Direction, a.Amount))
 		}))
 	s.Add(tools.New("focus_window", "Raise a window and give it the keyboard focus.",
 		titled(write, "Focus a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,16 +83,7 @@ func saveAs(t *testing.T, d *Desktop, w Window, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var name Control
-	for _, c := range dlg.Controls {
-		if c.Role == "text" && slices.Contains(c.States, "editable") {
-			name = c
-			break
-		}
-	}
-	if name.ID == 0 {
-		t.Fatalf("no name field in the dialog:\n%s", dlg.Text())
-	}
+	name := nameField(t, dlg)
 	if _, err := d.SetValue(ctx, Target{ID: name.ID}, file); err != nil {
 		t.Fatal(err)
 	}

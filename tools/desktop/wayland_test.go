@@ -110,18 +110,7 @@ func TestSwayCalculator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := pngImage(marked.PNG)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() != w.Bounds.W || b.Dy() != w.Bounds.H {
-		t.Fatalf("the screenshot is %v, the window %+v", b, w.Bounds)
-	}
-	c := marked.Controls[0]
-	got := color.RGBAModel.Convert(img.At(c.Bounds.X-w.Bounds.X, c.Bounds.Y-w.Bounds.Y)).(color.RGBA)
-	if got != markColours[0] {
-		t.Errorf("the corner of control %d is %v, not its mark colour %v", c.ID, got, markColours[0])
-	}
+	markedScreenshot(t, marked)
 
 	// 1 2 * 7 = through the buttons' own actions.
 	for _, key := range []string{"1", "2", "*", "7", "="} {
@@ -258,53 +247,13 @@ func TestWaylandSelectSetValueScroll(t *testing.T) {
 	for _, kind := range []owndisplay.Kind{owndisplay.Weston, owndisplay.Sway} {
 		t.Run(string(kind), func(t *testing.T) {
 			_, d := startWayland(t, kind, python)
-			ctx := context.Background()
-			w := launch(t, d, python, "testdata/widgets.py")
-			obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			eff, err := d.Select(ctx, Target{ID: mustFind(t, obs, "page tab", "Second").ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if eff.Target == nil || !slicesContains(eff.Target.States, "selected") {
-				t.Fatalf("after select, the tab is %+v (%s)", eff.Target, eff.Did)
-			}
-			var slider, bar Control
-			for _, c := range obs.Controls {
-				switch {
-				case c.Role == "slider":
-					slider = c
-				case c.Role == "scroll bar" && c.Bounds.H > c.Bounds.W:
-					bar = c
-				}
-			}
-			if slider.ID == 0 || bar.ID == 0 || bar.Value == nil {
-				t.Fatalf("no slider or vertical scroll bar with a value in:\n%s", obs.Text())
-			}
-			eff, err = d.SetValue(ctx, Target{ID: slider.ID}, "42")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if eff.Target == nil || eff.Target.Value == nil || *eff.Target.Value != 42 {
-				t.Fatalf("after set_value 42 the slider is %+v (%s)", eff.Target, eff.Did)
-			}
+			w, obs := widgets(t, d)
+			bar := selectSetValue(t, d, obs)
 			if kind != owndisplay.Sway {
 				return
 			}
 			painted(t, d, w) // placed where sway shows it, so the wheel turns over the list
-			before := *bar.Value
-			eff, err = d.Scroll(ctx, Target{ID: bar.ID}, "", "down", 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ch := range eff.Changed {
-				if ch.ID == bar.ID && ch.Field == "value" {
-					return
-				}
-			}
-			t.Fatalf("scrolling down 5 left the list's scroll bar at %v: %+v (%s)", before, eff.Changed, eff.Did)
+			scrollMoves(t, d, bar)
 		})
 	}
 }

@@ -35,6 +35,36 @@ func startSway(t *testing.T, apps ...string) *display.Display {
 	return d
 }
 
+// onSway starts sway with app running on it, and returns the display, a
+// connection to sway's IPC and app's process id; both close when the test
+// ends.
+func onSway(t *testing.T, app string) (*display.Display, *sway.Conn, int) {
+	t.Helper()
+	d := startSway(t, app)
+	ipc, err := sway.Dial(d.SwaySock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ipc.Close() })
+	cmd, err := d.Launch(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, ipc, cmd.Process.Pid
+}
+
+// openScreen opens the display's Wayland screen, closed when the test
+// ends.
+func openScreen(t *testing.T, d *display.Display) *wl.Screen {
+	t.Helper()
+	s, err := wl.Open(d.Wayland)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // waitWindow waits for sway to show a window of the process.
 func waitWindow(t *testing.T, ipc *sway.Conn, pid int) sway.Window {
 	t.Helper()
@@ -60,12 +90,8 @@ func waitWindow(t *testing.T, ipc *sway.Conn, pid int) sway.Window {
 // the window's area is not one colour, and differs from the empty
 // desktop beside it.
 func TestCaptureShowsTheWindow(t *testing.T) {
-	d := startSway(t, "galculator")
-	s, err := wl.Open(d.Wayland)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	d, ipc, pid := onSway(t, "galculator")
+	s := openScreen(t, d)
 	if l := s.Layout(); l.Dx() != 1024 || l.Dy() != 640 {
 		t.Fatalf("the layout is %v, want the 1024x640 output", l)
 	}
@@ -73,20 +99,11 @@ func TestCaptureShowsTheWindow(t *testing.T) {
 	if !capture || !pointer || !keyboard {
 		t.Fatalf("sway offers capture %v, pointer %v, keyboard %v; want all", capture, pointer, keyboard)
 	}
-	ipc, err := sway.Dial(d.SwaySock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ipc.Close()
-	app, err := d.Launch("galculator")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The window is in sway's tree before its first frame is shown: wait
 	// (with a deadline) for its pixels.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		w := waitWindow(t, ipc, app.Process.Pid)
+		w := waitWindow(t, ipc, pid)
 		c := w.Content
 		img, err := s.Capture(imageRect(c.X, c.Y, c.Width, c.Height))
 		if err != nil {
@@ -121,23 +138,9 @@ func imageRect(x, y, w, h int) image.Rectangle { return image.Rect(x, y, x+w, y+
 // region) has the same pixels as that part of the whole screen, at the
 // same place: the region's offset inside the output is right.
 func TestCaptureOfAPartMatchesTheWhole(t *testing.T) {
-	d := startSway(t, "galculator")
-	s, err := wl.Open(d.Wayland)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ipc, err := sway.Dial(d.SwaySock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ipc.Close()
-	app, err := d.Launch("galculator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := waitWindow(t, ipc, app.Process.Pid)
-	c := w.Content
+	d, ipc, pid := onSway(t, "galculator")
+	s := openScreen(t, d)
+	c := waitWindow(t, ipc, pid).Content
 	// A part inside the window, at odd coordinates, so that a region
 	// taken from the output's origin, or with x and y swapped, shows
 	// other pixels.
@@ -189,17 +192,8 @@ func same(a, b *image.RGBA, r image.Rectangle) bool {
 // asks for, as on Xvfb, rather than being tiled across the screen: the
 // screenshot the model reads is the window's, not a screenful.
 func TestOwnSwayKeepsAWindowsOwnSize(t *testing.T) {
-	d := startSway(t, "galculator")
-	ipc, err := sway.Dial(d.SwaySock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ipc.Close()
-	app, err := d.Launch("galculator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := waitWindow(t, ipc, app.Process.Pid).Content
+	_, ipc, pid := onSway(t, "galculator")
+	c := waitWindow(t, ipc, pid).Content
 	screen := imageRect(0, 0, 1024, 640)
 	if box := imageRect(c.X, c.Y, c.Width, c.Height); box.Dx() > screen.Dx()*3/4 || !box.In(screen) {
 		t.Fatalf("galculator's window is at %v on the %v screen: tiled across it, or off it", box, screen)
