@@ -2,7 +2,6 @@ package constellation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
-	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/evals"
@@ -97,7 +94,7 @@ func (e EvalRunner) RunConstellation(ctx context.Context, run evals.Constellatio
 	})
 	url := "ws://" + ln.Addr().String() + "/ws"
 	for _, d := range k.Devices {
-		exec, stop, err := evalDevice(ctx, cfg, run.Extra, url, filepath.Join(dir, "devices", d.ID), d)
+		exec, stop, err := evalDevice(ctx, cfg, local.DeviceOptions{Extra: run.Extra}, url, filepath.Join(dir, "devices", d.ID), d)
 		if err != nil {
 			return fail(fmt.Errorf("device %s: %w", d.ID, err))
 		}
@@ -177,9 +174,9 @@ func replayCheck(path string, g *Graph) string {
 
 // evalDevice connects a device to the server at url: d's files in dir,
 // and the device built there from cfg as `saucer client` builds its own
-// (local.NewDevice), with extra's servers beside the configured ones. It
+// (local.NewDevice), with opts' extra servers beside the configured ones. It
 // returns the device for the checks.
-func evalDevice(ctx context.Context, cfg *config.Config, extra []client.Server, url, dir string, d evals.ConstellationDevice) (dispatcher.Executor, func(), error) {
+func evalDevice(ctx context.Context, cfg *config.Config, opts local.DeviceOptions, url, dir string, d evals.ConstellationDevice) (dispatcher.Executor, func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -195,37 +192,17 @@ func evalDevice(ctx context.Context, cfg *config.Config, extra []client.Server, 
 			return nil, nil, err
 		}
 	}
-	dev, err := local.NewDevice(ctx, cfg, dir, local.DeviceOptions{Extra: extra})
+	dev, err := local.NewDevice(ctx, cfg, dir, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	// On loopback a registration answers in milliseconds: a short wait
 	// for it keeps the server's wait for a lost device (its away time
 	// plus the reconnection wait the device declares) near 15 s.
-	rc, err := remote.New(dev, remote.Options{URL: url, Token: evalToken, ClientID: d.ID, MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 100 * time.Millisecond, RegisterTimeout: 5 * time.Second, Logf: func(string, ...any) {}})
+	stop, err := local.Attach(ctx, dev, url, evalToken, d.ID, local.AttachOptions{MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 100 * time.Millisecond, RegisterTimeout: 5 * time.Second})
 	if err != nil {
-		dev.Close()
 		return nil, nil, err
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { rc.Run(rctx); close(done) }()
-	stop := func() {
-		cancel()
-		<-done
-		dev.Close()
-	}
-	wait, stopWait := context.WithTimeout(ctx, 30*time.Second)
-	defer stopWait()
-	select {
-	case <-rc.Connected():
-		return dev, stop, nil
-	case <-done:
-		stop()
-		return nil, nil, errors.New("its client stopped before it registered")
-	case <-wait.Done():
-		stop()
-		return nil, nil, fmt.Errorf("it did not register: %w", context.Cause(wait))
-	}
+	return dev, stop, nil
 }

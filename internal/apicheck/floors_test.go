@@ -64,9 +64,7 @@ var apart = []struct{ from, to, why string }{
 
 // pending are imports the plan forbids that an open issue still has to
 // remove. The test fails when one is gone: then delete it here.
-var pending = map[[2]string]string{
-	{"constellation", "client"}: "issue 34, the house item 3: constellation/evalrun.go builds its devices with client.New",
-}
+var pending = map[[2]string]string{}
 
 // floorOf is a package's floor, and the entry of floors that gives it.
 func floorOf(rel string) (int, string, bool) {
