@@ -52,6 +52,9 @@ type ConsoleSession struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// Open says the server takes no key at all (no login needed).
 	Open bool `json:"open,omitempty"`
+	// As is the name the server records this session's tasks, answers
+	// and cancels under (Options.KeyLabel): the page says "you" for it.
+	As string `json:"as,omitempty"`
 }
 
 // consoleRoutes adds the console's API: login and session, the event
@@ -200,7 +203,7 @@ func secure(r *http.Request) bool {
 // wrong one is refused, and too many from one address wait.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token == "" {
-		writeJSON(w, http.StatusOK, ConsoleSession{Open: true})
+		writeJSON(w, http.StatusOK, ConsoleSession{Open: true, As: s.queuedBy()})
 		return
 	}
 	if why := s.crossSite(r); why != "" {
@@ -242,14 +245,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	value, payload := s.newSession(expires)
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires, MaxAge: int(time.Until(expires).Seconds()),
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
-	writeJSON(w, http.StatusOK, ConsoleSession{CSRF: s.csrfOf(payload), ExpiresAt: expires.UTC()})
+	writeJSON(w, http.StatusOK, ConsoleSession{CSRF: s.csrfOf(payload), ExpiresAt: expires.UTC(), As: s.queuedBy()})
 }
 
 // session answers GET /api/session: the logged-in console's CSRF token,
 // or 401.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token == "" {
-		writeJSON(w, http.StatusOK, ConsoleSession{Open: true})
+		writeJSON(w, http.StatusOK, ConsoleSession{Open: true, As: s.queuedBy()})
 		return
 	}
 	c, err := r.Cookie(SessionCookie)
@@ -264,7 +267,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	}
 	exp, _, _ := strings.Cut(payload, ".")
 	unix, _ := strconv.ParseInt(exp, 10, 64)
-	writeJSON(w, http.StatusOK, ConsoleSession{CSRF: s.csrfOf(payload), ExpiresAt: time.Unix(unix, 0).UTC()})
+	writeJSON(w, http.StatusOK, ConsoleSession{CSRF: s.csrfOf(payload), ExpiresAt: time.Unix(unix, 0).UTC(), As: s.queuedBy()})
 }
 
 // logout answers POST /api/logout: the browser forgets its cookie.

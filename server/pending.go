@@ -39,7 +39,7 @@ type PendingInfo struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	SettledAt  *time.Time `json:"settled_at,omitempty"`
-	SettledBy  string     `json:"settled_by,omitempty"` // api, timeout or the task's end
+	SettledBy  string     `json:"settled_by,omitempty"` // the key's label (Options.KeyLabel), timeout or the task's end
 	settled    chan struct{}
 	expireStop func() bool
 }
@@ -188,8 +188,15 @@ func (s *Server) Pending(taskID string) ([]PendingInfo, error) {
 	return t.pendingList(), nil
 }
 
-// Settle answers a question or decides an approval of a running task.
+// Settle answers a question or decides an approval of a running task,
+// as the holder of the server's key (Options.KeyLabel).
 func (s *Server) Settle(taskID, id string, a Answer) (PendingInfo, error) {
+	return s.SettleAs(taskID, id, s.queuedBy(), a)
+}
+
+// SettleAs is Settle recorded as settled by by (a PendingInfo's
+// SettledBy).
+func (s *Server) SettleAs(taskID, id, by string, a Answer) (PendingInfo, error) {
 	s.mu.Lock()
 	t := s.tasks[taskID]
 	s.mu.Unlock()
@@ -212,7 +219,7 @@ func (s *Server) Settle(taskID, id string, a Answer) (PendingInfo, error) {
 	case it.Kind == "approval" && (a.Approve == nil || a.Answer != nil):
 		return PendingInfo{}, fmt.Errorf("%w: %s is an approval: send {\"approve\": true} or {\"approve\": false}", ErrBadRequest, id)
 	}
-	if !t.settle(it, "answered", "api", a.Answer, a.Approve) {
+	if !t.settle(it, "answered", by, a.Answer, a.Approve) {
 		t.mu.Lock()
 		cp := *it
 		t.mu.Unlock()

@@ -88,6 +88,11 @@ type Options struct {
 	// Token is the API key devices and API callers must present (query
 	// ?token= or header X-API-Key). Empty disables authentication.
 	Token string
+	// KeyLabel names who holds Token ("ops", "dana"): tasks, cancels,
+	// answers and approvals made with the key or a console session are
+	// recorded as theirs. Empty: "api-key:" and the start of the key's
+	// hash, which names the key without revealing it.
+	KeyLabel string
 	// NewSession builds the agents of a task.
 	NewSession func(SessionSpec) (Runner, error)
 	// Conn sets each connection's read limit, pings and write timeout.
@@ -309,9 +314,13 @@ func CheckKey(w http.ResponseWriter, r *http.Request, token string) bool {
 	return true
 }
 
-// queuedBy names the caller of the HTTP API without revealing the key.
+// queuedBy names the caller of the HTTP API without revealing the key:
+// the key's label, or its hash's start.
 func (s *Server) queuedBy() string {
-	if s.keyHash == "" {
+	switch {
+	case s.opts.KeyLabel != "":
+		return s.opts.KeyLabel
+	case s.keyHash == "":
 		return "api"
 	}
 	return "api-key:" + s.keyHash
