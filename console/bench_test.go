@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/saucerhq/saucer/aip"
@@ -205,10 +207,25 @@ func filledStore(b testing.TB, tasks, devices int) store.Store {
 	return st
 }
 
+// rowsDrawn runs in every new document: it stamps the frame after the
+// first task rows appear in the DOM (window.__rows, the browser's clock
+// from the start of navigation), whatever the page itself marks.
+const rowsDrawn = `(() => {
+	const seen = () => {
+		const n = document.querySelectorAll("tr[data-task]").length;
+		if (n === 0 || window.__rows) return;
+		window.__rows = -1;
+		requestAnimationFrame(() => { window.__rows = performance.now(); window.__rowCount = n; });
+	};
+	new MutationObserver(seen).observe(document, {subtree: true, childList: true});
+})()`
+
 // BenchmarkPageLoad measures the console's first useful paint with 1,000
-// tasks and 100 devices in the store: from the start of navigation to
-// the task list drawn with every task (the page marks it, after the
-// paint), in the browser's clock (the goal is under 1 s).
+// tasks and 100 devices in the store, from the start of navigation, in
+// the browser's clock (the goal is under 1 s): paint-ms is the page's own
+// mark (saucer:listed, once the rows are drawn), rows-ms the frame after
+// the first task rows appeared in the DOM as an observer outside the
+// page's code saw it, and dom-nodes the page's elements then.
 func BenchmarkPageLoad(b *testing.B) {
 	st := filledStore(b, 1000, 100)
 	srv, err := server.New(server.Options{Token: key, Store: st, NewSession: func(server.SessionSpec) (server.Runner, error) {
@@ -221,16 +238,25 @@ func BenchmarkPageLoad(b *testing.B) {
 	b.Cleanup(func() { srv.Shutdown(context.Background(), "over"); hs.Close() })
 	ctx := browser(b)
 	loggedIn(b, ctx, hs.URL)
-	var paint []float64
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: rowsDrawn})
+		return err
+	})); err != nil {
+		b.Fatal(err)
+	}
+	var paint, rows, nodes []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := chromedp.Do(tctx, chromedp.Navigate("about:blank"), chromedp.Navigate(hs.URL+"/#/tasks"), chromedp.WaitReady(chromedp.CSS("#app")))
 		if err == nil {
-			var t float64
-			t, err = chromedp.Run(tctx, chromedp.Poll[float64](`document.querySelectorAll("tr[data-task]").length >= 1000 && performance.getEntriesByName("saucer:listed")[0]?.startTime`,
+			var v []float64
+			v, err = chromedp.Run(tctx, chromedp.Poll[[]float64](`window.__rows > 0 && performance.getEntriesByName("saucer:listed").length > 0 &&
+				[performance.getEntriesByName("saucer:listed")[0].startTime, window.__rows, document.getElementsByTagName("*").length]`,
 				chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(10*time.Millisecond)))
-			paint = append(paint, t)
+			if err == nil {
+				paint, rows, nodes = append(paint, v[0]), append(rows, v[1]), append(nodes, v[2])
+			}
 		}
 		cancel()
 		if err != nil {
@@ -238,6 +264,11 @@ func BenchmarkPageLoad(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	sort.Float64s(paint)
-	b.ReportMetric(paint[len(paint)/2], "paint-ms")
+	for _, m := range []struct {
+		v    []float64
+		unit string
+	}{{paint, "paint-ms"}, {rows, "rows-ms"}, {nodes, "dom-nodes"}} {
+		sort.Float64s(m.v)
+		b.ReportMetric(m.v[len(m.v)/2], m.unit)
+	}
 }

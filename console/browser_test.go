@@ -23,6 +23,7 @@ import (
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/server"
+	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/tools/shell"
@@ -107,6 +108,12 @@ func newSite(t testing.TB, byRequest scripts) *site {
 // dependencies' results to its task).
 func newSiteWith(t testing.TB, byRequest scripts, handler func(*server.Server) http.Handler) *site {
 	t.Helper()
+	return newSiteOpts(t, byRequest, handler, func(*server.Options) {})
+}
+
+// newSiteOpts is newSiteWith with the server's options changed by set.
+func newSiteOpts(t testing.TB, byRequest scripts, handler func(*server.Server) http.Handler, set func(*server.Options)) *site {
+	t.Helper()
 	s := &site{dir: t.TempDir(), runs: t.TempDir()}
 	evalsDir := t.TempDir()
 	writeEval(t, filepath.Join(evalsDir, "nightly"))
@@ -134,8 +141,10 @@ func newSiteWith(t testing.TB, byRequest scripts, handler func(*server.Server) h
 		}
 		return server.RecordTo(s.runs, cfg, trajectory.Options{}, server.Sessions(cfg, opts[req]))(spec)
 	}
-	srv, err := server.New(server.Options{Token: key, NewSession: newSession, RunsDir: s.runs, EvalsDir: evalsDir,
-		CancelGrace: 200 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }})
+	o := server.Options{Token: key, NewSession: newSession, RunsDir: s.runs, EvalsDir: evalsDir, Review: serve.Review(nil),
+		CancelGrace: 200 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }}
+	set(&o)
+	srv, err := server.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

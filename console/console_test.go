@@ -197,7 +197,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitFor(ctx, hasText("li.pending.question label", "Shall I go on?")),
 		chromedp.Click(chromedp.CSS("article.task button.decline")),
 		waitFor(ctx, hasText("article.task .status", "cancelled")),
-		waitFor(ctx, hasText(".failure", "Failed: cancelled by api-key:")),
+		waitFor(ctx, hasText(".failure.cancelled", "Cancelled by you")),
 		waitFor(ctx, hasText("ul.settled li", "Shall I go on? → (no answer) (withdrawn")))
 
 	// Cancel one command: its output streams in, the button stops it, and

@@ -27,12 +27,15 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   return data as T;
 }
 
-export interface Session { csrf: string; expires_at: string; open?: boolean }
+import { setMe } from "./common";
+
+export interface Session { csrf: string; expires_at: string; open?: boolean; as?: string }
 
 export async function session(): Promise<boolean> {
   try {
     const s = await call<Session>("GET", "/api/session");
     csrf = s.csrf || "";
+    setMe(s.as || "");
     return true;
   } catch (e) {
     if (e instanceof APIError && e.status === 401) return false;
@@ -43,6 +46,7 @@ export async function session(): Promise<boolean> {
 export async function login(key: string): Promise<void> {
   const s = await call<Session>("POST", "/api/login", { key });
   csrf = s.csrf || "";
+  setMe(s.as || "");
 }
 
 export async function logout(): Promise<void> {

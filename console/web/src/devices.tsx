@@ -1,31 +1,66 @@
 // Devices: the list, and one device with its apps and tools.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { call } from "./api";
-import { message, Status, time } from "./common";
+import { matches, message, Pager, Status, when } from "./common";
 import type { Client, DeviceTool, DeviceTools, TaskSummary } from "./types";
 
+const perPage = 20;
+
+// Devices lists the devices: searched, filtered by status, counted and
+// paged (20 a page).
 export function Devices({ clients, tasks }: { clients: Map<string, Client>; tasks: TaskSummary[] }) {
-  const list = [...clients.values()].sort((a, b) => a.client_id.localeCompare(b.client_id));
-  if (list.length === 0) return <p>No device is registered. Start one with <code>saucer client --server ws://HOST:PORT/ws --id NAME</code>.</p>;
+  const list = useMemo(() => [...clients.values()].sort((a, b) => a.client_id.localeCompare(b.client_id)), [clients]);
+  const [q, setQ] = useState("");
+  const [status, setStatus] = useState("");
+  const [page, setPage] = useState(0);
+  const statuses = [...new Set(list.map((c) => c.status))].sort();
+  const shown = list.filter((c) => (!status || c.status === status) &&
+    (!q || matches(q, `${c.client_id} ${c.status} ${c.client_type} ${c.platform} ${c.device_info?.hostname || ""} ${c.device_info?.os_version || ""} ${Object.keys(c.namespaces || {}).join(" ")}`)));
+  const pages = Math.max(1, Math.ceil(shown.length / perPage));
+  const at = Math.min(page, pages - 1);
+  const rows = shown.slice(at * perPage, (at + 1) * perPage);
+  const filter = (f: () => void) => { f(); setPage(0); };
   return (
     <section aria-labelledby="devices-h">
       <h1 id="devices-h">Devices</h1>
-      <ul class="devices">{list.map((c) => <DeviceCard c={c} tasks={tasks} link />)}</ul>
+      {list.length === 0 ? <p>No device is registered. Start one with <code>saucer client --server ws://HOST:PORT/ws --id NAME</code>.</p> : (
+        <>
+          <div class="filters">
+            <div>
+              <label for="device-search">Search devices</label>
+              <input id="device-search" type="search" value={q} placeholder="name, host, platform, app…" onInput={(e) => filter(() => setQ((e.target as HTMLInputElement).value))} />
+            </div>
+            <div>
+              <label for="device-status">Status</label>
+              <select id="device-status" value={status} onChange={(e) => filter(() => setStatus((e.target as HTMLSelectElement).value))}>
+                <option value="">all ({list.length})</option>
+                {statuses.map((st) => <option value={st}>{st} ({list.filter((c) => c.status === st).length})</option>)}
+              </select>
+            </div>
+          </div>
+          <p class="count dim" role="status">
+            {shown.length === 0 ? `No device matches (of ${list.length})` :
+              `Showing ${at * perPage + 1}–${at * perPage + rows.length} of ${shown.length} ${shown.length === 1 ? "device" : "devices"}${shown.length < list.length ? ` (${list.length} in all)` : ""}`}
+          </p>
+          <ul class="devices">{rows.map((c) => <DeviceCard c={c} tasks={tasks} link />)}</ul>
+          <Pager page={at} pages={pages} set={setPage} label="Device pages" />
+        </>
+      )}
     </section>
   );
 }
 
 // DeviceCard is a device's status, system, task and apps; link makes its
 // name lead to its page (its tools).
-function DeviceCard({ c, tasks, link }: { c: Client; tasks: TaskSummary[]; link?: boolean }) {
+function DeviceCard({ c, tasks, link, heading = true }: { c: Client; tasks: TaskSummary[]; link?: boolean; heading?: boolean }) {
   const running = tasks.filter((t) => t.client_id === c.client_id && t.status === "running");
   const di = c.device_info || {};
   const n = c.tools?.count || 0;
   return (
     <li class="device" data-client={c.client_id}>
-      <h2>{link ? <a href={`#/devices/${encodeURIComponent(c.client_id)}`}>{c.client_id}</a> : c.client_id} <Status s={c.status} /></h2>
+      {heading && <h2>{link ? <a href={`#/devices/${encodeURIComponent(c.client_id)}`}>{c.client_id}</a> : c.client_id} <Status s={c.status} /></h2>}
       <p>{c.client_type} · {c.platform} {di.os_version || ""} {di.arch || ""} · {di.hostname || ""}{di.cpu_count ? ` · ${di.cpu_count} CPUs` : ""}{di.memory_total_gb ? ` · ${di.memory_total_gb.toFixed(1)} GB` : ""}{c.server ? ` · server ${c.server}` : ""}</p>
-      <p>Last seen {time(c.last_seen)}</p>
+      <p>Last seen {when(c.last_seen)}</p>
       <p>{running.length ? <>Running: {running.map((t) => <a href={`#/tasks/${t.id}`}>{t.request}</a>)}</> : "Idle"}</p>
       {c.namespaces && (
         <dl class="apps">
@@ -56,7 +91,8 @@ export function DeviceView({ id, client, tasks }: { id: string; client?: Client;
   return (
     <article class="device-page">
       <p><a href="#/devices">All devices</a></p>
-      {client ? <ul class="devices"><DeviceCard c={client} tasks={tasks} /></ul> : <h1>{id}</h1>}
+      <h1>{id}{client && <> <Status s={client.status} /></>}</h1>
+      {client && <ul class="devices"><DeviceCard c={client} tasks={tasks} heading={false} /></ul>}
       {!client && <p class="error" role="alert">{id} is not registered now.</p>}
       <section aria-labelledby="tools-h">
         <h2 id="tools-h">Tools</h2>
