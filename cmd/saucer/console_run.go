@@ -42,6 +42,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 		base.Confirmer = nil // the console decides
 	}
 	outcome := make(chan *agent.Outcome, 1)
+	page := "http://" + ln.Addr().String() + "/"
 	sessions := server.Sessions(cfg, base)
 	red, err := redactorFor(cfg)
 	if err != nil {
@@ -54,6 +55,9 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 	srv, err := server.New(server.Options{Token: key, Redactor: red, Review: serve.Review(red), RunsDir: runs,
 		AskTimeout: cfg.Remote.AskTimeout.D(), CommandTimeout: cfg.Agent.CommandTimeout.D(), CancelGrace: cfg.Agent.CommandTimeout.D(),
 		NewSession: func(spec server.SessionSpec) (server.Runner, error) {
+			if spec.Person != nil {
+				spec.Person = announcingPerson{spec.Person, out, page + "#/tasks/" + spec.TaskID}
+			}
 			r, err := sessions(spec)
 			if err != nil {
 				return nil, err
@@ -72,8 +76,7 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 		srv.Shutdown(sctx, "the run is over")
 		hs.Shutdown(sctx)
 	}()
-	url := "http://" + ln.Addr().String() + "/"
-	fmt.Fprintf(out, "saucer: console at %s#key=%s (the key, for this run only: %s)\n", url, key, key)
+	fmt.Fprintf(out, "saucer: console at %s#key=%s (the key, for this run only: %s)\n", page, key, key)
 
 	id, _ := os.Hostname()
 	if id == "" {
@@ -121,6 +124,25 @@ func runWithConsole(ctx context.Context, out io.Writer, cfg *config.Config, dev 
 		ti, _ := srv.Task(info.ID)
 		return nil, fmt.Errorf("the task ended without an outcome: %s %s", ti.Status, ti.Error)
 	}
+}
+
+// announcingPerson says on the terminal that a question or an approval
+// waits in the console, with the task's page, before it waits there: a
+// person watching the terminal would otherwise see nothing happen.
+type announcingPerson struct {
+	server.Person
+	out  io.Writer
+	page string
+}
+
+func (p announcingPerson) Ask(ctx context.Context, agent, question string) (string, error) {
+	fmt.Fprintf(p.out, "saucer: %s asks, waiting for your answer in the console (%s): %s\n", agent, p.page, question)
+	return p.Person.Ask(ctx, agent, question)
+}
+
+func (p announcingPerson) Confirm(ctx context.Context, agent string, cmds []command.Command, reason string) (bool, error) {
+	fmt.Fprintf(p.out, "saucer: %s asks to approve %d command(s), waiting for you in the console (%s): %s\n", agent, len(cmds), p.page, reason)
+	return p.Person.Confirm(ctx, agent, cmds, reason)
 }
 
 // reportingRunner hands its task's outcome on.

@@ -67,8 +67,16 @@ func TestRunWithConsole(t *testing.T) {
 			t.Fatal("no console address printed")
 		}
 	}
+	// While the approval waits in the browser, the terminal says so.
+	announced := make(chan string, 1)
 	go func() {
-		for range lines {
+		for l := range lines {
+			if strings.Contains(l, "waiting for you in the console") {
+				select {
+				case announced <- l:
+				default:
+				}
+			}
 		}
 	}()
 
@@ -134,6 +142,14 @@ func TestRunWithConsole(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "approved.txt")); err == nil {
 		t.Fatal("the command ran before its approval")
+	}
+	select {
+	case l := <-announced:
+		if !strings.Contains(l, "creates approved.txt") || !strings.Contains(l, url+"#/tasks/"+task) {
+			t.Errorf("the terminal's line for the waiting approval: %q", l)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the terminal printed nothing while the approval waited")
 	}
 	req, _ = http.NewRequest("POST", url+"api/tasks/"+task+"/pending/"+pending, strings.NewReader(`{"approve":true}`))
 	req.Header.Set("X-CSRF-Token", sess.CSRF)
