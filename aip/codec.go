@@ -29,9 +29,58 @@ func badFrame(format string, args ...any) error {
 // device. Per-type rules are Validate's.
 func DecodeClient(b []byte) (*ClientMessage, error) {
 	m, sc := &ClientMessage{}, &scanner{b: b}
-	var err error
-	field := func(key []byte) (bool, error) { return m.field(sc, key) }
-	if m.Type, m.Status, err = decodeFrame(sc, "client", clientTypes, field); err != nil {
+	err := sc.frame(func(key []byte) error { // the frame's field set
+		var err error
+		switch string(key) {
+		case "type":
+			m.Type, err = strAs[Type](sc, "type")
+		case "status":
+			m.Status, err = strAs[Status](sc, "status")
+		case "client_type":
+			m.ClientType, err = strAs[ClientType](sc, "client_type")
+		case "session_id":
+			m.SessionID, err = sc.str("session_id")
+		case "task_name":
+			m.TaskName, err = sc.str("task_name")
+		case "client_id":
+			m.ClientID, err = sc.str("client_id")
+		case "target_id":
+			m.TargetID, err = sc.str("target_id")
+		case "request":
+			m.Request, err = sc.str("request")
+		case "timestamp":
+			m.Timestamp, err = sc.str("timestamp")
+		case "request_id":
+			m.RequestID, err = sc.str("request_id")
+		case "prev_response_id":
+			m.PrevResponseID, err = sc.str("prev_response_id")
+		case "error":
+			m.Error, err = sc.str("error")
+		case "action_results":
+			m.ActionResults, err = objects(sc, "action_results", "result", sc.result)
+		case "metadata":
+			m.Metadata = nil
+			if !sc.null() {
+				if sc.peek() != '{' {
+					return badFrame("metadata must be an object or null")
+				}
+				err = sc.into("metadata", &m.Metadata)
+			}
+		case "progress":
+			m.Progress = nil
+			if !sc.null() {
+				m.Progress = &Progress{}
+				err = sc.into("progress", m.Progress)
+			}
+		default:
+			_, err = sc.value(1)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHead("client", clientTypes, m.Type, &m.Status); err != nil {
 		return nil, err
 	}
 	if m.ClientType == "" {
@@ -46,206 +95,141 @@ func DecodeClient(b []byte) (*ClientMessage, error) {
 // DecodeClient.
 func DecodeServer(b []byte) (*ServerMessage, error) {
 	m, sc := &ServerMessage{}, &scanner{b: b}
-	var err error
-	field := func(key []byte) (bool, error) { return m.field(sc, key) }
-	if m.Type, m.Status, err = decodeFrame(sc, "server", serverTypes, field); err != nil {
+	err := sc.frame(func(key []byte) error { // the frame's field set
+		var err error
+		switch string(key) {
+		case "type":
+			m.Type, err = strAs[Type](sc, "type")
+		case "status":
+			m.Status, err = strAs[Status](sc, "status")
+		case "user_request":
+			m.UserRequest, err = sc.str("user_request")
+		case "agent_name":
+			m.AgentName, err = sc.str("agent_name")
+		case "process_name":
+			m.ProcessName, err = sc.str("process_name")
+		case "root_name":
+			m.RootName, err = sc.str("root_name")
+		case "actions":
+			m.Actions, err = objects(sc, "actions", "command", sc.command)
+		case "messages":
+			m.Messages = []string{}
+			var null bool
+			null, err = sc.array("messages", func() error {
+				v, err := sc.str("messages")
+				m.Messages = append(m.Messages, v)
+				return err
+			})
+			if null {
+				m.Messages = nil
+			}
+		case "error":
+			m.Error, err = sc.str("error")
+		case "session_id":
+			m.SessionID, err = sc.str("session_id")
+		case "task_name":
+			m.TaskName, err = sc.str("task_name")
+		case "timestamp":
+			m.Timestamp, err = sc.str("timestamp")
+		case "response_id":
+			m.ResponseID, err = sc.str("response_id")
+		case "result":
+			m.Result, err = sc.payload()
+		case "lifecycle":
+			m.Lifecycle, err = sc.lifecycle()
+		default:
+			_, err = sc.value(1)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHead("server", serverTypes, m.Type, &m.Status); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// decodeFrame is the walk both directions share. It refuses input that is
-// not one JSON object, reads type and status, and hands every other key to
-// field, which reads the value of a key its message has and reports false
-// for the others (they are passed over). The type must be one of types
-// (dir names the direction in the error) and the status an AIP one; an
-// error frame without a status gets status error.
+// frame is the walk both directions share: it refuses input that is not
+// one JSON object, and hands each key of the object to field, which reads
+// the value (a message's field set: the keys it has, the others passed
+// over).
 //
 // The scanner is passed to no function value (field and the like use the
-// one they were made with): it stays off the heap.
-func decodeFrame(sc *scanner, dir string, types map[Type]bool, field func(key []byte) (bool, error)) (Type, Status, error) {
+// one they were made with), so that it stays off the heap; and a key costs
+// one call through a function value, as a walk written out for each
+// message would.
+func (sc *scanner) frame(field func(key []byte) error) error {
 	if err := checkObject(sc.b); err != nil {
-		return "", "", err
+		return err
 	}
-	var (
-		typ    Type
-		status Status
-	)
-	err := sc.fields(func(key []byte) (bool, error) {
-		var err error
-		switch string(key) {
-		case "type":
-			typ, err = strAs[Type](sc, "type")
-		case "status":
-			status, err = strAs[Status](sc, "status")
-		default:
-			return field(key)
-		}
-		return true, err
-	})
-	if err == nil {
-		err = sc.end()
+	if err := sc.object(field); err != nil {
+		return err
 	}
-	if err != nil {
-		return "", "", err
-	}
+	return sc.end()
+}
+
+// checkHead checks what every frame carries: a type, one of types (dir
+// names the direction in the error), and an AIP status. An error frame
+// without a status gets status error.
+func checkHead(dir string, types map[Type]bool, typ Type, status *Status) error {
 	switch {
 	case typ == "":
-		return "", "", badFrame("the frame has no type")
+		return badFrame("the frame has no type")
 	case !types[typ]:
-		return "", "", badFrame("unknown %s message type %q", dir, typ)
-	case status == "" && typ == TypeError:
-		status = StatusError // quirk: UFO's client omits it
-	case status == "":
-		return "", "", badFrame("the %s frame has no status", typ)
+		return badFrame("unknown %s message type %q", dir, typ)
+	case *status == "" && typ == TypeError:
+		*status = StatusError // quirk: UFO's client omits it
+	case *status == "":
+		return badFrame("the %s frame has no status", typ)
 	}
 	if !status.Valid() {
-		return "", "", badFrame("unknown status %q", status)
+		return badFrame("unknown status %q", *status)
 	}
-	return typ, status, nil
+	return nil
 }
 
-// field reads the value of a client frame's key (but type and status);
-// false for a key the frame does not have.
-func (m *ClientMessage) field(sc *scanner, key []byte) (bool, error) {
-	var err error
-	switch string(key) {
-	case "client_type":
-		m.ClientType, err = strAs[ClientType](sc, "client_type")
-	case "session_id":
-		m.SessionID, err = sc.str("session_id")
-	case "task_name":
-		m.TaskName, err = sc.str("task_name")
-	case "client_id":
-		m.ClientID, err = sc.str("client_id")
-	case "target_id":
-		m.TargetID, err = sc.str("target_id")
-	case "request":
-		m.Request, err = sc.str("request")
-	case "timestamp":
-		m.Timestamp, err = sc.str("timestamp")
-	case "request_id":
-		m.RequestID, err = sc.str("request_id")
-	case "prev_response_id":
-		m.PrevResponseID, err = sc.str("prev_response_id")
-	case "error":
-		m.Error, err = sc.str("error")
-	case "action_results":
-		m.ActionResults, err = objects(sc, "action_results", "result", sc.resultField)
-	case "metadata":
-		m.Metadata = nil
-		if !sc.null() {
-			if sc.peek() != '{' {
-				return true, badFrame("metadata must be an object or null")
-			}
-			err = sc.into("metadata", &m.Metadata)
-		}
-	case "progress":
-		m.Progress = nil
-		if !sc.null() {
-			m.Progress = &Progress{}
-			err = sc.into("progress", m.Progress)
-		}
-	default:
-		return false, nil
-	}
-	return true, err
-}
-
-// field reads the value of a server frame's key (but type and status);
-// false for a key the frame does not have.
-func (m *ServerMessage) field(sc *scanner, key []byte) (bool, error) {
-	var err error
-	switch string(key) {
-	case "user_request":
-		m.UserRequest, err = sc.str("user_request")
-	case "agent_name":
-		m.AgentName, err = sc.str("agent_name")
-	case "process_name":
-		m.ProcessName, err = sc.str("process_name")
-	case "root_name":
-		m.RootName, err = sc.str("root_name")
-	case "actions":
-		m.Actions, err = objects(sc, "actions", "command", sc.commandField)
-	case "messages":
-		m.Messages = []string{}
-		var null bool
-		null, err = sc.array("messages", func() error {
-			v, err := sc.str("messages")
-			m.Messages = append(m.Messages, v)
-			return err
-		})
-		if null {
-			m.Messages = nil
-		}
-	case "error":
-		m.Error, err = sc.str("error")
-	case "session_id":
-		m.SessionID, err = sc.str("session_id")
-	case "task_name":
-		m.TaskName, err = sc.str("task_name")
-	case "timestamp":
-		m.Timestamp, err = sc.str("timestamp")
-	case "response_id":
-		m.ResponseID, err = sc.str("response_id")
-	case "result":
-		m.Result, err = sc.payload()
-	case "lifecycle":
-		m.Lifecycle, err = sc.lifecycle()
-	default:
-		return false, nil
-	}
-	return true, err
-}
-
-// resultField reads the value of an action result's key; false for a key
-// a Result does not have.
-func (sc *scanner) resultField(r *command.Result, key []byte) (bool, error) {
-	var err error
-	switch string(key) {
-	case "status":
-		r.Status, err = strAs[command.ResultStatus](sc, "status")
-	case "error":
-		r.Error, err = sc.str("error")
-	case "result":
-		r.Result, err = sc.payload()
-	case "namespace":
-		r.Namespace, err = sc.str("namespace")
-	case "call_id":
-		r.CallID, err = sc.str("call_id")
-	default:
-		return false, nil
-	}
-	return true, err
-}
-
-// commandField reads the value of an action's key; false for a key a
-// Command does not have.
-func (sc *scanner) commandField(c *command.Command, key []byte) (bool, error) {
-	var err error
-	switch string(key) {
-	case "tool_name":
-		c.ToolName, err = sc.str("tool_name")
-	case "parameters":
-		c.Parameters, err = sc.params()
-	case "tool_type":
-		c.ToolType, err = strAs[command.ToolType](sc, "tool_type")
-	case "call_id":
-		c.CallID, err = sc.str("call_id")
-	case "namespace":
-		c.Namespace, err = sc.str("namespace")
-	default:
-		return false, nil
-	}
-	return true, err
-}
-
-// fields calls field for each key of an object, and passes over the value
-// of a key field reports it does not know.
-func (sc *scanner) fields(field func(key []byte) (bool, error)) error {
+// result reads an action result's object into r (its field set: the keys
+// a Result has, the others passed over).
+func (sc *scanner) result(r *command.Result) error {
 	return sc.object(func(key []byte) error {
-		known, err := field(key)
-		if err == nil && !known {
+		var err error
+		switch string(key) {
+		case "status":
+			r.Status, err = strAs[command.ResultStatus](sc, "status")
+		case "error":
+			r.Error, err = sc.str("error")
+		case "result":
+			r.Result, err = sc.payload()
+		case "namespace":
+			r.Namespace, err = sc.str("namespace")
+		case "call_id":
+			r.CallID, err = sc.str("call_id")
+		default:
+			_, err = sc.value(1)
+		}
+		return err
+	})
+}
+
+// command reads an action's object into c (its field set: the keys a
+// Command has, the others passed over).
+func (sc *scanner) command(c *command.Command) error {
+	return sc.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "tool_name":
+			c.ToolName, err = sc.str("tool_name")
+		case "parameters":
+			c.Parameters, err = sc.params()
+		case "tool_type":
+			c.ToolType, err = strAs[command.ToolType](sc, "tool_type")
+		case "call_id":
+			c.CallID, err = sc.str("call_id")
+		case "namespace":
+			c.Namespace, err = sc.str("namespace")
+		default:
 			_, err = sc.value(1)
 		}
 		return err
@@ -253,17 +237,16 @@ func (sc *scanner) fields(field func(key []byte) (bool, error)) error {
 }
 
 // objects reads the list of objects under name, or null (nil): what the
-// objects are (in the error for an element that is not one), and field
-// reading each key of one into its element.
-func objects[T any](sc *scanner, name, what string, field func(v *T, key []byte) (bool, error)) ([]T, error) {
+// objects are (in the error for an element that is not one), and elem
+// reading one into its element.
+func objects[T any](sc *scanner, name, what string, elem func(v *T) error) ([]T, error) {
 	out := []T{}
 	null, err := sc.array(name, func() error {
 		if sc.peek() != '{' {
 			return badFrame("%s must hold %s objects", name, what)
 		}
 		out = append(out, *new(T))
-		v := &out[len(out)-1] // read into its place: no copy per element
-		return sc.fields(func(key []byte) (bool, error) { return field(v, key) })
+		return elem(&out[len(out)-1]) // read into its place: no copy per element
 	})
 	if null || err != nil {
 		return nil, err
