@@ -15,6 +15,10 @@ type Remote struct {
 	Server string `yaml:"server"`
 	// ClientID names the device on the server (default: the host name).
 	ClientID string `yaml:"client_id"`
+	// KeyLabel names who holds the server's API key ("ops", "dana"): the
+	// tasks, answers, approvals and cancels made with it are recorded
+	// under that name (default: api-key: and the start of its hash).
+	KeyLabel string `yaml:"key_label"`
 	// Labels are what the device says of itself to the server (gpu,
 	// office, eu): constellation nodes that require a label run only on
 	// devices that have it.

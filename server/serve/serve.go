@@ -191,7 +191,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Redactor: red, Review: Review(red), RunsDir: runs, EvalsDir: opts.EvalsDir,
 		KeepRuns:       trajectory.Keep{Age: cfg.Record.Keep.Age.D(), Size: int64(cfg.Record.Keep.Size)},
 		CommandTimeout: cfg.Agent.CommandTimeout.D(), AwayTimeout: r.AwayTimeout.D(), AskTimeout: r.AskTimeout.D(), CommandTTL: r.CommandTTL.D(),
-		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices, DeviceAgents: r.DeviceAgents})
+		MaxTasks: r.MaxTasks, MaxTasksPerDevice: r.MaxTasksPerDevice, MaxDevices: r.MaxDevices, DeviceAgents: r.DeviceAgents,
+		KeyLabel: r.KeyLabel})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -168,5 +169,28 @@ func TestOneServerPerStore(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the standby did not take over")
+	}
+}
+
+// TestKeyLabel: remote.key_label names who holds the key: the login reply
+// says the name the server records the session's actions under.
+func TestKeyLabel(t *testing.T) {
+	cfg := scripted(t)
+	cfg.Remote.KeyLabel = "dana"
+	s, err := serve.Start(context.Background(), serve.Options{Config: cfg, Token: "k", Addr: "127.0.0.1:0", Store: "memory", Logf: newLogs().logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	resp, err := http.Post(s.ConsoleURL()+"api/login", "application/json", strings.NewReader(`{"key":"k"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		As string `json:"as"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || got.As != "dana" {
+		t.Fatalf("login: %d %+v %v", resp.StatusCode, got, err)
 	}
 }
