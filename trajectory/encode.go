@@ -93,24 +93,8 @@ func (w *eventEncoder) event(e *Event) {
 		w.key("call")
 		w.call(e.Call)
 	}
-	if len(e.Commands) > 0 {
-		w.key("commands")
-		w.b = append(w.b, '[')
-		for i := range e.Commands {
-			w.comma(i)
-			w.command(&e.Commands[i])
-		}
-		w.b = append(w.b, ']')
-	}
-	if len(e.Results) > 0 {
-		w.key("results")
-		w.b = append(w.b, '[')
-		for i := range e.Results {
-			w.comma(i)
-			w.result(&e.Results[i])
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, "commands", e.Commands, w.command)
+	list(w, "results", e.Results, w.result)
 	if e.Decision != nil {
 		w.key("decision")
 		w.decision(e.Decision)
@@ -118,18 +102,12 @@ func (w *eventEncoder) event(e *Event) {
 	w.strOmit("status", e.Status)
 	w.strOmit("from", e.From)
 	w.strOmit("to", e.To)
-	if len(e.Observations) > 0 {
-		w.key("observations")
-		w.b = append(w.b, '[')
-		for i, o := range e.Observations {
-			w.comma(i)
-			w.b = append(w.b, '{')
-			w.str("name", o.Name)
-			w.str("content", o.Content)
-			w.b = append(w.b, '}')
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, "observations", e.Observations, func(o *Observation) {
+		w.b = append(w.b, '{')
+		w.str("name", o.Name)
+		w.str("content", o.Content)
+		w.b = append(w.b, '}')
+	})
 	if e.Usage != nil {
 		w.key("usage")
 		w.usage(e.Usage)
@@ -140,19 +118,15 @@ func (w *eventEncoder) event(e *Event) {
 		w.key("timings_ms")
 		w.do(appendFloatMap(w.b, e.TimingsMS))
 	}
-	if len(e.Errors) > 0 {
-		w.key("errors")
-		w.b = jsonw.AppendStrings(w.b, e.Errors)
-	}
+	w.stringsOmit("errors", e.Errors)
 	w.strOmit("error", e.Error)
 	if n := e.Note; n != nil {
-		w.key("note")
-		w.b = append(w.b, '{')
-		w.str("subtask", n.Subtask)
-		w.str("app", n.App)
-		w.str("status", n.Status)
-		w.str("result", n.Result)
-		w.b = append(w.b, '}')
+		w.object("note", func() {
+			w.str("subtask", n.Subtask)
+			w.str("app", n.App)
+			w.str("status", n.Status)
+			w.str("result", n.Result)
+		})
 	}
 	if e.End != nil {
 		w.key("end")
@@ -176,25 +150,18 @@ func (w *eventEncoder) session(s *Session) {
 	w.strOmit("version", s.Version)
 	w.strOmit("config", s.Config)
 	if p := s.Prompts; p != nil {
-		w.key("prompts")
-		w.b = append(w.b, '{')
-		w.strOmit("dir", p.Dir)
-		w.strOmit("digest", p.Digest)
-		w.b = append(w.b, '}')
+		w.object("prompts", func() {
+			w.strOmit("dir", p.Dir)
+			w.strOmit("digest", p.Digest)
+		})
 	}
 	if s.Device != nil {
 		w.key("device")
 		w.device(s.Device)
 	}
 	w.strOmit("workdir", s.Workdir)
-	if len(s.Apps) > 0 {
-		w.key("apps")
-		w.b = jsonw.AppendStringMap(w.b, s.Apps)
-	}
-	if len(s.Labels) > 0 {
-		w.key("labels")
-		w.b = jsonw.AppendStringMap(w.b, s.Labels)
-	}
+	w.stringMapOmit("apps", s.Apps)
+	w.stringMapOmit("labels", s.Labels)
 	w.b = append(w.b, '}')
 }
 
@@ -222,10 +189,7 @@ func (w *eventEncoder) device(d *command.DeviceInfo) {
 	w.strOmit("home", d.Home)
 	w.strOmit("workdir", d.WorkDir)
 	w.strOmit("sandbox", d.Sandbox)
-	if len(d.Labels) > 0 {
-		w.key("labels")
-		w.b = jsonw.AppendStrings(w.b, d.Labels)
-	}
+	w.stringsOmit("labels", d.Labels)
 	w.b = append(w.b, '}')
 }
 
@@ -235,37 +199,31 @@ func (w *eventEncoder) call(c *Call) {
 	w.key("request")
 	w.request(&c.Request)
 	if b := c.Base; b != nil {
-		w.key("base")
-		w.b = append(w.b, '{')
-		w.int("call", int64(b.Call))
-		w.int("messages", int64(b.Messages))
-		w.boolOmit("tools", b.Tools)
-		w.b = append(w.b, '}')
+		w.object("base", func() {
+			w.int("call", int64(b.Call))
+			w.int("messages", int64(b.Messages))
+			w.boolOmit("tools", b.Tools)
+		})
 	}
 	if r := c.Response; r != nil {
-		w.key("response")
-		w.b = append(w.b, '{')
-		w.key("message")
-		w.message(&r.Message)
-		w.key("usage")
-		w.usage(&r.Usage)
-		w.strOmit("finish_reason", r.FinishReason)
-		w.strOmit("model", r.Model)
-		w.strOmit("spec", r.Spec)
-		w.b = append(w.b, '}')
+		w.object("response", func() {
+			w.key("message")
+			w.message(&r.Message)
+			w.key("usage")
+			w.usage(&r.Usage)
+			w.strOmit("finish_reason", r.FinishReason)
+			w.strOmit("model", r.Model)
+			w.strOmit("spec", r.Spec)
+		})
 	}
 	if e := c.Error; e != nil {
-		w.key("error")
-		w.b = append(w.b, '{')
-		w.str("kind", e.Kind)
-		w.str("message", e.Message)
-		w.floatOmit("retry_after_ms", e.RetryAfterMS)
-		w.b = append(w.b, '}')
+		w.object("error", func() {
+			w.str("kind", e.Kind)
+			w.str("message", e.Message)
+			w.floatOmit("retry_after_ms", e.RetryAfterMS)
+		})
 	}
-	if len(c.Fallbacks) > 0 {
-		w.key("fallbacks")
-		w.b = jsonw.AppendStrings(w.b, c.Fallbacks)
-	}
+	w.stringsOmit("fallbacks", c.Fallbacks)
 	w.float("latency_ms", c.LatencyMS)
 	w.b = append(w.b, '}')
 }
@@ -276,20 +234,13 @@ func (w *eventEncoder) request(r *llm.Request) {
 	if r.Messages == nil {
 		w.b = append(w.b, "null"...)
 	} else {
-		w.b = append(w.b, '[')
-		for i := range r.Messages {
-			w.comma(i)
-			w.message(&r.Messages[i])
-		}
-		w.b = append(w.b, ']')
+		items(w, r.Messages, w.message)
 	}
 	if len(r.Tools) > 0 {
 		w.key("tools")
 		all, inner := len(w.b), len(w.long)
-		w.b = append(w.b, '[')
-		for i, t := range r.Tools {
-			w.comma(i)
-			start, in := len(w.b), len(w.long)
+		items(w, r.Tools, func(t *llm.Tool) {
+			defer w.note(len(w.b), len(w.long))
 			w.b = append(w.b, '{')
 			w.str("name", t.Name)
 			w.strOmit("description", t.Description)
@@ -297,9 +248,7 @@ func (w *eventEncoder) request(r *llm.Request) {
 				w.raw("parameters", t.Parameters)
 			}
 			w.b = append(w.b, '}')
-			w.note(start, in)
-		}
-		w.b = append(w.b, ']')
+		})
 		w.note(all, inner)
 	}
 	w.strOmit("tool_choice", r.ToolChoice)
@@ -308,10 +257,7 @@ func (w *eventEncoder) request(r *llm.Request) {
 		w.float("temperature", *r.Temperature)
 	}
 	w.intOmit("max_tokens", int64(r.MaxTokens))
-	if len(r.Stop) > 0 {
-		w.key("stop")
-		w.b = jsonw.AppendStrings(w.b, r.Stop)
-	}
+	w.stringsOmit("stop", r.Stop)
 	w.b = append(w.b, '}')
 }
 
@@ -320,40 +266,28 @@ func (w *eventEncoder) message(m *llm.Message) {
 	w.b = append(w.b, '{')
 	w.str("role", string(m.Role))
 	w.strOmit("content", m.Content)
-	if len(m.Images) > 0 {
-		w.key("images")
-		w.b = append(w.b, '[')
-		for i, im := range m.Images {
-			w.comma(i)
-			w.b = append(w.b, '{')
-			w.strOmit("url", im.URL)
-			w.strOmit("mime_type", im.MIMEType)
-			if len(im.Data) > 0 {
-				w.key("data")
-				start := len(w.b)
-				w.b = append(w.b, '"')
-				w.b = base64.StdEncoding.AppendEncode(w.b, im.Data)
-				w.b = append(w.b, '"')
-				w.mark("data", start, false)
-			}
-			w.strOmit("detail", im.Detail)
-			w.b = append(w.b, '}')
+	list(w, "images", m.Images, func(im *llm.Image) {
+		w.b = append(w.b, '{')
+		w.strOmit("url", im.URL)
+		w.strOmit("mime_type", im.MIMEType)
+		if len(im.Data) > 0 {
+			w.key("data")
+			start := len(w.b)
+			w.b = append(w.b, '"')
+			w.b = base64.StdEncoding.AppendEncode(w.b, im.Data)
+			w.b = append(w.b, '"')
+			w.mark("data", start, false)
 		}
-		w.b = append(w.b, ']')
-	}
-	if len(m.ToolCalls) > 0 {
-		w.key("tool_calls")
-		w.b = append(w.b, '[')
-		for i, tc := range m.ToolCalls {
-			w.comma(i)
-			w.b = append(w.b, '{')
-			w.strOmit("id", tc.ID)
-			w.str("name", tc.Name)
-			w.str("arguments", tc.Arguments)
-			w.b = append(w.b, '}')
-		}
-		w.b = append(w.b, ']')
-	}
+		w.strOmit("detail", im.Detail)
+		w.b = append(w.b, '}')
+	})
+	list(w, "tool_calls", m.ToolCalls, func(tc *llm.ToolCall) {
+		w.b = append(w.b, '{')
+		w.strOmit("id", tc.ID)
+		w.str("name", tc.Name)
+		w.str("arguments", tc.Arguments)
+		w.b = append(w.b, '}')
+	})
 	w.strOmit("tool_call_id", m.ToolCallID)
 	w.strOmit("name", m.Name)
 	w.b = append(w.b, '}')
@@ -375,26 +309,17 @@ func (w *eventEncoder) decision(d *Decision) {
 	w.strOmit("observation", d.Observation)
 	w.strOmit("thought", d.Thought)
 	w.str("status", d.Status)
-	if len(d.Plan) > 0 {
-		w.key("plan")
-		w.b = jsonw.AppendStrings(w.b, d.Plan)
-	}
+	w.stringsOmit("plan", d.Plan)
 	w.strOmit("comment", d.Comment)
 	w.strOmit("result", d.Result)
-	if len(d.Actions) > 0 {
-		w.key("actions")
-		w.b = append(w.b, '[')
-		for i, a := range d.Actions {
-			w.comma(i)
-			w.b = append(w.b, '{')
-			w.str("function", a.Function)
-			w.anyMap("arguments", a.Arguments)
-			w.strOmit("call_id", a.CallID)
-			w.strOmit("invalid", a.Invalid)
-			w.b = append(w.b, '}')
-		}
-		w.b = append(w.b, ']')
-	}
+	list(w, "actions", d.Actions, func(a *Action) {
+		w.b = append(w.b, '{')
+		w.str("function", a.Function)
+		w.anyMap("arguments", a.Arguments)
+		w.strOmit("call_id", a.CallID)
+		w.strOmit("invalid", a.Invalid)
+		w.b = append(w.b, '}')
+	})
 	w.b = append(w.b, '}')
 }
 
@@ -469,10 +394,33 @@ func (w *eventEncoder) key(name string) {
 	w.b = append(w.b, '"', ':')
 }
 
-func (w *eventEncoder) comma(i int) {
-	if i > 0 {
-		w.b = append(w.b, ',')
+// object writes name's object, fields writing its members.
+func (w *eventEncoder) object(name string, fields func()) {
+	w.key(name)
+	w.b = append(w.b, '{')
+	fields()
+	w.b = append(w.b, '}')
+}
+
+// list writes name's list, elem writing each item; an empty list is left
+// out, as omitempty leaves it.
+func list[T any](w *eventEncoder, name string, all []T, elem func(*T)) {
+	if len(all) > 0 {
+		w.key(name)
+		items(w, all, elem)
 	}
+}
+
+// items writes a list's brackets and, elem writing each, its items.
+func items[T any](w *eventEncoder, all []T, elem func(*T)) {
+	w.b = append(w.b, '[')
+	for i := range all {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		elem(&all[i])
+	}
+	w.b = append(w.b, ']')
 }
 
 func (w *eventEncoder) str(name, s string) {
@@ -507,6 +455,20 @@ func (w *eventEncoder) strNull(name, s string) {
 		return
 	}
 	w.str(name, s)
+}
+
+func (w *eventEncoder) stringsOmit(name string, v []string) {
+	if len(v) > 0 {
+		w.key(name)
+		w.b = jsonw.AppendStrings(w.b, v)
+	}
+}
+
+func (w *eventEncoder) stringMapOmit(name string, m map[string]string) {
+	if len(m) > 0 {
+		w.key(name)
+		w.b = jsonw.AppendStringMap(w.b, m)
+	}
 }
 
 func (w *eventEncoder) int(name string, v int64) {
