@@ -6,7 +6,7 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/tools/shell"
+	"github.com/saucerhq/saucer/internal/shell"
 )
 
 // BenchmarkShellCall runs one execute_command ("true") through the client:

@@ -16,8 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/backoff"
 	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/tools"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/tools/shell"
+	"github.com/saucerhq/saucer/internal/shell"
 )
 
 func TestEditDistance(t *testing.T) {

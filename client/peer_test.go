@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/internal/mcpserve"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/tools"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 // The test binary doubles as the MCP servers the supervision tests start:

@@ -22,7 +22,7 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
-	"github.com/saucerhq/saucer/tools/shell"
+	"github.com/saucerhq/saucer/internal/shell"
 )
 
 // peer is a stdio server run from this test binary in the given mode.

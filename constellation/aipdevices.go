@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/backoff"
+	"github.com/saucerhq/saucer/internal/backoff"
 )
 
 // AIPOptions configure AIPDevices. URL and Devices are required.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/server"

@@ -17,8 +17,9 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/server"
@@ -26,7 +27,6 @@ import (
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/tools/desktop/display"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 type suiteCase struct {

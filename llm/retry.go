@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/saucerhq/saucer/backoff"
+	"github.com/saucerhq/saucer/internal/backoff"
 )
 
 // RetryPolicy is how a failed call is retried: backoff.Policy's

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 )
 
 // AttachOptions tune how an attached device reconnects. Zero values take
@@ -20,7 +21,8 @@ type AttachOptions struct {
 // Attach connects dev to the agent server at url (ws://HOST:PORT/ws) as
 // client id, as `saucer client` does, and returns once the server has its
 // registration (or ctx, or a minute, has ended). stop ends the connection
-// and closes dev; on an error dev is closed already.
+// and closes dev (once, however often it is called); on an error dev is
+// closed already.
 func Attach(ctx context.Context, dev *client.Client, url, token, id string, o AttachOptions) (stop func(), err error) {
 	rc, err := remote.New(dev, remote.Options{URL: url, Token: token, ClientID: id, MinBackoff: o.MinBackoff,
 		MaxBackoff: o.MaxBackoff, RegisterTimeout: o.RegisterTimeout, Logf: func(string, ...any) {}})
@@ -31,10 +33,13 @@ func Attach(ctx context.Context, dev *client.Client, url, token, id string, o At
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rc.Run(rctx); close(done) }()
+	var once sync.Once
 	stop = func() {
-		cancel()
-		<-done
-		dev.Close()
+		once.Do(func() {
+			cancel()
+			<-done
+			dev.Close()
+		})
 	}
 	wait, stopWait := context.WithTimeout(ctx, time.Minute)
 	defer stopWait()

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/server/store/storetest"
 	"github.com/saucerhq/saucer/session"
 )
 

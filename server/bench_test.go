@@ -25,9 +25,9 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/internal/uuid"
 	"github.com/saucerhq/saucer/server"
 )

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 )
 

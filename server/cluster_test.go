@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 	"github.com/saucerhq/saucer/session"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 )

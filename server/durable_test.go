@@ -12,8 +12,8 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // TestTaskEndReachesADeviceThatWasAway: a task that ends while its device

@@ -14,9 +14,9 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // fullDisk is an SQLite store, held as saucer serve holds it, on a disk

@@ -20,16 +20,16 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/tools/files"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 const token = "test-token"

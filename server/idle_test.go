@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"

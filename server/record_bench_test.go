@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/internal/cputime"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools"

@@ -16,16 +16,16 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/internal/cputime"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // benchSteps is how many steps a benchmark task takes: each asks the

@@ -11,9 +11,9 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 // TestDeviceToolsAskedAndFollowed: a Saucer device client is asked for

@@ -17,10 +17,10 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/tokens"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )

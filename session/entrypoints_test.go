@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/telemetrytest"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/telemetry"
-	"github.com/saucerhq/saucer/telemetry/telemetrytest"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

@@ -15,13 +15,13 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/shell"
+	"github.com/saucerhq/saucer/internal/tokens"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 // longStep is one step of a long task: a command and its real output.

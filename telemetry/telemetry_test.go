@@ -9,13 +9,13 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/telemetrytest"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
-	"github.com/saucerhq/saucer/telemetry/telemetrytest"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/local"
 )
 

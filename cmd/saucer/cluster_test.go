@@ -11,8 +11,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // cluster is two saucer serve sharing one PostgreSQL, both active.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/console"
+	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"

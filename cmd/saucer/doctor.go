@@ -12,11 +12,11 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 func init() { commands = append(commands, newDoctorCmd) }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/evals/agentbench"
+	"github.com/saucerhq/saucer/internal/agentbench"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/session"

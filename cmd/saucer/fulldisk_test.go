@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // TestServeOnAFullDisk: saucer serve with its SQLite store on a small

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/tools/shell"
 	"golang.org/x/sys/unix"
 )
 

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/agent"
-	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/backoff"
+	"github.com/saucerhq/saucer/internal/tokens"
 	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

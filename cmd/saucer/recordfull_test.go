@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/server/store/storetest"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

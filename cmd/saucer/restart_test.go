@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // appendScript is a scripted model for a task of six commands, each

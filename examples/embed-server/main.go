@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/server"
@@ -81,21 +80,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	rc, err := remote.New(dev, remote.Options{URL: srv.URL(), Token: key, ClientID: "box", Logf: func(string, ...any) {}})
+	stopDevice, err := local.Attach(ctx, dev, srv.URL(), key, "box", local.AttachOptions{})
 	if err != nil {
-		return err
+		return fmt.Errorf("the device did not connect: %w", err)
 	}
-	devCtx, stopDevice := context.WithCancel(ctx)
 	defer stopDevice()
-	deviceDone := make(chan error, 1)
-	go func() { deviceDone <- rc.Run(devCtx) }()
-	select {
-	case <-rc.Connected():
-		fmt.Println("device box connected")
-	case <-ctx.Done():
-		return fmt.Errorf("the device did not connect: %w", ctx.Err())
-	}
+	fmt.Println("device box connected")
 
 	// A task through the HTTP API, as any client would send it.
 	body, _ := json.Marshal(server.DispatchRequest{ClientID: "box", Request: "Write 'Hello from an embedded server' to notes/hello.txt"})
@@ -138,6 +128,5 @@ func run() error {
 	}
 	fmt.Println("server stopped")
 	stopDevice()
-	<-deviceDone
 	return nil
 }

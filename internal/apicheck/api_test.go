@@ -203,7 +203,7 @@ func TestPublicAPIDoesNotExposeMCPGo(t *testing.T) {
 		}
 	}
 	// The packages the README teaches must be among those checked.
-	for _, p := range []string{"tools", "client", "local", "session", "strategy", "tools/shell", "tools/files", "tools/desktop"} {
+	for _, p := range []string{"tools", "client", "local", "session", "strategy", "tools/desktop"} {
 		if !slices.Contains(pkgs, module+"/"+p) {
 			t.Errorf("package %s was not checked", p)
 		}

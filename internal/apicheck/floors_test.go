@@ -17,21 +17,22 @@ import (
 // floor or below.
 var floors = map[string]int{
 	// 0: helpers that know no Saucer package.
-	"internal": 0, "backoff": 0,
+	"internal": 0, "internal/backoff": 0, "internal/tokens": 1,
 	// 1: the vocabulary, models, prompts, memory, recordings, the FSM.
 	"command": 1, "llm": 1, "prompts": 1, "memory": 1, "trajectory": 1, "fsm": 1,
 	// 2: tools, the wire, sandboxes.
-	"tools": 2, "aip": 2, "sandbox": 2, "internal/mcpserve": 2,
+	"tools": 2, "aip": 2, "sandbox": 2, "internal/mcpserve": 2, "internal/shell": 2,
 	// 3: the device client and the dispatchers.
-	"client": 3, "dispatcher": 3,
+	"client": 3, "dispatcher": 3, "internal/remote": 3,
 	// 4: strategies.
 	"strategy": 4,
 	// 5: agents, the config, the assembly and what builds on agents.
 	"agent": 5, "knowledge": 5, "config": 5, "session": 5, "trajectory/record": 5, "local": 5, "telemetry": 5,
+	"internal/telemetrytest": 5,
 	// 6: the server and evals, side by side.
-	"server": 6, "evals": 6,
+	"server": 6, "evals": 6, "internal/storetest": 6, "internal/agentbench": 6, "internal/desktopsuite": 6,
 	// 7: the console and constellations.
-	"console": 7, "constellation": 7,
+	"internal/console": 7, "constellation": 7,
 	// 8: the command line, the server's entry point it wraps, examples.
 	"cmd": 8, "server/serve": 8, "examples": 8,
 }
@@ -48,18 +49,20 @@ var apart = []struct{ from, to, why string }{
 	{"aip", "tools", "the wire knows no MCP"},
 	{"aip", "internal/mcpserve", "the wire knows no MCP"},
 	{"client", "dispatcher", "the device client knows no dispatcher"},
+	{"internal/remote", "dispatcher", "the device client knows no dispatcher"},
 	{"client", "llm", "the device client knows no LLM"},
 	{"client", "prompts", "the device client knows no prompts"},
 	{"dispatcher", "llm", "dispatchers know no LLM"},
 	{"dispatcher", "prompts", "dispatchers know no prompts"},
 	{"agent", "aip", "agents know no transport"},
-	{"agent", "client/remote", "agents know no transport"},
+	{"agent", "internal/remote", "agents know no transport"},
 	{"config", "agent", "the config knows no agent's internals"},
 	{"config", "aip", "the config knows no wire protocol"},
 	{"server", "evals", "the server knows no evals (serve.Review injects them)"},
-	{"console", "agent", "the console shows what the API has"},
-	{"console", "strategy", "the console shows what the API has"},
+	{"internal/console", "agent", "the console shows what the API has"},
+	{"internal/console", "strategy", "the console shows what the API has"},
 	{"constellation", "client", "constellation devices come from the assembly"},
+	{"constellation", "internal/remote", "constellation devices come from the assembly"},
 }
 
 // pending are imports the plan forbids that an open issue still has to

@@ -34,8 +34,8 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/constellation"
+	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // TestServersStartingTogetherMigrateOnce: servers that open one fresh

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // locked opens the SQLite store at path as saucer serve does: held.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server/store"
-	"github.com/saucerhq/saucer/server/store/storetest"
 )
 
 // conform checks what every Store must do.

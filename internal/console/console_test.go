@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/saucerhq/saucer/console"
-	"github.com/saucerhq/saucer/llm/tokens"
+	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/internal/tokens"
 	"github.com/saucerhq/saucer/server"
 )
 

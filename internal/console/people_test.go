@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/console"
+	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/tools"
 )
 

@@ -44,7 +44,7 @@ func TestDesktopSuite(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	suite, err := evals.LoadSuite("../suites/desktop.yaml")
+	suite, err := evals.LoadSuite("../../evals/suites/desktop.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/tools"
 )
 

@@ -18,12 +18,12 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/tools/shell"
 )
 
 // holdScript runs one shell command, which the benchmark's device holds

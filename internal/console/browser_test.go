@@ -16,17 +16,17 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/client/remote"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/internal/shell"
+	"github.com/saucerhq/saucer/internal/tokens"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/llm/tokens"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools/files"
-	"github.com/saucerhq/saucer/tools/shell"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

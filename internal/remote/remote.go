@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/backoff"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/backoff"
 	"github.com/saucerhq/saucer/internal/uuid"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/evals/agentbench"
+	"github.com/saucerhq/saucer/internal/agentbench"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/sandbox"

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp/device"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/saucerhq/saucer/console"
+	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"

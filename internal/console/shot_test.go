@@ -15,8 +15,8 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
-	"github.com/saucerhq/saucer/console"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/strategy"

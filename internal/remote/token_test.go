@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 )
 
 // keyServer is an AIP server on loopback that checks the key one way

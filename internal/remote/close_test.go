@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/saucerhq/saucer/client/remote"
+	"github.com/saucerhq/saucer/internal/remote"
 )
 
 // openFDs counts this process's file descriptors open on path.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/evals/agentbench"
+	"github.com/saucerhq/saucer/internal/agentbench"
 )
 
 // testSet holds tasks of AgentBench's test set (data/N/*.json), each copied

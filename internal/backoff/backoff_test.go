@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/backoff"
+	"github.com/saucerhq/saucer/internal/backoff"
 )
 
 func TestDelay(t *testing.T) {
