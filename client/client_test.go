@@ -16,9 +16,9 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/files"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/tools"
-	"github.com/saucerhq/saucer/tools/files"
 )
 
 // customServer is a hand-written MCP server whose tools misbehave in the

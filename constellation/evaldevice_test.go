@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 )
 
 // runEvalSuite runs a suite of constellation cases with the eval runner,

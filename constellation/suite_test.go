@@ -18,6 +18,8 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/local"
@@ -25,8 +27,6 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 type suiteCase struct {

@@ -14,9 +14,9 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
+	"github.com/saucerhq/saucer/internal/files"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/tools"
-	"github.com/saucerhq/saucer/tools/files"
 )
 
 // newClient connects a real device client to real shell and files servers.

@@ -18,11 +18,11 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // The replay corpus: real runs, against model servers on loopback in

@@ -11,12 +11,12 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 const demoTask = "Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder"

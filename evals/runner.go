@@ -25,6 +25,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/replay"
@@ -33,7 +34,6 @@ import (
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // Options configure a suite run.

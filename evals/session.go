@@ -15,12 +15,12 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // ReplayOptions configure Replay. The zero value replays the whole session

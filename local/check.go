@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // DesktopChecks checks what the selected desktop servers (app's set, or

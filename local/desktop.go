@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // ownDisplay starts the desktop of its own that the config asks for

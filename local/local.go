@@ -18,12 +18,12 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/display"
+	"github.com/saucerhq/saucer/internal/files"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/display"
-	"github.com/saucerhq/saucer/tools/files"
 )
 
 // Device starts the configured MCP servers (mcp.use) and connects a device

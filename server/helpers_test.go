@@ -22,6 +22,7 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/files"
 	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/llm/scripted"
@@ -29,7 +30,6 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
-	"github.com/saucerhq/saucer/tools/files"
 )
 
 const token = "test-token"

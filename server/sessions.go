@@ -11,10 +11,10 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // Sessions is the usual Options.NewSession: each task's agents are built

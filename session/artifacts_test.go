@@ -22,11 +22,11 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // scriptedWire is an OpenAI chat-completions server on loopback whose

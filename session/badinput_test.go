@@ -11,13 +11,13 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // A user's strategy that panics, or returns an error, fails its step with

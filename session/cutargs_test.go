@@ -20,12 +20,12 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/langchain"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // A tool call whose arguments stop inside a string: were it completed and

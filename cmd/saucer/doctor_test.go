@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/sandbox"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // TestDoctorChecksTheDesktop: with desktop servers in use, doctor checks

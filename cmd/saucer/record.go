@@ -10,8 +10,8 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // runsDir is where runs are recorded: --runs, else $SAUCER_RUNS, else the

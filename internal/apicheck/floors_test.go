@@ -22,12 +22,13 @@ var floors = map[string]int{
 	"command": 1, "llm": 1, "prompts": 1, "memory": 1, "trajectory": 1, "fsm": 1,
 	// 2: tools, the wire, sandboxes.
 	"tools": 2, "aip": 2, "sandbox": 2, "internal/mcpserve": 2, "internal/shell": 2,
+	"internal/files": 2, "internal/display": 2, "internal/desktoptest": 2,
 	// 3: the device client and the dispatchers.
 	"client": 3, "dispatcher": 3, "internal/remote": 3,
 	// 4: strategies.
 	"strategy": 4,
 	// 5: agents, the config, the assembly and what builds on agents.
-	"agent": 5, "knowledge": 5, "config": 5, "session": 5, "trajectory/record": 5, "local": 5, "telemetry": 5,
+	"agent": 5, "knowledge": 5, "config": 5, "session": 5, "internal/record": 5, "local": 5, "telemetry": 5,
 	"internal/telemetrytest": 5,
 	// 6: the server and evals, side by side.
 	"server": 6, "evals": 6, "internal/storetest": 6, "internal/agentbench": 6, "internal/desktopsuite": 6,
@@ -186,8 +187,8 @@ func TestFloors(t *testing.T) {
 // The check finds a package above its floor, and one in a folder no floor
 // names.
 func TestFloorsOfPaths(t *testing.T) {
-	for rel, want := range map[string]int{"server/store": 6, "server/serve": 8, "trajectory/record": 5, "trajectory": 1,
-		"llm/openai": 1, "internal/mcpserve": 2, "internal/clock": 0, "client/remote": 3, "tools/desktop/internal/wl": 2} {
+	for rel, want := range map[string]int{"server/store": 6, "server/serve": 8, "internal/record": 5, "trajectory": 1,
+		"llm/openai": 1, "internal/mcpserve": 2, "internal/clock": 0, "internal/remote": 3, "tools/desktop/internal/wl": 2} {
 		if got, _, ok := floorOf(rel); !ok || got != want {
 			t.Errorf("floor of %s: %d %v, want %d", rel, got, ok, want)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/internal/files"
 	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/internal/tokens"
@@ -26,7 +27,6 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/serve"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/tools/files"
 	"github.com/saucerhq/saucer/trajectory"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 )
 
 var (

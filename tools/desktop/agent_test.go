@@ -11,13 +11,13 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 	"github.com/saucerhq/saucer/trajectory"
-	"github.com/saucerhq/saucer/trajectory/record"
 )
 
 // runDesktopTask runs task with the scripted replies on a device

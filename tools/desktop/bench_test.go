@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 )
 
 // BenchmarkObserve times one observation of a window (tree, details,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/internal/display"
 )
 
 // findings indexes Check's findings by what they looked at.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 )
 
 // start gives a private desktop and a Desktop over it, closed at the end.

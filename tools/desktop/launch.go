@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/internal/tail"
+	"github.com/saucerhq/saucer/internal/tail"
 )
 
 // launched is an application started by launch_app.

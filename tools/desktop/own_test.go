@@ -14,11 +14,11 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	"github.com/saucerhq/saucer/tools/desktop/display"
 )
 
 // calculatorReplies compute 12 × 7 in galculator, launched by the agent.

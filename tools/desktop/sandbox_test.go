@@ -18,10 +18,10 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 )
 
 // requireSandbox skips t (fails it under CI) where this host cannot make

@@ -10,8 +10,8 @@ import (
 
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 	"github.com/saucerhq/saucer/tools/desktop"
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
 )
 
 // TestServerThroughDeviceClient drives galculator through the MCP server

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/internal/display"
 )
 
 // The applications that start slowly (LibreOffice takes seconds, more on

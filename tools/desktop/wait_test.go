@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
+	"github.com/saucerhq/saucer/internal/desktoptest"
 )
 
 // slowSite serves, on loopback, the pages of the waiting tests: /slow

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/internal/display"
 )
 
 // displayKinds are the display servers the benchmarks compare: Xvfb, the

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/desktoptest"
-	owndisplay "github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/desktoptest"
+	owndisplay "github.com/saucerhq/saucer/internal/display"
 )
 
 // startWayland gives a private headless compositor of kind and a Desktop

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/display"
 	"github.com/saucerhq/saucer/tools/desktop/internal/sway"
 	"github.com/saucerhq/saucer/tools/desktop/internal/wl"
 )

@@ -27,7 +27,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/saucerhq/saucer/tools/desktop/internal/tail"
+	"github.com/saucerhq/saucer/internal/tail"
 )
 
 // Kind is the display server.

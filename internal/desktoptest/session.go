@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/tools/desktop/display"
+	"github.com/saucerhq/saucer/internal/display"
 )
 
 // Session is a running private desktop.
