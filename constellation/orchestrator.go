@@ -591,6 +591,11 @@ func (r *run) drive(ctx context.Context) error {
 		ask()
 	}
 	for {
+		if ctx.Err() != nil {
+			// Cancelled or stopped: the ends taken since say nothing of
+			// the graph (a node cut short is not a node that ended).
+			return context.Cause(ctx)
+		}
 		if !refusedEdits && !ownRefusals && !decide && r.inflight == 0 && g.FinishWhenDone && g.AllCompleted() {
 			// The planner declared the graph all the request needs and
 			// every node has completed: its step on these last ends could
@@ -671,7 +676,7 @@ func (r *run) drive(ctx context.Context) error {
 				return err
 			}
 			if end {
-				return r.finish(ctx)
+				return r.finish(ctx, r.g.Status != Completed)
 			}
 			events = append(events, refused...)
 			refusedEdits = len(refused) > 0
@@ -744,6 +749,9 @@ func (r *run) answer(ctx context.Context, a planAnswer) (end bool, refused []str
 		return false, nil, a.err
 	}
 	g, res := r.g, a.res
+	if res.Status == fsm.Fail || res.Status == fsm.Error {
+		r.end() // nothing queued starts from here: the request failed
+	}
 	g.PlannerSteps = max(g.PlannerSteps, a.steps)
 	if slices.ContainsFunc(res.Edits, func(e Edit) bool { return e.OK }) {
 		ds, err := r.o.devices(ctx)
@@ -865,10 +873,14 @@ type Canceller interface {
 var errEnding = errors.New("the constellation ended before the node started")
 
 // finish ends a constellation the planner ended: nodes not started are
-// cancelled (those queued for a slot too), nodes in flight are waited for
-// (their tasks are not cut off in the middle).
-func (r *run) finish(ctx context.Context) error {
-	r.end()
+// cancelled, nodes in flight are waited for (their tasks are not cut off
+// in the middle). When it ended as failed, the nodes in flight still
+// queued for a slot never start either: nothing more of a failed
+// request runs. Its FINISH lets every node launched before it end.
+func (r *run) finish(ctx context.Context, failed bool) error {
+	if failed {
+		r.end()
+	}
 	for _, n := range r.g.Nodes {
 		if n.Status == NodePending {
 			n.Status, n.Error = NodeCancelled, "cancelled: the planner ended the constellation"
@@ -1009,10 +1021,15 @@ func (r *run) runNode(ctx context.Context, device, k, text string, m *nodeMsg) (
 	}
 	defer func() { <-r.o.global }()
 	if m.taskID == "" {
+		// A slot taken as the constellation ended (a select picks at
+		// random among what is ready) starts nothing.
 		select {
 		case <-r.ending:
 			return TaskOutcome{}, errEnding
 		default:
+		}
+		if ctx.Err() != nil {
+			return TaskOutcome{}, context.Cause(ctx)
 		}
 	}
 	r.o.inFlight(1)

@@ -231,40 +231,75 @@ func TestReadyNodeWaitsForItsDevice(t *testing.T) {
 }
 
 // A constellation that ends leaves no node running or pending: the nodes
-// queued for a slot never start.
+// queued for a slot never start, the one in flight ends with it. Ended
+// two ways: cancelled, and by a planner that fails on a node's end while
+// the others wait for a slot.
 func TestEndedConstellationLeavesNoNodeRunning(t *testing.T) {
-	f := newFake(threeDevices...)
 	var nodes []map[string]any
 	for i := range 20 {
 		nodes = append(nodes, node(fmt.Sprint("n", i), "d1", "t"))
 	}
-	o, _ := New(Options{Devices: f, MaxConcurrent: 1, PerDevice: 20, NewPlanner: func(*Graph) (Stepper, error) {
-		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
-			if len(g.Nodes) == 0 {
-				for _, n := range nodes {
-					p.do(t, ToolAddNode, n)
-				}
-				return fsm.Continue, ""
+	check := func(t *testing.T, f *fakeDevices, g *Graph, started int) {
+		t.Helper()
+		for _, n := range g.Nodes {
+			if !n.Status.Ended() {
+				t.Errorf("%s is %s after the constellation ended", n.ID, n.Status)
 			}
-			return fsm.Fail, "enough"
-		}), nil
-	}})
-	g, err := o.Run(context.Background(), "r")
-	if err != nil || g.Status != Failed {
-		t.Fatalf("%v %s", err, g.Summary())
-	}
-	started := 0
-	for _, n := range g.Nodes {
-		if !n.Status.Ended() {
-			t.Errorf("%s is %s after the constellation ended", n.ID, n.Status)
 		}
-		if n.Status == NodeCompleted {
-			started++
+		if len(f.starts) > started {
+			t.Errorf("%d tasks started, want at most %d: the queued nodes ran after the end", len(f.starts), started)
 		}
 	}
-	if len(f.starts) != started || started > 3 {
-		t.Errorf("%d tasks started, %d nodes completed: the queued nodes ran after the end", len(f.starts), started)
-	}
+	t.Run("cancelled", func(t *testing.T) {
+		f := newFake(threeDevices...)
+		f.hold = true
+		o, _ := New(Options{Devices: f, MaxConcurrent: 1, PerDevice: 20, NewPlanner: planOnce(t, nodes)})
+		id, err := o.Start(context.Background(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-f.started // n0 runs; the other 19 wait for the one slot
+		if err := o.Cancel(id); err != nil {
+			t.Fatal(err)
+		}
+		g := wait(t, o, id)
+		if g.Status != Cancelled {
+			t.Fatalf("%s: %s\n%s", g.Status, g.Error, g.Summary())
+		}
+		check(t, f, g, 1)
+	})
+	t.Run("failed", func(t *testing.T) {
+		f := newFake(threeDevices...)
+		f.hold = true
+		var once sync.Once
+		o, _ := New(Options{Devices: f, MaxConcurrent: 1, PerDevice: 20, NewPlanner: func(*Graph) (Stepper, error) {
+			return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {
+				if len(g.Nodes) == 0 {
+					for _, n := range nodes {
+						p.do(t, ToolAddNode, n)
+					}
+					return fsm.Continue, ""
+				}
+				return fsm.Fail, "enough"
+			}), nil
+		}, OnEvent: func(e Event) {
+			if e.Kind == "planner" && e.Status == string(fsm.Fail) {
+				once.Do(func() { close(f.release) }) // what runs may end now
+			}
+		}})
+		id, err := o.Start(context.Background(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-f.started
+		f.release <- struct{}{} // n0 ends; the planner fails on it
+		g := wait(t, o, id)
+		if g.Status != Failed {
+			t.Fatalf("%s: %s", g.Status, g.Summary())
+		}
+		// n0, and n1 if it started before the planner answered.
+		check(t, f, g, 2)
+	})
 }
 
 // A node that asks for review (review: true) brings the planner back when

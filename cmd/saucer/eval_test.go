@@ -109,7 +109,7 @@ func TestEvalShardsAndMerge(t *testing.T) {
 // case's own example-solution model, against the case's gold answer.
 func TestEvalStepsWithAnAgentBenchCase(t *testing.T) {
 	out, res := t.TempDir(), t.TempDir()
-	if text, code := saucer(t, "eval", "import", "agentbench", "../../evals/agentbench/testdata/os_interaction/data/dev2.json", "-o", out); code != 0 {
+	if text, code := saucer(t, "eval", "import", "agentbench", "../../internal/agentbench/testdata/os_interaction/data/dev2.json", "-o", out); code != 0 {
 		t.Fatalf("import: exit %d\n%s", code, text)
 	}
 	suite := filepath.Join(out, "agentbench-os-dev2.yaml")
