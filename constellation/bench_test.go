@@ -236,15 +236,7 @@ func BenchmarkOrchestrationOverhead(b *testing.B) {
 	const nodes = 50
 	for _, kind := range []string{"memory", "sqlite"} {
 		b.Run(kind, func(b *testing.B) {
-			var st Store = NewMemoryStore()
-			if kind == "sqlite" {
-				s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "s.db"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				st = NewServerStore(s)
-			}
+			st := benchStore(b, kind)
 			f := newFake(threeDevices...)
 			o, err := New(Options{Devices: f, Store: st, MaxConcurrent: 8, PerDevice: 8, NewPlanner: func(*Graph) (Stepper, error) {
 				return stepFunc(func(p *edits, g *Graph, _ []string) (fsm.State, string) {
@@ -277,6 +269,21 @@ func BenchmarkOrchestrationOverhead(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*nodes)/1000, "cpu-ms/node")
 		})
 	}
+}
+
+// benchStore is a graph store of kind memory, or sqlite in a file of the
+// benchmark's (closed when it ends), as saucer serve keeps graphs.
+func benchStore(b *testing.B, kind string) Store {
+	b.Helper()
+	if kind != "sqlite" {
+		return NewMemoryStore()
+	}
+	s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "s.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return NewServerStore(s)
 }
 
 // ancestors are the nodes id depends on, directly or not.

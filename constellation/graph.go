@@ -163,7 +163,7 @@ func unmetRequires(n *Node, d Device) []string {
 	var out []string
 	if r := n.Requires; r != nil {
 		if r.Platform != "" && !strings.EqualFold(r.Platform, d.Platform) {
-			out = append(out, fmt.Sprintf("platform %s (it is %s)", r.Platform, cmpOr(d.Platform, "of no stated platform")))
+			out = append(out, fmt.Sprintf("platform %s (it is %s)", r.Platform, cmp.Or(d.Platform, "of no stated platform")))
 		}
 		switch {
 		case r.Sandbox == "":
@@ -181,7 +181,24 @@ func unmetRequires(n *Node, d Device) []string {
 	return out
 }
 
-func cmpOr(s, def string) string { return cmp.Or(s, def) }
+// parts says what r requires, one phrase each: "platform linux",
+// "sandbox IMAGE", "labels gpu, eu" (none for a nil r).
+func (r *Requires) parts() []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	if r.Platform != "" {
+		out = append(out, "platform "+r.Platform)
+	}
+	if r.Sandbox != "" {
+		out = append(out, "sandbox "+r.Sandbox)
+	}
+	if len(r.Labels) > 0 {
+		out = append(out, "labels "+strings.Join(r.Labels, ", "))
+	}
+	return out
+}
 
 // Clone is a deep copy.
 func (g *Graph) Clone() *Graph {
@@ -472,17 +489,7 @@ func (g *Graph) Summary() string {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "- %s [%s] on %s", n.ID, n.Status, n.Device)
-		if r := n.Requires; r != nil {
-			var need []string
-			if r.Platform != "" {
-				need = append(need, "platform "+r.Platform)
-			}
-			if r.Sandbox != "" {
-				need = append(need, "sandbox "+r.Sandbox)
-			}
-			if len(r.Labels) > 0 {
-				need = append(need, "labels "+strings.Join(r.Labels, ", "))
-			}
+		if need := n.Requires.parts(); len(need) > 0 {
 			fmt.Fprintf(&b, " (requires %s)", strings.Join(need, "; "))
 		}
 		if deps := g.Deps(n.ID); len(deps) > 0 {

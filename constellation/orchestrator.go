@@ -961,24 +961,10 @@ func (r *run) startReady(ctx context.Context) ([]string, error) {
 
 // requiresText is what a node requires besides its apps, for a message.
 func requiresText(n *Node) string {
-	r := n.Requires
-	if r == nil {
-		return ""
+	if need := n.Requires.parts(); len(need) > 0 {
+		return " and " + strings.Join(need, ", ")
 	}
-	var out []string
-	if r.Sandbox != "" {
-		out = append(out, "sandbox "+r.Sandbox)
-	}
-	if r.Platform != "" {
-		out = append(out, "platform "+r.Platform)
-	}
-	if len(r.Labels) > 0 {
-		out = append(out, "labels "+strings.Join(r.Labels, ", "))
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return " and " + strings.Join(out, ", ")
+	return ""
 }
 
 // key names a node's attempt to the devices, the same after a restart.

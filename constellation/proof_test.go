@@ -85,8 +85,18 @@ func proveOnce(t *testing.T, n, w int) {
 	}
 	c.startServer()
 	waits := make(chan Event, 16)
+	planned := map[string]string{}
+	for _, nd := range nodes {
+		planned[nd.ID] = nd.Device
+	}
 	o2 := c.orchestrator(t, plannerFor(t, sc, 0), Options{OnEvent: func(e Event) {
-		if e.Kind == "node_wait" {
+		// A node waits for its own device: a host device still
+		// reconnecting after the restart too. The sandboxed device's
+		// wait is the one the test waits for.
+		if e.Kind == "node_wait" && e.Device != planned[e.Node] {
+			t.Errorf("%s waited for %s, not its own device %s", e.Node, e.Device, planned[e.Node])
+		}
+		if e.Kind == "node_wait" && sandboxed[e.Node] {
 			select {
 			case waits <- e:
 			default:

@@ -3,12 +3,10 @@ package constellation
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/server/store"
 )
 
 // layered is a plan of n nodes in layers of width w over the three test
@@ -61,15 +59,7 @@ func largeGraphOverhead(b *testing.B, kind string) {
 	const nodes = 1000
 	cmds := layered(nodes, 20)
 	for b.Loop() {
-		var st Store = NewMemoryStore()
-		if kind == "sqlite" {
-			s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "s.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			st = NewServerStore(s)
-		}
+		st := benchStore(b, kind)
 		f := newFake(threeDevices...)
 		o, err := New(Options{Devices: f, Store: st, MaxConcurrent: 24, PerDevice: 8, NewPlanner: func(*Graph) (Stepper, error) {
 			return stepFunc(func(p *edits, g *Graph, _ []string) (fsm.State, string) {

@@ -121,6 +121,9 @@ func waitFile(t *testing.T, path string) string {
 // waitGroupGone waits until no process is left in process group pgid.
 func waitGroupGone(t *testing.T, pgid int, why string) {
 	t.Helper()
+	if pgid <= 1 {
+		t.Fatalf("no process group to wait for (%d): %s", pgid, why) // -0 or -1 would name the test's own group, or every process
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 			return
@@ -152,8 +155,8 @@ func TestReturningDeviceStopsWhatWasGivenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, err := strconv.Atoi(waitFile(t, filepath.Join(dir, "pid.txt")))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || pid <= 1 {
+		t.Fatalf("the command's pid %d: %v", pid, err)
 	}
 	p.cut()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -51,6 +51,10 @@ func goneWithin(t *testing.T, target int, what string, logs func() string) {
 	if pgid < 0 {
 		pgid = -pgid
 	}
+	if pgid <= 1 {
+		// 0 and -1 name the caller's own group, or every process.
+		t.Fatalf("%s: no process to wait for (target %d)", what, target)
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		for {
 			var ws syscall.WaitStatus
