@@ -3,7 +3,6 @@ package constellation
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,15 +82,7 @@ func TestEvalDevicesFromConfig(t *testing.T) {
 	}
 	// The device refused the command for its policy: the node's task
 	// says so in the recording.
-	f, err := os.Open(forbid.TrajectoryPath(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := ReadRecording(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readRecordingFile(t, forbid.TrajectoryPath(dir))
 	refused := 0
 	for _, e := range events {
 		if e.Kind == "node_end" && e.Outcome != nil && !e.Outcome.OK &&

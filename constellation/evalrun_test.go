@@ -2,7 +2,6 @@ package constellation
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,16 +57,7 @@ func TestEvalSuiteTargetsConstellations(t *testing.T) {
 		}
 		// The recording is there and replays offline; with a node's end
 		// lost it does not.
-		path := filepath.Join(out, tr.Trajectory)
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		events, err := ReadRecording(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		events := readRecordingFile(t, filepath.Join(out, tr.Trajectory))
 		if _, err := Replay(events); err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 		}

@@ -3,7 +3,6 @@ package constellation
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -186,15 +185,7 @@ func TestFailureCancelsDependentsAndThePlannerReplans(t *testing.T) {
 	}
 
 	// The recording replays offline to the same graph.
-	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	events, err := ReadRecording(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	versions, err := Replay(events)
 	if err != nil {
 		t.Fatal(err)
@@ -216,13 +207,7 @@ func TestFailureCancelsDependentsAndThePlannerReplans(t *testing.T) {
 
 func TestLostDeviceMovesTheNode(t *testing.T) {
 	f := newFake(threeDevices...)
-	f.outcome = func(device, task string, _ int) TaskOutcome {
-		if device == "d1" {
-			f.remove("d1")
-			return TaskOutcome{DeviceLost: true, Error: "device d1 did not come back"}
-		}
-		return TaskOutcome{OK: true, Result: "ok on " + device}
-	}
+	f.outcome = f.losing("d1", "device d1 did not come back", "ok on ")
 	o, _ := New(Options{Devices: f, NewPlanner: planOnce(t, []map[string]any{node("a", "d1", "t", "shell"), node("b", "d2", "t")},
 		[2]string{"a", "b"})})
 	g, err := o.Run(context.Background(), "lose a device")
@@ -349,15 +334,7 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 		!strings.Contains(joined, `node "c" is`) {
 		t.Errorf("the planner was not told its edit was refused:\n%s", joined)
 	}
-	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	events, err := ReadRecording(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	refused := 0
 	for _, e := range events {
 		for _, ed := range e.Edits {
@@ -435,15 +412,7 @@ func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
 	if strings.Contains(joined, "b completed") {
 		t.Errorf("the planner was asked after the last node completed, though it had declared the graph done (%d steps):\n%s", len(steps), joined)
 	}
-	file, err := os.Open(filepath.Join(dir, g.ID+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	events, err := ReadRecording(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	versions, err := Replay(events)
 	if err != nil {
 		t.Fatal(err)

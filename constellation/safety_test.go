@@ -147,13 +147,7 @@ func TestSandboxedNodeWaitsRatherThanMoveToTheHost(t *testing.T) {
 func TestSandboxedNodeMovesOnlyToTheSameImage(t *testing.T) {
 	devs := append(slices.Clone(sandboxed), Device{ID: "sb3", Platform: "linux", Apps: []string{"shell"}, Sandbox: "/img/a (Debian 12)"})
 	f := newFake(devs...)
-	f.outcome = func(device, task string, _ int) TaskOutcome {
-		if device == "sb1" {
-			f.remove("sb1")
-			return TaskOutcome{DeviceLost: true, Error: "device sb1 went away"}
-		}
-		return TaskOutcome{OK: true, Result: "on " + device}
-	}
+	f.outcome = f.losing("sb1", "device sb1 went away", "on ")
 	o, _ := New(Options{Devices: f, DeviceWait: 10 * time.Second, NewPlanner: planOnce(t, []map[string]any{node("k4", "sb1", "as root", "shell")})})
 	g, err := o.Run(context.Background(), "r")
 	if err != nil || g.Status != Completed {
@@ -168,13 +162,7 @@ func TestSandboxedNodeMovesOnlyToTheSameImage(t *testing.T) {
 // fails with the reason, and the planner cannot move it to the host.
 func TestSandboxedNodeFailsRatherThanRunOnTheHost(t *testing.T) {
 	f := newFake(sandboxed...)
-	f.outcome = func(device, task string, _ int) TaskOutcome {
-		if device == "sb1" {
-			f.remove("sb1")
-			return TaskOutcome{DeviceLost: true, Error: "device sb1 went away"}
-		}
-		return TaskOutcome{OK: true, Result: "on " + device}
-	}
+	f.outcome = f.losing("sb1", "device sb1 went away", "on ")
 	var refusal string
 	o, _ := New(Options{Devices: f, DeviceWait: 20 * time.Millisecond, NewPlanner: func(*Graph) (Stepper, error) {
 		return stepFunc(func(p *edits, g *Graph, events []string) (fsm.State, string) {

@@ -329,15 +329,7 @@ func TestSuite(t *testing.T) {
 
 func replayFile(t testing.TB, path string, g *Graph) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	events, err := ReadRecording(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readRecordingFile(t, path)
 	versions, err := Replay(events)
 	if err != nil {
 		t.Fatalf("replay: %v", err)

@@ -1,0 +1,35 @@
+package constellation
+
+import (
+	"os"
+	"testing"
+)
+
+// readRecordingFile reads the constellation recording at path (a
+// RecordTo directory's ID.jsonl, or a trial's trajectory).
+func readRecordingFile(t testing.TB, path string) []Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// losing is an outcome for f under which every task on device ends with
+// the device lost (and gone from f's list, as a disconnected device is),
+// and a task on any other device completes with ok+device as its result.
+func (f *fakeDevices) losing(device, why, ok string) func(device, task string, try int) TaskOutcome {
+	return func(d, _ string, _ int) TaskOutcome {
+		if d == device {
+			f.remove(device)
+			return TaskOutcome{DeviceLost: true, Error: why}
+		}
+		return TaskOutcome{OK: true, Result: ok + d}
+	}
+}
