@@ -8,16 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/trajectory"
 )
 
 // summarizer writes the summaries a fold asks for and lets the script
@@ -62,40 +58,14 @@ func TestFoldedRunReplays(t *testing.T) {
 	cfg := config.Default()
 	cfg.Model = "scripted:fold"
 	cfg.Agent.Context = memory.Policy{Preset: memory.Economy, Summary: memory.SummaryModel, FoldBytes: 2000}
-	ctx := context.Background()
-	dev, err := local.Device(ctx, cfg, work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	y, _ := cfg.YAML()
-	device := dev.Device()
-	apps := map[string]string{}
-	for _, ns := range dev.Namespaces() {
-		apps[ns.Name] = ns.Description
-	}
-	dir := filepath.Join(t.TempDir(), "run")
-	const task = "List the folders d0 to d11."
-	rec, err := record.Start(dir, trajectory.Session{Task: task, Model: cfg.Model, Mode: "tools", Config: string(y), Device: &device, Apps: apps}, trajectory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Observers: []func(agent.Event){rec.Observe}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(ctx, task)
-	if err := rec.Finish(out); err != nil || !out.OK() {
-		t.Fatalf("%s %q %v", out.Status, out.Answer, err)
+	dir, out := recordRun(t, cfg, work, "List the folders d0 to d11.", session.Options{Model: model})
+	if !out.OK() {
+		t.Fatalf("%s %q %v", out.Status, out.Answer, out.Err)
 	}
 	if model.asked < 2 {
 		t.Fatalf("the model wrote %d summaries, want folds enough for 2", model.asked)
 	}
-	tr, err := trajectory.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := evals.Replay(ctx, tr, evals.ReplayOptions{})
+	res, err := evals.Replay(context.Background(), readTrajectory(t, dir), evals.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/price"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -196,39 +194,12 @@ func recordScenario(t *testing.T, sc scenario) (string, *agent.Outcome) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
-	ctx := context.Background()
-	dev, err := local.Device(ctx, cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	y, _ := cfg.YAML()
-	apps := map[string]string{}
-	for _, ns := range dev.Namespaces() {
-		apps[ns.Name] = ns.Description
-	}
-	device := dev.Device()
-	dir := filepath.Join(t.TempDir(), "run")
-	rec, err := record.Start(dir, trajectory.Session{Task: "say one, then two", Model: cfg.Model, Mode: "tools", Config: string(y), Device: &device, Apps: apps}, trajectory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := session.Options{Device: dev, Observers: []func(agent.Event){rec.Observe}}
+	var opts session.Options
 	if sc.cost {
 		// 100 prompt tokens a reply at $10 a million: $0.001.
 		opts.Prices = map[string]price.Price{cfg.Model: {Prompt: 10}}
 	}
-	sess, err := session.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	out := sess.Run(ctx, "say one, then two")
-	if err := rec.Finish(out); err != nil {
-		t.Fatal(err)
-	}
-	return dir, out
+	return recordRun(t, cfg, t.TempDir(), "say one, then two", opts)
 }
 
 // replayVerdict replays a recording offline and says how it compares:

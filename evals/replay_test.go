@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/replay"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -27,30 +25,9 @@ func recordDemo(t testing.TB) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Model = "scripted:../examples/demo.yaml"
-	ctx := context.Background()
-	dev, err := local.Device(ctx, cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	y, _ := cfg.YAML()
-	apps := map[string]string{}
-	for _, ns := range dev.Namespaces() {
-		apps[ns.Name] = ns.Description
-	}
-	device := dev.Device()
-	dir := filepath.Join(t.TempDir(), "run")
-	rec, err := record.Start(dir, trajectory.Session{Task: demoTask, Model: cfg.Model, Mode: "tools", Config: string(y), Device: &device, Apps: apps}, trajectory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := session.New(cfg, session.Options{Device: dev, Observers: []func(agent.Event){rec.Observe}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(ctx, demoTask)
-	if err := rec.Finish(out); err != nil || !out.OK() {
-		t.Fatalf("demo: %s %q %v", out.Status, out.Answer, err)
+	dir, out := recordRun(t, cfg, t.TempDir(), demoTask, session.Options{})
+	if !out.OK() {
+		t.Fatalf("demo: %s %q %v", out.Status, out.Answer, out.Err)
 	}
 	return dir
 }
@@ -118,24 +95,28 @@ func TestReplayTamperedResultDiverges(t *testing.T) {
 	// The device now "said" another byte count: the next prompt, which
 	// shows the result to the model, is not the recorded one.
 	tamper(t, dir, `"bytes_written":18`, `"bytes_written":99`)
-	tr, err := trajectory.Read(dir)
-	if err != nil {
-		t.Fatal(err)
+	d := firstModelDivergence(t, dir)
+	if d.Call != 3 || !strings.Contains(d.Diff, `bytes_written\":18`) || !strings.Contains(d.Diff, `bytes_written\":99`) {
+		t.Errorf("divergence %s", d)
 	}
-	res, err := evals.Replay(context.Background(), tr, evals.ReplayOptions{})
+}
+
+// firstModelDivergence replays the recording in dir offline, which must
+// diverge at a model call and not finish; it returns the first such
+// divergence.
+func firstModelDivergence(t *testing.T, dir string) replay.Divergence {
+	t.Helper()
+	res, err := evals.Replay(context.Background(), readTrajectory(t, dir), evals.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Diverged() || len(res.ModelDivergences) == 0 {
 		t.Fatalf("no model divergence: %s", res.Report())
 	}
-	d := res.ModelDivergences[0]
-	if d.Call != 3 || !strings.Contains(d.Diff, `bytes_written\":18`) || !strings.Contains(d.Diff, `bytes_written\":99`) {
-		t.Errorf("divergence %s", d)
-	}
 	if res.Outcome.OK() {
 		t.Error("a diverging replay finished")
 	}
+	return res.ModelDivergences[0]
 }
 
 func TestReplayTamperedCommandDiverges(t *testing.T) {
@@ -262,27 +243,12 @@ func TestReplayFindsOneChangedByte(t *testing.T) {
 		{"a command's output", "dispatch", 5, `hello.txt\n`, 4, 'p', 6, "message 4 (tool)", `hellp.txt`, `hello.txt`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := mutateRecording(t, tc.typ, tc.n, tc.at, tc.off, tc.to)
-			tr, err := trajectory.Read(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := evals.Replay(context.Background(), tr, evals.ReplayOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Diverged() || len(res.ModelDivergences) == 0 {
-				t.Fatalf("no model divergence: %s", res.Report())
-			}
-			d := res.ModelDivergences[0]
+			d := firstModelDivergence(t, mutateRecording(t, tc.typ, tc.n, tc.at, tc.off, tc.to))
 			if d.Call != tc.call || !strings.Contains(d.Reason, tc.reason) {
 				t.Errorf("diverged at call %d (%s), want call %d (%s)", d.Call, d.Reason, tc.call, tc.reason)
 			}
 			if !strings.Contains(d.Diff, tc.was) || !strings.Contains(d.Diff, tc.is) {
 				t.Errorf("the diff does not show %q against %q:\n%s", tc.was, tc.is, d.Diff)
-			}
-			if res.Outcome.OK() {
-				t.Error("a diverging replay finished")
 			}
 		})
 	}
