@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -91,23 +90,15 @@ func decodePlain(lines []byte) (int, error) {
 // theirs: what the suite adds to the replays themselves.
 func BenchmarkReplaySuite1000(b *testing.B) {
 	dir := b.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
-	var s strings.Builder
-	s.WriteString("name: replay-1000\nmodel: replay\ncases:\n")
-	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(&s, "  - id: hello-%04d\n    task: \"Write 'Hello from Saucer' to notes/hello.txt, then list the notes folder\"\n"+
-			"    device: {recording: %q}\n    checks:\n      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n"+
-			"      - {answer: {contains: \"Hello from Saucer\"}}\n", i, rec)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	file := writeReplaySuite(b, dir, "replay-1000", 1000, func(int) string {
+		return fmt.Sprintf("    task: %q\n    checks:\n      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n"+
+			"      - {answer: {contains: \"Hello from Saucer\"}}\n", demoTask)
+	})
 	suite, err := evals.LoadSuite(file)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := trajectory.Read(rec)
+	tr, err := trajectory.Read(helloRecording(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,10 @@ package evals_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +51,34 @@ func recordRun(t testing.TB, cfg *config.Config, work, task string, opts session
 		t.Fatal(err)
 	}
 	return dir, out
+}
+
+// helloRecording is the demo's recording (suites/recordings/hello) as an
+// absolute path, as a suite in another folder names it.
+func helloRecording(t testing.TB) string {
+	t.Helper()
+	rec, err := filepath.Abs("suites/recordings/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// writeReplaySuite writes dir/suite.yaml: a suite named name, on the
+// replay model, of n cases c0, c1, ... that each replay the demo's
+// recording; rest(i) is the rest of case i (its task, limits and checks,
+// as YAML lines indented four spaces). It returns the file's path.
+func writeReplaySuite(t testing.TB, dir, name string, n int, rest func(i int) string) string {
+	t.Helper()
+	rec := helloRecording(t)
+	var s strings.Builder
+	fmt.Fprintf(&s, "name: %s\nmodel: replay\ncases:\n", name)
+	for i := range n {
+		fmt.Fprintf(&s, "  - id: c%d\n    device: {recording: %q}\n%s", i, rec, rest(i))
+	}
+	file := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

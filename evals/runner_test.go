@@ -257,16 +257,10 @@ func TestSuiteUnknownKeyInItsWords(t *testing.T) {
 // recording's, with the case's own limits.
 func TestRecordedTrialsKeepTheirOwnConfig(t *testing.T) {
 	dir := t.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
-	var s strings.Builder
-	s.WriteString("name: configs\nmodel: replay\ncases:\n")
-	for i, steps := range []int{0, 5, 0, 6, 5} {
-		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    limits: {max_steps: %d}\n    checks:\n      - {answer: {contains: \"Hello from Saucer\"}}\n", i, demoTask, rec, steps)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	steps := []int{0, 5, 0, 6, 5}
+	file := writeReplaySuite(t, dir, "configs", len(steps), func(i int) string {
+		return fmt.Sprintf("    task: %q\n    limits: {max_steps: %d}\n    checks:\n      - {answer: {contains: \"Hello from Saucer\"}}\n", demoTask, steps[i])
+	})
 	suite, err := evals.LoadSuite(file)
 	if err != nil {
 		t.Fatal(err)
@@ -296,17 +290,10 @@ func TestRecordedTrialsKeepTheirOwnConfig(t *testing.T) {
 // names no redactor: a key in a task never reaches the disk.
 func TestTrialRecordingsAreRedactedByDefault(t *testing.T) {
 	dir := t.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
 	const key = "sk-proj-Abcdefghijklmnopqrstuvwxyz0123"
-	var s strings.Builder
-	s.WriteString("name: secrets\nmodel: replay\ncases:\n")
-	for i := range 3 {
-		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask+" with the key "+key, rec)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeReplaySuite(t, dir, "secrets", 3, func(int) string {
+		return fmt.Sprintf("    task: %q\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", demoTask+" with the key "+key)
+	})
 	if _, err := runSuite(t, file, filepath.Join(dir, "results"), evals.Options{Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,16 +315,9 @@ func TestTrialRecordingsAreRedactedByDefault(t *testing.T) {
 func TestReplaySuiteRunsATrialPerCPU(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	dir := t.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
-	var s strings.Builder
-	s.WriteString("name: parallel\nmodel: replay\ncases:\n")
-	for i := range 6 {
-		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", i, demoTask, rec)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeReplaySuite(t, dir, "parallel", 6, func(int) string {
+		return fmt.Sprintf("    task: %q\n    checks:\n      - {answer: {contains: \"Hello\"}}\n", demoTask)
+	})
 	var mu sync.Mutex
 	started, both := 0, make(chan struct{})
 	waited := false
@@ -381,22 +361,16 @@ func TestReplaySuiteRunsATrialPerCPU(t *testing.T) {
 // not run) keeps its own trajectory, holding what it did.
 func TestExactReplayNamesItsRecording(t *testing.T) {
 	dir := t.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
+	rec := helloRecording(t)
 	const state = "      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n"
 	cases := []struct{ task, checks string }{
 		{demoTask, state},          // exact
 		{demoTask + " now", state}, // diverges at the first request
 		{demoTask, ""},             // the recorded check's command is not run
 	}
-	var s strings.Builder
-	s.WriteString("name: exact\nmodel: replay\ncases:\n")
-	for i, c := range cases {
-		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n%s      - {answer: {contains: \"Hello from Saucer\"}}\n", i, c.task, rec, c.checks)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeReplaySuite(t, dir, "exact", len(cases), func(i int) string {
+		return fmt.Sprintf("    task: %q\n    checks:\n%s      - {answer: {contains: \"Hello from Saucer\"}}\n", cases[i].task, cases[i].checks)
+	})
 	results := filepath.Join(dir, "results")
 	rep, err := runSuite(t, file, results, evals.Options{Jobs: 2})
 	if err != nil || rep.Metrics.Successes != 2 || rep.Metrics.Failures["replay_divergence"] != 1 {
@@ -438,16 +412,9 @@ func TestExactReplayNamesItsRecording(t *testing.T) {
 // Trials with nothing of their own to keep make no folders at all.
 func TestTrialsFileResumes(t *testing.T) {
 	dir := t.TempDir()
-	rec, _ := filepath.Abs("suites/recordings/hello")
-	var s strings.Builder
-	s.WriteString("name: trials\nmodel: replay\ncases:\n")
-	for i := range 3 {
-		fmt.Fprintf(&s, "  - id: c%d\n    task: %q\n    device: {recording: %q}\n    checks:\n      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n", i, demoTask, rec)
-	}
-	file := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(file, []byte(s.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeReplaySuite(t, dir, "trials", 3, func(int) string {
+		return fmt.Sprintf("    task: %q\n    checks:\n      - {state: {run: \"cat notes/hello.txt\", output: \"Hello from Saucer\"}}\n", demoTask)
+	})
 	results := filepath.Join(dir, "results")
 	var mu sync.Mutex
 	ran := 0
