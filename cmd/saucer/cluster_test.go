@@ -63,14 +63,7 @@ func (c *cluster) waitClient(t *testing.T, i int, logs func() string) server.Cli
 
 func (c *cluster) waitTask(t *testing.T, i int, id string, logs func() string) server.TaskInfo {
 	t.Helper()
-	var info server.TaskInfo
-	for deadline := time.Now().Add(60 * time.Second); info.Status != server.StatusCompleted; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) || info.Status == server.StatusFailed {
-			t.Fatalf("task is %q (%s), not completed\n%s", info.Status, info.Error, logs())
-		}
-		apiCall(t, c.addrs[i], "GET", "/api/tasks/"+id, nil, &info)
-	}
-	return info
+	return waitCompleted(t, c.addrs[i], id, logs)
 }
 
 // linesOnce checks each of the six lines is in log.txt once, or missing

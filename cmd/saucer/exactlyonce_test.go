@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/saucerhq/saucer/server"
 )
 
 // waitOutput waits until a process has printed a line matching re, and
@@ -51,13 +49,7 @@ func TestRestartOutlastsTheDevicesBackoff(t *testing.T) {
 	cl := startSaucer(t, bin, env, "client", "-c", clientCfg, "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", work,
 		"--journal", filepath.Join(tmp, "box.journal"))
 	logs := func() string { return "server:\n" + srv.out.String() + "\nclient:\n" + cl.out.String() }
-	var disp server.DispatchResponse
-	for deadline := time.Now().Add(30 * time.Second); disp.TaskID == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no dispatch\n%s", logs())
-		}
-		apiCall(t, addr, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "box", Request: "append six lines"}, &disp)
-	}
+	disp := dispatchWhenRegistered(t, addr, "append six lines", logs)
 	logPath := filepath.Join(work, "log.txt")
 	waitLines(t, logPath, 2, logs)
 	srv.kill(t)
@@ -71,13 +63,7 @@ func TestRestartOutlastsTheDevicesBackoff(t *testing.T) {
 		return "server before its restart:\n" + before + "\nserver:\n" + srv.out.String() + "\nclient:\n" + cl.out.String()
 	}
 	waitHTTP(t, addr)
-	var info server.TaskInfo
-	for deadline := time.Now().Add(60 * time.Second); info.Status != server.StatusCompleted; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) || info.Status == server.StatusFailed {
-			t.Fatalf("task is %q (%s), not completed\n%s", info.Status, info.Error, logs())
-		}
-		apiCall(t, addr, "GET", "/api/tasks/"+disp.TaskID, nil, &info)
-	}
+	waitCompleted(t, addr, disp.TaskID, logs)
 	b, _ := os.ReadFile(logPath)
 	for i := 1; i <= 6; i++ {
 		if n := strings.Count(string(b), fmt.Sprintf("L%d\n", i)); n != 1 {

@@ -48,13 +48,7 @@ func TestServeOnAFullDisk(t *testing.T) {
 	if code := apiCall(t, addr, "POST", "/api/dispatch", request, &disp); code != 200 {
 		t.Fatalf("dispatch: %d\n%s", code, logs())
 	}
-	var info server.TaskInfo
-	for deadline := time.Now().Add(60 * time.Second); info.Status != server.StatusCompleted; {
-		if time.Now().After(deadline) || info.Status == server.StatusFailed {
-			t.Fatalf("task is %q (%s), not completed\n%s", info.Status, info.Error, logs())
-		}
-		apiCall(t, addr, "GET", "/api/tasks/"+disp.TaskID+"?wait=5s", nil, &info)
-	}
+	waitCompleted(t, addr, disp.TaskID, logs)
 
 	// No room left: the store's WAL emptied into the database first (by
 	// a connection of this test's), so that its next write must grow a

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/internal/shell"
-	"github.com/saucerhq/saucer/server"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,13 +98,7 @@ func TestKilledDeviceLeavesNoCommand(t *testing.T) {
 	waitHTTP(t, addr)
 	cl := startSaucer(t, bin, env, "client", "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", work, "--journal", "off")
 	logs := func() string { return "server:\n" + srv.out.String() + "\nclient:\n" + cl.out.String() }
-	var disp server.DispatchResponse
-	for deadline := time.Now().Add(30 * time.Second); disp.TaskID == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no dispatch\n%s", logs())
-		}
-		apiCall(t, addr, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "box", Request: "run the long command"}, &disp)
-	}
+	dispatchWhenRegistered(t, addr, "run the long command", logs)
 	var pid int
 	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
 		b, err := os.ReadFile(filepath.Join(work, "pid.txt"))

@@ -168,14 +168,7 @@ func restartMidTask(t *testing.T, bin, storeSpec string, stop syscall.Signal, ex
 	}
 	waitHTTP(t, addr)
 
-	var info server.TaskInfo
-	for deadline := time.Now().Add(60 * time.Second); info.Status != server.StatusCompleted; {
-		if time.Now().After(deadline) || info.Status == server.StatusFailed {
-			t.Fatalf("task is %q (%s), not completed\n%s", info.Status, info.Error, logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-		apiCall(t, addr, "GET", "/api/tasks/"+disp.TaskID, nil, &info)
-	}
+	info := waitCompleted(t, addr, disp.TaskID, logs)
 
 	b, _ := os.ReadFile(logPath)
 	interrupted := map[string]bool{}
@@ -253,6 +246,34 @@ func apiCall(t *testing.T, addr, method, path string, body, out any) int {
 	return resp.StatusCode
 }
 
+// dispatchWhenRegistered dispatches request to the device box on addr,
+// trying again until the device has registered (30s at the most).
+func dispatchWhenRegistered(t *testing.T, addr, request string, logs func() string) server.DispatchResponse {
+	t.Helper()
+	var disp server.DispatchResponse
+	for deadline := time.Now().Add(30 * time.Second); disp.TaskID == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dispatch\n%s", logs())
+		}
+		apiCall(t, addr, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "box", Request: request}, &disp)
+	}
+	return disp
+}
+
+// waitCompleted waits until task id on addr has completed (a minute at
+// the most) and returns it; a task that fails ends the test.
+func waitCompleted(t *testing.T, addr, id string, logs func() string) server.TaskInfo {
+	t.Helper()
+	var info server.TaskInfo
+	for deadline := time.Now().Add(60 * time.Second); info.Status != server.StatusCompleted; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) || info.Status == server.StatusFailed {
+			t.Fatalf("task is %q (%s), not completed\n%s", info.Status, info.Error, logs())
+		}
+		apiCall(t, addr, "GET", "/api/tasks/"+id+"?wait=5s", nil, &info)
+	}
+	return info
+}
+
 // TestRestartWithoutTheDevice: the server is killed in the middle of a
 // task and its device does not come back: the restarted server ends the
 // task failed, saying why, once remote.away_timeout has passed.
@@ -274,13 +295,7 @@ func TestRestartWithoutTheDevice(t *testing.T) {
 	cl := startSaucer(t, bin, env, "client", "-c", cfg, "--server", "ws://"+addr+"/ws", "--token", "k", "--id", "box", "-C", work,
 		"--journal", filepath.Join(tmp, "box.journal"))
 	logs := func() string { return "server:\n" + srv.out.String() + "\nclient:\n" + cl.out.String() }
-	var disp server.DispatchResponse
-	for deadline := time.Now().Add(30 * time.Second); disp.TaskID == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no dispatch\n%s", logs())
-		}
-		apiCall(t, addr, "POST", "/api/dispatch", server.DispatchRequest{ClientID: "box", Request: "append six lines"}, &disp)
-	}
+	disp := dispatchWhenRegistered(t, addr, "append six lines", logs)
 	waitLines(t, filepath.Join(work, "log.txt"), 2, logs)
 	cl.kill(t)
 	srv.kill(t)
