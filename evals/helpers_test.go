@@ -82,3 +82,14 @@ func writeReplaySuite(t testing.TB, dir, name string, n int, rest func(i int) st
 	}
 	return file
 }
+
+// scriptSpec writes a scripted model's script as dir/name.yaml and returns
+// the model spec that names it.
+func scriptSpec(t testing.TB, dir, name, script string) string {
+	t.Helper()
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "scripted:" + p
+}

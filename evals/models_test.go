@@ -19,11 +19,7 @@ import (
 // answer, and returns its spec.
 func finishScript(t *testing.T, dir, name, answer string) string {
 	t.Helper()
-	p := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(p, []byte("loop: true\nreplies:\n  - tool_calls: [{name: finish_task, arguments: {result: "+answer+"}}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return "scripted:" + p
+	return scriptSpec(t, dir, name, "loop: true\nreplies:\n  - tool_calls: [{name: finish_task, arguments: {result: "+answer+"}}]\n")
 }
 
 // downServer is an OpenAI-compatible server on loopback that is always

@@ -20,17 +20,12 @@ import (
 // finishes.
 func oneCommand(t *testing.T, dir, name, line string) string {
 	t.Helper()
-	p := filepath.Join(dir, name+".yaml")
-	script := fmt.Sprintf(`replies:
+	return scriptSpec(t, dir, name, fmt.Sprintf(`replies:
   - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "run it"}}]
   - tool_calls: [{name: execute_command, arguments: {command: %q}}]
   - tool_calls: [{name: finish_task, arguments: {result: "ran it"}}]
   - tool_calls: [{name: finish_task, arguments: {result: "ran it"}}]
-`, line)
-	if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return "scripted:" + p
+`, line))
 }
 
 // TestSandboxedTrialsThatMisbehave: trials that fork-bomb, fill the disk,
