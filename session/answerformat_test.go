@@ -1,14 +1,12 @@
 package session_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -21,16 +19,7 @@ func runDemoWithFormat(t *testing.T, format string) []llm.Request {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, AnswerFormat: format})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := sess.Run(context.Background(), demoTask); !out.OK() {
+	if out := runLocal(t, cfg, t.TempDir(), session.Options{Model: model, AnswerFormat: format}, demoTask); !out.OK() {
 		t.Fatalf("demo: %s %s", out.Status, out.Answer)
 	}
 	return model.Calls()

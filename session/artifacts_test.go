@@ -321,16 +321,7 @@ func TestHugeResultsAreArtifactsInJSONMode(t *testing.T) {
 	model := scripted.New(scripted.Script{Replies: replies})
 	cfg := config.Default()
 	cfg.Mode, cfg.Tools.Shell.MaxOutput = "json", 1<<20
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := sess.Run(context.Background(), "count"); out.Status != fsm.Finish {
+	if out := runLocal(t, cfg, t.TempDir(), session.Options{Model: model}, "count"); out.Status != fsm.Finish {
 		for _, c := range model.Calls() {
 			for _, m := range c.Messages[2:] {
 				t.Logf("%s: %.600s", m.Role, m.Content)

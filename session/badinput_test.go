@@ -13,7 +13,6 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/prompts"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
@@ -48,21 +47,12 @@ replies:
 			dir := t.TempDir()
 			cfg := config.Default()
 			cfg.Agent.RetryBackoff = config.Duration(1)
-			dev, err := local.Device(context.Background(), cfg, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dev.Close()
 			rec, err := record.Start(t.TempDir(), trajectory.Session{Task: "say hi", Model: "scripted:x"}, trajectory.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sess, err := session.New(cfg, session.Options{Device: dev, Model: scripted.New(*script), Registry: reg,
-				AppEdits: []strategy.Edit{{After: strategy.Remember, Spec: strategy.Spec{Name: "audit"}}}, Observers: []func(agent.Event){rec.Observe}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := sess.Run(context.Background(), "say hi")
+			out := runLocal(t, cfg, dir, session.Options{Model: scripted.New(*script), Registry: reg,
+				AppEdits: []strategy.Edit{{After: strategy.Remember, Spec: strategy.Spec{Name: "audit"}}}, Observers: []func(agent.Event){rec.Observe}}, "say hi")
 			if err := rec.Finish(out); err != nil {
 				t.Fatal(err)
 			}

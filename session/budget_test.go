@@ -21,7 +21,6 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -222,16 +221,7 @@ func TestFallbackPricedByTheModelThatAnswered(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = map[string]config.Model{"openai:gpt-4o": {Fallbacks: []string{"openai:gpt-4o-mini"}}}
 	model := &llm.Fallback{Models: []llm.Named{{Spec: "openai:gpt-4o", Model: down}, {Spec: "openai:gpt-4o-mini", Model: scripted.New(*mini)}}}
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(context.Background(), "anything")
+	out := runLocal(t, cfg, t.TempDir(), session.Options{Model: model}, "anything")
 	if !out.OK() || out.Cost.String() != "$0.1500" {
 		t.Errorf("%s %v, cost %s, want gpt-4o-mini's $0.15 for a million prompt tokens", out.Status, out.Err, out.Cost)
 	}
@@ -258,22 +248,11 @@ var usageField = regexp.MustCompile(`,"usage":\{[^}]*\}`)
 // a temp dir.
 func runWire(t *testing.T, cfg *config.Config, sh shape, observe func(agent.Event)) *agent.Outcome {
 	t.Helper()
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	o := session.Options{Device: dev, OnChunk: onChunk(sh)}
+	o := session.Options{OnChunk: onChunk(sh)}
 	if observe != nil {
 		o.Observers = []func(agent.Event){observe}
 	}
-	sess, err := session.New(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return sess.Run(ctx, "do it")
+	return runLocal(t, cfg, t.TempDir(), o, "do it")
 }
 
 // noDevice is a device that runs nothing.

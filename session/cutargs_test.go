@@ -2,28 +2,22 @@ package session_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	lcollama "github.com/tmc/langchaingo/llms/ollama"
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/langchain"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -95,48 +89,8 @@ func runCut(t *testing.T, sh shape, acts []act, mode string, model llm.Model) cu
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yaml)
 	}
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "keep", "tmp"), 0o755)
-	os.WriteFile(filepath.Join(dir, "keep", "precious.txt"), []byte("keep me\n"), 0o644)
-	dev, err := local.Device(context.Background(), cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	rec, err := record.Start(filepath.Join(t.TempDir(), "rec"), trajectory.Session{Task: "remove keep/tmp", Model: cfg.Model, Mode: mode}, trajectory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu  sync.Mutex
-		ran []string
-	)
-	sess, err := session.New(cfg, session.Options{Model: model, Device: dev, OnChunk: onChunk(sh), Observers: []func(agent.Event){rec.Observe, func(e agent.Event) {
-		if e.Kind != agent.EventDispatch {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range e.Commands {
-			if c.ToolName == "execute_command" {
-				ran = append(ran, fmt.Sprint(c.Parameters["command"]))
-			}
-		}
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out := sess.Run(ctx, "remove keep/tmp")
-	if err := rec.Finish(out); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trajectory.Read(rec.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := cutRun{out: out, ran: ran, reqs: len(srv.requests()), calls: tr.Calls()}
+	run := runKeepTask(t, cfg, mode, session.Options{Model: model, OnChunk: onChunk(sh)})
+	r := cutRun{out: run.out, ran: run.ran, reqs: len(srv.requests()), calls: run.tr.Calls(), precise: run.kept == nil}
 	if len(r.calls) > 2 {
 		req := r.calls[2].Request
 		var told []string
@@ -145,8 +99,6 @@ func runCut(t *testing.T, sh shape, acts []act, mode string, model llm.Model) cu
 		}
 		r.told = strings.Join(told, "\n")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "keep", "precious.txt"))
-	r.precise = err == nil && string(b) == "keep me\n"
 	return r
 }
 

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -77,25 +75,16 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	var switched []string
 	var answeredBy string
-	sess, err := session.New(cfg, session.Options{Device: dev, Observers: []func(agent.Event){func(e agent.Event) {
+	out := runLocal(t, cfg, t.TempDir(), session.Options{Observers: []func(agent.Event){func(e agent.Event) {
 		if e.Kind == agent.EventFallback {
 			switched = append(switched, e.Err.Error())
 		}
 		if e.Kind == agent.EventModelCall && e.Response != nil {
 			answeredBy = e.Response.Model
 		}
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(context.Background(), "anything")
+	}}}, "anything")
 	if !out.OK() || out.Answer != "answered by the fallback" {
 		t.Fatalf("outcome %s %q", out.Status, out.Answer)
 	}

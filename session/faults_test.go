@@ -1,15 +1,12 @@
 package session_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,11 +16,8 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/internal/record"
 	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/trajectory"
 )
 
 // The fault matrix: model servers on loopback that misbehave the way real
@@ -668,44 +662,8 @@ func TestFaultMatrix(t *testing.T) {
 				t.Fatalf("%v\n%s", err, yaml)
 			}
 			cfg.Agent.Context.Preset = row.context
-			dir := t.TempDir()
-			os.MkdirAll(filepath.Join(dir, "keep", "tmp"), 0o755)
-			os.WriteFile(filepath.Join(dir, "keep", "precious.txt"), []byte("keep me\n"), 0o644)
-			dev, err := local.Device(context.Background(), cfg, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dev.Close()
-			rec, err := record.Start(filepath.Join(t.TempDir(), "rec"), trajectory.Session{Task: "remove keep/tmp", Model: cfg.Model, Mode: "tools"}, trajectory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var (
-				mu     sync.Mutex
-				ran    []string
-				events []agent.Event
-			)
-			sess, err := session.New(cfg, session.Options{Device: dev, Observers: []func(agent.Event){rec.Observe, func(e agent.Event) {
-				mu.Lock()
-				defer mu.Unlock()
-				events = append(events, e)
-				if e.Kind == agent.EventDispatch {
-					for _, c := range e.Commands {
-						if c.ToolName == "execute_command" {
-							ran = append(ran, fmt.Sprint(c.Parameters["command"]))
-						}
-					}
-				}
-			}}, OnChunk: onChunk(row.shape)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			out := sess.Run(ctx, "remove keep/tmp")
-			if err := rec.Finish(out); err != nil {
-				t.Fatal(err)
-			}
+			run := runKeepTask(t, cfg, "tools", session.Options{OnChunk: onChunk(row.shape)})
+			out, ran, events, tr := run.out, run.ran, run.events, run.tr
 
 			// How it ended.
 			said := out.Answer + " | " + out.Budget
@@ -716,8 +674,8 @@ func TestFaultMatrix(t *testing.T) {
 				t.Errorf("ended %s: %s\nwant %s saying %q", out.Status, said, row.status, row.say)
 			}
 			// Nothing of a cut reply ran; only what was meant to.
-			if b, err := os.ReadFile(filepath.Join(dir, "keep", "precious.txt")); err != nil || string(b) != "keep me\n" {
-				t.Errorf("keep/precious.txt: %q %v: a destructive command ran", b, err)
+			if run.kept != nil {
+				t.Errorf("%v: a destructive command ran", run.kept)
 			}
 			if fmt.Sprint(ran) != fmt.Sprint(row.ran) {
 				t.Errorf("ran %q, want %q", ran, row.ran)
@@ -752,10 +710,6 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}
 			// What was recorded.
-			tr, err := trajectory.Read(rec.Dir())
-			if err != nil {
-				t.Fatal(err)
-			}
 			var calls []string
 			for _, c := range tr.Calls() {
 				switch {
@@ -802,9 +756,7 @@ func TestFaultMatrix(t *testing.T) {
 				t.Errorf("recorded end %+v, want status %s", end, out.Status)
 			}
 			if row.check != nil {
-				mu.Lock()
 				row.check(t, reqs, events)
-				mu.Unlock()
 			}
 		})
 	}

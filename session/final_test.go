@@ -1,13 +1,11 @@
 package session_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -15,16 +13,7 @@ import (
 // dir, and fails the test unless the answer is 42.
 func sumOnTheShell(t *testing.T, cfg *config.Config, dir string, model *scripted.Model) {
 	t.Helper()
-	dev, err := local.Device(context.Background(), cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(context.Background(), "What is 19 + 23? Use the shell.")
+	out := runLocal(t, cfg, dir, session.Options{Model: model}, "What is 19 + 23? Use the shell.")
 	if !out.OK() || out.Answer != "42" {
 		t.Fatalf("%s %q %v", out.Status, out.Answer, out.Err)
 	}

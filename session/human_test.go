@@ -14,7 +14,6 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/strategy"
 )
@@ -56,22 +55,14 @@ func runScript(t *testing.T, cfg *config.Config, dir, script string, p *person) 
 		t.Fatal(err)
 	}
 	model := scripted.New(*s)
-	dev, err := local.Device(context.Background(), cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	reached := map[fsm.Role][]fsm.State{fsm.Host: {fsm.Start}, fsm.App: {fsm.Start}}
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Asker: p, Confirmer: p,
+	out := runLocal(t, cfg, dir, session.Options{Model: model, Asker: p, Confirmer: p,
 		Observers: []func(agent.Event){func(e agent.Event) {
 			if e.Kind == agent.EventTransition && !slices.Contains(reached[e.Role], e.To) {
 				reached[e.Role] = append(reached[e.Role], e.To)
 			}
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sess.Run(context.Background(), "tidy up"), reached, model
+		}}}, "tidy up")
+	return out, reached, model
 }
 
 // TestEveryStateIsReachable walks every state of both roles' tables through
@@ -174,16 +165,7 @@ func TestNobodyThere(t *testing.T) {
 replies:
   - tool_calls: [{name: ask_user, arguments: {question: "Which one?"}}]
 `), "yaml")
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: scripted.New(*s)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := sess.Run(context.Background(), "pick one")
+	out := runLocal(t, cfg, t.TempDir(), session.Options{Model: scripted.New(*s)}, "pick one")
 	if out.Status != fsm.Fail || !strings.Contains(out.Answer, "no one can answer here: Which one?") {
 		t.Errorf("outcome %s %q", out.Status, out.Answer)
 	}

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/price"
 	"github.com/saucerhq/saucer/llm/scripted"
-	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 )
 
@@ -30,16 +28,7 @@ func runDemo(t testing.TB, cfg *config.Config) []llm.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := sess.Run(context.Background(), demoTask); !out.OK() {
+	if out := runLocal(t, cfg, t.TempDir(), session.Options{Model: model}, demoTask); !out.OK() {
 		t.Fatalf("demo: %s %s", out.Status, out.Answer)
 	}
 	return model.Calls()
@@ -62,16 +51,8 @@ func runDemoOutcomePriced(t testing.TB, cfg *config.Config, prices map[string]pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := local.Device(context.Background(), cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	sess, err := session.New(cfg, session.Options{Device: dev, Model: model, Prices: prices})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return demoRun{sess.Run(context.Background(), demoTask), model.Count()}
+	out := runLocal(t, cfg, t.TempDir(), session.Options{Model: model, Prices: prices}, demoTask)
+	return demoRun{out, model.Count()}
 }
 
 // agentOf tells whose request it is, from its first user turn.
