@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/server"
@@ -71,20 +70,7 @@ func TestNodeAgentsKnowTheirDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := remote.New(dev, remote.Options{URL: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", Token: suiteToken, ClientID: id,
-			MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logf: func(string, ...any) {}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { rc.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done; dev.Close() })
-		select {
-		case <-rc.Connected():
-		case <-time.After(time.Minute): // a safety net: a cold, busy machine is slow
-			t.Fatalf("%s did not register", id)
-		}
+		runDevice(t, hs.URL, id, dev)
 	}
 	plan := []PlanNode{{ID: "n1", Device: "linux1", Run: "pwd"}, {ID: "n2", Device: "linux2", Run: "pwd"}}
 	prom := loadPrompts(t)

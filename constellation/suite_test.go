@@ -20,7 +20,6 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/desktoptest"
 	"github.com/saucerhq/saucer/internal/display"
-	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/sandbox"
@@ -187,33 +186,10 @@ func (c *cluster) connect(id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := remote.New(dev, remote.Options{URL: "ws" + strings.TrimPrefix(c.http.URL, "http") + "/ws", Token: suiteToken, ClientID: id,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RegisterTimeout: 2 * time.Second, Logf: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { rc.Run(ctx); close(done) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			dev.Close()
-		})
-	}
+	stop := runDevice(t, c.http.URL, id, dev)
 	c.mu.Lock()
 	c.stops[id] = stop
 	c.mu.Unlock()
-	t.Cleanup(stop)
-	select {
-	case <-rc.Connected():
-	case <-done:
-		t.Fatalf("%s stopped before it registered", id)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not register", id)
-	}
 }
 
 // kill stops a device's client: its connection ends, its tools close.
