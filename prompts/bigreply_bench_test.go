@@ -3,10 +3,10 @@ package prompts_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/prompts"
 )
 
@@ -67,15 +67,9 @@ func BenchmarkBigReply(b *testing.B) {
 // spent per MB of input per iteration (user and system, all threads: the
 // garbage collector's work counts).
 func cpuPerMB(b *testing.B, size int) func() {
-	start := cpuTime()
+	start := cputime.Process()
 	return func() {
-		per := float64(cpuTime()-start) / float64(time.Millisecond) / float64(b.N)
+		per := float64(cputime.Process()-start) / float64(time.Millisecond) / float64(b.N)
 		b.ReportMetric(per/(float64(size)/(1<<20)), "cpu-ms/MB")
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

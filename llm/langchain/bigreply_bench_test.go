@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/llm/langchain"
 )
 
@@ -55,21 +55,15 @@ func BenchmarkBigStreamedToolUse(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("%dKB", kb), func(b *testing.B) {
-			start := cpuTime()
+			start := cputime.Process()
 			for b.Loop() {
 				resp, err := m.Stream(context.Background(), firstTurn(), nil)
 				if err != nil || len(resp.Message.ToolCalls) != 1 {
 					b.Fatalf("%v", err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N)/(float64(kb)/1024), "cpu-ms/MB")
+			b.ReportMetric(float64(cputime.Process()-start)/float64(time.Millisecond)/float64(b.N)/(float64(kb)/1024), "cpu-ms/MB")
 		})
 		srv.Close()
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

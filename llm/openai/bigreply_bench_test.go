@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/openai"
 )
@@ -61,21 +61,15 @@ func BenchmarkBigStreamedReply(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
 			b.SetBytes(int64(mb << 20))
-			start := cpuTime()
+			start := cputime.Process()
 			for b.Loop() {
 				resp, err := m.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("write it")}}, nil)
 				if err != nil || len(resp.Message.ToolCalls) != 1 || len(resp.Message.ToolCalls[0].Arguments) < mb<<20 {
 					b.Fatalf("%v", err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N)/float64(mb), "cpu-ms/MB")
+			b.ReportMetric(float64(cputime.Process()-start)/float64(time.Millisecond)/float64(b.N)/float64(mb), "cpu-ms/MB")
 		})
 		srv.Close()
 	}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
