@@ -27,8 +27,7 @@ import (
 // progress reaches the observer as events of the step that started it.
 func TestBackgroundCommandIsLookedAfter(t *testing.T) {
 	var stopped atomic.Bool
-	srv := &tools.Server{Name: "build"}
-	srv.Add(tools.New("compile", "Compiles for a long time.", tools.Annotations{Risk: tools.RiskWrite, Streams: []string{tools.StreamProgress}},
+	dev := toolDevice(t, "build", client.Options{}, tools.New("compile", "Compiles for a long time.", tools.Annotations{Risk: tools.RiskWrite, Streams: []string{tools.StreamProgress}},
 		func(ctx context.Context, in noopIn) (noopOut, error) {
 			for i := 1; ; i++ {
 				tools.ReportProgress(ctx, tools.Progress{Progress: float64(i), Message: fmt.Sprintf("compiling unit %d", i)})
@@ -40,11 +39,6 @@ func TestBackgroundCommandIsLookedAfter(t *testing.T) {
 				}
 			}
 		}))
-	dev, err := client.New(context.Background(), []client.Server{{Namespace: "build", MCP: srv}}, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	var n atomic.Int32
 	disp := dispatcher.NewLocal(dev, dispatcher.LocalOptions{NewID: func() string { return fmt.Sprintf("call-%d", n.Add(1)) }})
 	set, _ := prompts.Load("")

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/internal/mcpserve"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/prompts"
@@ -36,27 +36,16 @@ func noopTool() *tools.Tool {
 	})
 }
 
-// cpuTime is the CPU time this process has used, user and system: the
-// benchmarks' ratios compare CPU time, which a busy machine shakes far less
-// than wall time (a step's goroutines are all this process's).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // perCall is the CPU time one call of fn costs, over enough calls to
 // last about 200 ms.
 func perCall(fn func()) float64 {
 	n := 1
 	for {
-		start := cpuTime()
+		start := cputime.Process()
 		for range n {
 			fn()
 		}
-		if took := cpuTime() - start; took >= 200*time.Millisecond || n >= 1<<24 {
+		if took := cputime.Process() - start; took >= 200*time.Millisecond || n >= 1<<24 {
 			return float64(took.Nanoseconds()) / float64(n)
 		}
 		n *= 4
@@ -113,13 +102,7 @@ func benchSession(b *testing.B, mode strategy.Mode, script scripted.Script) *age
 // benchSessionObserved is benchSession with an observer of its own.
 func benchSessionObserved(b testing.TB, mode strategy.Mode, script scripted.Script, observe func(agent.Event)) *agent.Session {
 	b.Helper()
-	srv := &tools.Server{Name: "bench"}
-	srv.Add(noopTool())
-	dev, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: srv}}, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { dev.Close() })
+	dev := toolDevice(b, "bench", client.Options{}, noopTool())
 	set, err := prompts.Load("")
 	if err != nil {
 		b.Fatal(err)
@@ -173,7 +156,7 @@ func BenchmarkAgentStep(b *testing.B) {
 			var began time.Duration
 			for i := 0; b.Loop(); i++ {
 				if i == 0 {
-					began = cpuTime()
+					began = cputime.Process()
 				}
 				if i%16 == 0 {
 					a = s.NewApp("bench", "do nothing, forever")
@@ -183,7 +166,7 @@ func BenchmarkAgentStep(b *testing.B) {
 					b.Fatalf("step %d: %s %v", i, st, err)
 				}
 			}
-			stepNs := float64((cpuTime() - began).Nanoseconds()) / float64(b.N)
+			stepNs := float64((cputime.Process() - began).Nanoseconds()) / float64(b.N)
 			bare := bareCallNs()
 			b.ReportMetric(stepNs/bare, "step-vs-bare")
 			b.ReportMetric(clientCallNs(b)/bare, "call-vs-bare")
@@ -198,13 +181,7 @@ func BenchmarkAgentStep(b *testing.B) {
 // clientCallNs is what one call of the benchmarks' tool costs through the
 // device client, as a step's dispatcher makes it.
 func clientCallNs(b *testing.B) float64 {
-	srv := &tools.Server{Name: "bench"}
-	srv.Add(noopTool())
-	dev, err := client.New(context.Background(), []client.Server{{Namespace: "bench", MCP: srv}}, client.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dev.Close()
+	dev := toolDevice(b, "bench", client.Options{}, noopTool())
 	ctx := context.Background()
 	cmd := command.Command{Namespace: "bench", ToolName: "noop", Parameters: map[string]any{}, CallID: "bench"}
 	return perCall(func() {

@@ -20,17 +20,11 @@ import (
 // constellation's) it works on, as whom and in which folder, so that it
 // need not ask the shell; the hardware stays in the host's prompt.
 func TestAppAgentKnowsWhereItWorks(t *testing.T) {
-	srv := &tools.Server{Name: "obs"}
-	srv.Add(tools.New("look", "Looks.", tools.Annotations{}, func(ctx context.Context, in noopIn) (noopOut, error) {
-		return noopOut{OK: true}, nil
-	}))
 	info := command.DeviceInfo{Platform: "linux", OSVersion: "Debian GNU/Linux 12 (bookworm)", Hostname: "vm", CPUCount: 2, MemoryTotalGB: 23.5,
 		Features: []string{"cli"}, User: "alice", UID: "1000", Home: "/home/alice", WorkDir: "/srv/reports"}
-	dev, err := client.New(context.Background(), []client.Server{{Namespace: "obs", MCP: srv}}, client.Options{Device: info})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := toolDevice(t, "obs", client.Options{Device: info}, tools.New("look", "Looks.", tools.Annotations{}, func(ctx context.Context, in noopIn) (noopOut, error) {
+		return noopOut{OK: true}, nil
+	}))
 	set, _ := prompts.Load("")
 	m := scripted.New(scripted.Script{Replies: []scripted.Reply{
 		{ToolCalls: []scripted.ToolCall{{Name: prompts.AssignTool, Arguments: map[string]any{"app": "obs", "subtask": "Look around."}}}},

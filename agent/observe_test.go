@@ -18,16 +18,10 @@ import (
 // Every model call and every dispatch (discovery and parallel observations
 // included) reaches the observer, one event at a time.
 func TestObserverSeesModelCallsAndDispatches(t *testing.T) {
-	srv := &tools.Server{Name: "obs"}
-	srv.Add(tools.New("look", "Looks.", tools.Annotations{}, func(ctx context.Context, in noopIn) (noopOut, error) {
+	dev := toolDevice(t, "obs", client.Options{}, tools.New("look", "Looks.", tools.Annotations{}, func(ctx context.Context, in noopIn) (noopOut, error) {
 		time.Sleep(5 * time.Millisecond) // long enough for parallel observations to overlap
 		return noopOut{OK: true}, nil
 	}))
-	dev, err := client.New(context.Background(), []client.Server{{Namespace: "obs", MCP: srv}}, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	set, _ := prompts.Load("")
 	m := scripted.New(scripted.Script{Replies: []scripted.Reply{
 		{Error: "rate_limit"},
