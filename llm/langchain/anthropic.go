@@ -50,19 +50,13 @@ func NewAnthropic(cfg Config) (*Model, error) {
 	if !strings.HasSuffix(base, "/v1") {
 		base += "/v1"
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = httpmeta.Client(cfg.Timeouts)
-	}
-	headers := make(http.Header, len(cfg.Headers))
-	for k, v := range cfg.Headers {
-		headers.Set(k, v)
-	}
+	doer := httpmeta.NewDoer(cfg.HTTPClient, cfg.Timeouts, cfg.Headers)
+	doer.StreamEnd, doer.Stream = []byte(`"message_stop"`), coalesceToolInput
 	inner, err := anthropic.New(
 		anthropic.WithToken(cfg.APIKey),
 		anthropic.WithModel(cfg.Model),
 		anthropic.WithBaseURL(base),
-		anthropic.WithHTTPClient(&httpmeta.Doer{Client: hc, Headers: headers, StreamEnd: []byte(`"message_stop"`), Stream: coalesceToolInput}),
+		anthropic.WithHTTPClient(doer),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)

@@ -103,15 +103,9 @@ func New(cfg Config) (*Model, error) {
 	}
 	cc.OrgID = cfg.Organization
 
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = httpmeta.Client(cfg.Timeouts)
-	}
-	headers := make(http.Header, len(cfg.Headers))
-	for k, v := range cfg.Headers {
-		headers.Set(k, v)
-	}
-	cc.HTTPClient = &httpmeta.Doer{Client: hc, Headers: headers, Fix: fixDialects}
+	doer := httpmeta.NewDoer(cfg.HTTPClient, cfg.Timeouts, cfg.Headers)
+	doer.Fix = fixDialects
+	cc.HTTPClient = doer
 
 	return &Model{
 		client:   goopenai.NewClientWithConfig(cc),

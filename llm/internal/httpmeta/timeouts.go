@@ -27,6 +27,20 @@ func Client(t Timeouts) *http.Client {
 	return &http.Client{Timeout: t.Total, Transport: idleTransport{tr, t.Idle}}
 }
 
+// NewDoer is the Doer of a provider's config: its HTTP client, or when it
+// has none one that enforces t, sending headers with every request. The
+// provider sets its own Fix, StreamEnd or Stream.
+func NewDoer(hc *http.Client, t Timeouts, headers map[string]string) *Doer {
+	if hc == nil {
+		hc = Client(t)
+	}
+	h := make(http.Header, len(headers))
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return &Doer{Client: hc, Headers: h}
+}
+
 // TimeoutError describes a timeout for the user: which bound was hit and
 // which setting raises it.
 func TimeoutError(provider string, t Timeouts, err error) *llm.Error {

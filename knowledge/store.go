@@ -1,0 +1,666 @@
+package knowledge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/saucerhq/saucer/internal/tokens"
+)
+
+// The files of a store's directory.
+const (
+	EntriesFile = "entries.jsonl"
+	VectorsFile = "vectors.jsonl"
+	IndexDir    = "index.bleve"
+)
+
+// Options configure a Store; a nil *Options is lexical search only.
+type Options struct {
+	// Embedder, when set, embeds every entry as it is added (and those
+	// added before without a vector of its model) and every query: a
+	// search fuses the vector ranking with the lexical one.
+	Embedder Embedder
+}
+
+// Store holds entries in a directory: entries.jsonl (the entries, one a
+// line, the store's truth), index.bleve (the lexical index, rebuilt from
+// the entries when missing) and vectors.jsonl (the embeddings, when an
+// Embedder was given). It is safe for concurrent use within one process.
+type Store struct {
+	dir string
+	emb Embedder
+
+	mu      sync.RWMutex
+	idx     bleve.Index
+	entries map[string]Entry
+	// vectors are the entries' embeddings by id, all from vecModel.
+	vectors  map[string][]float32
+	vecModel string
+	closed   bool
+}
+
+// Open opens (or creates) the store in dir. A missing index is built from
+// the entries; a damaged entries file or an index that will not open is
+// an error that says what to do.
+func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("knowledge: no store directory: set knowledge.dir in the config or give --dir")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("knowledge: cannot create the store directory: %w", err)
+	}
+	s := &Store{dir: dir, entries: map[string]Entry{}, vectors: map[string][]float32{}}
+	if opts != nil {
+		s.emb = opts.Embedder
+	}
+	if err := s.readEntries(); err != nil {
+		return nil, err
+	}
+	if err := s.readVectors(); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, IndexDir)
+	idx, err := bleve.Open(path)
+	switch {
+	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+		if idx, err = bleve.New(path, indexMapping()); err != nil {
+			return nil, fmt.Errorf("knowledge: cannot create the index %s: %w", path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("knowledge: cannot open the index %s: %v; remove that directory and the store rebuilds it from %s when next opened", path, err, EntriesFile)
+	}
+	s.idx = idx
+	// An index that lost entries (made before a crash, or removed) is
+	// brought level with the entries file, the store's truth.
+	n, err := idx.DocCount()
+	if err != nil {
+		idx.Close()
+		return nil, fmt.Errorf("knowledge: cannot read the index %s: %v; remove that directory and the store rebuilds it", path, err)
+	}
+	if int(n) != len(s.entries) {
+		if err := s.reindex(); err != nil {
+			idx.Close()
+			return nil, err
+		}
+	}
+	if s.emb != nil {
+		if err := s.embedMissing(ctx); err != nil {
+			idx.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close closes the index; closing again does nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.idx.Close()
+}
+
+// Len is how many entries the store holds.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.entries)
+}
+
+// Get returns the entry with the id.
+func (s *Store) Get(id string) (Entry, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.entries[id]
+	return e, ok
+}
+
+// Entries returns every entry, by id.
+func (s *Store) Entries() []Entry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func indexMapping() mapping.IndexMapping {
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store = false
+	text.IncludeTermVectors = false
+	kw := bleve.NewKeywordFieldMapping()
+	kw.Analyzer = keyword.Name
+	kw.Store = false
+	kw.IncludeInAll = false
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt("title", text)
+	doc.AddFieldMappingsAt("text", text)
+	doc.AddFieldMappingsAt("kind", kw)
+	doc.AddFieldMappingsAt("app", kw)
+	m := bleve.NewIndexMapping()
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = en.AnalyzerName
+	m.ScoringModel = index.BM25Scoring
+	return m
+}
+
+// doc is what the index holds of an entry: its words and its filters.
+// App holds the entry's app, or a whole run's apps.
+func doc(e Entry) map[string]any {
+	apps := e.Apps
+	if e.App != "" {
+		apps = []string{e.App}
+	}
+	return map[string]any{"title": e.Title, "text": e.Text, "kind": string(e.Kind), "app": apps}
+}
+
+// Add stores entries, replacing those with the same ids, and indexes
+// them. With an Embedder, they are embedded first: an embedding error
+// leaves the store as it was.
+func (s *Store) Add(ctx context.Context, entries ...Entry) error {
+	for _, e := range entries {
+		if err := e.check(); err != nil {
+			return err
+		}
+	}
+	var vecs [][]float32
+	if s.emb != nil && len(entries) > 0 {
+		var err error
+		if vecs, err = s.embed(ctx, entries); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.idx.NewBatch()
+	for _, e := range entries {
+		if err := b.Index(e.ID, doc(e)); err != nil {
+			return fmt.Errorf("knowledge: indexing %s: %w", e.ID, err)
+		}
+	}
+	if err := s.idx.Batch(b); err != nil {
+		return fmt.Errorf("knowledge: indexing: %w", err)
+	}
+	for i, e := range entries {
+		s.entries[e.ID] = e
+		if vecs != nil {
+			s.vectors[e.ID] = vecs[i]
+		}
+	}
+	if vecs != nil {
+		s.vecModel = s.emb.Model()
+	}
+	if err := s.writeEntries(); err != nil {
+		return err
+	}
+	if vecs != nil {
+		return s.writeVectors()
+	}
+	return nil
+}
+
+// reindex indexes every entry anew.
+func (s *Store) reindex() error {
+	ids := make([]string, 0, len(s.entries))
+	for id := range s.entries {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	// What the index holds that the entries do not goes.
+	if n, _ := s.idx.DocCount(); n > 0 {
+		req := bleve.NewSearchRequestOptions(bleve.NewMatchAllQuery(), int(n), 0, false)
+		res, err := s.idx.Search(req)
+		if err != nil {
+			return fmt.Errorf("knowledge: reading the index: %w", err)
+		}
+		b := s.idx.NewBatch()
+		for _, h := range res.Hits {
+			if _, ok := s.entries[h.ID]; !ok {
+				b.Delete(h.ID)
+			}
+		}
+		if err := s.idx.Batch(b); err != nil {
+			return fmt.Errorf("knowledge: reindexing: %w", err)
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		b := s.idx.NewBatch()
+		for _, id := range ids[:n] {
+			if err := b.Index(id, doc(s.entries[id])); err != nil {
+				return fmt.Errorf("knowledge: indexing %s: %w", id, err)
+			}
+		}
+		if err := s.idx.Batch(b); err != nil {
+			return fmt.Errorf("knowledge: reindexing: %w", err)
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// Query is what to search for.
+type Query struct {
+	// Text is the request or subtask, in words.
+	Text string
+	// App keeps entries about that app (a whole run counts for each of
+	// its apps); empty keeps all.
+	App string
+	// Kinds keeps entries of these kinds; empty keeps all.
+	Kinds []Kind
+	// Limit bounds the hits (0: 5).
+	Limit int
+	// TokenBudget bounds the hits' tokens as ForPrompt renders them (0:
+	// no bound). The last hit that does not fit whole is cut to fit.
+	TokenBudget int
+}
+
+// Hit is an entry found, with its score and ranks.
+type Hit struct {
+	Entry Entry
+	// Score is the BM25 score, or with embeddings the reciprocal rank
+	// fusion of the lexical and vector ranks.
+	Score float64
+	// Lexical and Vector are the entry's ranks (from 1) in each ranking,
+	// 0 when it was not in one.
+	Lexical, Vector int
+	// Cut says the text was shortened to fit the token budget.
+	Cut bool
+}
+
+// rrfK is the rank constant of reciprocal rank fusion (Cormack et al.).
+const rrfK = 60
+
+// Search finds the entries that fit the query, best first; ties go by id,
+// so the same store and query give the same hits in the same order.
+func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, errors.New("knowledge: empty search: give the request or subtask to search for")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 5
+	}
+	pool := max(4*limit, 20)
+	var qvec []float32
+	if s.emb != nil {
+		vs, err := s.emb.Embed(ctx, []string{q.Text})
+		if err != nil {
+			return nil, fmt.Errorf("knowledge: embedding the query: %w", err)
+		}
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("knowledge: the embedder gave %d vectors for one query", len(vs))
+		}
+		qvec = vs[0]
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	words := []query.Query{field(bleve.NewMatchQuery(q.Text), "text", 1), field(bleve.NewMatchQuery(q.Text), "title", 2)}
+	must := []query.Query{bleve.NewDisjunctionQuery(words...)}
+	if len(q.Kinds) > 0 {
+		var ks []query.Query
+		for _, k := range q.Kinds {
+			ks = append(ks, term(string(k), "kind"))
+		}
+		must = append(must, bleve.NewDisjunctionQuery(ks...))
+	}
+	if q.App != "" {
+		must = append(must, term(q.App, "app"))
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), pool, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+	res, err := s.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: searching %s: %w", s.dir, err)
+	}
+	byID := map[string]*Hit{}
+	var hits []*Hit
+	for i, h := range res.Hits {
+		e, ok := s.entries[h.ID]
+		if !ok {
+			continue
+		}
+		hit := &Hit{Entry: e, Score: h.Score, Lexical: i + 1}
+		byID[h.ID] = hit
+		hits = append(hits, hit)
+	}
+	if qvec != nil && len(s.vectors) > 0 {
+		for i, id := range s.nearest(qvec, q, pool) {
+			hit := byID[id]
+			if hit == nil {
+				hit = &Hit{Entry: s.entries[id]}
+				byID[id] = hit
+				hits = append(hits, hit)
+			}
+			hit.Vector = i + 1
+		}
+		for _, h := range hits {
+			h.Score = 0
+			if h.Lexical > 0 {
+				h.Score += 1 / float64(rrfK+h.Lexical)
+			}
+			if h.Vector > 0 {
+				h.Score += 1 / float64(rrfK+h.Vector)
+			}
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Entry.ID < hits[j].Entry.ID
+	})
+	out := make([]Hit, 0, min(limit, len(hits)))
+	for _, h := range hits[:min(limit, len(hits))] {
+		out = append(out, *h)
+	}
+	if q.TokenBudget > 0 {
+		out = fit(out, q.TokenBudget)
+	}
+	return out, nil
+}
+
+func field(q *query.MatchQuery, name string, boost float64) query.Query {
+	q.SetField(name)
+	q.SetBoost(boost)
+	return q
+}
+
+func term(t, name string) query.Query {
+	q := bleve.NewTermQuery(t)
+	q.SetField(name)
+	return q
+}
+
+// nearest ranks the entries that pass the query's filters by cosine
+// similarity to v and returns the first n ids.
+func (s *Store) nearest(v []float32, q Query, n int) []string {
+	type scored struct {
+		id  string
+		sim float64
+	}
+	var all []scored
+	vn := norm(v)
+	for id, w := range s.vectors {
+		e, ok := s.entries[id]
+		if !ok || len(w) != len(v) || !passes(e, q) {
+			continue
+		}
+		var dot float64
+		for i := range v {
+			dot += float64(v[i]) * float64(w[i])
+		}
+		d := vn * norm(w)
+		if d == 0 || dot <= 0 {
+			continue // nothing in common
+		}
+		all = append(all, scored{id, dot / d})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].sim != all[j].sim {
+			return all[i].sim > all[j].sim
+		}
+		return all[i].id < all[j].id
+	})
+	ids := make([]string, 0, min(n, len(all)))
+	for _, sc := range all[:min(n, len(all))] {
+		ids = append(ids, sc.id)
+	}
+	return ids
+}
+
+func norm(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+// passes says whether an entry passes a query's kind and app filters.
+func passes(e Entry, q Query) bool {
+	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, e.Kind) {
+		return false
+	}
+	if q.App != "" && e.App != q.App && !(e.App == "" && slices.Contains(e.Apps, q.App)) {
+		return false
+	}
+	return true
+}
+
+// tokenModel is the model whose tokenizer counts budgets (o200k_base).
+const tokenModel = "gpt-4o"
+
+// fit keeps the hits whose rendered text fits budget tokens; the first
+// that does not fit whole is cut to what is left (when that is worth
+// having) and ends the list.
+func fit(hits []Hit, budget int) []Hit {
+	used := 0
+	for i := range hits {
+		n := tokens.Count(tokenModel, render(i+1, hits[i]))
+		if used+n <= budget {
+			used += n
+			continue
+		}
+		left := budget - used
+		head := tokens.Count(tokenModel, render(i+1, Hit{Entry: Entry{Kind: hits[i].Entry.Kind, Outcome: hits[i].Entry.Outcome, Title: hits[i].Entry.Title, Source: hits[i].Entry.Source}}))
+		if left-head < 40 {
+			return hits[:i]
+		}
+		h := hits[i]
+		h.Entry.Text = cutTokens(h.Entry.Text, left-head-2)
+		h.Cut = true
+		return append(hits[:i:i], h)
+	}
+	return hits
+}
+
+// cutTokens shortens text to about n tokens, at a line or word end.
+func cutTokens(text string, n int) string {
+	if tokens.Count(tokenModel, text) <= n {
+		return text
+	}
+	lo, hi := 0, len(text)
+	for lo < hi { // the longest prefix of at most n tokens
+		mid := (lo + hi + 1) / 2
+		if tokens.Count(tokenModel, text[:mid]) <= n {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	cut := text[:lo]
+	if i := strings.LastIndexAny(cut, "\n "); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.ToValidUTF8(cut, "") + " …"
+}
+
+func (s *Store) readEntries() error {
+	path := filepath.Join(s.dir, EntriesFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("knowledge: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fmt.Errorf("knowledge: %s line %d is not an entry (%v): mend or remove the line, or remove the store directory and learn again", path, n, err)
+		}
+		if err := e.check(); err != nil {
+			return fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		s.entries[e.ID] = e
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("knowledge: reading %s: %w", path, err)
+	}
+	return nil
+}
+
+type vectorLine struct {
+	ID     string    `json:"id"`
+	Model  string    `json:"model"`
+	Vector []float32 `json:"vector"`
+}
+
+func (s *Store) readVectors() error {
+	path := filepath.Join(s.dir, VectorsFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("knowledge: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var v vectorLine
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return fmt.Errorf("knowledge: %s line %d is not a vector (%v): remove the file and the store embeds its entries again", path, n, err)
+		}
+		// Vectors of another model than the embedder's do not compare
+		// with its queries: they are embedded again.
+		if s.emb != nil && v.Model != s.emb.Model() {
+			continue
+		}
+		if _, ok := s.entries[v.ID]; ok {
+			s.vectors[v.ID] = v.Vector
+			s.vecModel = v.Model
+		}
+	}
+	return sc.Err()
+}
+
+// embedMissing embeds the entries that have no vector of the embedder's
+// model (added without an embedder, or with another model).
+func (s *Store) embedMissing(ctx context.Context) error {
+	var missing []Entry
+	for _, e := range s.Entries() {
+		if _, ok := s.vectors[e.ID]; !ok {
+			missing = append(missing, e)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	vecs, err := s.embed(ctx, missing)
+	if err != nil {
+		return err
+	}
+	for i, e := range missing {
+		s.vectors[e.ID] = vecs[i]
+	}
+	s.vecModel = s.emb.Model()
+	return s.writeVectors()
+}
+
+// embedBatch is how many texts go in one embeddings request.
+const embedBatch = 64
+
+func (s *Store) embed(ctx context.Context, entries []Entry) ([][]float32, error) {
+	out := make([][]float32, 0, len(entries))
+	for i := 0; i < len(entries); i += embedBatch {
+		part := entries[i:min(i+embedBatch, len(entries))]
+		texts := make([]string, len(part))
+		for j, e := range part {
+			texts[j] = e.Title + "\n" + e.Text
+		}
+		vs, err := s.emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, fmt.Errorf("knowledge: embedding entries with %s: %w", s.emb.Model(), err)
+		}
+		if len(vs) != len(texts) {
+			return nil, fmt.Errorf("knowledge: %s gave %d vectors for %d texts", s.emb.Model(), len(vs), len(texts))
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+func (s *Store) writeEntries() error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, e := range s.sorted() {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(s.dir, EntriesFile), buf.Bytes())
+}
+
+func (s *Store) writeVectors() error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, e := range s.sorted() {
+		if v, ok := s.vectors[e.ID]; ok {
+			if err := enc.Encode(vectorLine{ID: e.ID, Model: s.vecModel, Vector: v}); err != nil {
+				return err
+			}
+		}
+	}
+	return writeFile(filepath.Join(s.dir, VectorsFile), buf.Bytes())
+}
+
+// sorted is the entries by id; the caller holds mu.
+func (s *Store) sorted() []Entry {
+	out := make([]Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// writeFile replaces path whole: a crash leaves the old file or the new.
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("knowledge: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("knowledge: %w", err)
+	}
+	return nil
+}
