@@ -189,23 +189,7 @@ func (p Policy) Fold(steps []Step) string {
 	if len(steps) == 0 {
 		return ""
 	}
-	type tally struct{ calls, ok, failed int }
-	tools := map[string]*tally{}
-	for _, s := range steps {
-		for i, c := range s.Commands {
-			t := tools[c.ToolName]
-			if t == nil {
-				t = &tally{}
-				tools[c.ToolName] = t
-			}
-			t.calls++
-			if i < len(s.Results) && s.Results[i].OK() {
-				t.ok++
-			} else {
-				t.failed++
-			}
-		}
-	}
+	tools := countCalls(steps)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Steps %d to %d are summarised here to keep this request short; you saw their results in full at the time.\n",
 		steps[0].Step, steps[len(steps)-1].Step)
@@ -214,7 +198,7 @@ func (p Policy) Fold(steps []Step) string {
 	}
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		t := tools[name]
-		fmt.Fprintf(&b, "- %s: %d calls, %d ok, %d failed\n", name, t.calls, t.ok, t.failed)
+		fmt.Fprintf(&b, "- %s: %d calls, %d ok, %d failed\n", name, t.calls, t.calls-t.failed, t.failed)
 	}
 	const lastFew = 5
 	b.WriteString("The last of them:\n")
@@ -303,15 +287,19 @@ func (p Policy) ModelSummary(steps []Step, text string, a *Artifacts) string {
 	return strings.TrimSpace(b.String())
 }
 
-// tally counts the steps' calls by tool and how they ended.
-func tally(steps []Step) string {
-	type count struct{ calls, failed int }
-	tools := map[string]*count{}
+// callCount is how many calls of a tool the steps made, and how many of
+// them failed.
+type callCount struct{ calls, failed int }
+
+// countCalls counts the steps' calls by tool and how they ended: a call
+// without a result, or whose result is not OK, failed.
+func countCalls(steps []Step) map[string]*callCount {
+	tools := map[string]*callCount{}
 	for _, s := range steps {
 		for i, c := range s.Commands {
 			t := tools[c.ToolName]
 			if t == nil {
-				t = &count{}
+				t = &callCount{}
 				tools[c.ToolName] = t
 			}
 			t.calls++
@@ -320,6 +308,12 @@ func tally(steps []Step) string {
 			}
 		}
 	}
+	return tools
+}
+
+// tally is the steps' calls by tool and how they ended, in a sentence.
+func tally(steps []Step) string {
+	tools := countCalls(steps)
 	if len(tools) == 0 {
 		return "They ran no tools."
 	}
