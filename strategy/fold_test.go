@@ -133,12 +133,7 @@ func TestSeenResultKeepsHeadAndTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
-	for _, m := range msgs {
-		if m.Role == llm.RoleTool {
-			results = append(results, m.Content)
-		}
-	}
+	results := toolResults(msgs)
 	if len(results) != 2 {
 		t.Fatalf("%d results", len(results))
 	}
@@ -149,6 +144,17 @@ func TestSeenResultKeepsHeadAndTail(t *testing.T) {
 	if !strings.Contains(newest, "d21-entry-20") || strings.Contains(newest, "[artifact") {
 		t.Errorf("newest result: %s", newest)
 	}
+}
+
+// toolResults are the contents of msgs' tool results, in order.
+func toolResults(msgs []llm.Message) []string {
+	var results []string
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	return results
 }
 
 func sameMessage(a, b llm.Message) bool {

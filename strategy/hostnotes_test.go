@@ -66,12 +66,7 @@ func TestHostSeesEachNoteOnce(t *testing.T) {
 	if strings.Contains(status, "Notes from") || strings.Contains(status, "Subtask number") {
 		t.Errorf("the status turn repeats the notes:\n%s", status)
 	}
-	var results []string
-	for _, m := range msgs {
-		if m.Role == llm.RoleTool {
-			results = append(results, m.Content)
-		}
-	}
+	results := toolResults(msgs)
 	if len(results) != 3 {
 		t.Fatalf("%d tool results, want 3", len(results))
 	}

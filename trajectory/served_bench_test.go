@@ -34,14 +34,7 @@ func BenchmarkServedTaskWriter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, e := range t.Events {
-				if err := w.Write(e); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
+			writeAll(b, w, t.Events)
 		}
 		b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
 	})
@@ -54,16 +47,21 @@ func BenchmarkServedTaskWriter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			w := newWriter(dir, f, Options{Redactor: red})
-			for _, e := range t.Events {
-				if err := w.Write(e); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := w.Close(); err != nil {
-				b.Fatal(err)
-			}
+			writeAll(b, newWriter(dir, f, Options{Redactor: red}), t.Events)
 		}
 		b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-us/task")
 	})
+}
+
+// writeAll writes events to w, as a server records a task, and closes it.
+func writeAll(b *testing.B, w *Writer, events []Event) {
+	b.Helper()
+	for _, e := range events {
+		if err := w.Write(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
