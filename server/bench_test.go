@@ -239,6 +239,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startPeerProcess runs this test binary again as the peer that env
+// names (see TestMain) and returns what it prints; stop closes its stdin,
+// which ends it, and waits for it.
+func startPeerProcess(b *testing.B, env ...string) (out *bufio.Scanner, stop func()) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return bufio.NewScanner(stdout), func() { stdin.Close(); cmd.Wait() }
+}
+
 // runIdleClients connects n device clients with heartbeats, reports READY
 // with its RSS, and stays until its stdin closes.
 func runIdleClients(url string) int {
@@ -522,17 +538,9 @@ func idleClients(b *testing.B, n int) (m idleMemory, gcPercent int) {
 		defer cancel()
 		s.Shutdown(ctx, "benchmark over")
 	}()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SAUCER_BENCH_CLIENTS_URL=ws"+strings.TrimPrefix(hs.URL, "http")+"/ws",
+	sc, stop := startPeerProcess(b, "SAUCER_BENCH_CLIENTS_URL=ws"+strings.TrimPrefix(hs.URL, "http")+"/ws",
 		"SAUCER_BENCH_CLIENTS_N="+strconv.Itoa(n))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
+	defer stop()
 	ready := false
 	for sc.Scan() {
 		line := sc.Text()

@@ -277,7 +277,7 @@ func TestLongTaskRecordAndResume(t *testing.T) {
 	st := watchRecords(sqliteStore(t))
 	st.watch()
 	paused := make(chan struct{}, 1)
-	runner := gatedRunner(steps, pause, paused)
+	runner := gatedRunner(steps, pause, paused, nil)
 	dev := &callLog{}
 
 	a := newFixture(t, server.Options{NewSession: runner, Store: st})
@@ -383,7 +383,7 @@ func TestConstellationHearsOfTheEndAfterARestart(t *testing.T) {
 	ctx := context.Background()
 	st := sqliteStore(t)
 	paused := make(chan struct{}, 1)
-	runner := gatedRunner(benchSteps, 1, paused)
+	runner := gatedRunner(benchSteps, 1, paused, nil)
 	dev := &callLog{}
 	a := newFixture(t, server.Options{NewSession: runner, Store: st})
 	connect(t, a.wsURL, "dev", dev, nil) // it keeps knocking at a after the stop, refused

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
@@ -38,6 +35,19 @@ func (d *fullDisk) open(t *testing.T) *store.SQL {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// restart suspends f's server and closes its store st, then starts a
+// server with stepsRunner over the same files, as a restart does.
+func (d *fullDisk) restart(t *testing.T, f *fixture, st *store.SQL) *fixture {
+	t.Helper()
+	if err := f.srv.Suspend(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return newFixture(t, server.Options{NewSession: stepsRunner, Store: d.open(t)})
 }
 
 // fill takes the disk's last byte. The store's WAL is emptied into the
@@ -114,13 +124,7 @@ func TestFullDiskRefusesNewTasks(t *testing.T) {
 	}
 
 	// A restart.
-	if err := f.srv.Suspend(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	g := newFixture(t, server.Options{NewSession: stepsRunner, Store: disk.open(t)})
+	g := disk.restart(t, f, st)
 	tasks := g.srv.Tasks()
 	if len(tasks) != len(answered) {
 		t.Fatalf("after the restart: %d tasks, want the %d answered 200", len(tasks), len(answered))
@@ -143,7 +147,7 @@ func TestFullDiskPausesARunningTask(t *testing.T) {
 	watch := &refusals{SQL: st, full: make(chan struct{}, 1), records: make(chan struct{}, 1)}
 	watch.watching.Store(true)
 	reached, resume := make(chan struct{}), make(chan struct{})
-	f := newFixture(t, server.Options{NewSession: holdingRunner(3, 1, reached, resume), Store: watch})
+	f := newFixture(t, server.Options{NewSession: gatedRunner(3, 1, reached, resume), Store: watch})
 	dev := &callLog{}
 	connect(t, f.wsURL, "dev", dev, nil)
 	info, err := f.srv.Dispatch("dev", "three clicks", "click", "test")
@@ -210,13 +214,7 @@ func TestFullDiskPausesARunningTask(t *testing.T) {
 		t.Errorf("health once the task went on: %d %+v", code, h)
 	}
 
-	if err := f.srv.Suspend(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	g := newFixture(t, server.Options{NewSession: stepsRunner, Store: disk.open(t)})
+	g := disk.restart(t, f, st)
 	if got, ok := g.srv.Task(info.ID); !ok || got.Status != server.StatusCompleted || len(got.Steps) != 3 || len(got.Commands) != 3 {
 		t.Errorf("after a restart: %+v", got)
 	}
@@ -253,30 +251,4 @@ func (r *refusals) Append(ctx context.Context, id string, e store.Entry, wait bo
 		}
 	}
 	return err
-}
-
-// holdingRunner runs steps steps of one command each; the first task to
-// have run at of them tells reached and waits for resume (or its end).
-func holdingRunner(steps, at int, reached chan<- struct{}, resume <-chan struct{}) func(server.SessionSpec) (server.Runner, error) {
-	var once sync.Once
-	return func(spec server.SessionSpec) (server.Runner, error) {
-		model := benchModel(spec)
-		return runnerFunc(func(ctx context.Context, _ string) *agent.Outcome {
-			for step := 1; step <= steps; step++ {
-				if err := benchStep(ctx, spec, model, step); err != nil {
-					return &agent.Outcome{Status: fsm.Fail, Err: err}
-				}
-				if step == at {
-					once.Do(func() {
-						reached <- struct{}{}
-						select {
-						case <-resume:
-						case <-ctx.Done():
-						}
-					})
-				}
-			}
-			return &agent.Outcome{Status: fsm.Finish, Answer: "done"}
-		}), nil
-	}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +26,8 @@ import (
 // BenchmarkIdleClients.)
 func TestIdleConnectionKeepsOnlyItsReaders(t *testing.T) {
 	const n = 20
-	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	defer s.Shutdown(context.Background(), "test over")
-	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	f := newFixture(t, server.Options{NewSession: rounds(nil)})
+	s, url := f.srv, f.wsURL
 	dev := realDevice(t, t.TempDir())
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,14 +91,7 @@ func TestIdleReadersKeepSmallStacks(t *testing.T) {
 	}
 	const n = 200
 	opts := aip.ConnOptions{PingInterval: pingsEnv(-1)}
-	s, err := server.New(server.Options{Token: token, NewSession: rounds(nil), Conn: opts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	defer hs.Close()
-	defer s.Shutdown(context.Background(), "test over")
-	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	url := newFixture(t, server.Options{NewSession: rounds(nil), Conn: opts}).wsURL
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	before := stackBytes()

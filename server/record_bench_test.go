@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -114,16 +113,8 @@ func BenchmarkServedTaskRecording(b *testing.B) {
 		s.Shutdown(ctx, "benchmark over")
 		hs.Close()
 	}()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SAUCER_BENCH_DEVICE_URL=ws"+strings.TrimPrefix(hs.URL, "http")+"/ws")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
+	sc, stop := startPeerProcess(b, "SAUCER_BENCH_DEVICE_URL=ws"+strings.TrimPrefix(hs.URL, "http")+"/ws")
+	defer stop()
 	if !sc.Scan() || sc.Text() != "READY" {
 		b.Fatalf("the device process said %q", sc.Text())
 	}

@@ -35,12 +35,13 @@ const benchSteps = 3
 
 // stepsRunner runs benchSteps steps through the task's journaled model
 // and dispatcher, as agents would.
-var stepsRunner = gatedRunner(benchSteps, 0, nil)
+var stepsRunner = gatedRunner(benchSteps, 0, nil, nil)
 
-// gatedRunner runs steps steps of one command each; the first time it
-// has run pause of them (0: never) it stops and waits (as agents
-// thinking), telling paused, until its task is stopped.
-func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSpec) (server.Runner, error) {
+// gatedRunner runs steps steps of one command each; the first time a
+// task has run pause of them (0: never) it tells paused and waits (as
+// agents thinking) for resume (nil: never) or its own end. A task that
+// ends while it waits fails with the cause.
+func gatedRunner(steps, pause int, paused chan<- struct{}, resume <-chan struct{}) func(server.SessionSpec) (server.Runner, error) {
 	var once sync.Once
 	return func(spec server.SessionSpec) (server.Runner, error) {
 		model := benchModel(spec)
@@ -53,8 +54,11 @@ func gatedRunner(steps, pause int, paused chan<- struct{}) func(server.SessionSp
 					stopped := false
 					once.Do(func() {
 						paused <- struct{}{}
-						<-ctx.Done()
-						stopped = true
+						select {
+						case <-resume:
+						case <-ctx.Done():
+							stopped = true
+						}
 					})
 					if stopped {
 						return &agent.Outcome{Status: fsm.Fail, Err: context.Cause(ctx)}
@@ -533,7 +537,7 @@ func BenchmarkLongTask(b *testing.B) {
 	for _, steps := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			st := sqliteStore(b)
-			s, err := server.New(server.Options{Token: token, NewSession: gatedRunner(steps, 0, nil), Store: st})
+			s, err := server.New(server.Options{Token: token, NewSession: gatedRunner(steps, 0, nil, nil), Store: st})
 			if err != nil {
 				b.Fatal(err)
 			}
