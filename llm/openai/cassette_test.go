@@ -22,16 +22,10 @@ const chatPath = "/v1/chat/completions"
 type recordedRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role       string  `json:"role"`
-		Content    *string `json:"content"`
-		ToolCallID string  `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
+		Role       string         `json:"role"`
+		Content    *string        `json:"content"`
+		ToolCallID string         `json:"tool_call_id"`
+		ToolCalls  []recordedCall `json:"tool_calls"`
 	} `json:"messages"`
 	Tools []struct {
 		Function struct {
@@ -44,20 +38,29 @@ type recordedRequest struct {
 	Stop        []string `json:"stop"`
 }
 
+// recordedCall is a tool call in a recorded request's assistant turn
+// or in a recorded response.
+type recordedCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// call is the Saucer tool call it records.
+func (tc recordedCall) call() llm.ToolCall {
+	return llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+}
+
 // recordedResponse is a recorded chat-completions response body, read
 // without go-openai so the test does not check the SDK against itself.
 type recordedResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content   *string        `json:"content"`
+			ToolCalls []recordedCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -85,7 +88,7 @@ func llmRequest(t *testing.T, body []byte) (model string, req *llm.Request) {
 			msg.Content = *m.Content
 		}
 		for _, tc := range m.ToolCalls {
-			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			msg.ToolCalls = append(msg.ToolCalls, tc.call())
 		}
 		req.Messages = append(req.Messages, msg)
 	}
@@ -121,7 +124,7 @@ func expectedResponse(t *testing.T, body []byte) *llm.Response {
 		want.Message.Content = *c.Message.Content
 	}
 	for _, tc := range c.Message.ToolCalls {
-		want.Message.ToolCalls = append(want.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		want.Message.ToolCalls = append(want.Message.ToolCalls, tc.call())
 	}
 	return want
 }
