@@ -96,6 +96,40 @@ func armed(t *testing.T, c *clock.Fake, n int) {
 	}
 }
 
+// lastStates keeps the last state each command reached, by a key of its
+// CommandState (the tool's name or the call's id), as a round's OnState
+// tells them.
+type lastStates struct {
+	key  func(dispatcher.CommandState) string
+	mu   sync.Mutex
+	last map[string]command.State
+}
+
+func byTool(cs dispatcher.CommandState) string { return cs.ToolName }
+func byCall(cs dispatcher.CommandState) string { return cs.CallID }
+
+func (l *lastStates) onState(cs dispatcher.CommandState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]command.State{}
+	}
+	l.last[l.key(cs)] = cs.State
+}
+
+// check fails the test unless each key of want last reached its state.
+func (l *lastStates) check(t *testing.T, want map[string]command.State) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, st := range want {
+		if l.last[k] != st {
+			t.Errorf("states %v", l.last)
+			return
+		}
+	}
+}
+
 func wait(t *testing.T, ch chan []command.Result) []command.Result {
 	t.Helper()
 	select {
@@ -259,9 +293,8 @@ func TestWebSocketNoResendToARunAgainDevice(t *testing.T) {
 	link := newLink()
 	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: time.Minute})
 	ctx, clk := fakeClock()
-	var mu sync.Mutex
-	last := map[string]command.State{}
-	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
+	states := &lastStates{key: byTool}
+	d := w.Session(dispatcher.Round{OnState: states.onState})
 	sent := goExecute(ctx, d, cmds("ran-maybe"))
 	link.next(t)
 	link.setUp(false)
@@ -287,11 +320,7 @@ func TestWebSocketNoResendToARunAgainDevice(t *testing.T) {
 		t.Errorf("a frame that may have run was sent again: %v", m)
 	default:
 	}
-	mu.Lock()
-	if last["ran-maybe"] != command.StateUnknown || last["not-yet"] != command.StateCompleted {
-		t.Errorf("states %v", last)
-	}
-	mu.Unlock()
+	states.check(t, map[string]command.State{"ran-maybe": command.StateUnknown, "not-yet": command.StateCompleted})
 
 	rec := &aip.ServerMessage{Type: aip.TypeCommand, Status: aip.StatusContinue, ResponseID: "before-restart",
 		Actions: []command.Command{{ToolName: "journaled", CallID: "c1"}}}
@@ -321,9 +350,8 @@ func TestWebSocketAway(t *testing.T) {
 	gone := make(chan struct{})
 	w := connected(link, dispatcher.WebSocketOptions{AwayTimeout: 40 * time.Second, OnGone: func() { close(gone) }})
 	ctx, clk := fakeClock()
-	var mu sync.Mutex
-	last := map[string]command.State{}
-	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.ToolName] = cs.State; mu.Unlock() }})
+	states := &lastStates{key: byTool}
+	d := w.Session(dispatcher.Round{OnState: states.onState})
 	out := goExecute(ctx, d, cmds("out"))
 	link.next(t)
 	link.setUp(false)
@@ -354,11 +382,7 @@ func TestWebSocketAway(t *testing.T) {
 	if res[0].Status != command.Failure || !strings.Contains(res[0].Error, "the command was not sent") {
 		t.Errorf("a round started after: %+v", res[0])
 	}
-	mu.Lock()
-	if last["out"] != command.StateUnknown || last["later"] != command.StateFailed {
-		t.Errorf("states %v", last)
-	}
-	mu.Unlock()
+	states.check(t, map[string]command.State{"out": command.StateUnknown, "later": command.StateFailed})
 	link.setUp(true)
 	w.Connected(ctx, true)
 	if w.Gone() {
@@ -439,9 +463,8 @@ func TestWebSocketExpired(t *testing.T) {
 func TestWebSocketCancel(t *testing.T) {
 	link := newLink()
 	w := connected(link, dispatcher.WebSocketOptions{CommandTimeout: time.Minute, CancelGrace: 30 * time.Second})
-	var mu sync.Mutex
-	last := map[string]command.State{}
-	d := w.Session(dispatcher.Round{OnState: func(cs dispatcher.CommandState) { mu.Lock(); last[cs.CallID] = cs.State; mu.Unlock() }})
+	states := &lastStates{key: byCall}
+	d := w.Session(dispatcher.Round{OnState: states.onState})
 
 	base, clk := fakeClock()
 	ctx, cancel := context.WithCancelCause(base)
@@ -457,11 +480,7 @@ func TestWebSocketCancel(t *testing.T) {
 	if !res[0].OK() || res[1].Status != command.Skipped {
 		t.Errorf("results %+v", res)
 	}
-	mu.Lock()
-	if last[m.Actions[0].CallID] != command.StateCompleted || last[m.Actions[1].CallID] != command.StateCancelled {
-		t.Errorf("states %v", last)
-	}
-	mu.Unlock()
+	states.check(t, map[string]command.State{m.Actions[0].CallID: command.StateCompleted, m.Actions[1].CallID: command.StateCancelled})
 
 	base, clk = fakeClock()
 	ctx2, cancel2 := context.WithCancelCause(base)
