@@ -4,12 +4,11 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/saucerhq/saucer/client"
-	"github.com/saucerhq/saucer/internal/remote"
+	"github.com/saucerhq/saucer/local"
 )
 
 // readRecordingFile reads the constellation recording at path (a
@@ -41,34 +40,16 @@ func (f *fakeDevices) losing(device, why, ok string) func(device, task string, t
 	}
 }
 
-// runDevice runs dev as device id's client (as `saucer client` does)
-// against the server at httpURL, and returns once the device has
-// registered. stop, or the test's end, stops the client and closes dev.
+// runDevice attaches dev to the server at httpURL as device id (as
+// `saucer client` does) and returns once the device has registered. stop,
+// or the test's end, ends the connection and closes dev.
 func runDevice(t testing.TB, httpURL, id string, dev *client.Client) (stop func()) {
 	t.Helper()
-	rc, err := remote.New(dev, remote.Options{URL: "ws" + strings.TrimPrefix(httpURL, "http") + "/ws", Token: suiteToken, ClientID: id,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RegisterTimeout: 2 * time.Second, Logf: func(string, ...any) {}})
+	stop, err := local.Attach(context.Background(), dev, "ws"+strings.TrimPrefix(httpURL, "http")+"/ws", suiteToken, id,
+		local.AttachOptions{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RegisterTimeout: 2 * time.Second})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { rc.Run(ctx); close(done) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			dev.Close()
-		})
+		t.Fatalf("%s: %v", id, err)
 	}
 	t.Cleanup(stop)
-	select {
-	case <-rc.Connected():
-	case <-done:
-		t.Fatalf("%s stopped before it registered", id)
-	case <-time.After(time.Minute): // a safety net: a cold, busy machine is slow
-		t.Fatalf("%s did not register", id)
-	}
 	return stop
 }
