@@ -3,7 +3,6 @@ package local_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/session"
@@ -73,12 +73,7 @@ func TestLocalDeviceSaysWhereTheToolsRun(t *testing.T) {
 // (/root, where the work folder is bound), under its host name: the
 // device says so, not where Saucer runs.
 func TestSandboxedDeviceSaysWhereTheToolsRun(t *testing.T) {
-	if err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to create sandboxes: %v", err)
-		}
-		t.Skip(err)
-	}
+	sandboxtest.Require(t)
 	cfg := config.Default()
 	cfg.Device = config.DeviceSandbox
 	dev, err := local.NewDevice(context.Background(), cfg, t.TempDir(), local.DeviceOptions{})

@@ -16,18 +16,13 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
-	"github.com/saucerhq/saucer/sandbox"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 )
 
 // sandboxDevice is the device of device: sandbox over a fresh work folder.
 func sandboxDevice(t *testing.T, edit func(*config.Config)) (*client.Client, string) {
 	t.Helper()
-	if err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to create sandboxes: %v", err)
-		}
-		t.Skip(err)
-	}
+	sandboxtest.Require(t)
 	cfg := config.Default()
 	cfg.Device = config.DeviceSandbox
 	if edit != nil {

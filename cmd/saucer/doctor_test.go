@@ -9,7 +9,7 @@ import (
 
 	"github.com/saucerhq/saucer/internal/desktoptest"
 	"github.com/saucerhq/saucer/internal/display"
-	"github.com/saucerhq/saucer/sandbox"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 )
 
 // TestDoctorChecksTheDesktop: with desktop servers in use, doctor checks
@@ -83,12 +83,7 @@ func TestDoctorChecksAWaylandAndAnOwnDisplay(t *testing.T) {
 // root (which CI builds, without a desktop) lacks them, the host's root has
 // them.
 func TestDoctorChecksTheDesktopInsideTheSandbox(t *testing.T) {
-	if err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to create sandboxes: %v", err)
-		}
-		t.Skip(err)
-	}
+	sandboxtest.Require(t)
 	desktoptest.Require(t, "mousepad")
 	const image = "/var/lib/saucer/rootfs"
 	if _, err := os.Stat(filepath.Join(image, "bin/sh")); err != nil {

@@ -22,7 +22,7 @@ var floors = map[string]int{
 	"command": 1, "llm": 1, "prompts": 1, "memory": 1, "trajectory": 1, "fsm": 1,
 	// 2: tools, the wire, sandboxes.
 	"tools": 2, "aip": 2, "sandbox": 2, "internal/mcpserve": 2, "internal/shell": 2,
-	"internal/files": 2, "internal/display": 2, "internal/desktoptest": 2,
+	"internal/files": 2, "internal/display": 2, "internal/desktoptest": 2, "internal/sandboxtest": 2,
 	// 3: the device client and the dispatchers.
 	"client": 3, "dispatcher": 3, "internal/remote": 3,
 	// 4: strategies.
