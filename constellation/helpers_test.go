@@ -3,6 +3,7 @@ package constellation
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,23 @@ func readRecordingFile(t testing.TB, path string) []Event {
 		t.Fatal(err)
 	}
 	return events
+}
+
+// runRecorded runs request on f's devices with planner, recording it,
+// and fails t unless the constellation completes; it returns the graph
+// and its recording.
+func runRecorded(t testing.TB, f *fakeDevices, planner func(*Graph) (Stepper, error), request string) (*Graph, []Event) {
+	t.Helper()
+	dir := t.TempDir()
+	o, err := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := o.Run(context.Background(), request)
+	if err != nil || g.Status != Completed {
+		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
+	}
+	return g, readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 }
 
 // losing is an outcome for f under which every task on device ends with

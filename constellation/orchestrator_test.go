@@ -3,7 +3,6 @@ package constellation
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -160,11 +159,9 @@ func TestFailureCancelsDependentsAndThePlannerReplans(t *testing.T) {
 			return fsm.Continue, ""
 		}), nil
 	}
-	dir := t.TempDir()
-	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
-	g, err := o.Run(context.Background(), "re-plan")
-	if err != nil || g.Status != Completed || g.Answer != "all done" {
-		t.Fatalf("%v %s %q: %s", err, g.Status, g.Answer, g.Summary())
+	g, events := runRecorded(t, f, planner, "re-plan")
+	if g.Answer != "all done" {
+		t.Fatalf("answer %q: %s", g.Answer, g.Summary())
 	}
 	joined := strings.Join(told, "\n")
 	for _, want := range []string{"a failed on d1 (try 1 of 2), tried again: disk full", "a FAILED on d1: disk full; cancelled the nodes that depend on it: [b]", "a completed on d3"} {
@@ -185,7 +182,6 @@ func TestFailureCancelsDependentsAndThePlannerReplans(t *testing.T) {
 	}
 
 	// The recording replays offline to the same graph.
-	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	versions, err := Replay(events)
 	if err != nil {
 		t.Fatal(err)
@@ -318,12 +314,7 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 			return fsm.Continue, ""
 		}), nil
 	}
-	dir := t.TempDir()
-	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
-	g, err := o.Run(context.Background(), "think on the side")
-	if err != nil || g.Status != Completed {
-		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
-	}
+	g, events := runRecorded(t, f, planner, "think on the side")
 	if !startedWhileThinking {
 		t.Fatal("c did not start while the planner thought about a's end: the planner's step blocks the loop")
 	}
@@ -334,7 +325,6 @@ func TestPlannerThinksOnTheSide(t *testing.T) {
 		!strings.Contains(joined, `node "c" is`) {
 		t.Errorf("the planner was not told its edit was refused:\n%s", joined)
 	}
-	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	refused := 0
 	for _, e := range events {
 		for _, ed := range e.Edits {
@@ -390,12 +380,7 @@ func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
 			return fsm.Continue, ""
 		}), nil
 	}
-	dir := t.TempDir()
-	o, _ := New(Options{Devices: f, NewPlanner: planner, Record: RecordTo(dir)})
-	g, err := o.Run(context.Background(), "declared")
-	if err != nil || g.Status != Completed {
-		t.Fatalf("%v %s: %s", err, g.Status, g.Summary())
-	}
+	g, events := runRecorded(t, f, planner, "declared")
 	if g.Answer != "ok b task" {
 		t.Errorf("answer %q, want the last node's result (ok b task)", g.Answer)
 	}
@@ -412,7 +397,6 @@ func TestFinishWhenDoneEndsWithoutAnotherStep(t *testing.T) {
 	if strings.Contains(joined, "b completed") {
 		t.Errorf("the planner was asked after the last node completed, though it had declared the graph done (%d steps):\n%s", len(steps), joined)
 	}
-	events := readRecordingFile(t, filepath.Join(dir, g.ID+".jsonl"))
 	versions, err := Replay(events)
 	if err != nil {
 		t.Fatal(err)
