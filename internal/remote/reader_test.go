@@ -17,6 +17,22 @@ import (
 	"github.com/saucerhq/saucer/tools"
 )
 
+// acceptRegistration accepts an AIP connection, reads its register frame
+// and acknowledges it, as a server does; nil when the handshake or the
+// registration failed. The caller closes the connection.
+func acceptRegistration(w http.ResponseWriter, r *http.Request) *aip.Conn {
+	conn, err := aip.Accept(w, r, aip.ConnOptions{})
+	if err != nil {
+		return nil
+	}
+	if _, b, err := conn.Read(r.Context()); err != nil || !strings.Contains(string(b), `"type":"register"`) {
+		conn.CloseNow()
+		return nil
+	}
+	conn.Send(r.Context(), &aip.ServerMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ResponseID: "ack"})
+	return conn
+}
+
 // deviceLink runs a remote client for dev against a loopback AIP server
 // and returns the server's side of the registered connection, and the
 // client.
@@ -25,15 +41,11 @@ func deviceLink(t *testing.T, dev remote.Device) (*aip.Conn, *remote.Client) {
 	conns := make(chan *aip.Conn, 1)
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := aip.Accept(w, r, aip.ConnOptions{})
-		if err != nil {
+		conn := acceptRegistration(w, r)
+		if conn == nil {
 			return
 		}
 		defer conn.CloseNow()
-		if _, b, err := conn.Read(r.Context()); err != nil || !strings.Contains(string(b), `"type":"register"`) {
-			return
-		}
-		conn.Send(r.Context(), &aip.ServerMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ResponseID: "ack"})
 		conns <- conn
 		<-release
 	}))

@@ -48,15 +48,11 @@ func newKeyServer(t *testing.T, key string, inQuery bool) *keyServer {
 			http.Error(w, "Invalid or missing token", http.StatusForbidden)
 			return
 		}
-		conn, err := aip.Accept(w, r, aip.ConnOptions{})
-		if err != nil {
+		conn := acceptRegistration(w, r)
+		if conn == nil {
 			return
 		}
 		defer conn.CloseNow()
-		if _, b, err := conn.Read(r.Context()); err != nil || !strings.Contains(string(b), `"type":"register"`) {
-			return
-		}
-		conn.Send(r.Context(), &aip.ServerMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ResponseID: "ack"})
 		ks.registered <- registration{conn, r.URL.Query().Get("token") != "", ks.refused.Load()}
 		for {
 			if _, _, err := conn.Read(context.Background()); err != nil {
