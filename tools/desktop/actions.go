@@ -271,9 +271,9 @@ var clickActions = []string{"click", "press", "activate", "toggle", "jump", "ope
 // always on a table's cell (whose "activate" opens it), the pointer
 // clicks the control's centre through XTest.
 func (d *Desktop) Click(ctx context.Context, t Target, button string, count int) (*Effect, error) {
-	btn := map[string]byte{"": 1, "left": 1, "middle": 2, "right": 3}[button]
-	if btn == 0 {
-		return nil, fmt.Errorf("button %q: use left, right or middle", button)
+	btn, err := buttonOf(button)
+	if err != nil {
+		return nil, err
 	}
 	if count == 0 {
 		count = 1

@@ -114,6 +114,10 @@ type Desktop struct {
 	trees map[ref]readTree
 	// noReuse reads every tree afresh (the benchmark's cold case).
 	noReuse bool
+	// frames are how the last screenshot of each window, and of the
+	// screen, maps to the screen: the pixel tools take points in them.
+	frames      map[ref]Frame
+	screenFrame Frame
 }
 
 type readTree struct {
@@ -153,7 +157,7 @@ const maxTreeAge = 10 * time.Second
 func New(opts Options) *Desktop {
 	return &Desktop{opts: opts.withDefaults(), ids: newIDMap(func(n int) int { return n }),
 		wins: newIDMap(func(n int) string { return fmt.Sprintf("w%d", n) }), last: map[ref]*Observation{},
-		apps: map[string]*appInfo{}, trees: map[ref]readTree{}}
+		apps: map[string]*appInfo{}, trees: map[ref]readTree{}, frames: map[ref]Frame{}}
 }
 
 // Close stops the applications this Desktop launched and closes its
@@ -449,6 +453,9 @@ type Observation struct {
 	// NoScreenshot says why none was taken where one was asked for (a
 	// compositor without screen capture).
 	NoScreenshot string `json:"no_screenshot,omitempty"`
+	// Frame is the screenshot's size and place on the screen (full
+	// size: scale 1).
+	Frame Frame `json:"-"`
 	// Drawn are the ids marked on the screenshot.
 	Drawn []int `json:"-"`
 	// Timing of the parts, for the benchmark.
@@ -883,6 +890,11 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		shooting = nil
 		if err := d.mark(obs, o, sh); err != nil {
 			return nil, err
+		}
+		if sh.err == nil {
+			obs.Frame = newFrame(sh.area, 1)
+			obs.Frame.Window = w.ID
+			d.frames[w.ref] = obs.Frame
 		}
 	}
 	obs.Timing.All = time.Since(t0)

@@ -36,6 +36,11 @@ type screen interface {
 	// click presses button (1 left, 2 middle, 3 right, 4-7 the wheel)
 	// count times at (x, y).
 	click(x, y int, button byte, count int) error
+	// move puts the pointer at (x, y); button presses (down) or releases
+	// button (1-3) where the pointer is: with them a drag holds a button
+	// while it moves.
+	move(x, y int) error
+	button(b byte, down bool) error
 	press(mods []xproto.Keysym, key xproto.Keysym) error
 	typeText(s string) error
 	// canType reports whether s can be typed whole through the keyboard;

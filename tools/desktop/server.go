@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"image"
 	"time"
 
 	"github.com/saucerhq/saucer/tools"
@@ -82,6 +84,44 @@ type scrollArgs struct {
 	Amount    int    `json:"amount,omitempty" jsonschema_description:"Wheel steps (default 3, at most 50)."`
 }
 
+type screenshotArgs struct {
+	windowArgs
+	Screen    bool    `json:"screen,omitempty" jsonschema_description:"The whole screen instead of a window."`
+	Scale     float64 `json:"scale,omitempty" jsonschema_description:"Shrink the image: image pixels per screen pixel, above 0 and at most 1 (default 1, full size)."`
+	MaxWidth  int     `json:"max_width,omitempty" jsonschema_description:"Shrink the image to at most this many pixels wide (keeps its proportions)."`
+	MaxHeight int     `json:"max_height,omitempty" jsonschema_description:"Shrink the image to at most this many pixels high."`
+}
+
+// pointArgs place a pixel action: a point of a window's screenshot, or
+// of the screen's.
+type pointArgs struct {
+	Window string  `json:"window,omitempty" jsonschema_description:"Window id (w1, ...): x and y are in that window's screenshot. Empty: in the screen's (screenshot with screen true)."`
+	X      int     `json:"x" jsonschema_description:"Pixels from the screenshot's left edge."`
+	Y      int     `json:"y" jsonschema_description:"Pixels from the screenshot's top edge."`
+	Scale  float64 `json:"scale,omitempty" jsonschema_description:"The screenshot's scale, as it said (0.5 for a half-size image); default: that of the last screenshot of this window (or the screen), else 1."`
+}
+
+func (a pointArgs) at() At { return At{Window: a.Window, X: a.X, Y: a.Y, Scale: a.Scale} }
+
+type clickAtArgs struct {
+	pointArgs
+	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
+	Count  int    `json:"count,omitempty" jsonschema_description:"Clicks: 1 (default), 2 double-click, 3 triple-click."`
+}
+
+type dragArgs struct {
+	pointArgs
+	ToX    int    `json:"to_x" jsonschema_description:"Where to release: pixels from the same screenshot's left edge."`
+	ToY    int    `json:"to_y" jsonschema_description:"Where to release: pixels from its top edge."`
+	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button held (default left)."`
+}
+
+type scrollAtArgs struct {
+	pointArgs
+	DX int `json:"dx,omitempty" jsonschema_description:"Wheel notches right (negative: left)."`
+	DY int `json:"dy,omitempty" jsonschema_description:"Wheel notches down (negative: up)."`
+}
+
 type launchArgs struct {
 	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
 	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
@@ -106,6 +146,12 @@ func NewServer(d *Desktop) *tools.Server {
 	titled := func(a tools.Annotations, title string) tools.Annotations { a.Title = title; return a }
 	waiting := func(a tools.Annotations) tools.Annotations { a.Waits = true; return a }
 
+	effect := func(e *Effect, err error) (json.RawMessage, error) {
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(e)
+	}
 	s.Add(tools.New(ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
 		titled(read, "List windows"), func(ctx context.Context, _ struct{}) ([]Window, error) {
 			return d.Windows(ctx)
@@ -126,27 +172,40 @@ func NewServer(d *Desktop) *tools.Server {
 			}
 			out := tools.Content{tools.Text(text)}
 			if shot && len(obs.PNG) > 0 { // none where the compositor offers no capture: the text says so
+				out[0] = tools.Text(text + shotText(obs.Frame) + "\n")
 				out = append(out, tools.Image(obs.PNG, "image/png"))
 			}
 			return out, nil
 		}))
-	s.Add(tools.New("screenshot", "Capture a window as it looks now (no marks).",
-		titled(read, "Screenshot a window"), func(ctx context.Context, a windowArgs) (tools.Content, error) {
-			obs, err := d.Observe(ctx, a.Window, ObserveOptions{Screenshot: true})
+	s.Add(tools.New("screenshot", "Capture a window (or the whole screen) as it looks now, no marks, optionally shrunk. "+
+		"Says the image's size and scale: the pixel tools (click_at, move_to, drag, scroll_at) take x,y in this image's pixels.",
+		titled(read, "Take a screenshot"), func(ctx context.Context, a screenshotArgs) (tools.Content, error) {
+			sh, err := d.Screenshot(ctx, a.Window, a.Screen, Fit{Scale: a.Scale, MaxWidth: a.MaxWidth, MaxHeight: a.MaxHeight})
 			if err != nil {
 				return nil, err
 			}
-			if obs.NoScreenshot != "" {
-				return nil, errors.New(obs.NoScreenshot)
+			text := shotText(sh.Frame)
+			if sh.Stale != "" {
+				text += "\nNote: " + sh.Stale
 			}
-			return tools.Content{tools.Image(obs.PNG, "image/png")}, nil
+			return tools.Content{tools.Text(text), tools.Image(sh.PNG, "image/png")}, nil
 		}))
-	effect := func(e *Effect, err error) (json.RawMessage, error) {
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(e)
-	}
+	s.Add(tools.New("click_at", "Click at a point of a screenshot (a window's, or the screen's with no window): for what has no control id. Returns what changed.",
+		titled(write, "Click at a point"), func(ctx context.Context, a clickAtArgs) (json.RawMessage, error) {
+			return effect(d.ClickAt(ctx, a.at(), a.Button, a.Count))
+		}))
+	s.Add(tools.New("move_to", "Move the pointer to a point of a screenshot (hover: tooltips, menus that open on hover). Returns what changed.",
+		titled(write, "Move the pointer"), func(ctx context.Context, a pointArgs) (json.RawMessage, error) {
+			return effect(d.MoveTo(ctx, a.at()))
+		}))
+	s.Add(tools.New("drag", "Press a mouse button at x,y, move to to_x,to_y and release there, both in the same screenshot: drag and drop, draw, select, move a slider. Returns what changed.",
+		titled(write, "Drag"), func(ctx context.Context, a dragArgs) (json.RawMessage, error) {
+			return effect(d.Drag(ctx, a.at(), image.Pt(a.ToX, a.ToY), a.Button))
+		}))
+	s.Add(tools.New("scroll_at", "Turn the mouse wheel at a point of a screenshot: dy notches down (negative up), dx right (negative left). Returns what changed.",
+		titled(write, "Scroll at a point"), func(ctx context.Context, a scrollAtArgs) (json.RawMessage, error) {
+			return effect(d.ScrollAt(ctx, a.at(), a.DX, a.DY))
+		}))
 	s.Add(tools.New("click", "Click a control: its own action (press, activate) for a single left click where it has one, else the mouse at its centre. Returns what changed.",
 		titled(write, "Click a control"), func(ctx context.Context, a clickArgs) (json.RawMessage, error) {
 			n := 1
@@ -201,4 +260,16 @@ func NewServer(d *Desktop) *tools.Server {
 			return effect(d.Launch(ctx, a.Command, a.DesktopFile))
 		}))
 	return s
+}
+
+// shotText says what a screenshot shows and how its pixels map to the
+// screen's.
+func shotText(f Frame) string {
+	of, tools := "the screen", ""
+	if f.Window != "" {
+		of, tools = "window "+f.Window, " with window "+f.Window
+	}
+	return fmt.Sprintf("Screenshot of %s: %dx%d pixels at scale %g of the screen's %dx%d at %d,%d. "+
+		"click_at, move_to, drag and scroll_at%s take x,y in this image's pixels.",
+		of, f.Width, f.Height, f.Scale, f.Area.W, f.Area.H, f.Area.X, f.Area.Y, tools)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,8 @@ func TestServerThroughDeviceClient(t *testing.T) {
 		risks[info.Name] = client.RiskOf(info)
 	}
 	for tool, want := range map[string]client.Risk{"observe": "read", "click": "write", "type_text": "write",
-		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive", "wait_for": "read"} {
+		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive", "wait_for": "read",
+		"screenshot": "read", "click_at": "write", "move_to": "write", "drag": "write", "scroll_at": "write"} {
 		if risks[tool] != want {
 			t.Errorf("%s has risk %q, want %q", tool, risks[tool], want)
 		}
@@ -70,6 +72,36 @@ func TestServerThroughDeviceClient(t *testing.T) {
 	r = run("wait_for", map[string]any{"role": "link", "timeout": 0.3})
 	if r.Status != command.Failure || !strings.Contains(r.Error, "not found in 0.3 s: no control with role \"link\"") || !strings.Contains(r.Error, `toggle button "7"`) {
 		t.Fatalf("wait_for a link galculator never has: %+v", r)
+	}
+	// The 7 key hit by its pixel centre alone, in a half-size screenshot
+	// that says its size and scale.
+	r = run("screenshot", map[string]any{"scale": 0.5})
+	if err := json.Unmarshal(r.Result, &entries); err != nil || len(entries) != 2 || entries[1].Type != "image" {
+		t.Fatalf("screenshot gave %s (%v)", r.Result, err)
+	}
+	obs, err := d.Observe(ctx, "", desktop.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seven, ok := obs.Find("toggle button", "7")
+	if !ok {
+		t.Fatalf("no 7 key:\n%s", obs.Text())
+	}
+	w := obs.Window
+	if want := fmt.Sprintf("Screenshot of window %s: %dx%d pixels at scale 0.5", w.ID, (w.Bounds.W+1)/2, (w.Bounds.H+1)/2); !strings.Contains(entries[0].Text, want) {
+		t.Fatalf("the screenshot says %q, want it to say %q", entries[0].Text, want)
+	}
+	x, y := (seven.Bounds.X-w.Bounds.X+seven.Bounds.W/2)/2, (seven.Bounds.Y-w.Bounds.Y+seven.Bounds.H/2)/2
+	if r := run("click_at", map[string]any{"window": w.ID, "x": x, "y": y}); r.Status != command.Success || !strings.Contains(string(r.Result), "scale 0.5") {
+		t.Fatalf("click_at the 7 key's centre in the half-size screenshot: %+v", r)
+	}
+	r = run("wait_for", map[string]any{"role": "text", "name": "7", "timeout": 10})
+	if r.Status != command.Success {
+		t.Fatalf("the display does not show the 7 clicked at its pixels: %+v", r)
+	}
+	r = run("click_at", map[string]any{"window": w.ID, "x": 5000, "y": 1})
+	if r.Status != command.Failure || !strings.Contains(r.Error, "is outside window "+w.ID+"'s screenshot") {
+		t.Fatalf("click_at outside the screenshot: %+v", r)
 	}
 	// An id the server never handed out is a failure Result the model reads.
 	r = run("click", map[string]any{"id": 4242})

@@ -151,12 +151,8 @@ func (w *wayland) capture(r Rect) (*image.RGBA, Rect, error) {
 func (w *wayland) click(x, y int, button byte, count int) error {
 	var err error
 	switch button {
-	case 1:
-		err = w.scr.Click(x, y, wl.BtnLeft, count)
-	case 2:
-		err = w.scr.Click(x, y, wl.BtnMiddle, count)
-	case 3:
-		err = w.scr.Click(x, y, wl.BtnRight, count)
+	case 1, 2, 3:
+		err = w.scr.Click(x, y, wlButtons[button], count)
 	case 4, 5:
 		err = w.scr.Scroll(x, y, false, map[byte]int{4: -count, 5: count}[button])
 	case 6, 7:
@@ -164,10 +160,26 @@ func (w *wayland) click(x, y int, button byte, count int) error {
 	default:
 		return fmt.Errorf("no mouse button %d", button)
 	}
+	return w.pointerErr(err)
+}
+
+var wlButtons = map[byte]uint32{1: wl.BtnLeft, 2: wl.BtnMiddle, 3: wl.BtnRight}
+
+func (w *wayland) pointerErr(err error) error {
 	if errors.Is(err, wl.ErrUnsupported) {
 		return w.cannot("use the pointer", "virtual pointer (wlr-virtual-pointer)")
 	}
 	return err
+}
+
+func (w *wayland) move(x, y int) error { return w.pointerErr(w.scr.Move(x, y)) }
+
+func (w *wayland) button(b byte, down bool) error {
+	btn, ok := wlButtons[b]
+	if !ok {
+		return fmt.Errorf("no mouse button %d", b)
+	}
+	return w.pointerErr(w.scr.Button(btn, down))
 }
 
 var modMasks = map[xproto.Keysym]uint32{0xffe1: wl.ModShift, 0xffe3: wl.ModCtrl, 0xffe9: wl.ModAlt, 0xffeb: wl.ModSuper, 0xffe7: wl.ModSuper}

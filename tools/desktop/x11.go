@@ -184,6 +184,28 @@ func (d *display) click(x, y int, button byte, count int) error {
 	return nil
 }
 
+// move puts the pointer at (x, y).
+func (d *display) move(x, y int) error {
+	if err := d.fake(evMotion, 0, x, y); err != nil {
+		return d.xerr("move the pointer", err)
+	}
+	xproto.GetInputFocus(d.conn).Reply()
+	return nil
+}
+
+// button presses or releases a mouse button where the pointer is.
+func (d *display) button(b byte, down bool) error {
+	typ, what := byte(evButtonRelease), "release a mouse button"
+	if down {
+		typ, what = evButtonPress, "press a mouse button"
+	}
+	if err := d.fake(typ, b, 0, 0); err != nil {
+		return d.xerr(what, err)
+	}
+	xproto.GetInputFocus(d.conn).Reply()
+	return nil
+}
+
 func (d *display) loadKeymap(maxKey xproto.Keycode) error {
 	n := int(maxKey) - int(d.minKey) + 1
 	rep, err := xproto.GetKeyboardMapping(d.conn, d.minKey, byte(n)).Reply()

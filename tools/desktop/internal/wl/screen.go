@@ -364,6 +364,38 @@ func (s *Screen) Click(x, y int, button uint32, count int) error {
 	return s.c.Roundtrip(timeout)
 }
 
+// Move puts the pointer at (x, y) of the layout.
+func (s *Screen) Move(x, y int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ptr, err := s.pointer()
+	if err != nil {
+		return err
+	}
+	if err := s.move(ptr, x, y); err != nil {
+		return err
+	}
+	return s.c.Roundtrip(timeout)
+}
+
+// Button presses (down) or releases button where the pointer is.
+func (s *Screen) Button(button uint32, down bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ptr, err := s.pointer()
+	if err != nil {
+		return err
+	}
+	state := uint32(0)
+	if down {
+		state = 1
+	}
+	if err := errors.Join(s.c.Request(ptr, 2, now(), Uint(button), Uint(state)), s.c.Request(ptr, 4)); err != nil {
+		return err
+	}
+	return s.c.Roundtrip(timeout)
+}
+
 // Scroll turns the wheel at (x, y): steps notches, negative up or left.
 func (s *Screen) Scroll(x, y int, horizontal bool, steps int) error {
 	s.mu.Lock()
