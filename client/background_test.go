@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,9 @@ func statusOf(t *testing.T, r command.Result) command.Status {
 	return s
 }
 
+// progressLog keeps the progress reports it is given, for a test to
+// look at; one made by newProgressLog also hands over the first report
+// of an end on end.
 type progressLog struct {
 	mu  sync.Mutex
 	got []command.Progress
@@ -110,9 +114,21 @@ func (l *progressLog) add(p command.Progress) {
 	l.mu.Lock()
 	l.got = append(l.got, p)
 	l.mu.Unlock()
-	if p.State.Terminal() {
+	if p.State.Terminal() && l.end != nil {
 		l.end <- p
 	}
+}
+
+// context is parent with l as its progress callback.
+func (l *progressLog) context(parent context.Context) context.Context {
+	return client.WithProgress(parent, l.add)
+}
+
+// reports is what l has been given so far.
+func (l *progressLog) reports() []command.Progress {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
 }
 
 // A command that runs past the threshold is left running: its result says

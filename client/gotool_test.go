@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,20 +59,15 @@ func TestGoToolProgressReachesTheCaller(t *testing.T) {
 	// Notifications handed over on a goroutine of their own lose the race
 	// with the result most times: twenty calls show it.
 	for i := range 20 {
-		var mu sync.Mutex
-		var got []client.Progress
-		ctx := client.WithProgress(context.Background(), func(p client.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, p)
-		})
+		var log progressLog
+		ctx := log.context(context.Background())
 		id := fmt.Sprint("c-", i)
 		r := c.Execute(ctx, command.Command{Namespace: "work", ToolName: "steps", CallID: id})
 		var text string
 		if err := json.Unmarshal(r.Result, &text); err != nil || text != "done" {
 			t.Fatalf("result %+v", r)
 		}
-		mu.Lock()
+		got := log.reports()
 		want := []client.Progress{
 			{CallID: id, Namespace: "work", Tool: "steps", Progress: 1, Total: 3, Message: "step 1", State: command.StateRunning},
 			{CallID: id, Namespace: "work", Tool: "steps", Progress: 2, Total: 3, Message: "step 2", State: command.StateRunning},
@@ -82,7 +76,6 @@ func TestGoToolProgressReachesTheCaller(t *testing.T) {
 		if !slices.Equal(untimed(got), want) {
 			t.Fatalf("call %d: progress before the result:\n got %+v\nwant %+v", i, got, want)
 		}
-		mu.Unlock()
 	}
 }
 
@@ -94,21 +87,13 @@ func TestGoToolProgressOverStdioComesBeforeTheResult(t *testing.T) {
 	srv.Namespace = "work"
 	c := newClient(t, []client.Server{srv}, fastOpts())
 	for i := range 50 {
-		var mu sync.Mutex
-		var got []client.Progress
-		ctx := client.WithProgress(context.Background(), func(p client.Progress) {
-			mu.Lock()
-			defer mu.Unlock()
-			got = append(got, p)
-		})
+		var log progressLog
+		ctx := log.context(context.Background())
 		id := fmt.Sprint("s-", i)
 		if r := c.Execute(ctx, command.Command{Namespace: "work", ToolName: "steps", CallID: id}); text(t, r) != "done" {
 			t.Fatalf("result %+v", r)
 		}
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n != 3 {
+		if n := len(log.reports()); n != 3 {
 			t.Fatalf("call %d: %d of 3 reports came before the result", i, n)
 		}
 	}
@@ -128,13 +113,8 @@ func TestProgressEndsWithTheCall(t *testing.T) {
 			return "late", nil
 		}))
 	c := newClient(t, []client.Server{{Namespace: "work", MCP: s}}, fastOpts())
-	var mu sync.Mutex
-	var got []client.Progress
-	ctx, cancel := context.WithCancelCause(client.WithProgress(context.Background(), func(p client.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, p)
-	}))
+	var log progressLog
+	ctx, cancel := context.WithCancelCause(log.context(context.Background()))
 	// The caller gives up once the tool runs (a timeout under load could
 	// come before the handler started, and test nothing).
 	go func() {
@@ -151,9 +131,7 @@ func TestProgressEndsWithTheCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler never reported")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 0 {
+	if got := log.reports(); len(got) != 0 {
 		t.Errorf("progress after the call returned: %+v", got)
 	}
 }

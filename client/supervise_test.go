@@ -209,20 +209,14 @@ func TestProgressReachesTheDispatchersCaller(t *testing.T) {
 				srv = client.Foreign(client.Server{Namespace: "peer"}, goodServer())
 			}
 			c := newClient(t, []client.Server{srv}, fastOpts())
-			var mu sync.Mutex
-			var got []client.Progress
-			ctx := client.WithProgress(context.Background(), func(p client.Progress) {
-				mu.Lock()
-				got = append(got, p)
-				mu.Unlock()
-			})
+			var log progressLog
+			ctx := log.context(context.Background())
 			res := dispatcher.NewLocal(c, dispatcher.LocalOptions{}).Execute(ctx, []command.Command{
 				{ToolName: "progress", Namespace: "peer", CallID: "long-1", Parameters: map[string]any{"steps": 3}}})
 			if text(t, res[0]) != "did 3 steps" {
 				t.Fatalf("result %+v", res[0])
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			got := log.reports()
 			want := []client.Progress{
 				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 1, Total: 3, Message: "step 1", State: command.StateRunning},
 				{CallID: "long-1", Namespace: "peer", Tool: "progress", Progress: 2, Total: 3, Message: "step 2", State: command.StateRunning},
@@ -483,24 +477,17 @@ func TestHTTPServer(t *testing.T) {
 	}
 	// mcp-go's HTTP server sends progress on the session's listening
 	// stream, so reports may trail the result; those are dropped.
-	var mu sync.Mutex
-	var events []client.Progress
-	ctx := client.WithProgress(context.Background(), func(p client.Progress) {
-		mu.Lock()
-		events = append(events, p)
-		mu.Unlock()
-	})
+	var log progressLog
+	ctx := log.context(context.Background())
 	r := c.Execute(ctx, command.Command{Namespace: "web", ToolName: "progress", CallID: "h1", Parameters: map[string]any{"steps": 2}})
 	if text(t, r) != "did 2 steps" {
 		t.Errorf("progress over http: %+v", r)
 	}
-	mu.Lock()
-	for _, p := range events {
+	for _, p := range log.reports() {
 		if p.CallID != "h1" || p.Tool != "progress" || p.Total != 2 {
 			t.Errorf("progress event %+v", p)
 		}
 	}
-	mu.Unlock()
 	text(t, run(c, "web", "add_tool", nil))
 	deadline := time.Now().Add(5 * time.Second)
 	for len(c.Tools("web", "")) != 9 && time.Now().Before(deadline) {
