@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/dispatcher"
-	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
@@ -159,18 +157,7 @@ func BenchmarkProgressToDOM(b *testing.B) {
 func newBenchSite(b testing.TB, script string) *site {
 	s := &site{}
 	cfg := scriptConfig(b, script)
-	srv, err := server.New(server.Options{Token: key, NewSession: server.Sessions(cfg, session.Options{})})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
-	s.srv, s.url = srv, hs.URL
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx, "over")
-		hs.Close()
-	})
+	s.srv, s.url = serveConsole(b, server.Options{Token: key, NewSession: server.Sessions(cfg, session.Options{})}, nil)
 	return s
 }
 
@@ -228,16 +215,11 @@ const rowsDrawn = `(() => {
 // page's code saw it, and dom-nodes the page's elements then.
 func BenchmarkPageLoad(b *testing.B) {
 	st := filledStore(b, 1000, 100)
-	srv, err := server.New(server.Options{Token: key, Store: st, NewSession: func(server.SessionSpec) (server.Runner, error) {
+	_, url := serveConsole(b, server.Options{Token: key, Store: st, NewSession: func(server.SessionSpec) (server.Runner, error) {
 		return nil, fmt.Errorf("none")
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
-	b.Cleanup(func() { srv.Shutdown(context.Background(), "over"); hs.Close() })
+	}}, nil)
 	ctx := browser(b)
-	loggedIn(b, ctx, hs.URL)
+	loggedIn(b, ctx, url)
 	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: rowsDrawn})
 		return err
@@ -248,7 +230,7 @@ func BenchmarkPageLoad(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		err := chromedp.Do(tctx, chromedp.Navigate("about:blank"), chromedp.Navigate(hs.URL+"/#/tasks"), chromedp.WaitReady(chromedp.CSS("#app")))
+		err := chromedp.Do(tctx, chromedp.Navigate("about:blank"), chromedp.Navigate(url+"/#/tasks"), chromedp.WaitReady(chromedp.CSS("#app")))
 		if err == nil {
 			var v []float64
 			v, err = chromedp.Run(tctx, chromedp.Poll[[]float64](`window.__rows > 0 && performance.getEntriesByName("saucer:listed").length > 0 &&

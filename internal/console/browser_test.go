@@ -144,20 +144,33 @@ func newSiteOpts(t testing.TB, byRequest scripts, handler func(*server.Server) h
 	o := server.Options{Token: key, NewSession: newSession, RunsDir: s.runs, EvalsDir: evalsDir, Review: serve.Review(nil),
 		CancelGrace: 200 * time.Millisecond, Logf: func(f string, a ...any) { t.Logf("server: "+f, a...) }}
 	set(&o)
+	s.srv, s.url = serveConsole(t, o, handler)
+	connectDevice(t, "ws"+strings.TrimPrefix(s.url, "http")+"/ws", "box", s.dir)
+	return s
+}
+
+// serveConsole starts a server with o and serves the console over the
+// API that api makes of it (nil: the server's own) on a loopback port
+// until the test ends, then shuts the server down. It returns the
+// server and the console's URL.
+func serveConsole(t testing.TB, o server.Options, api func(*server.Server) http.Handler) (*server.Server, string) {
+	t.Helper()
 	srv, err := server.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(console.Handler(handler(srv)))
-	s.srv, s.url = srv, hs.URL
+	h := srv.Handler()
+	if api != nil {
+		h = api(srv)
+	}
+	hs := httptest.NewServer(console.Handler(h))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx, "test over")
 		hs.Close()
 	})
-	connectDevice(t, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", "box", s.dir)
-	return s
+	return srv, hs.URL
 }
 
 // connectDevice runs Saucer's device client with the shell and files

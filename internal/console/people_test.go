@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/saucerhq/saucer/aip"
-	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/session"
 )
@@ -58,16 +56,11 @@ func TestCommandOutputAsLines(t *testing.T) {
 func TestThousandTasksForPeople(t *testing.T) {
 	axe := axeScript(t)
 	st := filledStore(t, 1000, 100)
-	srv, err := server.New(server.Options{Token: key, Store: st, NewSession: func(server.SessionSpec) (server.Runner, error) {
+	_, url := serveConsole(t, server.Options{Token: key, Store: st, NewSession: func(server.SessionSpec) (server.Runner, error) {
 		return nil, fmt.Errorf("none")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
-	t.Cleanup(func() { srv.Shutdown(context.Background(), "over"); hs.Close() })
+	}}, nil)
 	ctx := browser(t)
-	loggedIn(t, ctx, hs.URL)
+	loggedIn(t, ctx, url)
 	run(t, ctx, "the list",
 		waitFor(ctx, hasText("main h1", "Tasks")),
 		waitFor(ctx, hasText(".count", "Showing 1–50 of 1000 tasks")),
@@ -102,7 +95,7 @@ func TestThousandTasksForPeople(t *testing.T) {
 		waitFor(ctx, hasText(".dispatch [role=status]", "10 of 100 devices match")),
 		waitFor(ctx, `document.querySelectorAll("#device option").length === 10`))
 
-	run(t, ctx, "the devices", chromedp.Navigate(hs.URL+"/#/devices"),
+	run(t, ctx, "the devices", chromedp.Navigate(url+"/#/devices"),
 		waitFor(ctx, hasText("main h1", "Devices")),
 		waitFor(ctx, hasText(".count", "Showing 1–20 of 100 devices")),
 		waitFor(ctx, `document.querySelectorAll("li.device").length === 20`),
@@ -177,15 +170,10 @@ func TestWhoActed(t *testing.T) {
 // that the device did not report whether it ran.
 func TestKilledCommandThatStreamed(t *testing.T) {
 	cfg := scriptConfig(t, holdScript)
-	srv, err := server.New(server.Options{Token: key, NewSession: server.Sessions(cfg, session.Options{}), CancelGrace: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
-	t.Cleanup(func() { srv.Shutdown(context.Background(), "over"); hs.Close() })
-	dev := dialDevice(t, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", "held")
+	srv, url := serveConsole(t, server.Options{Token: key, NewSession: server.Sessions(cfg, session.Options{}), CancelGrace: 100 * time.Millisecond}, nil)
+	dev := dialDevice(t, "ws"+strings.TrimPrefix(url, "http")+"/ws", "held")
 	ctx := browser(t)
-	loggedIn(t, ctx, hs.URL)
+	loggedIn(t, ctx, url)
 	info, err := srv.Dispatch("held", "build it", "test", "test")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +185,7 @@ func TestKilledCommandThatStreamed(t *testing.T) {
 		t.Fatal("the command never reached the device")
 	}
 	call := frame.Actions[0].CallID
-	run(t, ctx, "the task", chromedp.Navigate(hs.URL+"/#/tasks/"+info.ID), waitFor(ctx, `!!document.querySelector(".live-cmd")`))
+	run(t, ctx, "the task", chromedp.Navigate(url+"/#/tasks/"+info.ID), waitFor(ctx, `!!document.querySelector(".live-cmd")`))
 	dev.conn.Send(context.Background(), &aip.ClientMessage{Type: aip.TypeHeartbeat, Status: aip.StatusOK, ClientType: aip.ClientDevice, ClientID: "held",
 		Progress: &aip.Progress{ResponseID: frame.ResponseID, CallID: call, State: "running", ElapsedMS: 1500, Message: "compiling 1\ncompiling 2"}})
 	run(t, ctx, "its output streams", waitFor(ctx, hasText(".live-cmd pre.lines", "compiling 1\ncompiling 2")),

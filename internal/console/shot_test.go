@@ -6,7 +6,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
-	"github.com/saucerhq/saucer/internal/console"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/strategy"
@@ -52,23 +50,18 @@ func (d desktopStep) Run(ctx context.Context, request string) *agent.Outcome {
 // screenshot its model saw (served by the API) with the clicked point
 // marked where it clicked, and the tokens with their cached share.
 func TestScreenshotWithItsMark(t *testing.T) {
-	srv, err := server.New(server.Options{Token: key, NewSession: func(spec server.SessionSpec) (server.Runner, error) {
+	srv, url := serveConsole(t, server.Options{Token: key, NewSession: func(spec server.SessionSpec) (server.Runner, error) {
 		return desktopStep{spec.Observer}, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(console.Handler(srv.Handler()))
-	t.Cleanup(func() { srv.Shutdown(context.Background(), "over"); hs.Close() })
-	connectDevice(t, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", "desk", t.TempDir())
+	}}, nil)
+	connectDevice(t, "ws"+strings.TrimPrefix(url, "http")+"/ws", "desk", t.TempDir())
 	info, err := srv.Dispatch("desk", "press 7", "calc", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitEnded(t, srv, info.ID)
 	ctx := browser(t)
-	loggedIn(t, ctx, hs.URL)
-	run(t, ctx, "the step's screenshot", chromedp.Navigate(hs.URL+"/#/tasks/"+info.ID),
+	loggedIn(t, ctx, url)
+	run(t, ctx, "the step's screenshot", chromedp.Navigate(url+"/#/tasks/"+info.ID),
 		waitFor(ctx, `(() => { const i = document.querySelector("figure.shot img"); return i && i.complete && i.naturalWidth === 200 })()`),
 		waitFor(ctx, hasText("li.step .thought", "The 7 key is at the top left.")),
 		waitFor(ctx, hasText("li.step .head", "900+20 tokens (50% cached)")),
