@@ -45,11 +45,7 @@ func TestKilledCommandsLeaveNoCgroup(t *testing.T) {
 		clk := newFakeClock()
 		done := callAsync(withClock(context.Background(), clk), c, map[string]any{"command": cmd, "args": []string{sig.path}, "timeout": 5})
 		group := commandGroup(t, sig.nextPID(t))
-		clk.waitArmed(t)
-		clk.advance(5 * time.Second)
-		if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
-			t.Fatalf("the command should have timed out: %s", res.text)
-		}
+		timeOut(t, clk, done)
 		assertGone(t, group, "that timed out")
 	})
 	t.Run("cancelled", func(t *testing.T) {
@@ -82,11 +78,7 @@ func TestKilledCommandsLeaveNoCgroup(t *testing.T) {
 		done := callAsync(withClock(context.Background(), clk), c, map[string]any{
 			"command": "set -- " + shellQuote(sig.path) + "; " + cmd, "timeout": 5})
 		group := commandGroup(t, sig.nextPID(t))
-		clk.waitArmed(t)
-		clk.advance(5 * time.Second)
-		if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
-			t.Fatalf("the command should have timed out: %s", res.text)
-		}
+		timeOut(t, clk, done)
 		assertGone(t, group, "in the persistent shell that timed out")
 	})
 }

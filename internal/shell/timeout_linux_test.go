@@ -79,11 +79,7 @@ func TestTimeoutKillsSetsidChildren(t *testing.T) {
 		"args":    []string{sig.path}, "timeout": 5,
 	})
 	children := []*process{sig.nextPID(t), sig.nextPID(t)}
-	clk.waitArmed(t)
-	clk.advance(5 * time.Second)
-	if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
-		t.Fatalf("the command should have timed out: %s", res.text)
-	}
+	timeOut(t, clk, done)
 	for _, p := range children {
 		if !p.endsWithin(waitLimit) {
 			t.Errorf("process %d outlived the command's timeout", p.pid)
@@ -112,11 +108,7 @@ func TestTimeoutKillsChildrenThatLeftEverything(t *testing.T) {
 		if !strings.HasPrefix(filepath.Base(group), "saucer-") {
 			t.Errorf("the child is in cgroup %s, not a command's", group)
 		}
-		clk.waitArmed(t)
-		clk.advance(5 * time.Second)
-		if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
-			t.Fatalf("the command should have timed out: %s", res.text)
-		}
+		timeOut(t, clk, done)
 		if !child.endsWithin(waitLimit) {
 			t.Fatalf("process %d, detached with setsid and env -i, outlived the timeout", child.pid)
 		}
@@ -131,11 +123,7 @@ func TestTimeoutKillsChildrenThatLeftEverything(t *testing.T) {
 		done := callAsync(withClock(context.Background(), clk), c, map[string]any{
 			"command": "set -- " + shellQuote(sig.path) + "; " + escape + " wait", "timeout": 5})
 		child := sig.nextPID(t)
-		clk.waitArmed(t)
-		clk.advance(5 * time.Second)
-		if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
-			t.Fatalf("the command should have timed out: %s", res.text)
-		}
+		timeOut(t, clk, done)
 		if !child.endsWithin(waitLimit) {
 			t.Fatalf("process %d, detached with setsid and env -i, outlived the persistent shell's timeout", child.pid)
 		}

@@ -176,6 +176,17 @@ func (c *fakeClock) advance(d time.Duration) {
 	}
 }
 
+// timeOut moves clk past the 5s timeout of the call that done waits for,
+// once its timer is set, and checks that the call ended as timed out.
+func timeOut(t *testing.T, clk *fakeClock, done <-chan callResult) {
+	t.Helper()
+	clk.waitArmed(t)
+	clk.advance(5 * time.Second)
+	if res := await(t, done); !res.isErr || !strings.Contains(res.text, "timed out after 5s") {
+		t.Fatalf("the command should have timed out: %s", res.text)
+	}
+}
+
 // callResult is what a call in the background got.
 type callResult struct {
 	out   ExecuteOutput
