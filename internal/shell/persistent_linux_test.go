@@ -10,9 +10,6 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/saucerhq/saucer/internal/mcpserve"
 )
 
 // connectPersistent starts a persistent shell server and a client to it;
@@ -25,19 +22,7 @@ func connectPersistent(t *testing.T, opts Options) (*mcpclient.Client, func() er
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop() })
-	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "test"}}}); err != nil {
-		t.Fatal(err)
-	}
-	return c, stop
+	return inProcessClient(t, srv), stop
 }
 
 func mustRun(t *testing.T, c *mcpclient.Client, args map[string]any) ExecuteOutput {

@@ -13,12 +13,20 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/saucerhq/saucer/internal/mcpserve"
+	"github.com/saucerhq/saucer/tools"
 )
 
 // connect starts a real shell server and an in-process MCP client to it.
 func connect(t *testing.T, opts Options) *mcpclient.Client {
 	t.Helper()
-	c, err := mcpclient.NewInProcessClient(mcpserve.New(New(opts)))
+	return inProcessClient(t, New(opts))
+}
+
+// inProcessClient is an MCP client of srv in this process, started and
+// initialized; it is closed when the test ends.
+func inProcessClient(t *testing.T, srv *tools.Server) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.NewInProcessClient(mcpserve.New(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
