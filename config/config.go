@@ -55,6 +55,8 @@ type Config struct {
 	// Constellation configures the constellations a server runs (one
 	// request over several devices).
 	Constellation Constellation `yaml:"constellation"`
+	// Knowledge configures the store agents learn from (saucer learn).
+	Knowledge Knowledge `yaml:"knowledge"`
 }
 
 // Constellation configures constellations: which devices they may use

@@ -71,21 +71,35 @@ func HelpFromCommand(ctx context.Context, app, cmdline string) ([]Entry, error) 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	env := append(os.Environ(), "MANWIDTH=80", "MAN_KEEP_FORMATTING=", "MANPAGER=cat", "PAGER=cat", "LC_ALL=C.UTF-8")
-	if args[0] == "man" && !contains(args, "-P") {
-		args = append([]string{"man", "-P", "cat"}, args[1:]...)
-	}
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Env = env
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	if err := c.Run(); err != nil {
-		// Some tools print their help and exit 1 or 2; the output counts.
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || out.Len() == 0 {
-			return nil, fmt.Errorf("knowledge: running %q: %v: %s", cmdline, err, strings.TrimSpace(errOut.String()))
+	run := func(args []string) (string, error) {
+		c := exec.CommandContext(ctx, args[0], args[1:]...)
+		c.Env = env
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		if err := c.Run(); err != nil {
+			// Some tools print their help and exit 1 or 2; the output counts.
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || out.Len() == 0 {
+				return "", fmt.Errorf("knowledge: running %q: %v: %s", cmdline, err, strings.TrimSpace(errOut.String()))
+			}
 		}
+		return out.String(), nil
 	}
-	text := overstrike.ReplaceAllString(out.String(), "")
+	var text string
+	var err error
+	if args[0] == "man" && !contains(args, "-P") {
+		// man-db's --nh --nj: no hyphens and no justification, so words
+		// stay whole and single-spaced; other mans are asked plainly.
+		if text, err = run(append([]string{"man", "--nh", "--nj", "-P", "cat"}, args[1:]...)); err != nil {
+			text, err = run(append([]string{"man", "-P", "cat"}, args[1:]...))
+		}
+	} else {
+		text, err = run(args)
+	}
+	if err != nil {
+		return nil, err
+	}
+	text = overstrike.ReplaceAllString(text, "")
 	text = ansi.ReplaceAllString(text, "")
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("knowledge: %q printed no help", cmdline)

@@ -66,8 +66,8 @@ func TestHelpFromAManPage(t *testing.T) {
 		t.Errorf("%d passages from %q", len(es), es[0].Source.Path)
 	}
 	for _, e := range es {
-		if strings.ContainsRune(e.Text, '\b') {
-			t.Fatalf("overstrike left in %s", e.Title)
+		if strings.ContainsRune(e.Text, '\b') || strings.Contains(e.Text, "\u2010\n") {
+			t.Fatalf("overstrike or a hyphenated word left in %s:\n%s", e.Title, e.Text)
 		}
 	}
 	s, err := Open(testCtx(t), t.TempDir(), nil)

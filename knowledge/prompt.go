@@ -21,7 +21,11 @@ func (s *Store) ForPrompt(ctx context.Context, request, app string, budgetTokens
 	if strings.TrimSpace(request) == "" || budgetTokens <= 0 {
 		return "", nil, nil
 	}
-	hits, err := s.Search(ctx, Query{Text: request, App: app, Limit: promptLimit, TokenBudget: budgetTokens - tokensOf(promptHead)})
+	left := budgetTokens - tokensOf(promptHead)
+	if left <= 0 {
+		return "", nil, nil
+	}
+	hits, err := s.Search(ctx, Query{Text: request, App: app, Limit: promptLimit, TokenBudget: left})
 	if err != nil || len(hits) == 0 {
 		return "", nil, err
 	}

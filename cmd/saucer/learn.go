@@ -1,0 +1,302 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/knowledge"
+	"github.com/saucerhq/saucer/llm/provider"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+func init() { commands = append(commands, newLearnCmd) }
+
+type learnFlags struct {
+	dir      string
+	as       string
+	helpDocs []string
+	helpCmds []string
+	search   string
+	app      string
+	kinds    []string
+	limit    int
+	budget   int
+}
+
+func newLearnCmd(g *globalFlags) *cobra.Command {
+	f := &learnFlags{}
+	cmd := &cobra.Command{
+		Use:   "learn [RUNS...]",
+		Short: "Learn from recorded runs and help documents, or search what was learned",
+		Long: `learn keeps what agents can learn from in a knowledge store:
+
+  saucer learn runs/20250102-030405-a1b2c3 runs/...   experience from recorded runs
+  saucer learn runs                                   every run recorded under runs/
+  saucer learn --as demonstration runs/ID             a run a person drove, as an example
+  saucer learn --help-cmd tar="man tar" --help-cmd ls="ls --help"
+  saucer learn --help-doc gimp=/usr/share/help/C/gimp/index.html
+  saucer learn --search "count the lines of a csv" [--app shell]
+
+Each run gives one entry for the whole run and one per app agent's subtask;
+a failed run is kept as what not to do. Secrets (the config's and the
+environment's, record.redact) are removed again from everything kept. The
+store is knowledge.dir (default: ~/.local/share/saucer/knowledge).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.load()
+			if err != nil {
+				return err
+			}
+			return runLearn(cmd, cfg, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dir, "dir", "", "the knowledge store's directory (default: knowledge.dir, SAUCER_KNOWLEDGE or ~/.local/share/saucer/knowledge)")
+	fl.StringVar(&f.as, "as", "experience", "what recorded runs teach: experience or demonstration")
+	fl.StringArrayVar(&f.helpDocs, "help-doc", nil, "index a help file for an app: APP=PATH (HTML, Markdown, XML or text; repeatable)")
+	fl.StringArrayVar(&f.helpCmds, "help-cmd", nil, `index a command's help for an app: APP=COMMAND ("man tar", "ls --help"; repeatable)`)
+	fl.StringVar(&f.search, "search", "", "search the store for this request instead of learning")
+	fl.StringVar(&f.app, "app", "", "with --search: only entries about this app")
+	fl.StringSliceVar(&f.kinds, "kind", nil, "with --search: only these kinds (experience, demonstration, help)")
+	fl.IntVar(&f.limit, "limit", 5, "with --search: at most this many hits")
+	fl.IntVar(&f.budget, "budget", 0, "with --search: print what an agent would be given within this many tokens")
+	return cmd
+}
+
+func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []string) error {
+	out := cmd.OutOrStdout()
+	if f.search == "" && len(args) == 0 && len(f.helpDocs) == 0 && len(f.helpCmds) == 0 {
+		return errors.New("nothing to learn: give recorded runs (runs/<id>, or runs for all of them), --help-doc APP=PATH, --help-cmd APP=COMMAND, or --search TEXT")
+	}
+	if f.search != "" && (len(args) > 0 || len(f.helpDocs) > 0 || len(f.helpCmds) > 0) {
+		return errors.New("--search reads the store; learn and search in two commands")
+	}
+	kind, err := knowledge.ParseKind(f.as)
+	if err != nil || kind == knowledge.Help {
+		return fmt.Errorf("--as %q: give experience or demonstration (help comes from --help-doc and --help-cmd)", f.as)
+	}
+	dir, err := cfg.KnowledgeDir(f.dir, nil)
+	if err != nil {
+		return err
+	}
+	emb, err := embedderFor(cfg)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	store, err := knowledge.Open(ctx, dir, &knowledge.Options{Embedder: emb})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	if f.search != "" {
+		return learnSearch(cmd, store, f)
+	}
+
+	// Everything is read before anything is stored: a bad argument
+	// changes nothing.
+	red, err := redactorFor(cfg)
+	if err != nil {
+		return err
+	}
+	runs, err := recordingsIn(args)
+	if err != nil {
+		return err
+	}
+	var learned []knowledge.Entry
+	counts := map[string]int{}
+	for _, run := range runs {
+		es, err := knowledge.LearnDir(ctx, run, red, &knowledge.LearnOptions{Kind: kind})
+		var skip *knowledge.SkipError
+		if errors.As(err, &skip) {
+			fmt.Fprintf(out, "skipped %s: %s\n", run, skip.Reason)
+			counts["skipped"]++
+			continue
+		}
+		if err != nil {
+			// One damaged recording among many does not stop the rest.
+			fmt.Fprintf(out, "skipped %s: cannot read the recording: %v\n", run, err)
+			counts["skipped"]++
+			continue
+		}
+		subtasks := len(es) - 1
+		fmt.Fprintf(out, "learned %s: %s, %s (%s, %d subtask%s)\n", run, es[0].Label(), oneLine(es[0].Title, 70), kind, subtasks, plural(subtasks))
+		learned = append(learned, es...)
+	}
+	for _, spec := range f.helpDocs {
+		app, path, ok := strings.Cut(spec, "=")
+		if !ok || app == "" || path == "" {
+			return fmt.Errorf("--help-doc %q: give APP=PATH, e.g. gimp=/usr/share/help/C/gimp/index.html", spec)
+		}
+		es, err := knowledge.HelpFromFile(app, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "help for %s from %s: %d passage%s\n", app, path, len(es), plural(len(es)))
+		learned = append(learned, es...)
+	}
+	for _, spec := range f.helpCmds {
+		app, command, ok := strings.Cut(spec, "=")
+		if !ok || app == "" || strings.TrimSpace(command) == "" {
+			return fmt.Errorf(`--help-cmd %q: give APP=COMMAND, e.g. tar="man tar" or ls="ls --help"`, spec)
+		}
+		es, err := knowledge.HelpFromCommand(ctx, app, command)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "help for %s from %q: %d passage%s\n", app, command, len(es), plural(len(es)))
+		learned = append(learned, es...)
+	}
+	if err := store.Add(ctx, learned...); err != nil {
+		return err
+	}
+	for _, e := range learned {
+		counts[string(e.Kind)]++
+	}
+	byKind := map[knowledge.Kind]int{}
+	for _, e := range store.Entries() {
+		byKind[e.Kind]++
+	}
+	fmt.Fprintf(out, "added %d entr%s (experience %d, demonstration %d, help %d; %d run%s skipped) to %s, which holds %d (experience %d, demonstration %d, help %d)\n",
+		len(learned), pluralY(len(learned)), counts["experience"], counts["demonstration"], counts["help"], counts["skipped"], plural(counts["skipped"]),
+		dir, store.Len(), byKind[knowledge.Experience], byKind[knowledge.Demonstration], byKind[knowledge.Help])
+	return nil
+}
+
+func learnSearch(cmd *cobra.Command, store *knowledge.Store, f *learnFlags) error {
+	out := cmd.OutOrStdout()
+	if f.budget > 0 {
+		text, _, err := store.ForPrompt(cmd.Context(), f.search, f.app, f.budget)
+		if err != nil {
+			return err
+		}
+		if text == "" {
+			fmt.Fprintln(out, "nothing learned fits the request")
+			return nil
+		}
+		fmt.Fprint(out, text)
+		return nil
+	}
+	q := knowledge.Query{Text: f.search, App: f.app, Limit: f.limit}
+	for _, k := range f.kinds {
+		kind, err := knowledge.ParseKind(k)
+		if err != nil {
+			return fmt.Errorf("--kind: %w", err)
+		}
+		q.Kinds = append(q.Kinds, kind)
+	}
+	hits, err := store.Search(cmd.Context(), q)
+	if err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		fmt.Fprintf(out, "no entries of %s (%d) fit %q\n", store.Dir(), store.Len(), f.search)
+		return nil
+	}
+	for i, h := range hits {
+		fmt.Fprintf(out, "%d. [%.4f] %s: %s\n", i+1, h.Score, h.Entry.Label(), oneLine(h.Entry.Title, 100))
+		fmt.Fprintf(out, "   source: %s\n", h.Entry.Source)
+		writeIndented(out, h.Entry.Text, 6)
+	}
+	return nil
+}
+
+// recordingsIn expands the arguments to run directories: a run directory,
+// its trajectory.jsonl, or a directory of run directories (runs/).
+func recordingsIn(args []string) ([]string, error) {
+	var runs []string
+	for _, a := range args {
+		if filepath.Base(a) == trajectory.EventsFile {
+			a = filepath.Dir(a)
+		}
+		abs, err := filepath.Abs(a)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(abs, trajectory.EventsFile)); err == nil {
+			runs = append(runs, abs)
+			continue
+		}
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: give a recorded run's directory (runs/<id>) or a directory of them", a, err)
+		}
+		var found []string
+		for _, e := range ents {
+			if _, err := os.Stat(filepath.Join(abs, e.Name(), trajectory.EventsFile)); e.IsDir() && err == nil {
+				found = append(found, filepath.Join(abs, e.Name()))
+			}
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s holds no recording (no %s in it or in the directories under it): give a recorded run's directory (runs/<id>) or a directory of them", a, trajectory.EventsFile)
+		}
+		sort.Strings(found)
+		runs = append(runs, found...)
+	}
+	return runs, nil
+}
+
+// embedderFor builds the embedder knowledge.embeddings names, with its
+// provider's settings; nil when none is set.
+func embedderFor(cfg *config.Config) (knowledge.Embedder, error) {
+	name, model, err := cfg.Knowledge.EmbeddingsModel()
+	if err != nil || name == "" {
+		return nil, err
+	}
+	s := cfg.Providers[name]
+	base, key := s.BaseURL, s.APIKey
+	switch name {
+	case "openai":
+		if key == "" {
+			key = os.Getenv("OPENAI_API_KEY")
+		}
+		if key == "" {
+			return nil, errors.New("knowledge.embeddings uses openai but no API key is set: set providers.openai.api_key or OPENAI_API_KEY, or leave knowledge.embeddings empty")
+		}
+	case "ollama":
+		if base == "" {
+			base = provider.DefaultOllamaHost
+		}
+		if !strings.HasSuffix(strings.TrimRight(base, "/"), "/v1") {
+			base = strings.TrimRight(base, "/") + "/v1"
+		}
+	default:
+		if base == "" {
+			return nil, fmt.Errorf("knowledge.embeddings uses %q, which has no base_url under providers: set providers.%s.base_url to its OpenAI-compatible endpoint", name, name)
+		}
+	}
+	return knowledge.NewOpenAIEmbedder(base, key, model, nil), nil
+}
+
+func writeIndented(w io.Writer, text string, maxLines int) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if i == maxLines {
+			fmt.Fprintf(w, "   … (%d more lines)\n", len(lines)-maxLines)
+			break
+		}
+		fmt.Fprintf(w, "   %s\n", l)
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
+}

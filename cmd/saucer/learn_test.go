@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/saucerhq/saucer/knowledge"
+	"github.com/saucerhq/saucer/trajectory"
+)
+
+// saucer learn takes a directory of runs, a run cut short (skipped, with
+// the reason) and a help file; --search prints the hits with their
+// sources, --budget what an agent would be given.
+func TestLearnCommand(t *testing.T) {
+	store := t.TempDir()
+	cut := filepath.Join(t.TempDir(), "cut-run")
+	os.MkdirAll(cut, 0o755)
+	data, err := os.ReadFile("../../evals/suites/recordings/moon-flight/trajectory.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(filepath.Join(cut, trajectory.EventsFile), []byte(strings.Join(lines[:3], "")), 0o644)
+	moon, _ := filepath.Abs("../../evals/suites/recordings/moon-flight")
+	os.Symlink(filepath.Join(moon, trajectory.ArtifactsDir), filepath.Join(cut, trajectory.ArtifactsDir))
+	// A recording whose artifacts are gone is skipped too, with the reason.
+	noArtifacts := filepath.Join(t.TempDir(), "no-artifacts")
+	os.MkdirAll(noArtifacts, 0o755)
+	os.WriteFile(filepath.Join(noArtifacts, trajectory.EventsFile), data, 0o644)
+	doc := filepath.Join(t.TempDir(), "wc.md")
+	os.WriteFile(doc, []byte("# wc\n\n## Counting lines\n\nwc -l FILE prints the number of newlines in FILE.\n"), 0o644)
+
+	out, code := saucer(t, "learn", "--dir", store, "../../evals/suites/recordings", cut, noArtifacts, "--help-doc", "wc="+doc)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"recordings/count-lines: experience (succeeded), How many lines does data.csv have? (experience, 1 subtask)\n",
+		"recordings/moon-flight: experience (failed: what not to do)",
+		"skipped " + cut + ": the run did not end (the recording stops after event 3",
+		"skipped " + noArtifacts + ": cannot read the recording: trajectory " + noArtifacts + ": line 3: artifact sha256:",
+		"help for wc from " + doc + ": 1 passage\n",
+		"added 7 entries (experience 6, demonstration 0, help 1; 2 runs skipped) to " + store + ", which holds 7",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+
+	out, code = saucer(t, "learn", "--dir", store, "--search", "how many lines has report.csv", "--limit", "2")
+	abs, _ := filepath.Abs("../../evals/suites/recordings/count-lines")
+	if code != 0 || !strings.HasPrefix(out, "1. [") || !strings.Contains(out, "   source: "+abs+" events ") || strings.Contains(out, "\n3. [") {
+		t.Errorf("search: exit %d:\n%s", code, out)
+	}
+	out, _ = saucer(t, "learn", "--dir", store, "--search", "count newlines", "--kind", "help")
+	if !strings.Contains(out, "help: wc.md: Counting lines") || !strings.Contains(out, "source: "+doc+" § Counting lines") || strings.Contains(out, "experience") {
+		t.Errorf("help search:\n%s", out)
+	}
+	out, _ = saucer(t, "learn", "--dir", store, "--search", "how many lines has report.csv", "--budget", "300")
+	if !strings.HasPrefix(out, "## What was learned before\n") || !strings.Contains(out, "Source: "+abs) {
+		t.Errorf("--budget:\n%s", out)
+	}
+
+	// Learning again replaces the same runs' entries.
+	out, _ = saucer(t, "learn", "--dir", store, "../../evals/suites/recordings/count-lines/trajectory.jsonl", "--as", "demonstration")
+	if !strings.Contains(out, "which holds 9 (experience 6, demonstration 2, help 1)") {
+		t.Errorf("as a demonstration:\n%s", out)
+	}
+	s, err := knowledge.Open(t.Context(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 9 {
+		t.Errorf("the store holds %d entries, the command said 9", s.Len())
+	}
+	s.Close()
+	out, _ = saucer(t, "learn", "--dir", t.TempDir(), "../../evals/suites/recordings/count-lines")
+	if !strings.Contains(out, "holds 2 (experience 2,") {
+		t.Errorf("a new store:\n%s", out)
+	}
+}
+
+// Bad input is a clear error that says what to do.
+func TestLearnCommandErrors(t *testing.T) {
+	store := t.TempDir()
+	empty := t.TempDir()
+	broken := t.TempDir()
+	os.MkdirAll(filepath.Join(broken, knowledge.IndexDir), 0o755)
+	os.WriteFile(filepath.Join(broken, knowledge.IndexDir, "index_meta.json"), []byte("{broken"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"learn", "--dir", store}, "nothing to learn: give recorded runs"},
+		{[]string{"learn", "--dir", store, empty}, "holds no recording (no trajectory.jsonl in it or in the directories under it): give a recorded run's directory"},
+		{[]string{"learn", "--dir", store, filepath.Join(empty, "nope")}, "give a recorded run's directory"},
+		{[]string{"learn", "--dir", store, "--help-doc", "nodoc.md"}, `--help-doc "nodoc.md": give APP=PATH`},
+		{[]string{"learn", "--dir", store, "--help-cmd", "tar="}, `give APP=COMMAND`},
+		{[]string{"learn", "--dir", store, "--as", "help", empty}, "give experience or demonstration"},
+		{[]string{"learn", "--dir", broken, "--search", "x"}, "cannot open the index " + filepath.Join(broken, knowledge.IndexDir)},
+		{[]string{"learn", "--dir", store, "--search", "x", "--kind", "tips"}, "give experience, demonstration or help"},
+		{[]string{"learn", "--dir", store, "--search", "x", empty}, "learn and search in two commands"},
+	} {
+		out, code := saucer(t, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%q: exit %d, want an error saying %q:\n%s", c.args, code, c.want, out)
+		}
+	}
+	// A bad run argument changes nothing in the store.
+	saucer(t, "learn", "--dir", store, "../../evals/suites/recordings/hello", empty)
+	if out, _ := saucer(t, "learn", "--dir", store, "--search", "hello notes"); !strings.Contains(out, "no entries of") {
+		t.Errorf("the store took runs from a command that failed:\n%s", out)
+	}
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Knowledge configures what agents learn from (package knowledge):
+// experience and demonstrations drawn from recorded runs, and help
+// documents, kept in a store (`saucer learn` fills it).
+type Knowledge struct {
+	// Dir is the store's directory; empty means $XDG_DATA_HOME/saucer/knowledge
+	// (~/.local/share/saucer/knowledge). SAUCER_KNOWLEDGE or --dir override it.
+	Dir string `yaml:"dir"`
+	// Embeddings names an embedding model as PROVIDER:MODEL
+	// (openai:text-embedding-3-small, ollama:nomic-embed-text), reached
+	// with that provider's settings under providers:. Empty: the lexical
+	// index alone (BM25), no service needed.
+	Embeddings string `yaml:"embeddings"`
+	// PromptTokens bounds what one agent is given of the store, in tokens
+	// (0: 1000).
+	PromptTokens int `yaml:"prompt_tokens"`
+}
+
+// DefaultKnowledgePromptTokens is the budget PromptTokens 0 stands for.
+const DefaultKnowledgePromptTokens = 1000
+
+// KnowledgeDir is the store's directory: flag, else SAUCER_KNOWLEDGE,
+// else knowledge.dir, else the user's data directory. getenv nil means
+// os.Getenv.
+func (c *Config) KnowledgeDir(flag string, getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, d := range []string{flag, getenv("SAUCER_KNOWLEDGE"), c.Knowledge.Dir} {
+		if strings.TrimSpace(d) != "" {
+			return d, nil
+		}
+	}
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "saucer", "knowledge"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil || home == "" {
+			return "", errors.New("config: no directory for the knowledge store: set knowledge.dir, SAUCER_KNOWLEDGE or HOME")
+		}
+	}
+	return filepath.Join(home, ".local", "share", "saucer", "knowledge"), nil
+}
+
+// EmbeddingsModel splits knowledge.embeddings into its provider and
+// model; both are empty when no embedding model is set.
+func (k Knowledge) EmbeddingsModel() (provider, model string, err error) {
+	if strings.TrimSpace(k.Embeddings) == "" {
+		return "", "", nil
+	}
+	p, m, ok := strings.Cut(k.Embeddings, ":")
+	if !ok || p == "" || m == "" {
+		return "", "", fmt.Errorf("config: knowledge.embeddings %q is not PROVIDER:MODEL: give e.g. openai:text-embedding-3-small or ollama:nomic-embed-text, or leave it empty for the lexical index alone", k.Embeddings)
+	}
+	return p, m, nil
+}
