@@ -20,9 +20,9 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/desktoptest"
 	"github.com/saucerhq/saucer/internal/display"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 	"github.com/saucerhq/saucer/internal/shell"
 	"github.com/saucerhq/saucer/local"
-	"github.com/saucerhq/saucer/sandbox"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/strategy"
@@ -169,12 +169,7 @@ func (c *cluster) connect(id string) {
 		cfg.MCP.Use = []string{"shell", "desktop"}
 		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})
 	} else if strings.HasPrefix(id, "sandbox") {
-		if err := sandbox.Check(); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("CI must be able to create sandboxes: %v", err)
-			}
-			t.Skip(err)
-		}
+		sandboxtest.Require(t)
 		cfg := config.Default()
 		cfg.Device = config.DeviceSandbox
 		dev, err = local.NewDevice(context.Background(), cfg, c.dirs[id], local.DeviceOptions{})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/evals"
-	"github.com/saucerhq/saucer/sandbox"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 )
 
 // oneCommand is a scripted model that has the shell app run line, then
@@ -32,12 +32,7 @@ func oneCommand(t *testing.T, dir, name, line string) string {
 // leave a daemon, hang in a check or need root end with a clear outcome,
 // the other trials go on, and the host is as it was.
 func TestSandboxedTrialsThatMisbehave(t *testing.T) {
-	if err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to create sandboxes: %v", err)
-		}
-		t.Skip(err)
-	}
+	sandboxtest.Require(t)
 	dir := t.TempDir()
 	passwd, _ := os.ReadFile("/etc/passwd")
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")

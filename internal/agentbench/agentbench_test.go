@@ -11,9 +11,9 @@ import (
 
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/internal/agentbench"
+	"github.com/saucerhq/saucer/internal/sandboxtest"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
-	"github.com/saucerhq/saucer/sandbox"
 )
 
 const (
@@ -285,12 +285,7 @@ func TestNoRootTasksAgreeWithTheirExampleSolutions(t *testing.T) {
 // in /root (5-new-005 asks what is there). The dev set's tasks without a usable example are played by
 // ours (testdata/dev-examples).
 func TestEveryTaskAgreesInTheSandbox(t *testing.T) {
-	if err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to create sandboxes: %v", err)
-		}
-		t.Skip(err)
-	}
+	sandboxtest.Require(t)
 	out := t.TempDir()
 	res, s := importSuite(t, agentbench.Options{Paths: []string{devJSON, filepath.Join(bench, "data")}, Out: out})
 	for id, file := range map[string]string{"dev-000": "interval.sh", "dev-004": "interval.sh", "dev-001": "growing-file.sh",
