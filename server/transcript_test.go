@@ -1,10 +1,7 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -13,39 +10,15 @@ import (
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/aiptest"
 	"github.com/saucerhq/saucer/server"
 )
 
 const transcriptDir = "../testdata/aip/transcripts"
 
-type tline struct {
-	Dir   string          `json:"dir"`
-	Frame json.RawMessage `json:"frame"`
-}
-
-func transcript(t *testing.T, name string) []tline {
-	t.Helper()
-	f, err := os.Open(filepath.Join(transcriptDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []tline
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var l tline
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
 // transcriptRounds is a session that sends the command rounds of the
 // transcript's UFO server, as they are.
-func transcriptRounds(t *testing.T, lines []tline) func(server.SessionSpec) (server.Runner, error) {
+func transcriptRounds(t *testing.T, lines []aiptest.Line) func(server.SessionSpec) (server.Runner, error) {
 	var batches [][]command.Command
 	for _, l := range lines {
 		if l.Dir != "s2c" {
@@ -78,7 +51,7 @@ func transcriptRounds(t *testing.T, lines []tline) func(server.SessionSpec) (ser
 // same types and statuses in the same order per type, the same commands,
 // one session id throughout, results answered by the server's ids.
 func replayAgainstServer(t *testing.T, name string, dispatchFirst bool) {
-	lines := transcript(t, name)
+	lines := aiptest.Transcript(t, filepath.Join(transcriptDir, name))
 	f := newFixture(t, server.Options{NewSession: transcriptRounds(t, lines)})
 	c := f.rawConn(t)
 	var pending []*aip.ServerMessage // frames read ahead of the transcript
@@ -207,7 +180,7 @@ func replayAgainstServer(t *testing.T, name string, dispatchFirst bool) {
 // transcriptTools are the tools the transcript's client ran, as its
 // list_tools would list them: each tool of a command frame that is not
 // discovery, in the namespace its results name.
-func transcriptTools(t *testing.T, lines []tline) []command.ToolInfo {
+func transcriptTools(t *testing.T, lines []aiptest.Line) []command.ToolInfo {
 	var tools []command.ToolInfo
 	seen := map[string]bool{}
 	for _, l := range lines {

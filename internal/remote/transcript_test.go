@@ -1,13 +1,11 @@
 package remote_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,36 +15,12 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/client"
+	"github.com/saucerhq/saucer/internal/aiptest"
 	"github.com/saucerhq/saucer/internal/remote"
 	"github.com/saucerhq/saucer/tools"
 )
 
 const transcripts = "../../testdata/aip/transcripts"
-
-type line struct {
-	Dir   string          `json:"dir"`
-	Frame json.RawMessage `json:"frame"`
-}
-
-func readLines(t *testing.T, name string) []line {
-	t.Helper()
-	f, err := os.Open(filepath.Join(transcripts, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []line
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var l line
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, l)
-	}
-	return out
-}
 
 // peerEcho is the device of the transcripts: namespace peer_echo with an
 // echo tool (returns its arguments) and a fail tool (fails with "why").
@@ -80,7 +54,7 @@ func peerEcho(t *testing.T) *client.Client {
 // ufoServer plays the server side of a transcript to whoever connects:
 // s2c frames are sent verbatim, c2s frames are read (heartbeats skipped)
 // and handed to check.
-func ufoServer(t *testing.T, lines []line, check func(want, got *aip.ClientMessage)) (url string, done chan struct{}) {
+func ufoServer(t *testing.T, lines []aiptest.Line, check func(want, got *aip.ClientMessage)) (url string, done chan struct{}) {
 	done = make(chan struct{})
 	var first atomic.Bool
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +171,7 @@ func compare(t *testing.T, want, got *aip.ClientMessage) {
 // (the second fails, and the rest is skipped with UFO's words) and returns
 // the same results to the same ids.
 func TestTranscriptServerDispatch(t *testing.T) {
-	lines := readLines(t, "server_dispatch_flow.jsonl")
+	lines := aiptest.Transcript(t, filepath.Join(transcripts, "server_dispatch_flow.jsonl"))
 	var checked []aip.Type
 	url, done := ufoServer(t, lines, func(w, g *aip.ClientMessage) { compare(t, w, g); checked = append(checked, g.Type) })
 	c, err := remote.New(peerEcho(t), remote.Options{URL: url, ClientID: "dev_py_1", HeartbeatInterval: 50 * time.Millisecond})
@@ -220,7 +194,7 @@ func TestTranscriptServerDispatch(t *testing.T) {
 // TestTranscriptClientRequest replays UFO's server side of a task the
 // device itself asked for (saucer client --request).
 func TestTranscriptClientRequest(t *testing.T) {
-	lines := readLines(t, "client_request_flow.jsonl")
+	lines := aiptest.Transcript(t, filepath.Join(transcripts, "client_request_flow.jsonl"))
 	var checked []aip.Type
 	url, done := ufoServer(t, lines, func(w, g *aip.ClientMessage) { compare(t, w, g); checked = append(checked, g.Type) })
 	c, err := remote.New(peerEcho(t), remote.Options{URL: url, ClientID: "dev_py_2"})
