@@ -759,6 +759,88 @@ func (d *Desktop) CloseWindow(ctx context.Context, window string) (*Effect, erro
 	})
 }
 
+// maxWindowSide bounds a window's width and height, against typos.
+const maxWindowSide = 16384
+
+// ResizeWindow makes a window's content width x height pixels, its
+// top-left corner kept.
+func (d *Desktop) ResizeWindow(ctx context.Context, window string, width, height int) (*Effect, error) {
+	if width < 1 || height < 1 || width > maxWindowSide || height > maxWindowSide {
+		return nil, fmt.Errorf("a window of %dx%d pixels: give a width and a height from 1 to %d (list_windows gives the screen's windows and their sizes)", width, height, maxWindowSide)
+	}
+	return d.onWindow(ctx, window, "resize", func(w Window, xw xwin) (string, error) {
+		return d.setBox(ctx, w, xw, Rect{xw.box.X, xw.box.Y, width, height}, "resized")
+	})
+}
+
+// MoveWindow puts a window's top-left corner at x, y of the screen.
+func (d *Desktop) MoveWindow(ctx context.Context, window string, x, y int) (*Effect, error) {
+	return d.onWindow(ctx, window, "move", func(w Window, xw xwin) (string, error) {
+		box, screen := Rect{x, y, xw.box.W, xw.box.H}, d.x.area()
+		if !box.overlaps(screen) {
+			return "", fmt.Errorf("window %s at %d,%d (%dx%d) would be off the %dx%d screen: give a corner on it", w.ID, x, y, box.W, box.H, screen.W, screen.H)
+		}
+		return d.setBox(ctx, w, xw, box, "moved")
+	})
+}
+
+// MaximizeWindow makes a window fill the screen (with a window manager,
+// its work area).
+func (d *Desktop) MaximizeWindow(ctx context.Context, window string) (*Effect, error) {
+	return d.onWindow(ctx, window, "maximise", func(w Window, xw xwin) (string, error) {
+		if err := d.x.maximize(xw); err != nil {
+			return "", err
+		}
+		now, err := d.awaitBounds(ctx, w, func(b Rect) bool { return b.W >= d.x.area().W*9/10 })
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("maximised window %s %q: it is %dx%d at %d,%d", w.ID, w.Title, now.W, now.H, now.X, now.Y), nil
+	})
+}
+
+// setBox puts window w's content at box and waits for its application
+// to take it; it says where the window is then.
+func (d *Desktop) setBox(ctx context.Context, w Window, xw xwin, box Rect, verb string) (string, error) {
+	if err := d.x.setBox(xw, box); err != nil {
+		return "", err
+	}
+	now, err := d.awaitBounds(ctx, w, func(b Rect) bool { return b == box })
+	if err != nil {
+		return "", err
+	}
+	if now != box {
+		return fmt.Sprintf("asked to put window %s %q at %d,%d, %dx%d; it is %dx%d at %d,%d (its application or the window manager keeps another size or place)",
+			w.ID, w.Title, box.X, box.Y, box.W, box.H, now.W, now.H, now.X, now.Y), nil
+	}
+	return fmt.Sprintf("%s window %s %q: it is %dx%d at %d,%d", verb, w.ID, w.Title, now.W, now.H, now.X, now.Y), nil
+}
+
+// awaitBounds waits up to 2 s for window w's box to satisfy ok, and
+// returns the box it has then.
+func (d *Desktop) awaitBounds(ctx context.Context, w Window, ok func(Rect) bool) (Rect, error) {
+	last := w.Bounds
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		ws, err := d.windows(ctx)
+		if err != nil {
+			return last, err
+		}
+		for _, x := range ws {
+			if x.ref == w.ref {
+				last = x.Bounds
+			}
+		}
+		if ok(last) || time.Now().After(deadline) {
+			return last, nil
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+	}
+}
+
 // onWindow does a window manager's action (verb) on a window, by id or
 // the one window names by default, and its X window, with the desktop
 // locked; it reports what changed.

@@ -175,7 +175,8 @@ func TestAgentWritesAndSavesInEditor(t *testing.T) {
 		{Expect: "editor", ToolCalls: call("assign_subtask", map[string]any{"app": "editor",
 			"subtask": "Type 'first line' and 'second line' on two lines in the editor and save them as " + file + "."})},
 		{Expect: "mousepad has no window open: launch it with launch_app", ToolCalls: call("launch_app", map[string]any{})},
-		{Expect: `[8] text {editable}`, ToolCalls: call("type_text", map[string]any{"id": 8, "text": "first line\nsecond line"})},
+		// launch_app gave the window the focus: its text is focused.
+		{Expect: `[8] text {editable, focused}`, ToolCalls: call("type_text", map[string]any{"id": 8, "text": "first line\nsecond line"})},
 		{Expect: `[8] text text="first line\nsecond line"`, ToolCalls: call("press_keys", map[string]any{"keys": []string{"ctrl+s"}})},
 		// The effect names the dialog; the next observation is of it.
 		{Expect: `"title":"Save As"`, ToolCalls: call("set_value", map[string]any{"id": 9, "value": file})},

@@ -258,11 +258,59 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		// still there a settle time later.
 		if len(mine) > 0 && sameWindows(mine, prev) {
 			mine, ready := d.ready(ctx, mine, browser, d.opts.LaunchTimeout)
-			return &Effect{Did: fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid), Ready: ready,
-				NewWindows: mine, Window: &mine[0]}, nil
+			did := fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid)
+			if focus := d.focusNew(ctx, mine); focus != "" {
+				did += "; " + focus
+			}
+			if w := mine[0]; w.Bounds.W < minUsable || w.Bounds.H < minUsable {
+				ready = fmt.Sprintf("not ready: its window %s is %dx%d pixels, too small to show its controls (an application that remembers a tiny size, with no window manager to correct it): resize_window or maximize_window it, then observe it",
+					w.ID, w.Bounds.W, w.Bounds.H)
+			}
+			return &Effect{Did: did, Ready: ready, NewWindows: mine, Window: &mine[0]}, nil
 		}
 		prev = mine
 	}
+}
+
+// minUsable is the least width and height of a window that launch_app
+// calls ready: LibreOffice, reopened without a window manager, has come
+// up 24x26 pixels, with nothing of it to see or click.
+const minUsable = 64
+
+// focusNew gives a launched application's first window the keyboard
+// focus, as a window manager does with a new window (without one, under
+// Xvfb, the focus stayed on the window that had it, and typing went
+// there), and reads the windows again; it says what it did, or "".
+func (d *Desktop) focusNew(ctx context.Context, ws []Window) string {
+	xw, ok := d.xwindow(ws[0])
+	if !ok || d.x.activate(xw) != nil {
+		return ""
+	}
+	// The application marks its window active once it has read the
+	// focus change: wait for that (a second at most), so that what acts
+	// on the active window next acts on this one.
+	for deadline := time.Now().Add(time.Second); ; {
+		now, err := d.windows(ctx)
+		if err != nil {
+			break
+		}
+		for i := range ws {
+			for _, w := range now {
+				if w.ref == ws[i].ref {
+					ws[i] = w
+				}
+			}
+		}
+		if ws[0].Active || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-time.After(25 * time.Millisecond):
+		case <-ctx.Done():
+			return ""
+		}
+	}
+	return fmt.Sprintf("window %s has the keyboard focus", ws[0].ID)
 }
 
 // ready waits until the first of a launched application's windows is

@@ -29,6 +29,11 @@ type screen interface {
 	// may be stale, or "".
 	bringToFront(x xwin, timeout time.Duration) (stale string, err error)
 	close(w xproto.Window) error
+	// setBox moves and resizes x so that its content is box on the
+	// screen (a window manager may adjust it); maximize makes it fill
+	// the screen (with a window manager, its work area).
+	setBox(x xwin, box Rect) error
+	maximize(x xwin) error
 	// area is the screen's extent.
 	area() Rect
 	// capture reads a part of the screen, clipped to it.

@@ -122,6 +122,18 @@ type scrollAtArgs struct {
 	DY int `json:"dy,omitempty" jsonschema_description:"Wheel notches down (negative: up)."`
 }
 
+type resizeArgs struct {
+	windowArgs
+	Width  int `json:"width" jsonschema_description:"The window's new width in pixels."`
+	Height int `json:"height" jsonschema_description:"The window's new height in pixels."`
+}
+
+type moveArgs struct {
+	windowArgs
+	X int `json:"x" jsonschema_description:"Where the window's top-left corner goes, in the screen's pixels (list_windows gives bounds the same way)."`
+	Y int `json:"y" jsonschema_description:"The same, from the screen's top."`
+}
+
 type launchArgs struct {
 	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
 	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
@@ -154,7 +166,11 @@ func NewServer(d *Desktop) *tools.Server {
 	}
 	s.Add(tools.New(ToolListWindows, "List the applications' open windows: id, title, application, process id, position and size, and which is active.",
 		titled(read, "List windows"), func(ctx context.Context, _ struct{}) ([]Window, error) {
-			return d.Windows(ctx)
+			ws, err := d.Windows(ctx)
+			if ws == nil && err == nil {
+				ws = []Window{} // [] for none, not null
+			}
+			return ws, err
 		}))
 	s.Add(tools.New(ToolObserve, "Read a window's controls (role, name, states, actions, text or value, position) as one line each, "+
 		"with the id to act on in [brackets], and attach a screenshot with each listed control's box and id drawn on it. "+
@@ -241,6 +257,18 @@ func NewServer(d *Desktop) *tools.Server {
 	s.Add(tools.New("focus_window", "Raise a window and give it the keyboard focus.",
 		titled(write, "Focus a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
 			return effect(d.FocusWindow(ctx, a.Window))
+		}))
+	s.Add(tools.New("resize_window", "Resize a window (its top-left corner stays). Returns what changed and where the window is now.",
+		titled(write, "Resize a window"), func(ctx context.Context, a resizeArgs) (json.RawMessage, error) {
+			return effect(d.ResizeWindow(ctx, a.Window, a.Width, a.Height))
+		}))
+	s.Add(tools.New("move_window", "Move a window's top-left corner to x,y of the screen. Returns what changed and where the window is now.",
+		titled(write, "Move a window"), func(ctx context.Context, a moveArgs) (json.RawMessage, error) {
+			return effect(d.MoveWindow(ctx, a.Window, a.X, a.Y))
+		}))
+	s.Add(tools.New("maximize_window", "Make a window fill the screen. Returns what changed and where the window is now.",
+		titled(write, "Maximise a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {
+			return effect(d.MaximizeWindow(ctx, a.Window))
 		}))
 	s.Add(tools.New("close_window", "Ask a window's application to close it, as its close button does; unsaved work may be lost, or the application may ask (see new_windows).",
 		titled(destructive, "Close a window"), func(ctx context.Context, a windowArgs) (json.RawMessage, error) {

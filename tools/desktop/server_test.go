@@ -35,7 +35,8 @@ func TestServerThroughDeviceClient(t *testing.T) {
 	}
 	for tool, want := range map[string]client.Risk{"observe": "read", "click": "write", "type_text": "write",
 		"type_in_terminal": "destructive", "close_window": "destructive", "launch_app": "destructive", "wait_for": "read",
-		"screenshot": "read", "click_at": "write", "move_to": "write", "drag": "write", "scroll_at": "write"} {
+		"screenshot": "read", "click_at": "write", "move_to": "write", "drag": "write", "scroll_at": "write",
+		"resize_window": "write", "move_window": "write", "maximize_window": "write"} {
 		if risks[tool] != want {
 			t.Errorf("%s has risk %q, want %q", tool, risks[tool], want)
 		}
@@ -45,6 +46,10 @@ func TestServerThroughDeviceClient(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return c.Execute(cctx, command.Command{ToolName: tool, Namespace: "desktop", Parameters: args, CallID: tool})
+	}
+	// No window: an empty list, not null.
+	if r := run("list_windows", map[string]any{}); r.Status != command.Success || strings.TrimSpace(string(r.Result)) != "[]" {
+		t.Fatalf("list_windows with no window open: %+v", r)
 	}
 	if r := run("launch_app", map[string]any{"command": []string{"galculator"}}); r.Status != command.Success || !strings.Contains(string(r.Result), `"new_windows"`) {
 		t.Fatalf("launch: %+v", r)

@@ -69,7 +69,9 @@ func (w *wayland) topLevels() ([]xwin, error) {
 	out := make([]xwin, 0, len(ws))
 	for _, s := range ws {
 		c := s.Content
-		out = append(out, xwin{id: xproto.Window(s.ID), pid: uint32(s.PID), title: s.Title, box: Rect{c.X, c.Y, c.Width, c.Height}})
+		b := s.Box
+		out = append(out, xwin{id: xproto.Window(s.ID), pid: uint32(s.PID), title: s.Title, box: Rect{c.X, c.Y, c.Width, c.Height},
+			outer: Rect{b.X, b.Y, b.Width, b.Height}})
 	}
 	return out, nil
 }
@@ -129,6 +131,29 @@ func (w *wayland) close(id xproto.Window) error {
 		return w.cannot("close a window", "window management IPC")
 	}
 	return w.ipc.Kill(int64(id))
+}
+
+// setBox floats the window and places its container so that its
+// content is box: sway places and sizes containers, decorations included.
+func (w *wayland) setBox(x xwin, box Rect) error {
+	if w.ipc == nil {
+		return w.cannot("move or resize a window", "window management IPC")
+	}
+	if box.W < 1 || box.H < 1 {
+		return fmt.Errorf("a window of %dx%d pixels: give a width and a height of at least 1", box.W, box.H)
+	}
+	dx, dy := x.box.X-x.outer.X, x.box.Y-x.outer.Y
+	return w.ipc.Place(int64(x.id), box.X-dx, box.Y-dy, box.W+x.outer.W-x.box.W, box.H+x.outer.H-x.box.H)
+}
+
+// maximize makes the window's container, decorations included, the
+// screen's size.
+func (w *wayland) maximize(x xwin) error {
+	if w.ipc == nil {
+		return w.cannot("maximise a window", "window management IPC")
+	}
+	a := w.area()
+	return w.ipc.Place(int64(x.id), a.X, a.Y, a.W, a.H)
 }
 
 func (w *wayland) capture(r Rect) (*image.RGBA, Rect, error) {

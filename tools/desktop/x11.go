@@ -462,8 +462,9 @@ type xwin struct {
 	pid   uint32
 	title string
 	// box is where its content is on the screen: X11 gives it for every
-	// window, sway for its containers.
-	box Rect
+	// window, sway for its containers; outer is sway's container with its
+	// decorations.
+	box, outer Rect
 	// startupID is its startup notification id (_NET_STARTUP_ID).
 	startupID string
 }
@@ -717,6 +718,53 @@ func (d *display) activate(x xwin) error {
 	}
 	if err := xproto.SetInputFocusChecked(d.conn, xproto.InputFocusPointerRoot, x.id, xproto.TimeCurrentTime).Check(); err != nil {
 		return d.xerr("focus a window", err)
+	}
+	return nil
+}
+
+// setBox configures x's window to box. Without a window manager the
+// server does it as asked; a window manager receives the request and
+// decides (it may keep the window within its work area).
+func (d *display) setBox(x xwin, box Rect) error {
+	if box.W < 1 || box.H < 1 {
+		return fmt.Errorf("a window of %dx%d pixels: give a width and a height of at least 1", box.W, box.H)
+	}
+	vals := []uint32{uint32(int32(box.X)), uint32(int32(box.Y)), uint32(box.W), uint32(box.H)}
+	mask := uint16(xproto.ConfigWindowX | xproto.ConfigWindowY | xproto.ConfigWindowWidth | xproto.ConfigWindowHeight)
+	if err := xproto.ConfigureWindowChecked(d.conn, x.id, mask, vals).Check(); err != nil {
+		return d.xerr("move or resize a window", err)
+	}
+	return nil
+}
+
+// windowManager reports whether a window manager runs (EWMH's
+// _NET_SUPPORTING_WM_CHECK on the root).
+func (d *display) windowManager() bool {
+	check, err := d.atom("_NET_SUPPORTING_WM_CHECK")
+	if err != nil {
+		return false
+	}
+	p, err := xproto.GetProperty(d.conn, false, d.root(), check, xproto.AtomWindow, 0, 1).Reply()
+	return err == nil && p.ValueLen == 1
+}
+
+// maximize asks the window manager to maximise x (_NET_WM_STATE); with
+// none, it makes x the screen's size at its corner.
+func (d *display) maximize(x xwin) error {
+	if !d.windowManager() {
+		return d.setBox(x, d.area())
+	}
+	state, err1 := d.atom("_NET_WM_STATE")
+	vert, err2 := d.atom("_NET_WM_STATE_MAXIMIZED_VERT")
+	horz, err3 := d.atom("_NET_WM_STATE_MAXIMIZED_HORZ")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	const add, fromApp = 1, 1
+	ev := xproto.ClientMessageEvent{Format: 32, Window: x.id, Type: state,
+		Data: xproto.ClientMessageDataUnionData32New([]uint32{add, uint32(vert), uint32(horz), fromApp, 0})}
+	if err := xproto.SendEventChecked(d.conn, false, d.root(), xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes())).Check(); err != nil {
+		return d.xerr("maximise a window", err)
 	}
 	return nil
 }

@@ -105,6 +105,7 @@ type Node struct {
 	Visible    *bool  `json:"visible"`
 	Rect       Rect   `json:"rect"`
 	WindowRect Rect   `json:"window_rect"`
+	DecoRect   Rect   `json:"deco_rect"`
 	Nodes      []Node `json:"nodes"`
 	Floating   []Node `json:"floating_nodes"`
 }
@@ -117,8 +118,9 @@ type Window struct {
 	AppID   string
 	Focused bool
 	// Content is where the application draws, in the layout: the node's
-	// box less the decorations sway draws around it.
-	Content Rect
+	// box less the decorations sway draws around it; Box is the node's
+	// box with its title bar (sway's rect leaves it out).
+	Content, Box Rect
 }
 
 // Windows lists the application windows (views) in the tree, in tree
@@ -141,7 +143,8 @@ func (c *Conn) Windows() ([]Window, error) {
 		if (n.Type == "con" || n.Type == "floating_con") && n.PID > 0 && len(n.Nodes) == 0 {
 			if n.Visible == nil || *n.Visible {
 				out = append(out, Window{ID: n.ID, PID: n.PID, Title: n.Name, AppID: n.AppID, Focused: n.Focused,
-					Content: Rect{n.Rect.X + n.WindowRect.X, n.Rect.Y + n.WindowRect.Y, n.WindowRect.Width, n.WindowRect.Height}})
+					Content: Rect{n.Rect.X + n.WindowRect.X, n.Rect.Y + n.WindowRect.Y, n.WindowRect.Width, n.WindowRect.Height},
+					Box:     Rect{n.Rect.X, n.Rect.Y - n.DecoRect.Height, n.Rect.Width, n.Rect.Height + n.DecoRect.Height}})
 			}
 		}
 		for _, k := range n.Nodes {
@@ -182,6 +185,13 @@ func (c *Conn) Command(cmd string) error {
 
 // Focus raises and focuses a window.
 func (c *Conn) Focus(id int64) error { return c.Command(fmt.Sprintf("[con_id=%d] focus", id)) }
+
+// Place floats a window and makes its box, title bar included, w x h
+// pixels at x, y of the layout (resized first: sway resizes a floating
+// window about its centre).
+func (c *Conn) Place(id int64, x, y, w, h int) error {
+	return c.Command(fmt.Sprintf("[con_id=%d] floating enable, resize set width %d px height %d px, move absolute position %d px %d px", id, w, h, x, y))
+}
 
 // Kill asks a window's application to close it (as its close button
 // does: the application may ask first).

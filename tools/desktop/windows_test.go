@@ -1,0 +1,113 @@
+package desktop
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	owndisplay "github.com/saucerhq/saucer/internal/display"
+)
+
+// desktopOf starts a private desktop of kind with python3 for the
+// testdata windows.
+func desktopOf(t *testing.T, kind owndisplay.Kind) *Desktop {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if kind == owndisplay.Xvfb {
+		_, d := start(t, python)
+		return d
+	}
+	_, d := startWayland(t, kind, python)
+	return d
+}
+
+// TestWindowTools opens a window 24x26 pixels small, as LibreOffice has
+// reopened without a window manager: launch_app does not call it ready
+// and says what to do, and resize_window, move_window and
+// maximize_window fix it, on X11 (no window manager) and under sway.
+func TestWindowTools(t *testing.T) {
+	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			d := desktopOf(t, kind)
+			ctx := context.Background()
+			eff, err := d.Launch(ctx, []string{"/usr/bin/python3", "testdata/note.py", "Tiny", "24", "26"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := eff.NewWindows[0]
+			if !strings.HasPrefix(eff.Ready, "not ready: its window "+w.ID+" is ") || !strings.Contains(eff.Ready, "resize_window or maximize_window") {
+				t.Fatalf("a %dx%d window was called ready: %q", w.Bounds.W, w.Bounds.H, eff.Ready)
+			}
+			if eff, err = d.ResizeWindow(ctx, w.ID, 500, 300); err != nil {
+				t.Fatal(err)
+			}
+			if b := eff.Window.Bounds; b.W != 500 || b.H != 300 || !strings.HasPrefix(eff.Did, "resized") {
+				t.Fatalf("resize_window to 500x300: the window is %+v (%s)", b, eff.Did)
+			}
+			if eff, err = d.MoveWindow(ctx, w.ID, 40, 30); err != nil {
+				t.Fatal(err)
+			}
+			if b := eff.Window.Bounds; b.X != 40 || b.Y != 30 || b.W != 500 || b.H != 300 {
+				t.Fatalf("move_window to 40,30: the window is %+v (%s)", b, eff.Did)
+			}
+			if eff, err = d.MaximizeWindow(ctx, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			screen := d.x.area()
+			if b := eff.Window.Bounds; b.W < screen.W*9/10 || b.H < screen.H*9/10 {
+				t.Fatalf("maximize_window: the window is %+v on a %dx%d screen (%s)", b, screen.W, screen.H, eff.Did)
+			}
+			if _, err := d.MoveWindow(ctx, w.ID, screen.W+10, 0); err == nil || !strings.Contains(err.Error(), "off the") {
+				t.Fatalf("a move off the screen: %v, want it refused", err)
+			}
+			if _, err := d.ResizeWindow(ctx, w.ID, 0, 300); err == nil || !strings.Contains(err.Error(), "give a width and a height") {
+				t.Fatalf("a resize to 0x300: %v, want it refused", err)
+			}
+		})
+	}
+}
+
+// TestLaunchFocusesNewWindow types into the window launched last with no
+// window named: the text lands there, not in the window that had the
+// focus before (under Xvfb, with no window manager, it did).
+func TestLaunchFocusesNewWindow(t *testing.T) {
+	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			d := desktopOf(t, kind)
+			ctx := context.Background()
+			first := launch(t, d, "/usr/bin/python3", "testdata/note.py", "First")
+			if _, err := d.Type(ctx, Target{}, first.ID, "one", false); err != nil {
+				t.Fatal(err)
+			}
+			eff, err := d.Launch(ctx, []string{"/usr/bin/python3", "testdata/note.py", "Second"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := eff.NewWindows[0]
+			if !strings.Contains(eff.Did, "window "+second.ID+" has the keyboard focus") || !strings.HasPrefix(eff.Ready, "ready") {
+				t.Errorf("launch: %s; %s", eff.Did, eff.Ready)
+			}
+			if _, err := d.Type(ctx, Target{}, "", "two", false); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				w    Window
+				want string
+			}{{first, "one"}, {second, "two"}} {
+				obs, err := d.Observe(ctx, c.w.ID, ObserveOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got string
+				for _, ctl := range obs.Controls {
+					if ctl.Role == "text" {
+						got = ctl.Text
+					}
+				}
+				if got != c.want {
+					t.Errorf("window %q holds %q, want %q:\n%s", c.w.Title, got, c.want, obs.Text())
+				}
+			}
+		})
+	}
+}
