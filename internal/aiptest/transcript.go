@@ -5,6 +5,7 @@ package aiptest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"testing"
@@ -17,8 +18,8 @@ type Line struct {
 	Frame json.RawMessage `json:"frame"`
 }
 
-// Transcript reads the transcript at path; a file that cannot be read or
-// a line that is not a frame ends the test.
+// Transcript reads the transcript at path, passing over blank lines; a
+// file that cannot be read or a line that is not a frame ends the test.
 func Transcript(t testing.TB, path string) []Line {
 	t.Helper()
 	f, err := os.Open(path)
@@ -29,10 +30,13 @@ func Transcript(t testing.TB, path string) []Line {
 	var out []Line
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
 		var l Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%s: line %d: %v", path, len(out)+1, err)
+			t.Fatalf("%s: line %d: %v", path, n, err)
 		}
 		out = append(out, l)
 	}
