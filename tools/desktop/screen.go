@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"image"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jezek/xgb/xproto"
@@ -150,9 +152,12 @@ const stSingleLine = 26
 // insertText types text under Wayland, where a compositor may offer no
 // keyboard to a client, into control c (or, when c is zero, the control
 // that has the focus in window w) through AT-SPI's EditableText, at the
-// caret. ok is false when that cannot be done (X11, no such control, no
-// editable text, a line break into a one-line field): type with the
-// keyboard instead.
+// caret. A line break means Return, as on X11: the text between breaks
+// is inserted, and Return pressed with the compositor's keyboard; with
+// none (weston), a one-line field is activated (what Return does there)
+// and a multi-line one gets the line break, and the result says so. ok
+// is false when that cannot be done (X11, no such control, no editable
+// text): type with the keyboard instead.
 func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text string) (did string, ok bool, err error) {
 	if _, x11 := d.x.(*display); x11 {
 		return "", false, nil
@@ -188,12 +193,39 @@ func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text stri
 	if ifacesOf(names)&(hasEditableText|hasText) != hasEditableText|hasText || !c.st.has(stEditable) {
 		return "", false, nil
 	}
-	if c.st.has(stSingleLine) && containsNewline(text) {
-		return "", false, nil // Return in a one-line field presses it
+	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n"), "\n")
+	var how []string
+	for i, line := range lines {
+		if line != "" {
+			if err := d.insertAtCaret(ctx, c, line); err != nil {
+				return "", false, err
+			}
+		}
+		if i == len(lines)-1 {
+			break
+		}
+		h, err := d.pressReturn(ctx, c)
+		if err != nil {
+			return "", false, err
+		}
+		if !slices.Contains(how, h) {
+			how = append(how, h)
+		}
 	}
+	did = fmt.Sprintf("inserted %d characters at the caret of %s %q through AT-SPI (EditableText), not the keyboard (%s)",
+		len([]rune(strings.ReplaceAll(text, "\n", ""))), c.Role, c.Name, d.x.kind())
+	if len(how) > 0 {
+		did += "; for each line break " + strings.Join(how, ", then ")
+	}
+	return did, true, nil
+}
+
+// insertAtCaret inserts text at control c's caret and puts the caret
+// after it.
+func (d *Desktop) insertAtCaret(ctx context.Context, c Control, text string) error {
 	var caret int32
 	if err := d.a.get(ctx, c.ref, ifText, "CaretOffset", &caret); err != nil {
-		return "", false, d.controlErr(c, "read its caret", err)
+		return d.controlErr(c, "read its caret", err)
 	}
 	if caret < 0 {
 		caret = 0
@@ -201,20 +233,41 @@ func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text stri
 	var done bool
 	// InsertText's length counts bytes (of UTF-8), the caret characters.
 	if err := d.a.do(ctx, c.ref, ifEditableText+".InsertText", &done, caret, text, int32(len(text))); err != nil {
-		return "", false, d.controlErr(c, "insert text", err)
+		return d.controlErr(c, "insert text", err)
 	}
 	if !done {
-		return "", false, fmt.Errorf("control %d (%s) refused the text (it may be read-only)", c.ID, describe(c))
+		return fmt.Errorf("control %d (%s) refused the text (it may be read-only)", c.ID, describe(c))
 	}
-	return fmt.Sprintf("inserted %d characters at the caret of %s %q through AT-SPI (EditableText), not the keyboard (%s)",
-		len([]rune(text)), c.Role, c.Name, d.x.kind()), true, nil
+	_ = d.a.do(ctx, c.ref, ifText+".SetCaretOffset", &done, caret+int32(len([]rune(text))))
+	return nil
 }
 
-func containsNewline(s string) bool {
-	for _, r := range s {
-		if r == '\n' || r == '\r' {
-			return true
-		}
+// pressReturn gives control c a Return: the key, through the
+// compositor's keyboard; with none, a one-line field's activate action
+// (what Return does in one) or, in a multi-line field, a line break at
+// the caret. It says which.
+func (d *Desktop) pressReturn(ctx context.Context, c Control) (string, error) {
+	err := d.x.press(nil, ksReturn)
+	if err == nil {
+		return "pressed Return", nil
 	}
-	return false
+	if !errors.Is(err, errCannot) {
+		return "", err
+	}
+	if c.st.has(stSingleLine) {
+		if i := actionIndex(c.Actions, "activate"); i >= 0 {
+			if _, err := d.doAction(ctx, c, i); err != nil {
+				return "", err
+			}
+			return "did the field's activate action (what Return does in it: this compositor offers no keyboard)", nil
+		}
+		return "", fmt.Errorf("a line break in one-line field %d (%s) means Return, but this compositor offers no keyboard and the field no activate action: type the text without it, then act on the control that submits it", c.ID, describe(c))
+	}
+	if err := d.insertAtCaret(ctx, c, "\n"); err != nil {
+		return "", err
+	}
+	return "inserted a line break (this compositor offers no keyboard to press Return with: an application that reads the key itself, a console or a spreadsheet cell, does not see one)", nil
 }
+
+// ksReturn is the Return key's keysym.
+const ksReturn = 0xff0d
