@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
@@ -21,6 +22,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/saucerhq/saucer/internal/tokens"
 )
@@ -31,6 +33,9 @@ const (
 	VectorsFile = "vectors.jsonl"
 	IndexDir    = "index.bleve"
 )
+
+// lockWait is how long Open waits for another process's hold on the index.
+var lockWait = 10 * time.Second
 
 // Options configure a Store; a nil *Options is lexical search only.
 type Options struct {
@@ -78,12 +83,17 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, IndexDir)
-	idx, err := bleve.Open(path)
+	// The index is locked while open: another process that holds it (a
+	// saucer learn, a session) is waited for, but not for ever.
+	runtime := map[string]any{"bolt_timeout": lockWait.String()}
+	idx, err := bleve.OpenUsing(path, runtime)
 	switch {
 	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
-		if idx, err = bleve.New(path, indexMapping()); err != nil {
+		if idx, err = bleve.NewUsing(path, indexMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, runtime); err != nil {
 			return nil, fmt.Errorf("knowledge: cannot create the index %s: %w", path, err)
 		}
+	case errors.Is(err, bbolt.ErrTimeout):
+		return nil, fmt.Errorf("knowledge: the store %s is open in another process (saucer learn, or a session using it): try again when it is done", dir)
 	case err != nil:
 		return nil, fmt.Errorf("knowledge: cannot open the index %s: %v; remove that directory and the store rebuilds it from %s when next opened", path, err, EntriesFile)
 	}
@@ -484,25 +494,23 @@ func fit(hits []Hit, budget int) []Hit {
 	return hits
 }
 
-// cutTokens shortens text to about n tokens, at a line or word end.
+// cutTokens shortens text to about n tokens, at a line or word end. It
+// guesses the cut from the text's tokens per byte and counts again only
+// to step back: two or three counts, not a search.
 func cutTokens(text string, n int) string {
-	if tokens.Count(tokenModel, text) <= n {
+	total := tokens.Count(tokenModel, text)
+	if total <= n {
 		return text
 	}
-	lo, hi := 0, len(text)
-	for lo < hi { // the longest prefix of at most n tokens
-		mid := (lo + hi + 1) / 2
-		if tokens.Count(tokenModel, text[:mid]) <= n {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
+	at := len(text) * n / total
+	for at > 0 && tokens.Count(tokenModel, text[:at]) > n {
+		at = at * 9 / 10
 	}
-	cut := text[:lo]
+	cut := strings.ToValidUTF8(text[:at], "")
 	if i := strings.LastIndexAny(cut, "\n "); i > len(cut)/2 {
 		cut = cut[:i]
 	}
-	return strings.ToValidUTF8(cut, "") + " …"
+	return cut + " …"
 }
 
 func (s *Store) readEntries() error {

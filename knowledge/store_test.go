@@ -221,3 +221,19 @@ func TestSearchFitsTheTokenBudget(t *testing.T) {
 		t.Errorf("a budget of 10 tokens took %d hits", len(hits))
 	}
 }
+
+// A store held open elsewhere is waited for, then refused with the reason.
+func TestStoreHeldElsewhere(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	s, err := Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer func(w time.Duration) { lockWait = w }(lockWait)
+	lockWait = 100 * time.Millisecond
+	if _, err := Open(ctx, dir, nil); err == nil || !strings.Contains(err.Error(), "open in another process") {
+		t.Fatalf("a second open: %v", err)
+	}
+}
