@@ -152,15 +152,23 @@ const stSingleLine = 26
 // insertText types text under Wayland, where a compositor may offer no
 // keyboard to a client, into control c (or, when c is zero, the control
 // that has the focus in window w) through AT-SPI's EditableText, at the
-// caret. A line break means Return, as on X11: the text between breaks
-// is inserted, and Return pressed with the compositor's keyboard; with
-// none (weston), a one-line field is activated (what Return does there)
-// and a multi-line one gets the line break, and the result says so. ok
-// is false when that cannot be done (X11, no such control, no editable
-// text): type with the keyboard instead.
+// caret. A line break means Return, as on X11: text with one is typed
+// whole with the compositor's keyboard (ok false: a key pressed after an
+// insert through AT-SPI may reach the application after the next insert,
+// and one channel keeps the order). With no keyboard (weston), the text
+// between breaks is inserted, a one-line field is activated for each
+// break (what Return does there) and a multi-line one gets the line
+// break, and the result says so. ok is false when that cannot be done
+// (X11, no such control, no editable text): type with the keyboard
+// instead.
 func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text string) (did string, ok bool, err error) {
 	if _, x11 := d.x.(*display); x11 {
 		return "", false, nil
+	}
+	if wl, ok := d.x.(*wayland); ok && strings.ContainsAny(text, "\r\n") {
+		if _, _, keyboard := wl.scr.Has(); keyboard {
+			return "", false, nil
+		}
 	}
 	if c.ID == 0 {
 		// Where the focus is; before the window has had the focus (a
@@ -243,7 +251,8 @@ func (d *Desktop) insertAtCaret(ctx context.Context, c Control, text string) err
 }
 
 // pressReturn gives control c a Return: the key, through the
-// compositor's keyboard; with none, a one-line field's activate action
+// compositor's keyboard (insertText types text with a line break through
+// it where there is one); with none, a one-line field's activate action
 // (what Return does in one) or, in a multi-line field, a line break at
 // the caret. It says which.
 func (d *Desktop) pressReturn(ctx context.Context, c Control) (string, error) {

@@ -183,12 +183,20 @@ func TestSwayEditor(t *testing.T) {
 	_, d := startWayland(t, owndisplay.Sway, "mousepad")
 	ctx := context.Background()
 	w := launch(t, d, "mousepad")
-	eff, err := d.Type(ctx, Target{}, w.ID, "first line\nsecond line", false)
+	eff, err := d.Type(ctx, Target{}, w.ID, "first line", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(eff.Did, "through AT-SPI (EditableText)") {
 		t.Errorf("the text was not inserted through AT-SPI: %s", eff.Did)
+	}
+	// A line break is Return, as on X11: text with one goes through the
+	// keyboard, in order.
+	if eff, err = d.Type(ctx, Target{}, w.ID, "\nsecond line", false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(eff.Did, "typed 12 characters") {
+		t.Errorf("text with a line break was not typed with the keyboard: %s", eff.Did)
 	}
 	if got := editorText(t, d, w); got != "first line\nsecond line" {
 		t.Fatalf("the editor holds %q after type_text", got)
