@@ -1,10 +1,12 @@
 package evals
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"image/png"
 	"io"
 	"maps"
 	"slices"
@@ -127,7 +129,7 @@ func htmlSteps(tr *trajectory.Trajectory) []htmlStep {
 			}
 			if shot := lastImage[e.Agent]; shot != nil {
 				cp := *shot
-				cp.X, cp.Y, cp.HasPoint = clickOf(e.Commands, e.Results)
+				cp.X, cp.Y, cp.HasPoint = command.Point(e.Commands, e.Results)
 				s.Shot = &cp
 				delete(lastImage, e.Agent)
 			}
@@ -166,7 +168,9 @@ func lastShot(c *trajectory.Call) *htmlShot {
 					mt = "image/png"
 				}
 				shot.Src = template.URL("data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(img.Data))
-				shot.W, shot.H = pngSize(img.Data)
+				if c, err := png.DecodeConfig(bytes.NewReader(img.Data)); err == nil {
+					shot.W, shot.H = float64(c.Width), float64(c.Height)
+				}
 			case strings.HasPrefix(img.URL, "data:image/"):
 				shot.Src = template.URL(img.URL)
 			default:
@@ -176,54 +180,6 @@ func lastShot(c *trajectory.Call) *htmlShot {
 		}
 	}
 	return nil
-}
-
-// pngSize reads a PNG's width and height from its header.
-func pngSize(b []byte) (float64, float64) {
-	if len(b) < 24 || string(b[1:4]) != "PNG" {
-		return 0, 0
-	}
-	be := func(p []byte) float64 {
-		return float64(uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3]))
-	}
-	return be(b[16:20]), be(b[20:24])
-}
-
-// clickOf finds the point a step clicked: the first command with numeric x
-// and y (or coordinates [x, y]) parameters, else the first result that
-// says where it landed ({"point": {"x", "y"}}, as the desktop tools'
-// clicks on a control id do).
-func clickOf(cmds []command.Command, results []command.Result) (x, y float64, ok bool) {
-	defer func() {
-		if ok {
-			return
-		}
-		for _, r := range results {
-			var landed struct {
-				Point *struct{ X, Y float64 } `json:"point"`
-			}
-			if r.OK() && len(r.Result) > 0 && r.Result[0] == '{' && json.Unmarshal(r.Result, &landed) == nil && landed.Point != nil {
-				x, y, ok = landed.Point.X, landed.Point.Y, true
-				return
-			}
-		}
-	}()
-	for _, c := range cmds {
-		p := c.Parameters
-		if xv, ok1 := number(p["x"]); ok1 {
-			if yv, ok2 := number(p["y"]); ok2 {
-				return xv, yv, true
-			}
-		}
-		if xy, ok := p["coordinates"].([]any); ok && len(xy) == 2 {
-			if xv, ok1 := number(xy[0]); ok1 {
-				if yv, ok2 := number(xy[1]); ok2 {
-					return xv, yv, true
-				}
-			}
-		}
-	}
-	return 0, 0, false
 }
 
 func pct(v, of float64) string {

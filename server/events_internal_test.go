@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -109,4 +111,17 @@ func TestSlowSubscriberResyncs(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+func TestPNGSizeReadsTheHeader(t *testing.T) {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 7, 5))); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := pngSize(b.Bytes()); w != 7 || h != 5 {
+		t.Fatalf("pngSize = %d×%d, want 7×5", w, h)
+	}
+	if w, h := pngSize([]byte("\xff\xd8\xff a JPEG")); w != 0 || h != 0 {
+		t.Fatalf("pngSize of a JPEG = %d×%d, want 0×0", w, h)
+	}
 }

@@ -289,7 +289,7 @@ func runInfo(id, dir string, tr *trajectory.Trajectory) RunInfo {
 				delete(lastShot, e.Agent)
 				w, h := pngSize(shot.data)
 				sc := &Screenshot{SHA256: shot.sha, MediaType: shot.mediaType, Width: w, Height: h}
-				sc.X, sc.Y, sc.Clicked = clickOf(e.Commands, e.Results)
+				sc.X, sc.Y, sc.Clicked = command.Point(e.Commands, e.Results)
 				if matches, _ := filepath.Glob(filepath.Join(dir, trajectory.ArtifactsDir, shot.sha+".*")); len(matches) > 0 {
 					sc.URL = "/api/runs/" + id + "/artifacts/" + filepath.Base(matches[0])
 				} else {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/png"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -292,64 +293,12 @@ func (t *task) attachShotLocked(st *StepInfo, e agent.Event) {
 	w, h := pngSize(shot.data)
 	sc := &Screenshot{SHA256: shot.sha, MediaType: shot.mediaType, Width: w, Height: h,
 		URL: "/api/tasks/" + t.info.ID + "/screenshots/" + shot.sha}
-	sc.X, sc.Y, sc.Clicked = clickOf(e.Commands, e.Results)
+	sc.X, sc.Y, sc.Clicked = command.Point(e.Commands, e.Results)
 	st.Screenshot = sc
 	t.shots = append(t.shots, shot)
 	if len(t.shots) > keptShots {
 		t.shots = t.shots[len(t.shots)-keptShots:]
 	}
-}
-
-// pngSize reads a PNG's size from its header; zero when it is not one.
-func pngSize(b []byte) (int, int) {
-	if len(b) < 24 || string(b[1:4]) != "PNG" {
-		return 0, 0
-	}
-	be := func(p []byte) int { return int(p[0])<<24 | int(p[1])<<16 | int(p[2])<<8 | int(p[3]) }
-	return be(b[16:20]), be(b[20:24])
-}
-
-// clickOf finds the point a step clicked: the first command with numeric
-// x and y (or coordinates [x, y]), else a result that says where it
-// landed ({"point": {"x", "y"}}, as the desktop tools' clicks on a
-// control do). The eval report marks the same point.
-func clickOf(cmds []command.Command, results []command.Result) (x, y float64, ok bool) {
-	num := func(v any) (float64, bool) {
-		switch n := v.(type) {
-		case float64:
-			return n, true
-		case int:
-			return float64(n), true
-		case json.Number:
-			f, err := n.Float64()
-			return f, err == nil
-		}
-		return 0, false
-	}
-	for _, c := range cmds {
-		p := c.Parameters
-		if xv, ok1 := num(p["x"]); ok1 {
-			if yv, ok2 := num(p["y"]); ok2 {
-				return xv, yv, true
-			}
-		}
-		if xy, ok := p["coordinates"].([]any); ok && len(xy) == 2 {
-			if xv, ok1 := num(xy[0]); ok1 {
-				if yv, ok2 := num(xy[1]); ok2 {
-					return xv, yv, true
-				}
-			}
-		}
-	}
-	for _, r := range results {
-		var landed struct {
-			Point *struct{ X, Y float64 } `json:"point"`
-		}
-		if r.OK() && len(r.Result) > 0 && r.Result[0] == '{' && json.Unmarshal(r.Result, &landed) == nil && landed.Point != nil {
-			return landed.Point.X, landed.Point.Y, true
-		}
-	}
-	return 0, 0, false
 }
 
 var hexName = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -470,4 +419,13 @@ func (t *task) commandChangedLocked(cs dispatcher.CommandState) {
 	if t.srv.events.wanted() {
 		t.publishLocked(EventCommand, cs)
 	}
+}
+
+// pngSize reads a PNG's size from its header; zero when it is not one.
+func pngSize(b []byte) (int, int) {
+	c, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return 0, 0
+	}
+	return c.Width, c.Height
 }
