@@ -1,7 +1,6 @@
 package aip_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/saucerhq/saucer/aip"
 	"github.com/saucerhq/saucer/command"
+	"github.com/saucerhq/saucer/internal/aiptest"
 )
 
 const aipDir = "../testdata/aip"
@@ -132,42 +132,12 @@ func TestGoldenFrames(t *testing.T) {
 	}
 }
 
-type transcriptLine struct {
-	TMS   float64         `json:"t_ms"`
-	Conn  int             `json:"conn"`
-	Dir   string          `json:"dir"`
-	Frame json.RawMessage `json:"frame"`
-}
-
-func readTranscript(t testing.TB, file string) []transcriptLine {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines []transcriptLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var l transcriptLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		lines = append(lines, l)
-	}
-	return lines
-}
-
 // TestTranscriptFrames decodes, validates and re-encodes every frame of the
 // live UFO transcripts to identical JSON.
 func TestTranscriptFrames(t *testing.T) {
 	n := 0
 	for _, file := range goldenFiles(t, "transcripts/*.jsonl") {
-		for i, l := range readTranscript(t, file) {
+		for i, l := range aiptest.Transcript(t, file) {
 			out := reencode(t, l.Dir, l.Frame)
 			if !reflect.DeepEqual(value(t, l.Frame), value(t, out)) {
 				t.Errorf("%s line %d: re-encoded frame differs\nwant %s\ngot  %s", filepath.Base(file), i+1, l.Frame, out)

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/saucerhq/saucer/fsm"
+	"github.com/saucerhq/saucer/internal/cputime"
 	"github.com/saucerhq/saucer/server/store"
 )
 
@@ -255,7 +255,7 @@ func BenchmarkOrchestrationOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for range b.N {
 				g, err := o.Run(context.Background(), "overhead")
 				if err != nil || g.Status != Completed {
@@ -266,7 +266,7 @@ func BenchmarkOrchestrationOverhead(b *testing.B) {
 			// The process's CPU time per node: what the orchestration costs
 			// whatever else the machine runs (wall time under load waits
 			// for a core).
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*nodes)/1000, "cpu-ms/node")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N*nodes)/1000, "cpu-ms/node")
 		})
 	}
 }
@@ -300,11 +300,4 @@ func ancestors(after map[string][]string, id string) map[string]bool {
 	}
 	walk(id)
 	return seen
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

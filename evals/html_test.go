@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/hosttest"
+
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/llm"
@@ -53,16 +55,8 @@ func screenshotTrial(t *testing.T, results string) *evals.TrialResult {
 }
 
 func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (.ci/run installs Debian's chromium)")
-	}
-	t.Skip("no chromium here")
-	return ""
+	t.Helper()
+	return hosttest.Program(t, "chromium", "chromium-browser")
 }
 
 func TestHTMLReportInChromium(t *testing.T) {

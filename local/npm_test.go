@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/saucerhq/saucer/internal/hosttest"
+
 	"github.com/saucerhq/saucer/client"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
@@ -29,10 +31,7 @@ func npmPeers(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(npmDir, "node_modules", ".bin")
 	if _, err := os.Stat(filepath.Join(bin, "mcp-server-filesystem")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm MCP servers are not installed (%v); CI must run `npm ci` in testdata/npm", err)
-		}
-		t.Skip("npm MCP servers are not installed: run `npm ci` in testdata/npm to run this test")
+		hosttest.Missing(t, "npm MCP servers are not installed (%v): run `npm ci` in testdata/npm", err)
 	}
 	return bin
 }
@@ -82,11 +81,9 @@ func localPresets(t testing.TB, bin string) *config.Config {
 }
 
 func needChromium(t testing.TB) {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("/usr/bin/chromium is missing; CI must install Debian's chromium")
-		}
-		t.Skip("/usr/bin/chromium is missing: apt-get install chromium to run the playwright test")
+		hosttest.Missing(t, "/usr/bin/chromium is missing: apt-get install chromium to run the playwright test")
 	}
 }
 

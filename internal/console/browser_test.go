@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/saucerhq/saucer/internal/hosttest"
 
 	"github.com/chromedp/chromedp"
 
@@ -34,16 +35,8 @@ const key = "console-test-key"
 
 // chromium is Debian's browser; missing, the test skips, or fails under CI.
 func chromium(t testing.TB) string {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (.ci/run installs Debian's chromium)")
-	}
-	t.Skip("no chromium here")
-	return ""
+	t.Helper()
+	return hosttest.Program(t, "chromium", "chromium-browser")
 }
 
 // axeScript is axe-core from the console's lockfile (npm ci in

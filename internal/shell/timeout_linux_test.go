@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saucerhq/saucer/internal/hosttest"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 )
 
@@ -17,10 +19,7 @@ import (
 func needCgroup(t *testing.T) {
 	t.Helper()
 	if _, why := cgroupBase(); why != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must give commands a cgroup each: %v", why)
-		}
-		t.Skip(why)
+		hosttest.Missing(t, "a cgroup for each command: %v", why)
 	}
 }
 
