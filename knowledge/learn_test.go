@@ -154,6 +154,10 @@ func recordRun(t *testing.T, task, script string) (string, *config.Config) {
 	}
 	work := t.TempDir()
 	os.WriteFile(filepath.Join(work, "deploy-notes.txt"), []byte("database host db1\ndb password: "+plantedPassword+"\n"), 0o644)
+	// The shell scrubs *_TOKEN variables from commands' environment; the
+	// token reaches a command's output the way it leaks in practice, from
+	// a file someone saved it in.
+	os.WriteFile(filepath.Join(work, "token.txt"), []byte(os.Getenv("DEPLOY_TOKEN")+"\n"), 0o644)
 	dev, err := local.Device(ctx, cfg, work)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +195,7 @@ const deployScript = `
 replies:
   - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Read the deploy notes and the deploy token (the provider key is ` + plantedKey + `)."}}]
   - text: "The notes are in deploy-notes.txt."
-    tool_calls: [{name: execute_command, arguments: {command: "cat deploy-notes.txt; echo $DEPLOY_TOKEN"}}]
+    tool_calls: [{name: execute_command, arguments: {command: "cat deploy-notes.txt token.txt"}}]
   - tool_calls: [{name: execute_command, arguments: {command: "cat missing-notes.txt"}}]
   - expect: "No such file"
     tool_calls: [{name: finish_task, arguments: {result: "The database is db1; its password is ` + plantedPassword + ` and the token ` + plantedToken + `."}}]
@@ -201,7 +205,7 @@ replies:
 const failScript = `
 replies:
   - tool_calls: [{name: assign_subtask, arguments: {app: shell, subtask: "Restart the deploy service"}}]
-  - tool_calls: [{name: execute_command, arguments: {command: "systemctl restart deploy-planted.service; echo $DEPLOY_TOKEN >&2; exit 3"}}]
+  - tool_calls: [{name: execute_command, arguments: {command: "systemctl restart deploy-planted.service; cat token.txt >&2; exit 3"}}]
   - tool_calls: [{name: fail_task, arguments: {reason: "systemctl could not restart it (token ` + plantedToken + `)"}}]
   - tool_calls: [{name: fail_task, arguments: {reason: "The deploy service would not restart."}}]
 `
@@ -226,6 +230,20 @@ func TestLearnedEntriesHoldNoPlantedSecret(t *testing.T) {
 		}
 		if dir == okRun && (!strings.Contains(string(raw), plantedPassword) || !strings.Contains(string(raw), plantedKey)) {
 			t.Fatalf("the run does not hold the planted password and key")
+		}
+		// In the commands' output, not only in what the model wrote.
+		tr, err := trajectory.Read(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outputs string
+		for _, e := range tr.Of(trajectory.TypeStep) {
+			for _, r := range e.Results {
+				outputs += string(r.Result)
+			}
+		}
+		if !strings.Contains(outputs, plantedToken) || dir == okRun && !strings.Contains(outputs, plantedPassword) {
+			t.Fatalf("the commands' output in %s lacks the planted secrets: %s", dir, outputs)
 		}
 	}
 
@@ -290,5 +308,28 @@ func TestLearnedEntriesHoldNoPlantedSecret(t *testing.T) {
 	}
 	if hits, _ := s.Search(ctx, knowledge.Query{Text: "restart the deploy service"}); len(hits) == 0 || hits[0].Entry.Outcome != knowledge.Failed {
 		t.Errorf("the failed run is not found first for its own request: %v", hits)
+	}
+}
+
+// summariser stands in for a model that writes an entry's text, and leaks
+// what it was given.
+type summariser struct{}
+
+func (summariser) Summarise(_ context.Context, tr *trajectory.Trajectory, draft knowledge.Entry) (string, error) {
+	return "In short: " + tr.Session().Task + " (the key was " + plantedKey + ")", nil
+}
+
+// A summariser writes the text; what it writes is redacted too.
+func TestSummariserTextIsRedacted(t *testing.T) {
+	red, err := trajectory.NewRedactor([]string{plantedKey}, trajectory.DefaultPatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := knowledge.LearnDir(ctxFor(t), "../evals/suites/recordings/count-lines", red, &knowledge.LearnOptions{Summariser: summariser{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "In short: How many lines does data.csv have? (the key was " + trajectory.Redacted + ")"; es[0].Text != want {
+		t.Errorf("text %q, want %q", es[0].Text, want)
 	}
 }

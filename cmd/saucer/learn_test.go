@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/saucerhq/saucer/knowledge"
@@ -112,5 +116,63 @@ func TestLearnCommandErrors(t *testing.T) {
 	saucer(t, "learn", "--dir", store, "../../evals/suites/recordings/hello", empty)
 	if out, _ := saucer(t, "learn", "--dir", store, "--search", "hello notes"); !strings.Contains(out, "no entries of") {
 		t.Errorf("the store took runs from a command that failed:\n%s", out)
+	}
+}
+
+// knowledge.embeddings names the model; its provider's settings reach it
+// (an Ollama base_url without /v1 gets it), and a search embeds the query.
+func TestLearnCommandEmbeds(t *testing.T) {
+	var mu sync.Mutex
+	var models []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		mu.Lock()
+		models = append(models, req.Model)
+		mu.Unlock()
+		var data []map[string]any
+		for i, text := range req.Input {
+			v := make([]float32, 16)
+			for _, word := range strings.Fields(strings.ToLower(text)) {
+				v[len(word)%16]++
+			}
+			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": v})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model})
+	}))
+	defer srv.Close()
+	cfg := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(cfg, []byte("knowledge: {embeddings: \"ollama:nomic-embed-text\"}\nproviders: {ollama: {base_url: \""+srv.URL+"\"}}\n"), 0o644)
+	store := t.TempDir()
+	if out, code := saucer(t, "-c", cfg, "learn", "--dir", store, "../../evals/suites/recordings/count-lines"); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code := saucer(t, "-c", cfg, "learn", "--dir", store, "--search", "how many lines")
+	mu.Lock()
+	defer mu.Unlock()
+	if code != 0 || !strings.Contains(out, "count-lines") || len(models) != 2 || models[0] != "nomic-embed-text" {
+		t.Errorf("exit %d, embedding requests for %q:\n%s", code, models, out)
+	}
+	if _, err := os.Stat(filepath.Join(store, knowledge.VectorsFile)); err != nil {
+		t.Errorf("no vectors kept: %v", err)
+	}
+
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, c := range []struct{ yaml, want string }{
+		{"knowledge: {embeddings: nomic}\n", "is not PROVIDER:MODEL"},
+		{"knowledge: {embeddings: \"openai:text-embedding-3-small\"}\n", "no API key is set"},
+		{"knowledge: {embeddings: \"vllm:e5\"}\n", "set providers.vllm.base_url"},
+	} {
+		os.WriteFile(cfg, []byte(c.yaml), 0o644)
+		if out, code := saucer(t, "-c", cfg, "learn", "--dir", t.TempDir(), "--search", "x"); code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d, want %q:\n%s", c.yaml, code, c.want, out)
+		}
 	}
 }
