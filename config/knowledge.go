@@ -65,3 +65,11 @@ func (k Knowledge) EmbeddingsModel() (provider, model string, err error) {
 	}
 	return p, m, nil
 }
+
+// PromptBudget is knowledge.prompt_tokens, or its default for 0.
+func (k Knowledge) PromptBudget() int {
+	if k.PromptTokens > 0 {
+		return k.PromptTokens
+	}
+	return DefaultKnowledgePromptTokens
+}

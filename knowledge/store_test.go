@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,5 +236,50 @@ func TestStoreHeldElsewhere(t *testing.T) {
 	lockWait = 100 * time.Millisecond
 	if _, err := Open(ctx, dir, nil); err == nil || !strings.Contains(err.Error(), "open in another process") {
 		t.Fatalf("a second open: %v", err)
+	}
+}
+
+// Agents search at once while entries are added.
+func TestConcurrentSearchAndAdd(t *testing.T) {
+	ctx := testCtx(t)
+	s := openSample(t, t.TempDir(), nil)
+	want, _, err := s.ForPrompt(ctx, "count the lines of data.csv", "shell", 500)
+	if err != nil || want == "" {
+		t.Fatal(want, err)
+	}
+	errs := make(chan error, 9)
+	for range 8 {
+		go func() {
+			for range 20 {
+				got, _, err := s.ForPrompt(ctx, "count the lines of data.csv", "shell", 500)
+				// Scores move as entries come (BM25's statistics), so the
+				// order may too; the shell entries stay.
+				if err == nil && (!strings.HasPrefix(got, promptHead) || strings.Count(got, "Source: runs/a") != strings.Count(want, "Source: runs/a")) {
+					err = errors.New("the shell entries went missing while help entries were added:\n" + got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		for i := range 20 {
+			if err := s.Add(ctx, Entry{ID: "h-x" + string(rune('a'+i)), Kind: Help, App: "gimp", Title: "scale an image", Text: "Image > Scale Image sets the size in pixels.", Source: Source{Path: "gimp.html"}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range 9 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Len() != len(sample())+20 {
+		t.Errorf("%d entries", s.Len())
 	}
 }
