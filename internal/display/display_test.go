@@ -2,7 +2,6 @@ package display
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/saucerhq/saucer/internal/proctag"
 
 	"github.com/saucerhq/saucer/internal/hosttest"
 
@@ -39,24 +40,12 @@ func require(t *testing.T, kind Kind, apps ...string) {
 // tagged lists the live (not zombie) processes whose environment carries
 // the display's tag.
 func tagged(tag string) []string {
-	want := []byte("\x00" + tagVar + "=" + tag + "\x00")
 	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	proctag.Each(tagVar, func(pid int, v string) {
+		if v == tag {
+			out = append(out, strconv.Itoa(pid)+" "+proctag.Command(pid))
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			continue
-		}
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		out = append(out, e.Name()+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
-	}
+	})
 	return out
 }
 

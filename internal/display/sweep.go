@@ -1,8 +1,8 @@
 package display
 
 import (
-	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/saucerhq/saucer/internal/proctag"
 )
 
 // A display's folder is named after its owner, "saucer-display-PID.START-…"
@@ -95,71 +97,13 @@ func sweep() {
 // runningTags are the display tags in running processes' environments.
 func runningTags() []string {
 	seen := map[string]bool{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, []byte(tagVar+"=")); ok {
-				seen[string(v)] = true
-			}
-		}
-	}
-	tags := make([]string, 0, len(seen))
-	for t := range seen {
-		tags = append(tags, t)
-	}
-	return tags
+	proctag.Each(tagVar, func(_ int, tag string) { seen[tag] = true })
+	return slices.Collect(maps.Keys(seen))
 }
 
-// killTagged kills every process whose environment carries tag, read from
-// /proc, and waits (up to 2s) until they are gone; it repeats while it
-// finds some, since a dying parent may fork once more. A process that
-// cleared its environment is not found.
-func killTagged(tag string) {
-	want := []byte("\x00" + tagVar + "=" + tag + "\x00")
-	self := os.Getpid()
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		entries, err := os.ReadDir("/proc")
-		if err != nil {
-			return
-		}
-		found := false
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid <= 0 || pid == self || zombie(pid) {
-				continue
-			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
-				continue
-			}
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				found = true
-			}
-		}
-		if !found {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // SIGKILL is delivered, not awaited
-	}
-}
-
-// zombie reports whether a process has ended and waits for its parent.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
-}
+// killTagged kills every process whose environment carries the display's
+// tag, waiting up to 2s while a dying parent forks once more.
+func killTagged(tag string) { proctag.Kill(tagVar, tag, 2*time.Second) }
 
 // unmountUnder detaches what is mounted under dir, deepest first: the
 // session bus may have activated xdg-document-portal, which mounts its

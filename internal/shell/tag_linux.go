@@ -1,10 +1,10 @@
 package shell
 
 import (
-	"bytes"
-	"os"
-	"strconv"
 	"syscall"
+	"time"
+
+	"github.com/saucerhq/saucer/internal/proctag"
 )
 
 // dieWithParent has the process started with attr killed when the thread
@@ -17,34 +17,7 @@ import (
 // (startWatchdog), or the next Saucer's (sweepGroups).
 func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
 
-// killTagged kills every process whose environment carries tag, as read
-// from /proc. It repeats while it finds some, since a dying parent may
-// fork once more; a process that cleared its environment is not found
-// (docs/rough_edges.md).
-func killTagged(tag string) {
-	want := []byte(tagVar + "=" + tag + "\x00")
-	self := os.Getpid()
-	for range 5 {
-		entries, err := os.ReadDir("/proc")
-		if err != nil {
-			return
-		}
-		found := false
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == self {
-				continue
-			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
-				continue
-			}
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				found = true
-			}
-		}
-		if !found {
-			return
-		}
-	}
-}
+// killTagged kills every process whose environment carries tag, also
+// those that left the command's process group (docs/rough_edges.md: not
+// one that cleared its environment).
+func killTagged(tag string) { proctag.Kill(tagVar, tag, 2*time.Second) }
