@@ -7,20 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// need skips outside CI when the machine lacks what a test reads; in CI
-// it fails.
-func need(t *testing.T, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing on this CI machine", what)
-	}
-	t.Skipf("%s is missing on this machine", what)
-}
+	"github.com/saucerhq/saucer/internal/hosttest"
+)
 
 func sectionsOf(es []Entry) []string {
 	var out []string
@@ -48,9 +37,10 @@ func checkPassages(t *testing.T, es []Entry, app string) {
 
 // tar's man page, as man prints it, is split by its sections.
 func TestHelpFromAManPage(t *testing.T) {
-	_, err := exec.LookPath("man")
-	need(t, "man", err == nil)
-	need(t, "tar's man page", exec.Command("man", "-w", "tar").Run() == nil)
+	hosttest.Program(t, "man")
+	if exec.Command("man", "-w", "tar").Run() != nil {
+		hosttest.Missing(t, "tar's man page is not installed (apt-get install tar man-db)")
+	}
 	es, err := HelpFromCommand(testCtx(t), "tar", "man tar")
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +76,7 @@ func TestHelpFromAManPage(t *testing.T) {
 
 // ls --help is split at its headings ("Exit status:").
 func TestHelpFromHelpOutput(t *testing.T) {
-	_, err := exec.LookPath("ls")
-	need(t, "ls", err == nil)
+	hosttest.Program(t, "ls")
 	es, err := HelpFromCommand(testCtx(t), "ls", "ls --help")
 	if err != nil {
 		t.Fatal(err)
