@@ -19,6 +19,8 @@
 //	  - json: {status: FINISH, result: "done"}
 //	    usage: {prompt_tokens: 12, completion_tokens: 5}
 //	  - error: rate_limit
+//	  - when: "Experience"       # only if the request offers it; else
+//	    text: "As before: ..."   # passed over (unless: the opposite)
 //	  - tool_calls:              # an argument read from the request:
 //	      - name: click            # the first group of the latest match
 //	        from_request: {id: '\[(\d+)\] push button "OK"'}
@@ -57,6 +59,7 @@ type Model struct {
 
 	mu     sync.Mutex
 	count  int  // calls received
+	next   int  // the reply to try next (when and unless pass replies over)
 	record bool // keep a copy of each request
 	calls  []llm.Request
 	// recent are the last requests, for the prompt cache it simulates.
@@ -114,9 +117,9 @@ func (m *Model) Remaining() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.loop {
-		return len(m.replies) - m.count%len(m.replies)
+		return len(m.replies) - m.next%len(m.replies)
 	}
-	return max(0, len(m.replies)-m.count)
+	return max(0, len(m.replies)-m.next)
 }
 
 // Skip passes over the next reply without serving it: a resumed session
@@ -126,6 +129,7 @@ func (m *Model) Skip() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.count++
+	m.next++
 }
 
 // Complete returns the next scripted reply. A call whose context is already
@@ -196,14 +200,20 @@ func (m *Model) take(ctx context.Context, req *llm.Request) (_ *compiled, call i
 	cp := *req
 	copy(m.recent[1:], m.recent[:cacheDepth-1])
 	m.recent[0] = &cp
-	i := call - 1
-	if i >= len(m.replies) {
-		if !m.loop {
-			return nil, call, 0, &ExhaustedError{Replies: len(m.replies), Call: call}
+	// A looping script passes over at most one round of replies.
+	for tried := 0; ; tried++ {
+		if m.next >= len(m.replies) {
+			if !m.loop || tried >= len(m.replies) {
+				return nil, call, 0, &ExhaustedError{Replies: len(m.replies), Call: call}
+			}
+			m.next = 0
 		}
-		i %= len(m.replies)
+		c := &m.replies[m.next]
+		m.next++
+		if (c.when == "" || contains(req, c.when)) && (c.unless == "" || !contains(req, c.unless)) {
+			return c, call, cached, nil
+		}
 	}
-	return &m.replies[i], call, cached, nil
 }
 
 // answer serves the reply to call number call.

@@ -356,3 +356,53 @@ func BenchmarkComplete(b *testing.B) {
 		}
 	}
 }
+
+// A script answers one way when the request offers something (retrieved
+// experience, say) and another way when it does not; the replies of the
+// way not taken are passed over for good.
+func TestWhenAndUnlessFollowTheRequest(t *testing.T) {
+	script := `
+replies:
+  - when: "Experience:"
+    text: "as before: one step"
+  - unless: "Experience:"
+    text: "explore 1"
+  - unless: "Experience:"
+    text: "explore 2"
+  - text: "done"
+`
+	s, err := Parse([]byte(script), "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prompt string
+		want   []string
+	}{
+		{"Experience: wc -l counts lines\ncount the lines", []string{"as before: one step", "done"}},
+		{"count the lines", []string{"explore 1", "explore 2", "done"}},
+	} {
+		m := New(*s)
+		var got []string
+		for range tc.want {
+			got = append(got, mustComplete(t, m, ask(tc.prompt)).Message.Content)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Fatalf("prompt %q: replies %q, want %q", tc.prompt, got, tc.want)
+		}
+		if m.Remaining() != 0 || m.Count() != len(tc.want) {
+			t.Fatalf("prompt %q: Remaining %d Count %d, want 0 and %d", tc.prompt, m.Remaining(), m.Count(), len(tc.want))
+		}
+		var exhausted *ExhaustedError
+		if _, err := m.Complete(context.Background(), ask(tc.prompt)); !errors.As(err, &exhausted) {
+			t.Fatalf("a call past the script: %v, want *ExhaustedError", err)
+		}
+	}
+	// A looping script whose every reply is passed over says so rather
+	// than looping for ever.
+	m := New(Script{Loop: true, Replies: []Reply{{When: "never said", Text: "x"}}})
+	var exhausted *ExhaustedError
+	if _, err := m.Complete(context.Background(), ask("hello")); !errors.As(err, &exhausted) {
+		t.Fatalf("error = %v, want *ExhaustedError", err)
+	}
+}

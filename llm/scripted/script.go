@@ -30,6 +30,13 @@ type Reply struct {
 	// request; if it does not, the call fails with an *ExpectError. It lets a
 	// script check that the agent sent what the test thinks it sent.
 	Expect string `yaml:"expect,omitempty" json:"expect,omitempty"`
+	// When and Unless make the reply depend on what the request offers:
+	// a reply whose When does not occur in the content of any message of
+	// the request, or whose Unless does, is passed over for good and the
+	// next reply is tried. A script can so answer one way when, say,
+	// retrieved experience is in the prompt and another way when not.
+	When   string `yaml:"when,omitempty" json:"when,omitempty"`
+	Unless string `yaml:"unless,omitempty" json:"unless,omitempty"`
 	// Latency is how long the call takes; a cancelled context ends it early.
 	Latency time.Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
 	// Text is the assistant content, verbatim: a thought next to tool calls,
@@ -170,7 +177,7 @@ type field struct {
 
 var (
 	scriptKeys   = []string{"loop", "replies"}
-	replyKeys    = []string{"expect", "latency", "text", "json", "tool_calls", "usage", "error", "finish_reason"}
+	replyKeys    = []string{"expect", "latency", "text", "json", "tool_calls", "usage", "error", "finish_reason", "when", "unless"}
 	toolCallKeys = []string{"name", "arguments", "id", "from_request"}
 	usageKeys    = []string{"prompt_tokens", "completion_tokens", "cached_tokens"}
 )
@@ -220,6 +227,10 @@ func readReply(v value) (Reply, error) {
 		switch f.key {
 		case "expect":
 			err = f.val.decode(&r.Expect)
+		case "when":
+			err = f.val.decode(&r.When)
+		case "unless":
+			err = f.val.decode(&r.Unless)
 		case "text":
 			err = f.val.decode(&r.Text)
 		case "error":
@@ -346,10 +357,12 @@ func (e *locatedError) Unwrap() error { return e.err }
 // compiled is a reply ready to serve: everything that can be computed before
 // the first call is, so Complete only copies.
 type compiled struct {
-	expect    string
-	latency   time.Duration
-	content   string
-	toolCalls []llm.ToolCall // ID "" means the default id
+	expect string
+	// when and unless decide whether the reply answers a request at all.
+	when, unless string
+	latency      time.Duration
+	content      string
+	toolCalls    []llm.ToolCall // ID "" means the default id
 	// fromRequest are, per tool call, the arguments taken from the request.
 	fromRequest []map[string]*regexp.Regexp
 	usage       *llm.Usage
@@ -380,7 +393,7 @@ func compileScript(s Script, lines []int) ([]compiled, error) {
 }
 
 func compileReply(r Reply) (compiled, error) {
-	c := compiled{expect: r.Expect, latency: r.Latency, finish: r.FinishReason}
+	c := compiled{expect: r.Expect, when: r.When, unless: r.Unless, latency: r.Latency, finish: r.FinishReason}
 	if r.Latency < 0 {
 		return c, fmt.Errorf("latency %s is negative", r.Latency)
 	}
