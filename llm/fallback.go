@@ -122,3 +122,14 @@ func switchable(err error) bool {
 	}
 	return le.Status == 404 // the model does not exist there
 }
+
+// SupportsComputer reports whether every model of f offers a native
+// computer-use tool: a switch to one without would fail the request.
+func (f *Fallback) SupportsComputer() bool {
+	for _, n := range f.Models {
+		if !SupportsComputer(n.Model) {
+			return false
+		}
+	}
+	return len(f.Models) > 0
+}

@@ -33,8 +33,9 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Message is one turn of a conversation: text, optional images (user turns),
-// tool calls (assistant turns) or a tool result (tool turns).
+// Message is one turn of a conversation: text, optional images (user turns,
+// and the tool turn that answers a native computer-use call with its
+// screenshot), tool calls (assistant turns) or a tool result (tool turns).
 type Message struct {
 	Role    Role    `json:"role"`
 	Content string  `json:"content,omitempty"`
@@ -45,6 +46,10 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on a tool turn.
 	Name string `json:"name,omitempty"`
+	// Acknowledged are the safety checks of a computer call (see
+	// ComputerCall) that a person acknowledged, on the tool turn that
+	// answers it.
+	Acknowledged []SafetyCheck `json:"acknowledged,omitempty"`
 }
 
 // Image is a picture attached to a message: a URL (http(s) or data:) or raw
@@ -70,6 +75,10 @@ type ToolCall struct {
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Raw is the provider's own form of a native call (a computer-use
+	// call, whose Arguments are normalized: see ComputerCall), kept for
+	// the recording and sent back to that provider as it came.
+	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
 // Request is one call to a model.
@@ -83,6 +92,9 @@ type Request struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
+	// Computer, when set, offers the model its provider's native
+	// computer-use tool beside Tools (see ComputerCall).
+	Computer *Computer `json:"computer,omitempty"`
 }
 
 // Response is a model's complete reply.

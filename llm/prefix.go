@@ -19,7 +19,7 @@ func SharedPrefix(prev, req *Request) (shared, total int) {
 		}
 		shared += toolBytes(t)
 	}
-	if len(prev.Tools) != len(req.Tools) {
+	if len(prev.Tools) != len(req.Tools) || !sameComputer(prev.Computer, req.Computer) {
 		return shared, total
 	}
 	for i := range req.Messages {
@@ -31,7 +31,7 @@ func SharedPrefix(prev, req *Request) (shared, total int) {
 		if p.Role != m.Role || p.Name != m.Name || p.ToolCallID != m.ToolCallID || len(p.Images) != len(m.Images) {
 			return shared, total
 		}
-		if p.Content != m.Content || !slices.Equal(p.ToolCalls, m.ToolCalls) || !slices.EqualFunc(p.Images, m.Images, sameImage) {
+		if p.Content != m.Content || !slices.EqualFunc(p.ToolCalls, m.ToolCalls, sameCall) || !slices.EqualFunc(p.Images, m.Images, sameImage) {
 			return shared + commonPrefix(p.Content, m.Content), total
 		}
 		shared += messageBytes(m)
@@ -41,6 +41,18 @@ func SharedPrefix(prev, req *Request) (shared, total int) {
 
 func sameImage(a, b Image) bool {
 	return a.URL == b.URL && a.MIMEType == b.MIMEType && a.Detail == b.Detail && string(a.Data) == string(b.Data)
+}
+
+func sameComputer(a, b *Computer) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func sameCall(a, b ToolCall) bool { return a.Equal(b) }
+
+// Equal reports whether two tool calls are the same, their provider's
+// own form (Raw) included.
+func (c ToolCall) Equal(o ToolCall) bool {
+	return c.ID == o.ID && c.Name == o.Name && c.Arguments == o.Arguments && string(c.Raw) == string(o.Raw)
 }
 
 func sameTool(a, b Tool) bool {
@@ -62,7 +74,7 @@ func toolBytes(t Tool) int { return len(t.Name) + len(t.Description) + len(t.Par
 func messageBytes(m *Message) int {
 	n := len(m.Content) + len(m.Name) + len(m.ToolCallID)
 	for _, c := range m.ToolCalls {
-		n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		n += len(c.ID) + len(c.Name) + len(c.Arguments) + len(c.Raw)
 	}
 	for _, im := range m.Images {
 		n += len(im.URL) + len(im.Data)
@@ -78,13 +90,17 @@ func requestBytes(r *Request) int {
 	for i := range r.Messages {
 		n += messageBytes(&r.Messages[i])
 	}
+	if r.Computer != nil {
+		n += 16 // the native tool's declaration: a type and a size
+	}
 	return n
 }
 
 // Equal reports whether two messages are the same turn, field by field.
 func (m Message) Equal(o Message) bool {
 	return m.Role == o.Role && m.Content == o.Content && m.Name == o.Name && m.ToolCallID == o.ToolCallID &&
-		slices.Equal(m.ToolCalls, o.ToolCalls) && slices.EqualFunc(m.Images, o.Images, sameImage)
+		slices.EqualFunc(m.ToolCalls, o.ToolCalls, sameCall) && slices.EqualFunc(m.Images, o.Images, sameImage) &&
+		slices.Equal(m.Acknowledged, o.Acknowledged)
 }
 
 // Equal reports whether two tools are the same.

@@ -99,7 +99,7 @@ func (c *Counter) Repeated(prev, req *llm.Request) int {
 		if p.Role != m.Role || p.Name != m.Name || p.ToolCallID != m.ToolCallID {
 			return n
 		}
-		if len(p.Images) == 0 && len(m.Images) == 0 && p.Content == m.Content && slices.Equal(p.ToolCalls, m.ToolCalls) {
+		if len(p.Images) == 0 && len(m.Images) == 0 && p.Content == m.Content && slices.EqualFunc(p.ToolCalls, m.ToolCalls, llm.ToolCall.Equal) {
 			n += c.message(m)
 			continue
 		}
