@@ -66,5 +66,6 @@ func NewAnthropic(cfg Config) (*Model, error) {
 	m.apiKey = cfg.APIKey
 	m.timeouts = cfg.Timeouts
 	m.onePartPerAssistantTurn = true
+	m.native = &native{doer: doer, url: base + "/messages", apiKey: cfg.APIKey, model: cfg.Model, version: anthropicVersion}
 	return m, nil
 }

@@ -42,6 +42,9 @@ type Model struct {
 	apiKey string
 	// timeouts, when the HTTP client is ours, name the bounds in errors.
 	timeouts llm.Timeouts
+	// native, for an Anthropic model, sends computer-use requests
+	// (Request.Computer) straight to the Messages API: see computer.go.
+	native *native
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -81,6 +84,12 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.C
 func (m *Model) generate(ctx context.Context, req *llm.Request, stream func(context.Context, []byte) error) (*llm.Response, error) {
 	if req == nil {
 		return nil, m.badRequest("nil request")
+	}
+	if req.Computer != nil {
+		if m.native == nil {
+			return nil, m.badRequest(m.provider + " has no native computer-use tool: offer the desktop's tools instead (agent.computer_use: off)")
+		}
+		return m.completeComputer(ctx, req, stream)
 	}
 	msgs, err := m.messages(req.Messages)
 	if err != nil {
