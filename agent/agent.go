@@ -57,6 +57,10 @@ type Options struct {
 	// agent, alone, with no host agent: a task one app does in full
 	// costs no host calls. The app's result is the answer.
 	DirectApp string
+	// Retriever, when set, gives each agent what was learned before that
+	// fits its request or subtask, for its first prompt (package
+	// knowledge; a replay's comes from the recording).
+	Retriever strategy.Retriever
 	// Observer, when set, is told of every step and transition, and of
 	// every model call and command batch. Calls are serialized: an observer
 	// need not be safe for concurrent use.
@@ -131,6 +135,9 @@ type Event struct {
 	Errors   []error
 	// Observations are what the step's data collection saw (step events).
 	Observations []prompts.Observation
+	// Knowledge is what the agent's Retriever gave it for its prompts, on
+	// the step event of the step that asked (its first).
+	Knowledge *strategy.Retrieved
 	// Request is the model call's request (model_call events); Phase is the
 	// phase a model call or a dispatch was made in.
 	Request *llm.Request
@@ -295,7 +302,8 @@ func (s *Session) emit(e Event) {
 // is and what it works on.
 func (s *Session) setup(a strategy.Agent, maxSteps int) strategy.Setup {
 	return strategy.Setup{Agent: a, Mode: s.opts.Mode, Model: s.opts.Model, Dispatcher: s.opts.Dispatcher,
-		Prompts: s.opts.Prompts, Board: s.board, Artifacts: s.artifacts, Confirmer: s.opts.Confirmer, Limits: s.opts.Limits, MaxSteps: maxSteps}
+		Prompts: s.opts.Prompts, Board: s.board, Artifacts: s.artifacts, Confirmer: s.opts.Confirmer, Limits: s.opts.Limits, MaxSteps: maxSteps,
+		Retriever: s.opts.Retriever}
 }
 
 // newContext makes an agent's processing context, with the session's

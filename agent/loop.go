@@ -35,6 +35,8 @@ type core struct {
 	proc    *strategy.Processor
 	machine *fsm.Machine
 	limit   int
+	// knowledgeTold: a step event has carried what the agent retrieved.
+	knowledgeTold bool
 }
 
 // context is the agent's processing context, made at its first use.
@@ -227,6 +229,9 @@ func (c *core) step(ctx context.Context, n int) error {
 		e.To, e.Decision, e.Commands, e.Results = pc.Status(), pc.Decision(), pc.Commands(), pc.Results()
 		e.Messages, e.Response, e.Usage, e.Attempts, e.Duration = pc.Messages(), pc.Response(), pc.Usage(), pc.Attempts(), time.Since(start)
 		e.Timings, e.Errors, e.Observations, e.Err = pc.Timings(), pc.Errors(), pc.Observations(), err
+		if k := pc.Knowledge(); k != nil && !c.knowledgeTold {
+			e.Knowledge, c.knowledgeTold = k, true
+		}
 		c.s.emit(e)
 	}
 	if err != nil {

@@ -58,6 +58,10 @@ type HostData struct {
 	Mode string
 	// Round counts from 1; MaxRounds 0 means no limit is shown.
 	Round, MaxRounds int
+	// Knowledge is what was learned before that fits the request
+	// (experience, demonstrations, help, each with its source), in the
+	// first user turn; "" for none.
+	Knowledge string
 }
 
 // AppData is what the app templates (app_system, app_user, app_examples,
@@ -86,6 +90,9 @@ type AppData struct {
 	Mode string
 	// Step counts from 1; MaxSteps 0 means no limit is shown.
 	Step, MaxSteps int
+	// Knowledge is what was learned before that fits the subtask (see
+	// HostData.Knowledge).
+	Knowledge string
 }
 
 // Validate reports a mode the templates do not know, which would otherwise

@@ -156,6 +156,7 @@ func Conversation(pc *Context) ([]llm.Message, error) {
 // model's where the policy says so (memory.SummaryModel).
 func conversation(ctx context.Context, pc *Context, askModel bool) ([]llm.Message, error) {
 	if pc.intro == nil {
+		pc.retrieve(ctx)
 		intro, err := renderIntro(pc)
 		if err != nil {
 			return nil, err
@@ -308,7 +309,7 @@ func promptData(pc *Context) any {
 	if pc.agent.Role == fsm.Host {
 		notes = foldedNotes(pc, notes)
 		return prompts.HostData{Request: pc.request, Device: pc.device, Apps: pc.apps, Notes: notes, Mode: string(pc.mode),
-			Round: pc.round, MaxRounds: pc.maxSteps}
+			Round: pc.round, MaxRounds: pc.maxSteps, Knowledge: pc.knowledgeText()}
 	}
 	// The notes known when the agent starts go in its first user turn,
 	// once; the status turn shows only those that came since.
@@ -317,7 +318,8 @@ func promptData(pc *Context) any {
 	}
 	earlier := notes[:min(pc.introNotes, len(notes))]
 	return prompts.AppData{Request: pc.request, Subtask: pc.subtask, App: pc.agent.App, Alone: pc.alone, Tools: pc.tools, Device: pc.device,
-		Observations: pc.observations, EarlierNotes: earlier, Notes: notes[len(earlier):], Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps}
+		Observations: pc.observations, EarlierNotes: earlier, Notes: notes[len(earlier):], Mode: string(pc.mode), Step: pc.step, MaxSteps: pc.maxSteps,
+		Knowledge: pc.knowledgeText()}
 }
 
 // templates names the agent's templates: the system prompt, the first

@@ -135,6 +135,10 @@ type Context struct {
 	// introNotes is how many of them an app agent's first user turn
 	// holds.
 	introNotes int
+	// retriever and knowledge: what was learned before, asked once for
+	// the first prompt (nil: not asked yet, or no retriever).
+	retriever Retriever
+	knowledge *Retrieved
 }
 
 // Setup is what a processing context is made with: who the agent is, what
@@ -175,6 +179,9 @@ type Setup struct {
 	// Apps are the apps known before discovery, with the descriptions the
 	// agent was configured with; discovery keeps the descriptions.
 	Apps []prompts.App
+	// Retriever, when set, gives the agent what was learned before for
+	// its first prompt.
+	Retriever Retriever
 }
 
 // NewContext makes the processing context of one agent.
@@ -184,6 +191,7 @@ func NewContext(s Setup) *Context {
 		model: s.Model, dispatcher: s.Dispatcher, prompts: s.Prompts, memory: s.Memory, board: s.Board, artifacts: s.Artifacts,
 		confirmer: s.Confirmer, runSubtask: s.RunSubtask, onChunk: s.OnChunk, onRetry: s.OnRetry,
 		limits: s.Limits, maxSteps: s.MaxSteps, device: s.Device, apps: slices.Clone(s.Apps), alone: s.Alone,
+		retriever: s.Retriever,
 	}
 	if pc.memory == nil {
 		pc.memory = &memory.Memory{}

@@ -158,7 +158,7 @@ func toolResults(msgs []llm.Message) []string {
 }
 
 func sameMessage(a, b llm.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls)
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.EqualFunc(a.ToolCalls, b.ToolCalls, llm.ToolCall.Equal)
 }
 
 func handleIn(t *testing.T, s string) string {

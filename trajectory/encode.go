@@ -108,6 +108,12 @@ func (w *eventEncoder) event(e *Event) {
 		w.str("content", o.Content)
 		w.b = append(w.b, '}')
 	})
+	if k := e.Knowledge; k != nil {
+		w.object("knowledge", func() {
+			w.strOmit("text", k.Text)
+			w.stringsOmit("sources", k.Sources)
+		})
+	}
 	if e.Usage != nil {
 		w.key("usage")
 		w.usage(e.Usage)
@@ -258,6 +264,12 @@ func (w *eventEncoder) request(r *llm.Request) {
 	}
 	w.intOmit("max_tokens", int64(r.MaxTokens))
 	w.stringsOmit("stop", r.Stop)
+	if c := r.Computer; c != nil {
+		w.object("computer", func() {
+			w.int("width", int64(c.Width))
+			w.int("height", int64(c.Height))
+		})
+	}
 	w.b = append(w.b, '}')
 }
 
@@ -286,10 +298,20 @@ func (w *eventEncoder) message(m *llm.Message) {
 		w.strOmit("id", tc.ID)
 		w.str("name", tc.Name)
 		w.str("arguments", tc.Arguments)
+		if len(tc.Raw) > 0 {
+			w.raw("raw", tc.Raw)
+		}
 		w.b = append(w.b, '}')
 	})
 	w.strOmit("tool_call_id", m.ToolCallID)
 	w.strOmit("name", m.Name)
+	list(w, "acknowledged", m.Acknowledged, func(c *llm.SafetyCheck) {
+		w.b = append(w.b, '{')
+		w.str("id", c.ID)
+		w.strOmit("code", c.Code)
+		w.strOmit("message", c.Message)
+		w.b = append(w.b, '}')
+	})
 	w.b = append(w.b, '}')
 }
 

@@ -81,6 +81,10 @@ type Event struct {
 	To   string `json:"to,omitempty"`
 	// Observations are what a step's data collection saw.
 	Observations []Observation `json:"observations,omitempty"`
+	// Knowledge is what was learned before that the agent was given for
+	// its prompts, on the step that asked for it (its first); a replay
+	// gives the agent the same.
+	Knowledge *Knowledge `json:"knowledge,omitempty"`
 	Usage        *llm.Usage    `json:"usage,omitempty"`
 	// Attempts counts a step's model calls, re-asks included.
 	Attempts   int     `json:"attempts,omitempty"`
@@ -202,6 +206,13 @@ type Action struct {
 type Observation struct {
 	Name    string `json:"name"`
 	Content string `json:"content"`
+}
+
+// Knowledge is what an agent was given from what was learned before: the
+// text its prompts showed and the sources of its entries.
+type Knowledge struct {
+	Text    string   `json:"text,omitempty"`
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Note is how an app agent's subtask ended.

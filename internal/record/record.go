@@ -395,6 +395,9 @@ func Convert(e agent.Event, n int) (trajectory.Event, bool) {
 		if e.Err != nil {
 			te.Error = e.Err.Error()
 		}
+		if k := e.Knowledge; k != nil {
+			te.Knowledge = &trajectory.Knowledge{Text: k.Text, Sources: k.Sources}
+		}
 	case agent.EventTransition:
 		te.Type, te.From, te.To = trajectory.TypeTransition, string(e.From), string(e.To)
 	case agent.EventProgress:
