@@ -294,13 +294,7 @@ func (d *Desktop) focusNew(ctx context.Context, ws []Window) string {
 		if err != nil {
 			break
 		}
-		for i := range ws {
-			for _, w := range now {
-				if w.ref == ws[i].ref {
-					ws[i] = w
-				}
-			}
-		}
+		refresh(ws, now)
 		if ws[0].Active || time.Now().After(deadline) {
 			break
 		}
@@ -311,6 +305,18 @@ func (d *Desktop) focusNew(ctx context.Context, ws []Window) string {
 		}
 	}
 	return fmt.Sprintf("window %s has the keyboard focus", ws[0].ID)
+}
+
+// refresh replaces each window of ws by the same window in now, as it
+// is there.
+func refresh(ws, now []Window) {
+	for i := range ws {
+		for _, w := range now {
+			if w.ref == ws[i].ref {
+				ws[i] = w
+			}
+		}
+	}
 }
 
 // ready waits until the first of a launched application's windows is
@@ -385,13 +391,7 @@ func (d *Desktop) ready(ctx context.Context, ws []Window, browser bool, limit ti
 			return ws, "not waited for: " + ctx.Err().Error()
 		}
 		if now, err := d.windows(ctx); err == nil {
-			for i := range ws {
-				for _, w := range now {
-					if w.ref == ws[i].ref {
-						ws[i] = w
-					}
-				}
-			}
+			refresh(ws, now)
 		}
 	}
 }

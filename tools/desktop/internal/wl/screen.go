@@ -343,70 +343,60 @@ func (s *Screen) move(ptr uint32, x, y int) error {
 		s.c.Request(ptr, 4)) // frame
 }
 
-// Click moves the pointer to (x, y) and clicks button count times.
-func (s *Screen) Click(x, y int, button uint32, count int) error {
+// withPointer sends what do sends through the virtual pointer, after
+// putting it at (x, y) when at is set, and waits until the compositor has
+// handled it.
+func (s *Screen) withPointer(at bool, x, y int, do func(ptr uint32) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ptr, err := s.pointer()
 	if err != nil {
 		return err
 	}
-	if err := s.move(ptr, x, y); err != nil {
-		return err
-	}
-	for range count {
-		if err := errors.Join(
-			s.c.Request(ptr, 2, now(), Uint(button), Uint(1)), s.c.Request(ptr, 4),
-			s.c.Request(ptr, 2, now(), Uint(button), Uint(0)), s.c.Request(ptr, 4)); err != nil {
+	if at {
+		if err := s.move(ptr, x, y); err != nil {
 			return err
 		}
 	}
-	return s.c.Roundtrip(timeout)
-}
-
-// Move puts the pointer at (x, y) of the layout.
-func (s *Screen) Move(x, y int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ptr, err := s.pointer()
-	if err != nil {
-		return err
-	}
-	if err := s.move(ptr, x, y); err != nil {
+	if err := do(ptr); err != nil {
 		return err
 	}
 	return s.c.Roundtrip(timeout)
 }
 
-// Button presses (down) or releases button where the pointer is.
-func (s *Screen) Button(button uint32, down bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ptr, err := s.pointer()
-	if err != nil {
-		return err
-	}
+// button sends one press (down) or release of button, in a frame.
+func (s *Screen) button(ptr, button uint32, down bool) error {
 	state := uint32(0)
 	if down {
 		state = 1
 	}
-	if err := errors.Join(s.c.Request(ptr, 2, now(), Uint(button), Uint(state)), s.c.Request(ptr, 4)); err != nil {
-		return err
-	}
-	return s.c.Roundtrip(timeout)
+	return errors.Join(s.c.Request(ptr, 2, now(), Uint(button), Uint(state)), s.c.Request(ptr, 4))
+}
+
+// Click moves the pointer to (x, y) and clicks button count times.
+func (s *Screen) Click(x, y int, button uint32, count int) error {
+	return s.withPointer(true, x, y, func(ptr uint32) error {
+		for range count {
+			if err := errors.Join(s.button(ptr, button, true), s.button(ptr, button, false)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Move puts the pointer at (x, y) of the layout.
+func (s *Screen) Move(x, y int) error {
+	return s.withPointer(true, x, y, func(uint32) error { return nil })
+}
+
+// Button presses (down) or releases button where the pointer is.
+func (s *Screen) Button(button uint32, down bool) error {
+	return s.withPointer(false, 0, 0, func(ptr uint32) error { return s.button(ptr, button, down) })
 }
 
 // Scroll turns the wheel at (x, y): steps notches, negative up or left.
 func (s *Screen) Scroll(x, y int, horizontal bool, steps int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ptr, err := s.pointer()
-	if err != nil {
-		return err
-	}
-	if err := s.move(ptr, x, y); err != nil {
-		return err
-	}
 	axis := uint32(0)
 	if horizontal {
 		axis = 1
@@ -415,15 +405,17 @@ func (s *Screen) Scroll(x, y int, horizontal bool, steps int) error {
 	if steps < 0 {
 		one, steps = -1, -steps
 	}
-	for range steps {
-		if err := errors.Join(
-			s.c.Request(ptr, 5, Uint(0)), // axis_source: wheel
-			s.c.Request(ptr, 7, now(), Uint(axis), Fixed(float64(15*one)), Int(int32(one))), // axis_discrete
-			s.c.Request(ptr, 4)); err != nil {
-			return err
+	return s.withPointer(true, x, y, func(ptr uint32) error {
+		for range steps {
+			if err := errors.Join(
+				s.c.Request(ptr, 5, Uint(0)), // axis_source: wheel
+				s.c.Request(ptr, 7, now(), Uint(axis), Fixed(float64(15*one)), Int(int32(one))), // axis_discrete
+				s.c.Request(ptr, 4)); err != nil {
+				return err
+			}
 		}
-	}
-	return s.c.Roundtrip(timeout)
+		return nil
+	})
 }
 
 // Modifier masks of an XKB keymap's real modifiers.
