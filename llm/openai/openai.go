@@ -64,6 +64,9 @@ type Model struct {
 	provider string
 	apiKey   string // kept only to scrub it out of error text
 	timeouts llm.Timeouts
+	// responses sends computer-use requests to the Responses API
+	// (responses.go); nil where there is none (Azure, other servers).
+	responses *responsesClient
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -107,17 +110,24 @@ func New(cfg Config) (*Model, error) {
 	doer.Fix = fixDialects
 	cc.HTTPClient = doer
 
-	return &Model{
+	m := &Model{
 		client:   goopenai.NewClientWithConfig(cc),
 		model:    cfg.Model,
 		provider: provider,
 		apiKey:   cfg.APIKey,
 		timeouts: cfg.Timeouts,
-	}, nil
+	}
+	if provider == "openai" && !cfg.Azure {
+		m.responses = &responsesClient{doer: doer, url: cc.BaseURL + "/responses", apiKey: cfg.APIKey, org: cfg.Organization}
+	}
+	return m, nil
 }
 
 // Complete sends req and returns the whole reply.
 func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if req != nil && req.Computer != nil {
+		return m.completeResponses(ctx, req, nil)
+	}
 	creq, err := m.chatRequest(req)
 	if err != nil {
 		return nil, err
@@ -160,6 +170,12 @@ func (m *Model) Complete(ctx context.Context, req *llm.Request) (*llm.Response, 
 // tool-call fragment as it arrives, and returns the accumulated reply, which
 // is the same Response that Complete would have returned.
 func (m *Model) Stream(ctx context.Context, req *llm.Request, onChunk func(llm.Chunk)) (*llm.Response, error) {
+	if req != nil && req.Computer != nil {
+		if onChunk == nil {
+			onChunk = func(llm.Chunk) {}
+		}
+		return m.completeResponses(ctx, req, onChunk)
+	}
 	creq, err := m.chatRequest(req)
 	if err != nil {
 		return nil, err
