@@ -54,8 +54,9 @@ const ModelName = "scripted"
 // shares with one of the last few (see llm.SharedPrefix). It is safe for concurrent use: concurrent calls take
 // replies in the order they arrive.
 type Model struct {
-	replies []compiled
-	loop    bool
+	replies  []compiled
+	loop     bool
+	computer bool
 
 	mu     sync.Mutex
 	count  int  // calls received
@@ -80,8 +81,12 @@ func New(s Script) *Model {
 	if err != nil {
 		panic(err)
 	}
-	return &Model{replies: replies, loop: s.Loop, record: true}
+	return &Model{replies: replies, loop: s.Loop, computer: s.Computer, record: true}
 }
+
+// SupportsComputer reports whether the script said the model has a native
+// computer-use tool (Script.Computer).
+func (m *Model) SupportsComputer() bool { return m.computer }
 
 // SetRecord turns recording of requests on (the default) or off. Turn it off
 // for long runs: every recorded request is kept in memory.
@@ -344,6 +349,10 @@ func copyRequest(r *llm.Request) llm.Request {
 	}
 	out.Tools = append([]llm.Tool(nil), r.Tools...)
 	out.Stop = append([]string(nil), r.Stop...)
+	if r.Computer != nil {
+		c := *r.Computer
+		out.Computer = &c
+	}
 	if r.Temperature != nil {
 		t := *r.Temperature
 		out.Temperature = &t

@@ -21,6 +21,11 @@ type Script struct {
 	// script can answer any number of calls (benchmarks, soak tests).
 	Loop    bool    `yaml:"loop,omitempty" json:"loop,omitempty"`
 	Replies []Reply `yaml:"replies" json:"replies"`
+	// Computer makes the model one with a native computer-use tool
+	// (llm.ComputerUser): agents then offer it, and the script answers
+	// with tool calls named "computer" whose arguments are normalized
+	// actions ({actions: [{action: click, x: 10, y: 20}]}).
+	Computer bool `yaml:"computer,omitempty" json:"computer,omitempty"`
 }
 
 // Reply is the model's answer to one call. It must say something: Text,
@@ -176,7 +181,7 @@ type field struct {
 }
 
 var (
-	scriptKeys   = []string{"loop", "replies"}
+	scriptKeys   = []string{"loop", "replies", "computer"}
 	replyKeys    = []string{"expect", "latency", "text", "json", "tool_calls", "usage", "error", "finish_reason", "when", "unless"}
 	toolCallKeys = []string{"name", "arguments", "id", "from_request"}
 	usageKeys    = []string{"prompt_tokens", "completion_tokens", "cached_tokens"}
@@ -195,6 +200,10 @@ func readScript(root value) (*Script, []int, error) {
 		case "loop":
 			if err := f.val.decode(&s.Loop); err != nil {
 				return nil, nil, at(f.val, "loop: %w", err)
+			}
+		case "computer":
+			if err := f.val.decode(&s.Computer); err != nil {
+				return nil, nil, at(f.val, "computer: %w", err)
 			}
 		case "replies":
 			items, err := f.val.items()

@@ -265,3 +265,31 @@ func TestScriptRoundTripsThroughJSONTags(t *testing.T) {
 		t.Fatalf("round trip = %+v", back)
 	}
 }
+
+func TestScriptWithComputerUse(t *testing.T) {
+	s, err := Parse([]byte("computer: true\nreplies:\n  - tool_calls:\n      - name: computer\n        arguments: {actions: [{action: click, x: 10, y: 20}]}\n"), "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(*s)
+	if !llm.SupportsComputer(m) {
+		t.Fatal("computer: true, yet the model has no computer tool")
+	}
+	resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("go")}, Computer: &llm.Computer{Width: 800, Height: 600}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := llm.ParseComputerCall(resp.Message.ToolCalls[0].Arguments)
+	if x, y, _ := c.Actions[0].Point(); err != nil || c.Actions[0].Action != llm.ActClick || x != 10 || y != 20 {
+		t.Errorf("call %+v, %v", c, err)
+	}
+	if got := m.Calls()[0].Computer; got == nil || got.Width != 800 {
+		t.Errorf("recorded request's computer %+v", got)
+	}
+	if llm.SupportsComputer(New(Script{Replies: []Reply{{Text: "a"}}})) {
+		t.Error("a script without computer: true claims the tool")
+	}
+	if _, err := Parse([]byte("computer: maybe\nreplies: [{text: a}]\n"), "yaml"); err == nil || !strings.Contains(err.Error(), "computer") {
+		t.Errorf("computer: maybe: %v", err)
+	}
+}
