@@ -176,3 +176,12 @@ func ComputerToolCall(id string, call ComputerCall, raw json.RawMessage) ToolCal
 	b, _ := json.Marshal(call) // plain data: cannot fail
 	return ToolCall{ID: id, Name: ComputerTool, Arguments: string(b), Raw: raw}
 }
+
+// String prints a call as {ID Name Arguments}, with the provider's own
+// form after it when there is one.
+func (c ToolCall) String() string {
+	if len(c.Raw) == 0 {
+		return "{" + c.ID + " " + c.Name + " " + c.Arguments + "}"
+	}
+	return "{" + c.ID + " " + c.Name + " " + c.Arguments + " raw " + string(c.Raw) + "}"
+}
