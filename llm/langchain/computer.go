@@ -54,8 +54,20 @@ func ComputerToolVersion(model string) (toolType, beta string) {
 }
 
 // SupportsComputer reports whether the model offers Anthropic's native
-// computer-use tool: an Anthropic model does.
-func (m *Model) SupportsComputer() bool { return m.native != nil }
+// computer-use tool: the Claude models its guide names (Claude 4 and 4.x
+// Sonnet, Opus and Haiku 4.5, and Sonnet 3.7).
+func (m *Model) SupportsComputer() bool { return m.native != nil && ComputerModel(m.native.model) }
+
+// ComputerModel reports whether an Anthropic model was trained on the
+// computer tool.
+func ComputerModel(model string) bool {
+	for _, p := range []string{"claude-sonnet-4", "claude-opus-4", "claude-haiku-4-5", "claude-3-7-sonnet", "claude-4-"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // block is a content block of the Messages API, as sent and received.
 type block struct {

@@ -280,3 +280,14 @@ func TestAnthropicComputerUseErrors(t *testing.T) {
 		t.Errorf("computer use asked of a model without it: %v", err)
 	}
 }
+
+func TestComputerModels(t *testing.T) {
+	for model, want := range map[string]bool{
+		"claude-sonnet-4-5": true, "claude-opus-4-1-20250805": true, "claude-haiku-4-5": true, "claude-3-7-sonnet-latest": true,
+		"claude-3-5-haiku-latest": false, "claude-3-haiku-20240307": false,
+	} {
+		if got := langchain.ComputerModel(model); got != want {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
+}

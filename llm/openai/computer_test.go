@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -253,12 +254,43 @@ func TestResponsesComputerUseRefusals(t *testing.T) {
 	if _, err := az.Complete(context.Background(), req); err == nil || !strings.Contains(err.Error(), "no native computer-use tool") {
 		t.Errorf("computer use on Azure: %v", err)
 	}
-	m, _ := serveResponses(t, "computer-use-preview")
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"ok"}]}]}`)
+	}))
+	defer srv.Close()
+	m, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, Model: "computer-use-preview"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A result without a screenshot (its click failed) is answered with
+	// the latest screenshot sent, and its text follows.
 	call := llm.ComputerToolCall("call_1", llm.ComputerCall{Actions: []llm.ComputerAction{{Action: llm.ActScreenshot}}}, nil)
-	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}, llm.ToolResult(call, "no picture"))
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}, llm.ToolResult(call, "click_at failed"))
+	if _, err := m.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	input := body["input"].([]any)
+	out := input[len(input)-2].(map[string]any)
+	url, _ := out["output"].(map[string]any)["image_url"].(string)
+	if out["type"] != "computer_call_output" || !strings.HasPrefix(url, "data:image/png;base64,iVBOR") {
+		t.Errorf("output %v", out)
+	}
+	if note := input[len(input)-1].(map[string]any); !strings.Contains(fmt.Sprint(note["content"]), "click_at failed") {
+		t.Errorf("the result's text is not sent: %v", note)
+	}
+	// With no screenshot at all, it cannot be answered.
+	req.Messages[1].Images = nil
 	var le *llm.Error
 	if _, err := m.Complete(context.Background(), req); !errors.As(err, &le) || le.Kind != llm.KindBadRequest || !strings.Contains(err.Error(), "carries no screenshot") {
-		t.Errorf("a computer result without a screenshot: %v", err)
+		t.Errorf("a computer result without any screenshot: %v", err)
+	}
+	// A call made of normalized actions (a scripted model's) is sent in
+	// OpenAI's words.
+	if item := input[len(input)-3].(map[string]any); item["type"] != "computer_call" || fmt.Sprint(item["action"]) != "map[type:screenshot]" {
+		t.Errorf("call item %v", item)
 	}
 }
 
@@ -277,5 +309,23 @@ func TestResponsesErrors(t *testing.T) {
 	var le *llm.Error
 	if _, err := m.Complete(context.Background(), req); !errors.As(err, &le) || le.Kind != llm.KindRateLimit || le.RetryAfter.Seconds() != 3 || !strings.Contains(le.Message, "rate_limit_exceeded") {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestComputerModels(t *testing.T) {
+	for model, want := range map[string]bool{
+		"computer-use-preview": true, "computer-use-preview-2025-03-11": true, "gpt-5.4": true, "gpt-5.5-mini": true, "gpt-6": true,
+		"gpt-5.2": false, "gpt-5": false, "gpt-4o": false, "o3": false,
+	} {
+		if got := openai.ComputerModel(model); got != want {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
+	m, err := openai.New(openai.Config{APIKey: "k", Model: "gpt-4o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if llm.SupportsComputer(m) {
+		t.Error("gpt-4o claims the computer tool")
 	}
 }

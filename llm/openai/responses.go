@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -39,9 +40,32 @@ type responsesClient struct {
 }
 
 // SupportsComputer reports whether the model offers OpenAI's computer-use
-// tool: OpenAI's own API does (not Azure's deployments, nor the servers
-// that speak only chat completions).
-func (m *Model) SupportsComputer() bool { return m.responses != nil }
+// tool: OpenAI's own API (not Azure's deployments, nor the servers that
+// speak only chat completions) with a model trained on it (ComputerModel).
+func (m *Model) SupportsComputer() bool { return m.responses != nil && ComputerModel(m.model) }
+
+// ComputerModel reports whether an OpenAI model takes the computer-use
+// tool: computer-use-preview, and gpt-5.4 and the models after it.
+func ComputerModel(model string) bool {
+	if previewModel(model) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(model, "gpt-")
+	if !ok {
+		return false
+	}
+	major, minor, _ := strings.Cut(rest, ".")
+	minor, _, _ = strings.Cut(minor, "-")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	if err1 != nil {
+		return false
+	}
+	if err2 != nil {
+		mi = 0
+	}
+	return ma > 5 || ma == 5 && mi >= 4
+}
 
 // previewModel reports whether a model takes the preview tool
 // (computer_use_preview, with its display size) rather than "computer".
@@ -145,7 +169,11 @@ func (m *Model) responsesRequest(req *llm.Request) (*rRequest, error) {
 	default:
 		out.ToolChoice = map[string]string{"type": "function", "name": req.ToolChoice}
 	}
+	var lastImage *llm.Image // the latest screenshot sent, for a result without one
 	for i, msg := range req.Messages {
+		if n := len(msg.Images); n > 0 && (msg.Role == llm.RoleUser || msg.Role == llm.RoleTool) {
+			lastImage = &msg.Images[n-1]
+		}
 		switch msg.Role {
 		case llm.RoleSystem:
 			out.Input = append(out.Input, mustJSON(map[string]string{"role": "system", "content": msg.Content}))
@@ -181,10 +209,13 @@ func (m *Model) responsesRequest(req *llm.Request) (*rRequest, error) {
 				out.Input = append(out.Input, mustJSON(map[string]string{"type": "function_call_output", "call_id": msg.ToolCallID, "output": msg.Content}))
 				continue
 			}
-			if len(msg.Images) == 0 {
-				return nil, m.badRequest(fmt.Sprintf("message %d: the result of computer call %s carries no screenshot: OpenAI's computer_call_output must have one", i, msg.ToolCallID))
+			if lastImage == nil {
+				return nil, m.badRequest(fmt.Sprintf("message %d: the result of computer call %s carries no screenshot, and none was sent before: OpenAI's computer_call_output must have one", i, msg.ToolCallID))
 			}
-			u, err := imageURL(msg.Images[len(msg.Images)-1])
+			// A call whose actions failed before its screenshot was taken
+			// is answered with the latest screenshot sent (its text says
+			// what failed).
+			u, err := imageURL(*lastImage)
 			if err != nil {
 				return nil, m.badRequest(fmt.Sprintf("message %d: %v", i, err))
 			}
