@@ -136,7 +136,8 @@ type Event struct {
 	// Observations are what the step's data collection saw (step events).
 	Observations []prompts.Observation
 	// Knowledge is what the agent's Retriever gave it for its prompts, on
-	// the step event of the step that asked (its first).
+	// the step event of the step that asked (its first); nil when it gave
+	// nothing.
 	Knowledge *strategy.Retrieved
 	// Request is the model call's request (model_call events); Phase is the
 	// phase a model call or a dispatch was made in.

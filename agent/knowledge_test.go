@@ -72,7 +72,7 @@ func TestAgentsAreGivenWhatWasLearned(t *testing.T) {
 		first := steps[0]
 		mu.Unlock()
 		if failing {
-			if first.Knowledge == nil || first.Knowledge.Text != "" || len(first.Errors) == 0 || !strings.Contains(first.Errors[0].Error(), "the store is locked") {
+			if first.Knowledge != nil || len(first.Errors) == 0 || !strings.Contains(first.Errors[0].Error(), "the store is locked") {
 				t.Fatalf("a failed retrieval: step event knowledge %+v, errors %v", first.Knowledge, first.Errors)
 			}
 			if len(calls) != 3 {

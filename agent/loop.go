@@ -229,7 +229,7 @@ func (c *core) step(ctx context.Context, n int) error {
 		e.To, e.Decision, e.Commands, e.Results = pc.Status(), pc.Decision(), pc.Commands(), pc.Results()
 		e.Messages, e.Response, e.Usage, e.Attempts, e.Duration = pc.Messages(), pc.Response(), pc.Usage(), pc.Attempts(), time.Since(start)
 		e.Timings, e.Errors, e.Observations, e.Err = pc.Timings(), pc.Errors(), pc.Observations(), err
-		if k := pc.Knowledge(); k != nil && !c.knowledgeTold {
+		if k := pc.Knowledge(); k != nil && k.Text != "" && !c.knowledgeTold {
 			e.Knowledge, c.knowledgeTold = k, true
 		}
 		c.s.emit(e)

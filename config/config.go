@@ -401,6 +401,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Sprintf("models.%s.mode: %q is not tools or json", pat, m.Mode))
 		}
 	}
+	if _, err := c.Knowledge.UseMode(); err != nil {
+		errs = append(errs, err.Error())
+	}
 	a := c.Agent
 	if a.MaxRounds < 1 || a.MaxSteps < 1 {
 		errs = append(errs, "agent: max_rounds and max_steps must be at least 1")

@@ -12,6 +12,10 @@ import (
 // experience and demonstrations drawn from recorded runs, and help
 // documents, kept in a store (`saucer learn` fills it).
 type Knowledge struct {
+	// Use says when agents are given what the store holds: auto (the
+	// default, "" too) once the store has entries, on (a missing or empty
+	// store is an error), off.
+	Use string `yaml:"use"`
 	// Dir is the store's directory; empty means $XDG_DATA_HOME/saucer/knowledge
 	// (~/.local/share/saucer/knowledge). SAUCER_KNOWLEDGE or --dir override it.
 	Dir string `yaml:"dir"`
@@ -23,6 +27,25 @@ type Knowledge struct {
 	// PromptTokens bounds what one agent is given of the store, in tokens
 	// (0: 1000).
 	PromptTokens int `yaml:"prompt_tokens"`
+}
+
+// Retrieval modes of Knowledge.Use.
+const (
+	KnowledgeAuto = "auto"
+	KnowledgeOn   = "on"
+	KnowledgeOff  = "off"
+)
+
+// UseMode is knowledge.use checked: auto for "", or an error that names
+// the choices.
+func (k Knowledge) UseMode() (string, error) {
+	switch u := strings.TrimSpace(k.Use); u {
+	case "", KnowledgeAuto:
+		return KnowledgeAuto, nil
+	case KnowledgeOn, KnowledgeOff:
+		return u, nil
+	}
+	return "", fmt.Errorf("knowledge.use %q: give auto (once the store has entries), on or off", k.Use)
 }
 
 // DefaultKnowledgePromptTokens is the budget PromptTokens 0 stands for.

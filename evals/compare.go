@@ -84,6 +84,7 @@ func Compare(a, b *Report) *Comparison {
 	}
 	add("step_success", ma.StepSuccess, mb.StepSuccess)
 	add("mean_steps", ma.MeanSteps, mb.MeanSteps)
+	add("mean_model_calls", ma.MeanModelCalls, mb.MeanModelCalls)
 	add("tokens", float64(ma.Tokens.Total), float64(mb.Tokens.Total))
 	cost := MetricDelta{Name: "cost_usd", Unknown: ma.CostUSD == nil || mb.CostUSD == nil}
 	if !cost.Unknown {

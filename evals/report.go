@@ -50,7 +50,10 @@ type Metrics struct {
 	// succeeded.
 	StepSuccess float64 `json:"step_success"`
 	MeanSteps   float64 `json:"mean_steps"`
-	Tokens      Tokens  `json:"tokens"`
+	// MeanModelCalls is the mean of the trials' model calls (re-asks and
+	// retries count; a judge's do not).
+	MeanModelCalls float64 `json:"mean_model_calls"`
+	Tokens         Tokens  `json:"tokens"`
 	// CostUSD is nil when any trial's price is unknown; UnknownPrices
 	// names those models and KnownCostUSD sums what is known.
 	// CostEstimated says some trial's cost was priced from Saucer's own
@@ -83,7 +86,7 @@ func BuildReport(s *Suite, results map[string][]*TrialResult, prices Prices) *Re
 	m := &rep.Metrics
 	m.PassAtK, m.PassHatK, m.PhaseMS, m.Failures = map[int]float64{}, map[int]float64{}, map[string]float64{}, map[string]int{}
 	atK, hatK, counted := map[int]float64{}, map[int]float64{}, map[int]int{}
-	var appSteps, okSteps, steps int
+	var appSteps, okSteps, steps, calls int
 	unknown := map[string]bool{}
 	for _, c := range s.Cases {
 		cr := CaseReport{ID: c.ID, Task: c.Task, ExpectFail: c.ExpectFail, PassAtK: map[int]float64{}, PassHatK: map[int]float64{}}
@@ -97,6 +100,7 @@ func BuildReport(s *Suite, results map[string][]*TrialResult, prices Prices) *Re
 			n++
 			m.Trials++
 			steps += tr.Steps
+			calls += tr.ModelCalls
 			appSteps += tr.AppSteps
 			okSteps += tr.OKSteps
 			m.Tokens.Prompt += tr.Usage.PromptTokens
@@ -134,6 +138,7 @@ func BuildReport(s *Suite, results map[string][]*TrialResult, prices Prices) *Re
 	if m.Trials > 0 {
 		m.SuccessRate = float64(m.Successes) / float64(m.Trials)
 		m.MeanSteps = float64(steps) / float64(m.Trials)
+		m.MeanModelCalls = float64(calls) / float64(m.Trials)
 	}
 	if appSteps > 0 {
 		m.StepSuccess = float64(okSteps) / float64(appSteps)
@@ -204,6 +209,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "| step success | %.1f%% |\n", 100*m.StepSuccess)
 	fmt.Fprintf(w, "| mean steps | %.1f |\n", m.MeanSteps)
+	fmt.Fprintf(w, "| mean model calls | %.1f |\n", m.MeanModelCalls)
 	fmt.Fprintf(w, "| tokens | %s |\n", m.Tokens.TokensText())
 	fmt.Fprintf(w, "| cost | %s |\n", m.CostText())
 	fmt.Fprintf(w, "| wall time | %s |\n", phaseText(m.WallMS, m.PhaseMS))

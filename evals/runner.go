@@ -136,7 +136,10 @@ type TrialResult struct {
 	Detail  string        `json:"detail,omitempty"`
 	Checks  []CheckResult `json:"checks,omitempty"`
 	Calls   []Call        `json:"calls,omitempty"`
-	Steps   int           `json:"steps"`
+	// Knowledge names the sources of what the trial's agents were given
+	// from the knowledge store (Options.Session.Retriever), in order.
+	Knowledge []string `json:"knowledge,omitempty"`
+	Steps     int      `json:"steps"`
 	// AppSteps counts app-agent steps, OKSteps those whose commands all
 	// succeeded.
 	AppSteps   int       `json:"app_steps"`
@@ -611,6 +614,9 @@ type trial struct {
 	recording       string
 	close           func()
 	trace           *telemetry.Tracer // nil unless Options.Trace
+	// knowledge, for a trial that replays a recorded model, is what the
+	// recording's agents were given (Options.Session.Retriever otherwise).
+	knowledge strategy.Retriever
 }
 
 // runTrial runs one trial and saves its result. It returns errInterrupted
@@ -683,6 +689,7 @@ func (r *runner) runTrial(ctx context.Context, c Case, n int) (*TrialResult, err
 		}
 		res.Status, res.Answer, res.Steps, res.Usage = string(out.Status), out.Answer, out.Steps, out.Usage
 		res.AppSteps, res.OKSteps, res.ModelCalls, res.Calls = col.appSteps, col.okSteps, col.modelCalls, col.calls
+		res.Knowledge = col.knowledge
 		for ph, ms := range col.phaseMS {
 			res.PhaseMS[ph] = ms
 		}
@@ -779,6 +786,7 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		if spec == ReplayModel {
 			rm := replay.New(callsOf(tr), replay.Options{Redactor: r.opts.Redactor})
 			model = rm
+			t.knowledge = RecordedKnowledge(tr)
 			abs, err := filepath.Abs(r.s.path(rec))
 			if err != nil {
 				return nil, nil, err
@@ -905,6 +913,9 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 	so := r.opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, modeOf(meta.Mode), t.device, nil, apps
 	so.AnswerFormat = format
+	if t.knowledge != nil {
+		so.Retriever = t.knowledge
+	}
 	if len(r.s.Prices) > 0 {
 		// The suite's prices price the session too (its events, a budget).
 		so.Prices = price.Table(so.Prices).With(r.s.Prices)
@@ -953,6 +964,7 @@ type collector struct {
 	appSteps, okSteps, modelCalls int
 	phaseMS                       map[string]float64
 	calls                         []Call
+	knowledge                     []string
 }
 
 func (c *collector) observe(e agent.Event) {
@@ -968,6 +980,9 @@ func (c *collector) observe(e agent.Event) {
 	case agent.EventStep:
 		for ph, d := range e.Timings {
 			c.phaseMS[string(ph)] += trajectory.MS(d)
+		}
+		if e.Knowledge != nil {
+			c.knowledge = append(c.knowledge, e.Knowledge.Sources...)
 		}
 		if e.Role != fsm.App {
 			return

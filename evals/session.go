@@ -194,7 +194,8 @@ func Replay(ctx context.Context, t *trajectory.Trajectory, opts ReplayOptions) (
 	}
 	so := opts.Session
 	so.Model, so.Mode, so.Dispatcher, so.Device, so.Apps = model, mode, dev, nil, s.Apps
-	so.AnswerFormat = s.AnswerFormat // as the recorded session was told
+	so.AnswerFormat = s.AnswerFormat    // as the recorded session was told
+	so.Retriever = RecordedKnowledge(t) // and what it was given of the knowledge store
 	if s.Device != nil {
 		so.DeviceInfo = *s.Device // as the recorded session knew it
 	}

@@ -101,6 +101,11 @@ type Options struct {
 	// declined and questions fail with a clear reason.
 	Confirmer strategy.Confirmer
 	Asker     agent.Asker
+	// Retriever, when set, gives each agent what was learned before that
+	// fits its work, for its first prompt: a knowledge store's
+	// (knowledge.Store.Retriever), or a recording's in a replay. Nil: the
+	// agents are given none.
+	Retriever strategy.Retriever
 	// OnChunk, when set, is told of model replies as they stream in.
 	OnChunk func(agent string, c llm.Chunk)
 	// Prices go over the config's (cfg.PriceTable: the built-in table
@@ -229,6 +234,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		Device:          o.DeviceInfo,
 		Observer:        observer,
 		OnChunk:         o.OnChunk,
+		Retriever:       o.Retriever,
 	})
 	if err != nil {
 		return nil, err

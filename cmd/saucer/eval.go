@@ -17,6 +17,7 @@ import (
 	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/internal/agentbench"
+	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/session"
@@ -35,6 +36,7 @@ type evalFlags struct {
 	labels     []string
 	shard      string
 	sandbox    bool
+	knowledge  string
 }
 
 func newEvalCmd(g *globalFlags) *cobra.Command {
@@ -59,6 +61,7 @@ func newEvalCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	cmd.Flags().StringSliceVar(&f.labels, "label", nil, "run only the cases with this label (repeatable)")
 	cmd.Flags().StringVar(&f.shard, "shard", "", "run only share i of n of the cases (i/n, from 1/n to n/n); join the shards with `saucer eval merge`")
+	cmd.Flags().StringVar(&f.knowledge, "knowledge", "", knowledge.FlagHelp+"; a case that replays its recorded model is given what its recording was")
 	cmd.Flags().BoolVar(&f.sandbox, "sandbox", false, "run every live case in a fresh sandbox of its own (see docs/sandbox.md)")
 	cmd.AddCommand(newEvalCompareCmd(), newEvalImportCmd(), newEvalStepsCmd(g), newEvalMergeCmd())
 	return cmd
@@ -103,6 +106,12 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		return provider.Open(spec, cfg.Providers, os.Getenv)
 	}
 	errw := cmd.ErrOrStderr()
+	retriever, closeKnowledge, err := knowledge.FromConfig(cmd.Context(), cfg, f.knowledge, errw)
+	if err != nil {
+		return err
+	}
+	defer closeKnowledge()
+	opts.Session.Retriever = retriever
 	if opts.Trace, err = exporterFor(cmd.Context(), cfg); err != nil {
 		return err
 	} else if opts.Trace != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/knowledge"
-	"github.com/saucerhq/saucer/llm/provider"
 	"github.com/saucerhq/saucer/trajectory"
 )
 
@@ -86,7 +86,7 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 	if err != nil {
 		return err
 	}
-	emb, err := embedderFor(cfg)
+	emb, err := knowledge.EmbedderFor(cfg)
 	if err != nil {
 		return err
 	}
@@ -225,55 +225,31 @@ func recordingsIn(args []string) ([]string, error) {
 			runs = append(runs, abs)
 			continue
 		}
-		ents, err := os.ReadDir(abs)
+		// Every recording below: runs/ holds one a directory, an eval's
+		// results one a trial (cases/<id>/trial-<n>/trajectory).
+		var found []string
+		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == trajectory.ArtifactsDir {
+				return fs.SkipDir
+			}
+			if !d.IsDir() && d.Name() == trajectory.EventsFile {
+				found = append(found, filepath.Dir(p))
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: give a recorded run's directory (runs/<id>) or a directory of them", a, err)
 		}
-		var found []string
-		for _, e := range ents {
-			if _, err := os.Stat(filepath.Join(abs, e.Name(), trajectory.EventsFile)); e.IsDir() && err == nil {
-				found = append(found, filepath.Join(abs, e.Name()))
-			}
-		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("%s holds no recording (no %s in it or in the directories under it): give a recorded run's directory (runs/<id>) or a directory of them", a, trajectory.EventsFile)
+			return nil, fmt.Errorf("%s holds no recording (no %s in it or anywhere below it): give a recorded run's directory (runs/<id>) or a directory of them", a, trajectory.EventsFile)
 		}
 		sort.Strings(found)
 		runs = append(runs, found...)
 	}
 	return runs, nil
-}
-
-// embedderFor builds the embedder knowledge.embeddings names, with its
-// provider's settings; nil when none is set.
-func embedderFor(cfg *config.Config) (knowledge.Embedder, error) {
-	name, model, err := cfg.Knowledge.EmbeddingsModel()
-	if err != nil || name == "" {
-		return nil, err
-	}
-	s := cfg.Providers[name]
-	base, key := s.BaseURL, s.APIKey
-	switch name {
-	case "openai":
-		if key == "" {
-			key = os.Getenv("OPENAI_API_KEY")
-		}
-		if key == "" {
-			return nil, errors.New("knowledge.embeddings uses openai but no API key is set: set providers.openai.api_key or OPENAI_API_KEY, or leave knowledge.embeddings empty")
-		}
-	case "ollama":
-		if base == "" {
-			base = provider.DefaultOllamaHost
-		}
-		if !strings.HasSuffix(strings.TrimRight(base, "/"), "/v1") {
-			base = strings.TrimRight(base, "/") + "/v1"
-		}
-	default:
-		if base == "" {
-			return nil, fmt.Errorf("knowledge.embeddings uses %q, which has no base_url under providers: set providers.%s.base_url to its OpenAI-compatible endpoint", name, name)
-		}
-	}
-	return knowledge.NewOpenAIEmbedder(base, key, model, nil), nil
 }
 
 func writeIndented(w io.Writer, text string, maxLines int) {

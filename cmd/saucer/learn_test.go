@@ -98,7 +98,7 @@ func TestLearnCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"learn", "--dir", store}, "nothing to learn: give recorded runs"},
-		{[]string{"learn", "--dir", store, empty}, "holds no recording (no trajectory.jsonl in it or in the directories under it): give a recorded run's directory"},
+		{[]string{"learn", "--dir", store, empty}, "holds no recording (no trajectory.jsonl in it or anywhere below it): give a recorded run's directory"},
 		{[]string{"learn", "--dir", store, filepath.Join(empty, "nope")}, "give a recorded run's directory"},
 		{[]string{"learn", "--dir", store, "--help-doc", "nodoc.md"}, `--help-doc "nodoc.md": give APP=PATH`},
 		{[]string{"learn", "--dir", store, "--help-cmd", "tar="}, `give APP=COMMAND`},

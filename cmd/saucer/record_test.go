@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("SAUCER_RUNS", dir)
+	// The tests' runs learn from, and are given, only what a test stores.
+	os.Setenv("SAUCER_KNOWLEDGE", filepath.Join(dir, "knowledge"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	if binDir != "" {

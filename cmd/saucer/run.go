@@ -15,6 +15,7 @@ import (
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/command"
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/local"
 	"github.com/saucerhq/saucer/session"
 	"github.com/saucerhq/saucer/telemetry"
@@ -33,6 +34,7 @@ type runFlags struct {
 	runs                string
 	console             string
 	answerFormat        string
+	knowledge           string
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
@@ -69,6 +71,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&f.stream, "stream", false, "show the model's text as it arrives even when stdout is not a terminal")
 	cmd.Flags().StringVar(&f.console, "console", "", "open the web console for this run at `ADDR` (default 127.0.0.1:0, a free port): questions and approvals wait there, not on the terminal")
 	cmd.Flags().Lookup("console").NoOptDefVal = "127.0.0.1:0"
+	cmd.Flags().StringVar(&f.knowledge, "knowledge", "", knowledge.FlagHelp)
 	cmd.Flags().StringVar(&f.answerFormat, "answer-format", "", "the rule the final answer must follow, in plain words (e.g. \"a single integer, digits only\"): both agents are told it, and the host ends with the answer in that form")
 	cmd.Flags().StringVar(&f.runs, "runs", "", "directory for recorded runs (default: $SAUCER_RUNS, else record.dir from the config: runs)")
 	return cmd
@@ -115,6 +118,12 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	lines := newLineReader(cmd.InOrStdin())
 	opts := session.Options{Device: dev, Abort: sigs.Abort, AnswerFormat: f.answerFormat, Confirmer: confirmer(f.yes, cmd.InOrStdin(), lines, sigs.Stop, out),
 		Asker: asker(cmd.InOrStdin(), lines, sigs.Stop, out)}
+	retriever, closeKnowledge, err := knowledge.FromConfig(ctx, cfg, f.knowledge, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer closeKnowledge()
+	opts.Retriever = retriever
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
 		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {

@@ -36,9 +36,11 @@ import (
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/constellation"
 	"github.com/saucerhq/saucer/internal/console"
+	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
+	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -116,6 +118,8 @@ type Server struct {
 	done      chan struct{}
 	result    error
 	closeOnce sync.Once
+	// closeKnowledge releases the knowledge store the agents read.
+	closeKnowledge func()
 }
 
 // Start starts a server as opts says. ctx bounds the start (opening the
@@ -159,13 +163,21 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: redact: %w (check record.redact and record.redact_patterns)", err)
 	}
+	// The agents are given what `saucer learn` stored (knowledge.use);
+	// the store is the server's, one for all its tasks.
+	retriever, closeKnowledge, err := knowledge.FromConfig(ctx, cfg, "", logLines(logf))
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	sessions := opts.NewSession
 	if sessions == nil {
-		if sessions, err = sessionsFrom(cfg, runs, red); err != nil {
+		if sessions, err = sessionsFrom(cfg, runs, red, retriever); err != nil {
+			closeKnowledge()
 			return nil, err
 		}
 	}
-	s := &Server{logf: logf, memory: r.Store == "memory", serveErr: make(chan error, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{logf: logf, memory: r.Store == "memory", serveErr: make(chan error, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		closeKnowledge: closeKnowledge}
 	defer func() {
 		if err != nil {
 			s.close() // what was opened, in reverse
@@ -364,13 +376,24 @@ func (s *Server) close() {
 				s.logf("warning: traces were not all sent: %v", err)
 			}
 		}
+		if s.closeKnowledge != nil {
+			s.closeKnowledge()
+		}
 	})
+}
+
+// logLines is logf as a writer, a line a log entry.
+type logLines func(format string, args ...any)
+
+func (l logLines) Write(p []byte) (int, error) {
+	l("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // sessionsFrom builds each task's agents from the config through the one
 // assembly, with the server's dispatcher for the task's device, and
 // records each task under runs when the config says so.
-func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor) (func(server.SessionSpec) (server.Runner, error), error) {
+func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor, retriever strategy.Retriever) (func(server.SessionSpec) (server.Runner, error), error) {
 	set, err := session.Prompts(cfg.Prompts)
 	if err != nil {
 		return nil, err
@@ -381,7 +404,7 @@ func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor) (fu
 	if err := session.CheckBudget(cfg, cfg.PriceTable()); err != nil {
 		return nil, err // and so is a budget that could not be enforced
 	}
-	sessions := server.Sessions(cfg, session.Options{Prompts: set})
+	sessions := server.Sessions(cfg, session.Options{Prompts: set, Retriever: retriever})
 	if !cfg.Record.Enabled {
 		return sessions, nil
 	}
