@@ -776,6 +776,15 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		}
 		return nil, fmt.Errorf("window %s %q: %w", w.ID, w.Title, notRespondingErr(app))
 	}
+	if app.name == "soffice" && d.showPointer(w) {
+		// The application reads the motion in its main loop, which also
+		// answers D-Bus: two calls answered one after the other mean a
+		// turn of the loop since the event reached it.
+		var role uint32
+		for range 2 {
+			_ = d.a.do(ctx, w.ref, ifAccessible+".GetRole", &role)
+		}
+	}
 	obs := &Observation{Window: w, byID: map[int]*Control{}}
 	area := d.screenArea(w)
 	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSpreadsheetCells drives LibreOffice Calc's sheet by cell address:
@@ -86,5 +87,54 @@ func TestSpreadsheetCells(t *testing.T) {
 	}
 	if _, err := d.Click(ctx, Target{ID: listed[0].ID, Row: 1, Column: 1}, "", 1); err == nil || !strings.Contains(err.Error(), "is not a table") {
 		t.Errorf("row and column on a cell: %v", err)
+	}
+}
+
+// TestLibreOfficeBoxesWhereDrawn: a LibreOffice window's own controls
+// (VCL's: toolbars, cells) are reported where they are drawn. Before any
+// pointer motion over it, LibreOffice's GTK 3 frame placed them the
+// native menu bar's height (25 px) too high: the toolbar's New on the
+// menu bar, and a click at C2's centre selected C1 (its name box said
+// so). A LibreOffice of its own, on a desktop of its own, so that no
+// other test has moved the pointer over it.
+func TestLibreOfficeBoxesWhereDrawn(t *testing.T) {
+	s, d := start(t, "localc")
+	if err := s.PrepareLibreOffice(); err != nil {
+		t.Fatal(err)
+	}
+	d.opts.LaunchTimeout = 90 * time.Second
+	ctx := context.Background()
+	w := launch(t, d, "localc", "--norestore")
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var menu, sheet, nameBox Control
+	for _, c := range obs.Controls {
+		switch {
+		case c.Role == "menu" && c.Name == "File" && c.Bounds.H > menu.Bounds.H:
+			menu = c // GTK's menu bar (LibreOffice's own, hidden, is lower)
+		case c.Table != nil:
+			sheet = c
+		case c.Role == "text" && c.Text == "A1":
+			nameBox = c
+		}
+	}
+	newButton := mustFind(t, obs, "push button", "New")
+	if menu.ID == 0 || sheet.ID == 0 || nameBox.ID == 0 {
+		t.Fatalf("no menu File, sheet or name box reading A1 in:\n%s", obs.Text())
+	}
+	if bottom := menu.Bounds.Y + menu.Bounds.H; newButton.Bounds.Y < bottom {
+		t.Errorf("the toolbar's New is at y %d, on the menu bar (which ends at %d): LibreOffice's boxes are too high", newButton.Bounds.Y, bottom)
+	}
+	if _, err := d.Click(ctx, Target{ID: sheet.ID, Cell: "C2"}, "", 1); err != nil {
+		t.Fatal(err)
+	}
+	after, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nb, ok := after.Control(nameBox.ID); !ok || nb.Text != "C2" {
+		t.Fatalf("a click at C2's centre selected %q (the name box): the cells' boxes are not where they are drawn", nb.Text)
 	}
 }
