@@ -55,6 +55,10 @@ func (m *observedModel) Stream(ctx context.Context, req *llm.Request, onChunk fu
 	return resp, err
 }
 
+// SupportsComputer passes on whether the model has a native computer-use
+// tool.
+func (m *observedModel) SupportsComputer() bool { return llm.SupportsComputer(m.next) }
+
 func (m *observedModel) report(req *llm.Request, resp *llm.Response, err error, d time.Duration) {
 	e := about(EventModelCall, m.pc)
 	e.Request, e.Response, e.Duration, e.Err = req, resp, d, err

@@ -145,6 +145,10 @@ type Agent struct {
 	// waits for every command.
 	DetachAfter    Duration `yaml:"detach_after"`
 	MaxResultChars int      `yaml:"max_result_chars"`
+	// ComputerUse is auto (a desktop app's agent offers its model's
+	// native computer-use tool where the model has one and the app has
+	// the pixel tools) or off (the desktop's tools alone).
+	ComputerUse string `yaml:"computer_use"`
 	// DirectApp, when set, runs every task straight as that app's agent,
 	// with no host agent: for devices where one app does all the work
 	// (AgentBench's shell). The app's result is the answer.
@@ -422,6 +426,9 @@ func (c *Config) Validate() error {
 	}
 	if a.DetachAfter.D() < 0 {
 		errs = append(errs, "agent.detach_after must not be negative (0 waits for every command)")
+	}
+	if a.ComputerUse != "auto" && a.ComputerUse != "off" && a.ComputerUse != "" {
+		errs = append(errs, fmt.Sprintf("agent.computer_use is %q: use auto (offer a model's native computer-use tool on a desktop) or off", a.ComputerUse))
 	}
 	if _, _, _, err := a.Pipelines(); err != nil {
 		errs = append(errs, err.Error())

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,7 +234,26 @@ func resultText(r command.Result) string {
 	if len(r.Result) == 0 {
 		return "success"
 	}
-	return string(r.Result)
+	return canonical(r.Result)
+}
+
+// canonical is a JSON result with its keys sorted, however the tool wrote
+// them: a recording keeps results that way, so a summary (and the handle
+// of its artifact) is the same live and replayed.
+func canonical(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Line cuts s to one line of at most max bytes, saying how much it left

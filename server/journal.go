@@ -366,3 +366,7 @@ func (m journaledModel) Stream(ctx context.Context, req *llm.Request, onChunk fu
 	}
 	return m.record(m.inner.Stream(ctx, req, onChunk))
 }
+
+// SupportsComputer passes on whether the model has a native computer-use
+// tool (llm.ComputerUser).
+func (m journaledModel) SupportsComputer() bool { return llm.SupportsComputer(m.inner) }

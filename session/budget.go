@@ -235,3 +235,7 @@ func (s *Session) Run(ctx context.Context, request string) *agent.Outcome {
 	}
 	return out
 }
+
+// SupportsComputer passes on whether the model has a native computer-use
+// tool (llm.ComputerUser).
+func (m budgeted) SupportsComputer() bool { return llm.SupportsComputer(m.next) }

@@ -226,7 +226,7 @@ func New(cfg *config.Config, o Options) (*Session, error) {
 		MaxSteps:     a.MaxSteps,
 		Limits: strategy.Limits{MaxRetries: retries(a.MaxRetries), RetryBackoff: a.RetryBackoff.D(),
 			MaxResultChars: a.MaxResultChars, ArtifactHead: a.ArtifactHead, ConfirmDestructive: a.ConfirmDestructive, Approve: a.Approve, MaxRetryAfter: a.MaxRetryAfter.D(), Context: cfg.ContextFor(cfg.Model),
-			DetachAfter: a.DetachAfter.D()},
+			DetachAfter: a.DetachAfter.D(), ComputerUse: a.ComputerUse != "off"},
 		Confirmer:       o.Confirmer,
 		Asker:           o.Asker,
 		AppDescriptions: descs,

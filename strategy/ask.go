@@ -16,6 +16,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy/computeruse"
 )
 
 // askStrategy renders the agent's prompt, asks the model and turns its reply
@@ -39,6 +40,9 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 			pc.native, pc.nativeOf, pc.nativeRead = NativeTools(pc), len(pc.tools), read
 		}
 		req.Tools = pc.native
+		if pc.computer != nil {
+			req.Computer = pc.computer.Computer()
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		pc.messages = req.Messages
@@ -81,7 +85,7 @@ func (askStrategy) Execute(ctx context.Context, pc *Context) error {
 		}
 		// A cut reply (resp nil here) is not repeated back to the model.
 		next = append(next, llm.User(reason+" "+reaskHint(pc)))
-		req = &llm.Request{Messages: next, Tools: req.Tools, JSON: req.JSON}
+		req = &llm.Request{Messages: next, Tools: req.Tools, JSON: req.JSON, Computer: req.Computer}
 	}
 }
 
@@ -421,6 +425,10 @@ func appendResults(out []llm.Message, pc *Context, st memory.Step, line int) []l
 	}
 	if len(st.Reply.ToolCalls) > 0 {
 		for _, call := range st.Reply.ToolCalls {
+			if call.Name == llm.ComputerTool {
+				out = append(out, computerResult(pc, st, call, line, text))
+				continue
+			}
 			content := controlAck(st, call.Name)
 			for i, id := range st.CallIDs {
 				if id == call.ID && i < len(st.Results) {
@@ -615,6 +623,9 @@ func NativeTools(pc *Context) []llm.Tool {
 	}
 	out := make([]llm.Tool, 0, len(pc.tools)+len(prompts.AppControlTools()))
 	for _, t := range pc.tools {
+		if pc.computer != nil && slices.Contains(computeruse.PixelTools, t.Name) {
+			continue // the native computer tool does what they do
+		}
 		params, _ := schemas.Get(t.InputSchema, canonical)
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)

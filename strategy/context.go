@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy/computeruse"
 )
 
 // Mode is how the model acts: native tool calls, or one JSON reply.
@@ -139,6 +140,13 @@ type Context struct {
 	// the first prompt (nil: not asked yet, or no retriever).
 	retriever Retriever
 	knowledge *Retrieved
+	// computer is the display the model's native computer-use tool acts
+	// on, once the first screenshot gave it (nil: not offered); see
+	// computer.go.
+	computer *computeruse.Display
+	// computerTried: the first screenshot for computer use was taken (or
+	// failed), once per agent.
+	computerTried bool
 }
 
 // Setup is what a processing context is made with: who the agent is, what
@@ -232,6 +240,10 @@ type Limits struct {
 	// cancel_command (prompts.BackgroundTools). Zero: commands are waited
 	// for.
 	DetachAfter time.Duration
+	// ComputerUse offers a desktop app's agent its model's native
+	// computer-use tool, where the model has one and the app the pixel
+	// tools (agent.computer_use: auto); see computer.go.
+	ComputerUse bool
 }
 
 // BeginStep starts step number step (in round round, for a host agent):

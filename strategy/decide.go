@@ -80,6 +80,15 @@ func decideTools(pc *Context, msg llm.Message) (*Decision, error) {
 			if d.Result == "" && invalid != "" {
 				d.Result = strings.TrimSpace(call.Arguments)
 			}
+		case llm.ComputerTool:
+			acts, checks := computerActions(pc, call)
+			d.Actions = append(d.Actions, acts...)
+			if len(checks) > 0 {
+				// A provider's safety check is put to the user, as a
+				// request for approval is.
+				approval = true
+				d.Comment = strings.TrimSpace(d.Comment + " " + safetyReason(checks))
+			}
 		default:
 			d.Actions = append(d.Actions, checkRole(pc, Action{Function: call.Name, Arguments: args, CallID: call.ID, Invalid: invalid}))
 		}

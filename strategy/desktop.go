@@ -75,6 +75,9 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	if len(rs) != 1 {
 		return fmt.Errorf("desktop_observe: the dispatcher returned %d results for 1 command", len(rs))
 	}
+	// With a model trained on a computer-use tool, the first step also
+	// sees the whole screen, whose size it acts in (computer.go).
+	defer observeScreen(ctx, pc, ns)
 	r := rs[0]
 	// Named by what it shows, not by the call's arguments (max_chars is
 	// Saucer's, not the model's).

@@ -11,6 +11,7 @@ import (
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
+	"github.com/saucerhq/saucer/strategy/computeruse"
 )
 
 // executeStrategy runs the decided actions: an app agent's through the
@@ -84,7 +85,7 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 	results := make([]command.Result, 0, len(cmds))
 	for start := 0; start < len(cmds); {
 		end := start
-		for end < len(cmds) && actions[end].Invalid == "" && actions[end].Function != prompts.ReadArtifactTool {
+		for end < len(cmds) && actions[end].Invalid == "" && actions[end].Function != prompts.ReadArtifactTool && actions[end].Function != computeruse.Wait {
 			end++
 		}
 		if end > start {
@@ -98,7 +99,10 @@ func runInOrder(ctx context.Context, pc *Context, cmds []command.Command, action
 				break
 			}
 		}
-		if end < len(cmds) {
+		if end < len(cmds) && actions[end].Function == computeruse.Wait && actions[end].Invalid == "" {
+			results = append(results, waitHere(ctx, actions[end]))
+			end++
+		} else if end < len(cmds) {
 			results = append(results, answerHere(pc, actions[end]))
 			end++
 		}

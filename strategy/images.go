@@ -81,7 +81,14 @@ func stepImages(pc *Context) []llm.Image {
 	var out []llm.Image
 	if pc.memory != nil {
 		if steps := pc.memory.Steps(); len(steps) > 0 {
-			for _, r := range steps[len(steps)-1].Results {
+			last := steps[len(steps)-1]
+			cu := computerCalls(last)
+			for i, r := range last.Results {
+				if i < len(last.CallIDs) && cu != nil {
+					if _, ok := cu[last.CallIDs[i]]; ok {
+						continue // the computer call's result carries it
+					}
+				}
 				out = append(out, ResultImages(r)...)
 			}
 		}

@@ -54,3 +54,7 @@ func (c *counted) request(req *llm.Request) int {
 }
 
 var _ llm.Model = (*counted)(nil)
+
+// SupportsComputer passes on whether the model has a native computer-use
+// tool (llm.ComputerUser).
+func (c *counted) SupportsComputer() bool { return llm.SupportsComputer(c.next) }

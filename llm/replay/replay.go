@@ -309,3 +309,15 @@ func lastMessage(req *llm.Request) string {
 	m := req.Messages[len(req.Messages)-1]
 	return fmt.Sprintf("%s: %.300s", m.Role, m.Content)
 }
+
+// SupportsComputer reports whether the recorded session offered a native
+// computer-use tool (a request with Computer), so that its agents offer
+// it again under replay.
+func (m *Model) SupportsComputer() bool {
+	for i := range m.calls {
+		if m.calls[i].Request.Computer != nil {
+			return true
+		}
+	}
+	return false
+}

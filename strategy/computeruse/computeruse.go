@@ -47,11 +47,12 @@ const Wait = "computer_wait"
 const MaxWait = 10
 
 // DefaultMaxWidth and DefaultMaxHeight bound the screenshots the model
-// sees (and so the display size it is told): WXGA, which both providers'
-// guides name among the sizes their models do best with.
+// sees (and so the display size it is told): XGA, the size Anthropic's
+// guide recommends (larger images are shrunk by the API, and the model's
+// points with them) and OpenAI's examples use.
 const (
-	DefaultMaxWidth  = 1280
-	DefaultMaxHeight = 800
+	DefaultMaxWidth  = 1024
+	DefaultMaxHeight = 768
 )
 
 // Display is the screen as the model sees it: its screenshots are Width x

@@ -81,7 +81,7 @@ func TestParseShotReadsTheDesktopsText(t *testing.T) {
 			t.Errorf("%q read as a display", bad)
 		}
 	}
-	if args := computeruse.FirstScreenshotArgs(0, 0); args["max_width"] != 1280 || args["max_height"] != 800 || args["screen"] != true {
+	if args := computeruse.FirstScreenshotArgs(0, 0); args["max_width"] != 1024 || args["max_height"] != 768 || args["screen"] != true {
 		t.Errorf("first screenshot %v", args)
 	}
 }
