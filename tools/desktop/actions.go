@@ -271,15 +271,9 @@ var clickActions = []string{"click", "press", "activate", "toggle", "jump", "ope
 // always on a table's cell (whose "activate" opens it), the pointer
 // clicks the control's centre through XTest.
 func (d *Desktop) Click(ctx context.Context, t Target, button string, count int) (*Effect, error) {
-	btn, err := buttonOf(button)
+	btn, count, err := clickOf(button, count)
 	if err != nil {
 		return nil, err
-	}
-	if count == 0 {
-		count = 1
-	}
-	if count < 1 || count > 3 {
-		return nil, fmt.Errorf("count %d: use 1 (click), 2 (double-click) or 3", count)
 	}
 	rv, unlock, err := d.lockedControl(ctx, t)
 	if err != nil {

@@ -348,6 +348,22 @@ func buttonOf(name string) (byte, error) {
 	return 0, fmt.Errorf("button %q: use left, right or middle", name)
 }
 
+// clickOf checks a click's button and count (0: 1) and gives the button's
+// number.
+func clickOf(button string, count int) (byte, int, error) {
+	btn, err := buttonOf(button)
+	if err != nil {
+		return 0, 0, err
+	}
+	if count == 0 {
+		count = 1
+	}
+	if count < 1 || count > 3 {
+		return 0, 0, fmt.Errorf("count %d: use 1 (click), 2 (double-click) or 3 (triple-click)", count)
+	}
+	return btn, count, nil
+}
+
 func where(f Frame, x, y int, on image.Point) string {
 	return fmt.Sprintf("at %d,%d of %s: %d,%d on the screen", x, y, f, on.X, on.Y)
 }
@@ -355,15 +371,9 @@ func where(f Frame, x, y int, on image.Point) string {
 // ClickAt clicks button ("left" by default, "right", "middle") count
 // times (1-3: a double or triple click) at a point of a screenshot.
 func (d *Desktop) ClickAt(ctx context.Context, at At, button string, count int) (*Effect, error) {
-	btn, err := buttonOf(button)
+	btn, count, err := clickOf(button, count)
 	if err != nil {
 		return nil, err
-	}
-	if count == 0 {
-		count = 1
-	}
-	if count < 1 || count > 3 {
-		return nil, fmt.Errorf("count %d: use 1 (click), 2 (double-click) or 3 (triple-click)", count)
 	}
 	return d.pointer(ctx, at.Window, at.Scale, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
 		if err := d.x.click(on[0].X, on[0].Y, btn, count); err != nil {

@@ -42,6 +42,17 @@ func TestFrameMapsBackExactly(t *testing.T) {
 	if err := checkScale(2); err == nil {
 		t.Error("scale 2 was taken: a screenshot is never larger than the screen")
 	}
+	if b, n, err := clickOf("", 0); b != 1 || n != 1 || err != nil {
+		t.Errorf("no button and no count: button %d, %d clicks, %v; want a left click", b, n, err)
+	}
+	for _, bad := range []struct {
+		button string
+		count  int
+	}{{"left", 4}, {"left", -1}, {"side", 1}} {
+		if _, _, err := clickOf(bad.button, bad.count); err == nil {
+			t.Errorf("button %q, count %d was taken", bad.button, bad.count)
+		}
+	}
 }
 
 // TestPixelActions drives a GTK canvas that has no accessible control
