@@ -16,7 +16,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
-	"github.com/saucerhq/saucer/strategy/computeruse"
+	"github.com/saucerhq/saucer/strategy/internal/computeruse"
 )
 
 // askStrategy renders the agent's prompt, asks the model and turns its reply

@@ -12,7 +12,7 @@ import (
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
-	"github.com/saucerhq/saucer/strategy/computeruse"
+	"github.com/saucerhq/saucer/strategy/internal/computeruse"
 )
 
 // Native computer use (Limits.ComputerUse). A desktop app's agent whose
@@ -33,10 +33,6 @@ import (
 // A call that carries a provider's safety checks (OpenAI's
 // pending_safety_checks) is put to the user like request_approval; the
 // checks are acknowledged to the provider only when the user approved.
-
-// Display is the display the agent's model acts on with its native
-// computer-use tool; nil when it has none.
-func (pc *Context) Display() *computeruse.Display { return pc.computer }
 
 // offersComputer reports whether the agent may offer its model the
 // native tool: the config allows it, the model has it, and the app has

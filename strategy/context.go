@@ -11,7 +11,7 @@ import (
 	"github.com/saucerhq/saucer/llm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
-	"github.com/saucerhq/saucer/strategy/computeruse"
+	"github.com/saucerhq/saucer/strategy/internal/computeruse"
 )
 
 // Mode is how the model acts: native tool calls, or one JSON reply.

@@ -11,7 +11,7 @@ import (
 	"github.com/saucerhq/saucer/fsm"
 	"github.com/saucerhq/saucer/memory"
 	"github.com/saucerhq/saucer/prompts"
-	"github.com/saucerhq/saucer/strategy/computeruse"
+	"github.com/saucerhq/saucer/strategy/internal/computeruse"
 )
 
 // executeStrategy runs the decided actions: an app agent's through the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/saucerhq/saucer/llm"
-	"github.com/saucerhq/saucer/strategy/computeruse"
+	"github.com/saucerhq/saucer/strategy/internal/computeruse"
 )
 
 var d = computeruse.Display{Width: 1280, Height: 720, Scale: 0.6666666666666666}
