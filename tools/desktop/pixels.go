@@ -7,6 +7,7 @@ import (
 	"image"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jezek/xgb/xproto"
@@ -180,11 +181,27 @@ func shrink(img *image.RGBA, w, h int) *image.RGBA {
 }
 
 // At is a point of a screenshot: of window Window ("" the screen's), in
-// the pixels of its last screenshot, or of one at Scale when given.
+// the pixels of its last screenshot, or of one at Scale when given. Hold
+// names modifier keys held while the pointer acts there (ctrl, shift,
+// alt, super).
 type At struct {
 	Window string
 	X, Y   int
 	Scale  float64
+	Hold   []string
+}
+
+// modifiers reads the names of modifier keys.
+func modifiers(names []string) ([]xproto.Keysym, error) {
+	var out []xproto.Keysym
+	for _, n := range names {
+		m, ok := modifierKeys[strings.ToLower(strings.TrimSpace(n))]
+		if !ok {
+			return nil, fmt.Errorf("keys: %q is not a modifier: hold ctrl, shift, alt or super (press_keys types other keys)", n)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // frame is how the pixels of the point's screenshot map to the screen
@@ -270,13 +287,17 @@ func (d *Desktop) windowAt(ctx context.Context, p image.Point) (*Window, error) 
 // first, else the window under the first point is focused (as a click
 // there would with a window manager). It reports what changed in that
 // window and on the desktop.
-func (d *Desktop) pointer(ctx context.Context, window string, scale float64, pts []image.Point, do func(f Frame, on []image.Point) (string, error)) (*Effect, error) {
+func (d *Desktop) pointer(ctx context.Context, at At, pts []image.Point, do func(f Frame, on []image.Point) (string, error)) (*Effect, error) {
+	mods, err := modifiers(at.Hold)
+	if err != nil {
+		return nil, err
+	}
 	unlock, err := d.lockConnected(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	f, w, err := d.frame(ctx, window, scale)
+	f, w, err := d.frame(ctx, at.Window, at.Scale)
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +313,20 @@ func (d *Desktop) pointer(ctx context.Context, window string, scale float64, pts
 		}
 	}
 	run := func() (string, error) { return do(f, on) }
+	if len(mods) > 0 {
+		run = func() (string, error) {
+			if err := d.x.hold(mods, true); err != nil {
+				return "", err
+			}
+			did, err := do(f, on)
+			// Released whatever failed: a key left held changes every
+			// later click and key.
+			if e := d.x.hold(mods, false); err == nil {
+				err = e
+			}
+			return did + " holding " + strings.Join(at.Hold, "+"), err
+		}
+	}
 	if w == nil {
 		return d.actOnScreen(ctx, run)
 	}
@@ -375,7 +410,7 @@ func (d *Desktop) ClickAt(ctx context.Context, at At, button string, count int) 
 	if err != nil {
 		return nil, err
 	}
-	return d.pointer(ctx, at.Window, at.Scale, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
+	return d.pointer(ctx, at, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
 		if err := d.x.click(on[0].X, on[0].Y, btn, count); err != nil {
 			return "", err
 		}
@@ -385,7 +420,7 @@ func (d *Desktop) ClickAt(ctx context.Context, at At, button string, count int) 
 
 // MoveTo moves the pointer to a point of a screenshot (a hover).
 func (d *Desktop) MoveTo(ctx context.Context, at At) (*Effect, error) {
-	return d.pointer(ctx, at.Window, at.Scale, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
+	return d.pointer(ctx, at, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
 		if err := d.x.move(on[0].X, on[0].Y); err != nil {
 			return "", err
 		}
@@ -410,7 +445,7 @@ func (d *Desktop) Drag(ctx context.Context, from At, to image.Point, button stri
 	if err != nil {
 		return nil, err
 	}
-	return d.pointer(ctx, from.Window, from.Scale, []image.Point{{from.X, from.Y}, to}, func(f Frame, on []image.Point) (string, error) {
+	return d.pointer(ctx, from, []image.Point{{from.X, from.Y}, to}, func(f Frame, on []image.Point) (string, error) {
 		a, b := on[0], on[1]
 		if err := d.x.move(a.X, a.Y); err != nil {
 			return "", err
@@ -454,7 +489,7 @@ func (d *Desktop) ScrollAt(ctx context.Context, at At, dx, dy int) (*Effect, err
 	if abs(dx) > maxNotches || abs(dy) > maxNotches {
 		return nil, fmt.Errorf("dx %d, dy %d: at most %d notches at once", dx, dy, maxNotches)
 	}
-	return d.pointer(ctx, at.Window, at.Scale, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
+	return d.pointer(ctx, at, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
 		for _, s := range []struct {
 			n        int
 			neg, pos byte

@@ -173,6 +173,23 @@ func TestPixelActions(t *testing.T) {
 			}
 			waitTitle(t, d, w, "press 1 x1 at "+hover+",")
 
+			// Modifiers held for a click, and released after it.
+			eff, err = d.ClickAt(ctx, At{Window: w.ID, X: 50, Y: 60, Hold: []string{"ctrl", "Shift"}}, "", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitTitle(t, d, w, "press 1 x1 at 50,60 +ctrl +shift,")
+			if !strings.HasSuffix(eff.Did, "holding ctrl+Shift") {
+				t.Errorf("the click's result does not say what it held: %s", eff.Did)
+			}
+			if _, err := d.ClickAt(ctx, At{Window: w.ID, X: 52, Y: 60}, "", 1); err != nil {
+				t.Fatal(err)
+			}
+			waitTitle(t, d, w, "press 1 x1 at 52,60,")
+			if _, err := d.ClickAt(ctx, At{Window: w.ID, X: 5, Y: 5, Hold: []string{"q"}}, "", 1); err == nil || !strings.Contains(err.Error(), "not a modifier") {
+				t.Fatalf("holding q: %v, want it refused", err)
+			}
+
 			if _, err := d.ClickAt(ctx, At{Window: w.ID, X: 5000, Y: 5}, "", 1); err == nil || !strings.Contains(err.Error(), "outside") {
 				t.Fatalf("a click outside the screenshot: %v, want an error saying so", err)
 			}

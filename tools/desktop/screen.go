@@ -48,6 +48,9 @@ type screen interface {
 	// while it moves.
 	move(x, y int) error
 	button(b byte, down bool) error
+	// hold presses (down) or releases modifier keys, held while the
+	// pointer acts (a ctrl+click).
+	hold(mods []xproto.Keysym, down bool) error
 	press(mods []xproto.Keysym, key xproto.Keysym) error
 	typeText(s string) error
 	// canType reports whether s can be typed whole through the keyboard;

@@ -103,14 +103,23 @@ type pointArgs struct {
 
 func (a pointArgs) at() At { return At{Window: a.Window, X: a.X, Y: a.Y, Scale: a.Scale} }
 
+// holdArgs are the modifier keys a pixel action holds.
+type holdArgs struct {
+	Keys []string `json:"keys,omitempty" jsonschema_description:"Modifier keys held meanwhile: ctrl, shift, alt, super (e.g. [\"ctrl\"] for a ctrl+click)."`
+}
+
+func (a pointArgs) holding(h holdArgs) At { at := a.at(); at.Hold = h.Keys; return at }
+
 type clickAtArgs struct {
 	pointArgs
+	holdArgs
 	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
 	Count  int    `json:"count,omitempty" jsonschema_description:"Clicks: 1 (default), 2 double-click, 3 triple-click."`
 }
 
 type dragArgs struct {
 	pointArgs
+	holdArgs
 	ToX    int    `json:"to_x" jsonschema_description:"Where to release: pixels from the same screenshot's left edge."`
 	ToY    int    `json:"to_y" jsonschema_description:"Where to release: pixels from its top edge."`
 	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button held (default left)."`
@@ -118,6 +127,7 @@ type dragArgs struct {
 
 type scrollAtArgs struct {
 	pointArgs
+	holdArgs
 	DX int `json:"dx,omitempty" jsonschema_description:"Wheel notches right (negative: left)."`
 	DY int `json:"dy,omitempty" jsonschema_description:"Wheel notches down (negative: up)."`
 }
@@ -208,7 +218,7 @@ func NewServer(d *Desktop) *tools.Server {
 		}))
 	s.Add(tools.New("click_at", "Click at a point of a screenshot (a window's, or the screen's with no window): for what has no control id. Returns what changed.",
 		titled(write, "Click at a point"), func(ctx context.Context, a clickAtArgs) (json.RawMessage, error) {
-			return effect(d.ClickAt(ctx, a.at(), a.Button, a.Count))
+			return effect(d.ClickAt(ctx, a.holding(a.holdArgs), a.Button, a.Count))
 		}))
 	s.Add(tools.New("move_to", "Move the pointer to a point of a screenshot (hover: tooltips, menus that open on hover). Returns what changed.",
 		titled(write, "Move the pointer"), func(ctx context.Context, a pointArgs) (json.RawMessage, error) {
@@ -216,11 +226,11 @@ func NewServer(d *Desktop) *tools.Server {
 		}))
 	s.Add(tools.New("drag", "Press a mouse button at x,y, move to to_x,to_y and release there, both in the same screenshot: drag and drop, draw, select, move a slider. Returns what changed.",
 		titled(write, "Drag"), func(ctx context.Context, a dragArgs) (json.RawMessage, error) {
-			return effect(d.Drag(ctx, a.at(), image.Pt(a.ToX, a.ToY), a.Button))
+			return effect(d.Drag(ctx, a.holding(a.holdArgs), image.Pt(a.ToX, a.ToY), a.Button))
 		}))
 	s.Add(tools.New("scroll_at", "Turn the mouse wheel at a point of a screenshot: dy notches down (negative up), dx right (negative left). Returns what changed.",
 		titled(write, "Scroll at a point"), func(ctx context.Context, a scrollAtArgs) (json.RawMessage, error) {
-			return effect(d.ScrollAt(ctx, a.at(), a.DX, a.DY))
+			return effect(d.ScrollAt(ctx, a.holding(a.holdArgs), a.DX, a.DY))
 		}))
 	s.Add(tools.New("click", "Click a control: its own action (press, activate) for a single left click where it has one, else the mouse at its centre. Returns what changed.",
 		titled(write, "Click a control"), func(ctx context.Context, a clickArgs) (json.RawMessage, error) {

@@ -207,6 +207,18 @@ func (w *wayland) button(b byte, down bool) error {
 	return w.pointerErr(w.scr.Button(btn, down))
 }
 
+func (w *wayland) hold(mods []xproto.Keysym, down bool) error {
+	var mask uint32
+	for _, m := range mods {
+		mask |= modMasks[m]
+	}
+	err := w.scr.Hold(mask, down)
+	if errors.Is(err, wl.ErrUnsupported) {
+		return w.cannot("hold a key", "virtual keyboard (zwp-virtual-keyboard)")
+	}
+	return err
+}
+
 var modMasks = map[xproto.Keysym]uint32{0xffe1: wl.ModShift, 0xffe3: wl.ModCtrl, 0xffe9: wl.ModAlt, 0xffeb: wl.ModSuper, 0xffe7: wl.ModSuper}
 
 func (w *wayland) keys(keys []wl.Key) error {

@@ -206,6 +206,27 @@ func (d *display) button(b byte, down bool) error {
 	return nil
 }
 
+// hold presses (down) or releases modifier keys.
+func (d *display) hold(mods []xproto.Keysym, down bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	typ := byte(evKeyRelease)
+	if down {
+		typ = evKeyPress
+	}
+	for _, m := range mods {
+		code, _, ok := d.keycode(m)
+		if !ok {
+			return fmt.Errorf("the keyboard map of %s has no key for modifier %#x", d.name, m)
+		}
+		if err := d.fake(typ, byte(code), 0, 0); err != nil {
+			return d.xerr("hold a modifier", err)
+		}
+	}
+	xproto.GetInputFocus(d.conn).Reply()
+	return nil
+}
+
 func (d *display) loadKeymap(maxKey xproto.Keycode) error {
 	n := int(maxKey) - int(d.minKey) + 1
 	rep, err := xproto.GetKeyboardMapping(d.conn, d.minKey, byte(n)).Reply()

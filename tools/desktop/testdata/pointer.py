@@ -4,8 +4,9 @@
 # It paints white, with one red pixel where a button last went down and
 # one blue pixel where it last came up, so that a screenshot shows which
 # pixel the pointer reached. Its title says what it felt, e.g.
-#   "TITLE: press 1 x2 at 40,20, release 1, moves 12, scroll 0,3, hover 40,20"
-# (the last button pressed, how many clicks in a row and where, the last
+#   "TITLE: press 1 x2 at 40,20 +ctrl, release 1, moves 12, scroll 0,3, hover 40,20"
+# (the last button pressed, how many clicks in a row, where and with
+# which modifiers held, the last
 # released, motions with a button held, wheel notches right and down, and
 # where the pointer last hovered, in the canvas's pixels).
 import sys
@@ -18,14 +19,14 @@ from gi.repository import Gdk, Gtk  # noqa: E402
 
 title = sys.argv[1]
 width, height = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (400, 300)
-state = {"press": None, "clicks": 0, "at": (0, 0), "release": None, "moves": 0, "dx": 0, "dy": 0, "hover": None}
+state = {"press": None, "clicks": 0, "at": (0, 0), "mods": "", "release": None, "moves": 0, "dx": 0, "dy": 0, "hover": None}
 dots = {}
 
 
 def retitle():
     parts = []
     if state["press"] is not None:
-        parts.append("press %d x%d at %d,%d" % ((state["press"], state["clicks"]) + state["at"]))
+        parts.append("press %d x%d at %d,%d%s" % ((state["press"], state["clicks"]) + state["at"] + (state["mods"],)))
     if state["release"] is not None:
         parts.append("release %d" % state["release"])
     parts.append("moves %d" % state["moves"])
@@ -48,6 +49,9 @@ def draw(_widget, cr):
 def pressed(widget, ev):
     clicks = {Gdk.EventType.BUTTON_PRESS: 1, Gdk.EventType._2BUTTON_PRESS: 2, Gdk.EventType._3BUTTON_PRESS: 3}.get(ev.type, 0)
     state["press"], state["clicks"], state["at"] = ev.button, clicks, (int(ev.x), int(ev.y))
+    state["mods"] = "".join(" +" + name for mask, name in ((Gdk.ModifierType.CONTROL_MASK, "ctrl"),
+                                                          (Gdk.ModifierType.SHIFT_MASK, "shift"),
+                                                          (Gdk.ModifierType.MOD1_MASK, "alt")) if ev.state & mask)
     if clicks == 1:
         state["moves"] = 0
         dots[(1, 0, 0)] = (int(ev.x), int(ev.y))

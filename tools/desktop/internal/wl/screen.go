@@ -522,6 +522,37 @@ func baseKeys() []uint32 {
 // modKeys are the modifier keys, with the keysyms that press them.
 var modKeys = []struct{ mask, sym uint32 }{{ModCtrl, 0xffe3}, {ModAlt, 0xffe9}, {ModSuper, 0xffeb}, {ModShift, 0xffe1}}
 
+// Hold presses (down) or releases the modifier keys of mods, with the
+// modifier state, for pointer actions made while they are held (a
+// ctrl+click).
+func (s *Screen) Hold(mods uint32, down bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kbdMgr == 0 || s.seat == 0 {
+		return fmt.Errorf("keyboard input: %s %w (wlroots compositors such as sway offer it; weston does not)", ifVirtualKbd, ErrUnsupported)
+	}
+	var syms []uint32
+	for _, m := range modKeys {
+		syms = append(syms, m.sym)
+	}
+	if err := s.keyboard(syms); err != nil {
+		return err
+	}
+	state, held := uint32(0), uint32(0)
+	if down {
+		state, held = 1, mods
+	}
+	for _, m := range modKeys {
+		if mods&m.mask == 0 {
+			continue
+		}
+		if err := errors.Join(s.c.Request(s.kbd, 1, now(), Uint(s.codes[m.sym]), Uint(state)), s.c.Roundtrip(timeout)); err != nil {
+			return err
+		}
+	}
+	return errors.Join(s.c.Request(s.kbd, 2, Uint(held), Uint(0), Uint(0), Uint(0)), s.c.Roundtrip(timeout))
+}
+
 // keyboard makes the virtual keyboard if there is none yet, with a keymap
 // of the modifiers, the named keys and printable ASCII, and adds the
 // keysyms of more that it lacks.
