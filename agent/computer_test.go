@@ -2,11 +2,15 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,14 +33,11 @@ import (
 	"github.com/saucerhq/saucer/trajectory"
 )
 
-// A model with a native computer-use tool (scripted here, speaking the
-// normalized form) works a desktop app by pixels on a real desktop: the
-// agent tells it the screen's display size (the screen's screenshot
-// shrunk to 1024 wide), offers the native tool instead of the pixel
-// tools, turns its click into a click_at command at the display's scale,
-// which presses a GTK button, and answers the call with the screenshot
-// it ended with. The recording replays exactly, offline.
-func TestComputerUseClicksAButtonByPixel(t *testing.T) {
+// buttonDesktop starts a private Xvfb desktop and a device whose one app,
+// button, is testdata/button.py (titled "Counter"), worked by its agent
+// alone with computer use on; extra is added to the config.
+func buttonDesktop(t *testing.T, ctx context.Context, extra string) (string, *config.Config, *client.Client) {
+	t.Helper()
 	desktoptest.Require(t, "/usr/bin/python3")
 	s := desktoptest.Start(t)
 	for _, kv := range s.Env {
@@ -56,7 +57,7 @@ mcp:
 tools:
   desktop: {display: "` + s.Display + `", bus: "` + s.BusAddr + `"}
 agent: {direct_app: button, computer_use: auto}
-`
+` + extra
 	cfgFile := filepath.Join(t.TempDir(), "saucer.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfgYAML), 0o644); err != nil {
 		t.Fatal(err)
@@ -65,13 +66,25 @@ agent: {direct_app: button, computer_use: auto}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	dev, err := local.NewDevice(ctx, cfg, t.TempDir(), local.DeviceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
+	t.Cleanup(func() { dev.Close() })
+	return cfgYAML, cfg, dev
+}
+
+// A model with a native computer-use tool (scripted here, speaking the
+// normalized form) works a desktop app by pixels on a real desktop: the
+// agent tells it the screen's display size (the screen's screenshot
+// shrunk to 1024 wide), offers the native tool instead of the pixel
+// tools, turns its click into a click_at command at the display's scale,
+// which presses a GTK button, and answers the call with the screenshot
+// it ended with. The recording replays exactly, offline.
+func TestComputerUseClicksAButtonByPixel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfgYAML, cfg, dev := buttonDesktop(t, ctx, "")
 	task := "Press the button once."
 	runDir := filepath.Join(t.TempDir(), "run")
 	rec, err := record.Start(runDir, trajectory.Session{Task: task, Model: "scripted", Mode: "tools", Config: cfgYAML,
@@ -305,5 +318,81 @@ func TestComputerUseSafetyChecksAndRefusals(t *testing.T) {
 	}
 	if len(conf.reasons) != 2 {
 		t.Errorf("a call without safety checks was put to the user")
+	}
+}
+
+// The same by Anthropic's wire format: a loopback Messages API answers as
+// Claude would with its computer tool; Saucer declares the tool with the
+// display size and the beta header, and sends the click's screenshot back
+// as an image block of the tool_result.
+func TestComputerUseOverAnthropicsWire(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	replies := []string{
+		`{"type":"tool_use","id":"toolu_1","name":"launch_app","input":{}}`,
+		`{"type":"tool_use","id":"toolu_2","name":"computer","input":{"action":"left_click","coordinate":[100,100]}}`,
+		`{"type":"tool_use","id":"toolu_3","name":"list_windows","input":{}}`,
+		`{"type":"text","text":"The button was pressed once."}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		n := len(bodies)
+		bodies = append(bodies, body)
+		mu.Unlock()
+		if r.Header.Get("Anthropic-Beta") != "computer-use-2025-01-24" {
+			t.Errorf("request %d: anthropic-beta %q", n+1, r.Header.Get("Anthropic-Beta"))
+		}
+		if n >= len(replies) {
+			http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"no more replies"}}`, 400)
+			return
+		}
+		stop := "tool_use"
+		if strings.Contains(replies[n], `"text"`) {
+			stop = "end_turn"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[%s],"stop_reason":%q,"usage":{"input_tokens":100,"output_tokens":10}}`, n, replies[n], stop)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, cfg, dev := buttonDesktop(t, ctx, "model: anthropic:claude-sonnet-4-5\nproviders: {anthropic: {base_url: \""+srv.URL+"\", api_key: sk-ant-test}}\n")
+	sess, err := session.New(cfg, session.Options{Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sess.Run(ctx, "Press the button once.")
+	if out.Status != fsm.Finish || !strings.Contains(out.Answer, "pressed once") {
+		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+	}
+	if len(bodies) != 4 {
+		t.Fatalf("%d requests, want 4", len(bodies))
+	}
+	tool := bodies[0]["tools"].([]any)[0].(map[string]any)
+	if tool["type"] != "computer_20250124" || tool["name"] != "computer" || tool["display_width_px"] != 1024.0 || tool["display_height_px"] != 640.0 {
+		t.Errorf("the computer tool is declared as %v", tool)
+	}
+	// The tool_result of the click carries the screenshot it ended with.
+	var result map[string]any
+	for _, m := range bodies[2]["messages"].([]any) {
+		for _, b := range m.(map[string]any)["content"].([]any) {
+			if b := b.(map[string]any); b["type"] == "tool_result" && b["tool_use_id"] == "toolu_2" {
+				result = b
+			}
+		}
+	}
+	if result == nil {
+		t.Fatalf("no tool_result for the click in %v", bodies[2]["messages"])
+	}
+	content := result["content"].([]any)
+	text, img := content[0].(map[string]any), content[len(content)-1].(map[string]any)
+	src, _ := img["source"].(map[string]any)
+	if !strings.Contains(fmt.Sprint(text["text"]), "click_at: ") || img["type"] != "image" || src["media_type"] != "image/png" || !strings.HasPrefix(fmt.Sprint(src["data"]), "iVBOR") {
+		t.Errorf("the click's tool_result: %.300v", result)
+	}
+	if b, _ := json.Marshal(bodies[3]); !strings.Contains(string(b), "Counter: pressed 1") {
+		t.Error("the window's title does not say the button was pressed")
 	}
 }
