@@ -149,8 +149,21 @@ func step(a llm.ComputerAction, d Display) Step {
 		args["x"], args["y"], args["scale"] = x, y, d.Scale
 		return args, ""
 	}
-	if len(a.Hold) > 0 && (a.Action == llm.ActClick || a.Action == llm.ActScroll || a.Action == llm.ActDrag) {
-		return invalid("holding %s during a %s is not supported by Saucer's desktop yet: press the keys with the keys action, or act without them", strings.Join(a.Hold, "+"), a.Action)
+	// Modifier keys held meanwhile, as the desktop's keys argument takes
+	// them ("ctrl+shift" held is ctrl and shift).
+	var hold []any
+	for _, h := range a.Hold {
+		for _, k := range strings.Split(Chord(h), "+") {
+			if k = strings.TrimSpace(k); k != "" {
+				hold = append(hold, k)
+			}
+		}
+	}
+	held := func(st Step) Step {
+		if len(hold) > 0 && st.Invalid == "" {
+			st.Args["keys"] = hold
+		}
+		return st
 	}
 	switch a.Action {
 	case llm.ActClick:
@@ -166,8 +179,11 @@ func step(a llm.ComputerAction, d Display) Step {
 		if bad != "" {
 			return invalid("%s", bad)
 		}
-		return Step{Tool: ToolClick, Args: args}
+		return held(Step{Tool: ToolClick, Args: args})
 	case llm.ActMove:
+		if len(hold) > 0 {
+			return invalid("a move with keys held is not supported: hold them during a click, drag or scroll")
+		}
 		args, bad := point(map[string]any{})
 		if bad != "" {
 			return invalid("%s", bad)
@@ -189,7 +205,7 @@ func step(a llm.ComputerAction, d Display) Step {
 		}
 		// The desktop drags in a straight line: the points between are
 		// passed through in order only when they lie on it.
-		return Step{Tool: ToolDrag, Args: map[string]any{"x": from[0], "y": from[1], "to_x": to[0], "to_y": to[1], "button": button, "scale": d.Scale}}
+		return held(Step{Tool: ToolDrag, Args: map[string]any{"x": from[0], "y": from[1], "to_x": to[0], "to_y": to[1], "button": button, "scale": d.Scale}})
 	case llm.ActScroll:
 		if a.ScrollX == 0 && a.ScrollY == 0 {
 			return invalid("a scroll of 0 notches: give scroll_x or scroll_y")
@@ -201,7 +217,7 @@ func step(a llm.ComputerAction, d Display) Step {
 		if bad != "" {
 			return invalid("%s", bad)
 		}
-		return Step{Tool: ToolScroll, Args: args}
+		return held(Step{Tool: ToolScroll, Args: args})
 	case llm.ActType:
 		if a.Text == "" {
 			return invalid("type with no text")
@@ -247,7 +263,7 @@ var keyAliases = map[string]string{
 	"kp_enter": "Return", "prior": "Page_Up", "next": "Page_Down", "cmd": "super", "command": "super",
 	"super_l": "super", "super_r": "super", "control_l": "ctrl", "control_r": "ctrl", "alt_l": "alt", "alt_r": "alt",
 	"shift_l": "shift", "shift_r": "shift", "meta_l": "meta", "esc": "Escape", "option": "alt",
-	"kp_add": "plus", "kp_subtract": "minus", "arrowup": "Up", "arrowdown": "Down", "arrowleft": "Left", "arrowright": "Right",
+	"control": "ctrl", "kp_add": "plus", "kp_subtract": "minus", "arrowup": "Up", "arrowdown": "Down", "arrowleft": "Left", "arrowright": "Right",
 }
 
 // Chord is a key chord in the desktop tools' syntax: xdotool's names
