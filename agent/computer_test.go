@@ -396,3 +396,80 @@ func TestComputerUseOverAnthropicsWire(t *testing.T) {
 		t.Error("the window's title does not say the button was pressed")
 	}
 }
+
+// The same by OpenAI's Responses API: a loopback server answers as
+// computer-use-preview would; Saucer declares computer_use_preview with
+// the display size and sends the click's screenshot back as its
+// computer_call_output, after the reasoning item and the call as they
+// came.
+func TestComputerUseOverOpenAIsWire(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	replies := []string{
+		`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"launch_app","arguments":"{}","status":"completed"}`,
+		`{"type":"reasoning","id":"rs_2","summary":[]},{"type":"computer_call","id":"cu_2","call_id":"call_2","action":{"type":"click","button":"left","x":100,"y":100},"pending_safety_checks":[],"status":"completed"}`,
+		`{"type":"function_call","id":"fc_3","call_id":"call_3","name":"list_windows","arguments":"{}","status":"completed"}`,
+		`{"type":"message","id":"msg_4","role":"assistant","status":"completed","content":[{"type":"output_text","text":"The button was pressed once.","annotations":[]}]}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		n := len(bodies)
+		bodies = append(bodies, body)
+		mu.Unlock()
+		if r.URL.Path != "/v1/responses" {
+			t.Errorf("request %d to %s", n+1, r.URL.Path)
+		}
+		if n >= len(replies) {
+			http.Error(w, `{"error":{"message":"no more replies","type":"invalid_request_error"}}`, 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","status":"completed","model":"computer-use-preview-2025-03-11","output":[%s],"usage":{"input_tokens":100,"output_tokens":10,"total_tokens":110}}`, n, replies[n])
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, cfg, dev := buttonDesktop(t, ctx, "model: openai:computer-use-preview\nproviders: {openai: {base_url: \""+srv.URL+"/v1\", api_key: sk-test}}\n")
+	sess, err := session.New(cfg, session.Options{Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sess.Run(ctx, "Press the button once.")
+	if out.Status != fsm.Finish || !strings.Contains(out.Answer, "pressed once") {
+		t.Fatalf("outcome %s %q (%v)", out.Status, out.Answer, out.Err)
+	}
+	if len(bodies) != 4 {
+		t.Fatalf("%d requests, want 4", len(bodies))
+	}
+	tool := bodies[0]["tools"].([]any)[0].(map[string]any)
+	if tool["type"] != "computer_use_preview" || tool["display_width"] != 1024.0 || tool["display_height"] != 640.0 || tool["environment"] != "linux" || bodies[0]["truncation"] != "auto" {
+		t.Errorf("the computer tool is declared as %v (truncation %v)", tool, bodies[0]["truncation"])
+	}
+	// The reasoning item, the call as it came, then its output.
+	var types []string
+	var output map[string]any
+	for _, it := range bodies[2]["input"].([]any) {
+		it := it.(map[string]any)
+		if typ, ok := it["type"].(string); ok {
+			types = append(types, typ)
+		}
+		if it["type"] == "computer_call_output" && it["call_id"] == "call_2" {
+			output = it
+		}
+	}
+	if i := slices.Index(types, "reasoning"); i < 0 || i+2 >= len(types) || types[i+1] != "computer_call" || types[i+2] != "computer_call_output" {
+		t.Errorf("input items %v: want reasoning, computer_call, computer_call_output in order", types)
+	}
+	shot, _ := output["output"].(map[string]any)
+	if shot["type"] != "computer_screenshot" || !strings.HasPrefix(fmt.Sprint(shot["image_url"]), "data:image/png;base64,iVBOR") {
+		t.Errorf("the click's output: %.300v", output)
+	}
+	if _, ok := output["acknowledged_safety_checks"]; ok {
+		t.Error("a safety check was acknowledged that no one was asked about")
+	}
+	if b, _ := json.Marshal(bodies[3]); !strings.Contains(string(b), "Counter: pressed 1") {
+		t.Error("the window's title does not say the button was pressed")
+	}
+}
