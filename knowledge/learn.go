@@ -20,10 +20,33 @@ type LearnOptions struct {
 	// Kind is Experience (the default) or Demonstration: a run a person
 	// drove, to be shown as an example to follow.
 	Kind Kind
+	// Verdict, when set, is what checks said of the run (an eval trial's):
+	// a run whose checks failed is learned as failed, what not to do,
+	// whatever its agents said.
+	Verdict *Verdict
 	// Summariser, when set, writes each entry's text instead of the
 	// built-in extraction (which it is given as a start). What it writes
 	// is redacted like everything else.
 	Summariser Summariser
+}
+
+// Verdict is what an eval's checks said of a run.
+type Verdict struct {
+	Success bool
+	// Failed names the checks that failed.
+	Failed []string
+}
+
+// failedChecks is what a failed verdict adds to an entry's outcome line,
+// "" when there is none.
+func (v *Verdict) failedChecks() string {
+	if v == nil || v.Success {
+		return ""
+	}
+	if len(v.Failed) == 0 {
+		return "; the run's checks failed"
+	}
+	return "; the run's checks failed: " + strings.Join(v.Failed, ", ")
 }
 
 // Summariser writes an entry's text from its recording, a model say.
@@ -86,8 +109,11 @@ func Learn(ctx context.Context, tr *trajectory.Trajectory, red *trajectory.Redac
 	x := &extract{red: red}
 	run := x.read(tr)
 
+	// The checks' word, where there is one, outweighs the agents': an
+	// answer they finished with can still be wrong.
+	judged := opts.Verdict.failedChecks()
 	outcome := Succeeded
-	if end.Status != "FINISH" {
+	if end.Status != "FINISH" || judged != "" {
 		outcome = Failed
 	}
 	src := Source{Recording: tr.Dir, Session: x.s(sess.ID), Agent: "host", Events: [2]int{tr.Events[0].Seq, tr.Events[len(tr.Events)-1].Seq}}
@@ -101,7 +127,7 @@ func Learn(ctx context.Context, tr *trajectory.Trajectory, red *trajectory.Redac
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Request: %s\n", x.s(sess.Task))
-	fmt.Fprintf(&b, "Outcome: %s (%s)", outcome, end.Status)
+	fmt.Fprintf(&b, "Outcome: %s (%s%s)", outcome, end.Status, judged)
 	if end.Error != "" {
 		fmt.Fprintf(&b, ": %s", x.cut(end.Error, maxAnswer))
 	}
@@ -150,10 +176,10 @@ func Learn(ctx context.Context, tr *trajectory.Trajectory, red *trajectory.Redac
 		}
 		writeSteps(&b, a.steps, false)
 		o := Succeeded
-		if a.status != "FINISH" {
+		if a.status != "FINISH" || judged != "" {
 			o = Failed
 		}
-		fmt.Fprintf(&b, "Outcome: %s (%s)", o, a.status)
+		fmt.Fprintf(&b, "Outcome: %s (%s%s)", o, a.status, judged)
 		if a.result != "" {
 			fmt.Fprintf(&b, ": %s", a.result)
 		}

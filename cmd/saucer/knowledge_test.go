@@ -106,3 +106,35 @@ func readReport(t *testing.T, dir string) *evals.Report {
 	}
 	return &r
 }
+
+// A run that finished with a wrong answer is learned as what not to do:
+// an eval trial's checks outweigh its agents' FINISH.
+func TestLearnTakesTheChecksWord(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SAUCER_KNOWLEDGE", filepath.Join(dir, "store"))
+	rows, err := filepath.Abs("../../evals/testdata/knowledge/rows.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: strict
+cases:
+  - id: rows
+    task: "How many data rows does data.csv have (not counting its header)?"
+    model: scripted:`+rows+`
+    device: {files: {data.csv: "id,name\n1,ann\n2,bob\n3,cy\n4,dee\n"}}
+    checks: [{name: five rows, answer: {number: 5}}]
+`), 0o644)
+	results := filepath.Join(dir, "results")
+	if out, code := saucer(t, "eval", suite, "-q", "-o", results); code != 1 || !strings.Contains(out, "rows") {
+		t.Fatalf("the strict suite: exit %d, want 1 (its check fails)\n%s", code, out)
+	}
+	out, code := saucer(t, "learn", filepath.Join(results, "cases"))
+	if code != 0 || !strings.Contains(out, "experience (failed: what not to do)") {
+		t.Fatalf("learn: exit %d, want the run learned as failed\n%s", code, out)
+	}
+	out, code = saucer(t, "learn", "--search", "data rows of data.csv", "--budget", "2000")
+	if code != 0 || !strings.Contains(out, "Outcome: failed (FINISH; the run's checks failed: five rows)") {
+		t.Fatalf("search: exit %d, want the failed check named in the entry\n%s", code, out)
+	}
+}

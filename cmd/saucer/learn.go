@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/saucerhq/saucer/config"
+	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -113,8 +116,14 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 	}
 	var learned []knowledge.Entry
 	counts := map[string]int{}
+	verdicts := trialVerdicts{}
 	for _, run := range runs {
-		es, err := knowledge.LearnDir(ctx, run, red, &knowledge.LearnOptions{Kind: kind})
+		// An eval trial's checks say whether its answer was right.
+		verdict, err := verdicts.of(run)
+		if err != nil {
+			return err
+		}
+		es, err := knowledge.LearnDir(ctx, run, red, &knowledge.LearnOptions{Kind: kind, Verdict: verdict})
 		var skip *knowledge.SkipError
 		if errors.As(err, &skip) {
 			fmt.Fprintf(out, "skipped %s: %s\n", run, skip.Reason)
@@ -250,6 +259,67 @@ func recordingsIn(args []string) ([]string, error) {
 		runs = append(runs, found...)
 	}
 	return runs, nil
+}
+
+// trialVerdicts are the eval trials' verdicts by recording, read from the
+// trials.jsonl of the results each recording is in (by results
+// directory).
+type trialVerdicts map[string]map[string]*knowledge.Verdict
+
+// of is the verdict on the recording in run when run is an eval trial's
+// (results/cases/<id>/trial-<n>/trajectory), else nil.
+func (tv trialVerdicts) of(run string) (*knowledge.Verdict, error) {
+	for dir, up := filepath.Dir(run), 0; up < 4; dir, up = filepath.Dir(dir), up+1 {
+		byRun, ok := tv[dir]
+		if !ok {
+			var err error
+			if byRun, err = readTrials(dir); err != nil {
+				return nil, err
+			}
+			tv[dir] = byRun
+		}
+		if byRun != nil {
+			return byRun[run], nil
+		}
+	}
+	return nil, nil
+}
+
+// readTrials reads dir/trials.jsonl (evals.TrialsFile), nil when there is
+// none.
+func readTrials(dir string) (map[string]*knowledge.Verdict, error) {
+	data, err := os.ReadFile(filepath.Join(dir, evals.TrialsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*knowledge.Verdict{}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var t evals.TrialResult
+		if err := json.Unmarshal(line, &t); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w: the eval's results are damaged; learn from the runs alone by giving their directories", filepath.Join(dir, evals.TrialsFile), i+1, err)
+		}
+		if t.Trajectory == "" {
+			continue
+		}
+		v := &knowledge.Verdict{Success: t.Success}
+		for _, c := range t.Checks {
+			if !c.Pass {
+				v.Failed = append(v.Failed, c.Name)
+			}
+		}
+		p := filepath.FromSlash(t.Trajectory)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out[p] = v
+	}
+	return out, nil
 }
 
 func writeIndented(w io.Writer, text string, maxLines int) {
