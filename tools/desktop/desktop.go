@@ -776,15 +776,6 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		}
 		return nil, fmt.Errorf("window %s %q: %w", w.ID, w.Title, notRespondingErr(app))
 	}
-	if app.name == "soffice" && d.showPointer(w) {
-		// The application reads the motion in its main loop, which also
-		// answers D-Bus: two calls answered one after the other mean a
-		// turn of the loop since the event reached it.
-		var role uint32
-		for range 2 {
-			_ = d.a.do(ctx, w.ref, ifAccessible+".GetRole", &role)
-		}
-	}
 	obs := &Observation{Window: w, byID: map[int]*Control{}}
 	area := d.screenArea(w)
 	s := scope{root: w.ref, area: area.add(-w.dx, -w.dy), noShowing: app.gtk4}
@@ -844,6 +835,9 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		rt = readTree{t: t, version: version, area: s.area, at: time.Now(), loading: docLoading(t) != ""}
 		d.trees[w.ref] = rt
 	}
+	if app.name == "soffice" {
+		d.placeLibreOffice(ctx, w, t)
+	}
 	obs.Fetch, obs.Nodes, obs.Cut, obs.Reused = t.fetch, t.read, t.cut, reuse
 	t1 := time.Now()
 	var cands []*node
@@ -877,10 +871,11 @@ func (d *Desktop) observe(ctx context.Context, w Window, o ObserveOptions) (*Obs
 		obs.Cut += g.cut
 	}
 	obs.Timing.Tree, obs.Timing.Details = t1.Sub(t0), time.Since(t1)
+	hidden := d.a.inEmptyMenuBars(ctx, t)
 	for i, n := range cands {
 		det := dets[i]
 		g := grids[n]
-		if !det.box.overlaps(s.area) || !(control(n, det) || g != nil) {
+		if !det.box.overlaps(s.area) || !(control(n, det) || g != nil) || hidden[n.ref] {
 			continue
 		}
 		c := d.newControl(n, n.ref, det, w)

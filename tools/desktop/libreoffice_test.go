@@ -95,8 +95,9 @@ func TestSpreadsheetCells(t *testing.T) {
 // pointer motion over it, LibreOffice's GTK 3 frame placed them the
 // native menu bar's height (25 px) too high: the toolbar's New on the
 // menu bar, and a click at C2's centre selected C1 (its name box said
-// so). A LibreOffice of its own, on a desktop of its own, so that no
-// other test has moved the pointer over it.
+// so). Its own menu bar, hidden behind GTK's, is not listed. A
+// LibreOffice of its own, on a desktop of its own, so that no other test
+// has moved the pointer over it.
 func TestLibreOfficeBoxesWhereDrawn(t *testing.T) {
 	s, d := start(t, "localc")
 	if err := s.PrepareLibreOffice(); err != nil {
@@ -110,7 +111,11 @@ func TestLibreOfficeBoxesWhereDrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var menu, sheet, nameBox Control
+	files := 0
 	for _, c := range obs.Controls {
+		if c.Role == "menu" && c.Name == "File" {
+			files++
+		}
 		switch {
 		case c.Role == "menu" && c.Name == "File" && c.Bounds.H > menu.Bounds.H:
 			menu = c // GTK's menu bar (LibreOffice's own, hidden, is lower)
@@ -123,6 +128,9 @@ func TestLibreOfficeBoxesWhereDrawn(t *testing.T) {
 	newButton := mustFind(t, obs, "push button", "New")
 	if menu.ID == 0 || sheet.ID == 0 || nameBox.ID == 0 {
 		t.Fatalf("no menu File, sheet or name box reading A1 in:\n%s", obs.Text())
+	}
+	if files != 1 {
+		t.Errorf("%d menus File are listed: LibreOffice's own menu bar, hidden behind GTK's (a box of no height), is listed too", files)
 	}
 	if bottom := menu.Bounds.Y + menu.Bounds.H; newButton.Bounds.Y < bottom {
 		t.Errorf("the toolbar's New is at y %d, on the menu bar (which ends at %d): LibreOffice's boxes are too high", newButton.Bounds.Y, bottom)

@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -790,30 +791,63 @@ func (d *display) maximize(x xwin) error {
 	return nil
 }
 
-// showPointer moves the pointer over window w's centre, on X11, before
-// each read of a LibreOffice window, and leaves it there. LibreOffice's
-// GTK 3 frame learns where its drawing area is on the screen from pointer
-// motion over it (an event's root position less its position in the
-// window); before that it reports its own controls (toolbars, sheet
-// tabs, cells, scroll bars: not its GTK widgets, which GTK places) as if
-// the area began at the window's corner, the native menu bar's height
-// (25 px) too high, and a click at a cell's centre hit the cell above.
-// Measured on Calc 7.4 under Xvfb: the toolbar's New at y 52 on the
-// screen, drawn at 77, until a motion over the window; a motion that
-// then left the window again (a leave event) did not fix it. Two points,
-// so that at least one is a motion wherever the pointer was. It reports
-// whether it moved the pointer.
-func (d *Desktop) showPointer(w Window) bool {
+// placeLibreOffice makes LibreOffice place its own controls where it
+// draws them, on X11, before their boxes are read. Its GTK 3 frame learns
+// where its drawing area is on the screen from pointer motion over it (an
+// event's root position less its position in the window); before that it
+// reports its own (VCL) controls, toolbars, sheet tabs, cells and scroll
+// bars, as if the area began at the window's corner, the native menu
+// bar's height (25 px) too high (its GTK widgets, which GTK places, are
+// right), and a click at a cell's centre hit the cell above. Measured on
+// Calc 7.4 under Xvfb: the toolbar's New at y 52 on the screen, drawn at
+// 77. Its VCL root pane shows it: its box should be that of the GTK panel
+// that holds it, and is the menu bar's height above it until then. So
+// when they differ the pointer is moved onto the window's centre (two
+// points, so that one is a motion wherever it was) and left there (a
+// motion that then left the window did not fix it), and the boxes are
+// read again until they agree, up to a second.
+func (d *Desktop) placeLibreOffice(ctx context.Context, w Window, t *tree) {
 	x, ok := d.x.(*display)
 	if !ok {
-		return false
+		return
+	}
+	var pane, holder *node
+	for _, n := range t.nodes {
+		if roleName(n.role) != "root pane" {
+			continue
+		}
+		pane = n
+		for _, p := range t.nodes {
+			if slices.Contains(p.children, n.ref) {
+				holder = p
+			}
+		}
+		break
+	}
+	if pane == nil || holder == nil {
+		return
 	}
 	area := d.screenArea(w)
-	if area.empty() {
-		return false
+	for deadline, moved := time.Now().Add(time.Second), false; ; {
+		b := d.a.batch(ctx)
+		pe, he := b.call(pane.ref, ifComponent+".GetExtents", uint32(0)), b.call(holder.ref, ifComponent+".GetExtents", uint32(0))
+		var pb, hb extents
+		if b.wait() != nil || pe.store(&pb) != nil || he.store(&hb) != nil || (pb.X == hb.X && pb.Y == hb.Y) || time.Now().After(deadline) {
+			return
+		}
+		if !moved && !area.empty() {
+			cx, cy := area.centre()
+			if x.move(cx, cy) != nil || x.move(cx+1, cy) != nil {
+				return
+			}
+			moved = true
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
 	}
-	cx, cy := area.centre()
-	return x.move(cx, cy) == nil && x.move(cx+1, cy) == nil
 }
 
 // close asks w's application to close it (WM_DELETE_WINDOW), as a window
