@@ -50,11 +50,14 @@ func TestSuiteSchema(t *testing.T) {
 		return sch.Validate(inst)
 	}
 	files, _ := filepath.Glob("suites/*.yaml")
-	files = append(files, "testdata/checkers.yaml")
+	files = append(files, "suites/seat-knowledge/train.yaml", "suites/seat-knowledge/test.yaml", "testdata/checkers.yaml", "testdata/knowledge/suite.yaml")
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if err := validate(b); err != nil {
 			t.Errorf("%s does not match the schema: %v", f, err)
+		}
+		if _, err := evals.LoadSuite(f); err != nil {
+			t.Errorf("%s does not load: %v", f, err)
 		}
 	}
 	for name, bad := range map[string]string{
