@@ -16,6 +16,11 @@ type Knowledge struct {
 	// default, "" too) once the store has entries, on (a missing or empty
 	// store is an error), off.
 	Use string `yaml:"use"`
+	// Store is a PostgreSQL database that a fleet of servers shares
+	// (postgres://USER:PASSWORD@HOST:PORT/DATABASE); empty means the
+	// directory store at Dir. SAUCER_KNOWLEDGE (a URL or a directory),
+	// --store and --dir override it.
+	Store string `yaml:"store"`
 	// Dir is the store's directory; empty means $XDG_DATA_HOME/saucer/knowledge
 	// (~/.local/share/saucer/knowledge). SAUCER_KNOWLEDGE or --dir override it.
 	Dir string `yaml:"dir"`
@@ -74,6 +79,35 @@ func (c *Config) KnowledgeDir(flag string, getenv func(string) string) (string, 
 		}
 	}
 	return filepath.Join(home, ".local", "share", "saucer", "knowledge"), nil
+}
+
+// IsPostgresURL says whether a knowledge store names a PostgreSQL
+// database rather than a directory.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// KnowledgeStore is where the knowledge store is, a postgres:// URL or a
+// directory: flag (--store or --dir), else SAUCER_KNOWLEDGE, else
+// knowledge.store, else the directory KnowledgeDir finds. getenv nil
+// means os.Getenv. The error never repeats the setting, which may hold a
+// password.
+func (c *Config) KnowledgeStore(flag string, getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, d := range []string{flag, getenv("SAUCER_KNOWLEDGE")} {
+		if strings.TrimSpace(d) != "" {
+			return d, nil
+		}
+	}
+	if st := strings.TrimSpace(c.Knowledge.Store); st != "" {
+		if !IsPostgresURL(st) {
+			return "", errors.New("config: knowledge.store is not a postgres:// URL: give postgres://USER:PASSWORD@HOST:PORT/DATABASE for a store a fleet of servers shares, or leave it empty for the directory store at knowledge.dir")
+		}
+		return st, nil
+	}
+	return c.KnowledgeDir("", getenv)
 }
 
 // EmbeddingsModel splits knowledge.embeddings into its provider and

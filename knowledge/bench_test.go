@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/saucerhq/saucer/internal/storetest"
 )
 
 // The benchmarks' entries: 10,000 shaped like those Learn and the help
@@ -145,7 +147,7 @@ const benchRequestText = "Count the lines of the CSV reports in data/ and write 
 // persisted (not still merging the segments of the build). One search
 // before the timer loads the token counter's vocabulary, once per
 // process.
-func benchStore(b *testing.B, opts *Options) *Store {
+func benchStore(b *testing.B, opts *Options) *DirStore {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -235,8 +237,8 @@ func BenchmarkBuild10k(b *testing.B) {
 		if err := s.Add(ctx, es...); err != nil {
 			b.Fatal(err)
 		}
-		if s.Len() != len(es) {
-			b.Fatalf("%d entries", s.Len())
+		if n, _ := s.Len(ctx); n != len(es) {
+			b.Fatalf("%d entries", n)
 		}
 		s.Close()
 	}
@@ -267,9 +269,104 @@ func BenchmarkOpen10k(b *testing.B) {
 	s.Close()
 	for b.Loop() {
 		s, err := Open(ctx, dir, nil)
-		if err != nil || s.Len() != 10000 {
+		if n, _ := s.Len(ctx); err != nil || n != 10000 {
 			b.Fatalf("%v", err)
 		}
 		s.Close()
 	}
+}
+
+// pgBenchStore is a PostgresStore holding the 10,000 entries, on a server
+// started for the benchmark; one search before the timer loads the token
+// counter's vocabulary.
+func pgBenchStore(b *testing.B, opts *Options) *PostgresStore {
+	b.Helper()
+	ctx := context.Background()
+	s, err := OpenPostgres(ctx, storetest.Postgres(b), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if err := s.Add(ctx, benchMake()...); err != nil {
+		b.Fatal(err)
+	}
+	// As a server finds a table its fleet filled: analysed.
+	if _, err := s.pool.Exec(ctx, `VACUUM ANALYZE knowledge_entries`); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.ForPrompt(ctx, benchRequestText, "", 1000); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkPostgresSearch10k: BenchmarkSearch10k on a PostgresStore (an
+// app agent's ForPrompt: its app, 5 hits, 1,000 tokens), over loopback.
+// The bound is the same 20 ms.
+func BenchmarkPostgresSearch10k(b *testing.B) {
+	s := pgBenchStore(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		text, used, err := s.ForPrompt(ctx, benchRequestText, "shell", 1000)
+		if err != nil || len(used) == 0 || text == "" {
+			b.Fatalf("%d hits, %v", len(used), err)
+		}
+	}
+}
+
+// BenchmarkPostgresSearch10kHost: the host's search, over every app.
+func BenchmarkPostgresSearch10kHost(b *testing.B) {
+	s := pgBenchStore(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		text, used, err := s.ForPrompt(ctx, benchRequestText, "", 1000)
+		if err != nil || len(used) == 0 || text == "" {
+			b.Fatalf("%d hits, %v", len(used), err)
+		}
+	}
+}
+
+// BenchmarkPostgresSearch10kFused: lexical and vector rankings fused, the
+// vectors (64 dimensions, real[]) read from the table and ranked by
+// cosine in Go.
+func BenchmarkPostgresSearch10kFused(b *testing.B) {
+	s := pgBenchStore(b, &Options{Embedder: localEmbedder{}})
+	ctx := context.Background()
+	for b.Loop() {
+		hits, err := s.Search(ctx, Query{Text: benchRequestText, App: "shell", Limit: 5, TokenBudget: 1000})
+		if err != nil || len(hits) == 0 || hits[0].Vector == 0 && hits[0].Lexical == 0 {
+			b.Fatalf("%v, %v", hits, err)
+		}
+	}
+}
+
+// BenchmarkPostgresBuild10k: the table made and 10,000 entries added (one
+// transaction), from nothing.
+func BenchmarkPostgresBuild10k(b *testing.B) {
+	es := benchMake()
+	ctx := context.Background()
+	url := storetest.Postgres(b)
+	var size int64
+	for b.Loop() {
+		s, err := OpenPostgres(ctx, url, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Add(ctx, es...); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := s.Len(ctx); err != nil || n != len(es) {
+			b.Fatalf("%d entries, %v", n, err)
+		}
+		b.StopTimer()
+		if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('knowledge_entries')`).Scan(&size); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, `DROP TABLE knowledge_entries`); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MiB/table")
 }

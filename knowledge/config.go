@@ -18,10 +18,12 @@ import (
 const FlagHelp = "give the agents what `saucer learn` stored: auto (once the store has entries), on or off (default: knowledge.use, else auto)"
 
 // FromConfig is the retriever a front end gives its agents, by mode (the
-// flag's, else knowledge.use): nil under off, and under auto while the
-// store has no entries. Under auto a store that cannot be opened (another
-// process holds it) is a warning on warn and the run goes on without;
-// under on it is the error. close releases the store.
+// flag's, else knowledge.use), from the store knowledge.store (a fleet's
+// PostgreSQL) or knowledge.dir names: nil under off, and under auto while
+// the store has no entries. Under auto a store that cannot be opened
+// (another process holds it, a database that does not answer) is a
+// warning on warn and the run goes on without; under on it is the error.
+// close releases the store.
 func FromConfig(ctx context.Context, cfg *config.Config, mode string, warn io.Writer) (r strategy.Retriever, close func(), err error) {
 	noop := func() {}
 	if mode == "" {
@@ -34,21 +36,35 @@ func FromConfig(ctx context.Context, cfg *config.Config, mode string, warn io.Wr
 	if mode == config.KnowledgeOff {
 		return nil, noop, nil
 	}
-	dir, err := cfg.KnowledgeDir("", nil)
+	where, err := cfg.KnowledgeStore("", nil)
 	if err != nil {
 		return nil, noop, err
 	}
-	if !Exists(dir) {
+	if !config.IsPostgresURL(where) && !Exists(where) {
 		if mode == config.KnowledgeOn {
-			return nil, noop, fmt.Errorf("knowledge: the store %s has no entries: `saucer learn RUNS` fills it from recorded runs (or run with --knowledge off)", dir)
+			return nil, noop, fmt.Errorf("knowledge: the store %s has no entries: `saucer learn RUNS` fills it from recorded runs (or run with --knowledge off)", where)
 		}
 		return nil, noop, nil
 	}
 	emb, err := EmbedderFor(cfg)
 	if err == nil {
-		var store *Store
-		if store, err = Open(ctx, dir, &Options{Embedder: emb}); err == nil {
-			return store.Retriever(cfg.Knowledge.PromptBudget()), func() { store.Close() }, nil
+		var store Store
+		if store, err = OpenStore(ctx, where, &Options{Embedder: emb}); err == nil {
+			// A fleet's database is known to have entries once opened.
+			n, lerr := store.Len(ctx)
+			switch {
+			case lerr != nil:
+				store.Close()
+				err = lerr
+			case n == 0:
+				store.Close()
+				if mode == config.KnowledgeOn {
+					return nil, noop, fmt.Errorf("knowledge: the store %s has no entries: `saucer learn RUNS` fills it from recorded runs (or run with --knowledge off)", store.Name())
+				}
+				return nil, noop, nil
+			default:
+				return store.Retriever(cfg.Knowledge.PromptBudget()), func() { store.Close() }, nil
+			}
 		}
 	}
 	if mode == config.KnowledgeOn {

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,11 +98,14 @@ func (es *embeddingServer) inputs() (calls, texts int) {
 // With an embedder, a search finds by meaning what words miss, and fuses
 // both rankings; the vectors are kept and not asked for again.
 func TestEmbeddingsFuseWithLexicalSearch(t *testing.T) {
+	eachStore(t, testEmbeddingsFuseWithLexicalSearch)
+}
+
+func testEmbeddingsFuseWithLexicalSearch(t *testing.T, open opener) {
 	ctx := testCtx(t)
 	es := newEmbeddingServer(t)
 	emb := NewOpenAIEmbedder(es.URL+"/v1", "k-test", "test-embed", nil)
-	dir := t.TempDir()
-	s := openSample(t, dir, &Options{Embedder: emb})
+	s := withSample(t, open(t, &Options{Embedder: emb}))
 	extra := Entry{ID: "e-9", Kind: Experience, App: "shell", Title: "Delete the temporary directory build/cache", Outcome: Succeeded,
 		Text: "Steps that worked:\n- execute_command `rm -r build/cache` → ok", Source: Source{Recording: "runs/d"}}
 	if err := s.Add(ctx, extra); err != nil {
@@ -110,8 +114,8 @@ func TestEmbeddingsFuseWithLexicalSearch(t *testing.T) {
 	if calls, texts := es.inputs(); calls != 2 || texts != len(sample())+1 {
 		t.Fatalf("%d embedding requests of %d texts, want 2 of %d", calls, texts, len(sample())+1)
 	}
-	if es.requests[0].Model != "test-embed" || !strings.Contains(es.requests[0].Input[0], sample()[0].Title) {
-		t.Fatalf("first request: model %q, input %q", es.requests[0].Model, es.requests[0].Input[0])
+	if es.requests[0].Model != "test-embed" || !slices.ContainsFunc(es.requests[0].Input, func(in string) bool { return strings.HasPrefix(in, sample()[0].Title+"\n") }) {
+		t.Fatalf("first request: model %q, input %q", es.requests[0].Model, es.requests[0].Input)
 	}
 
 	// No word in common but for stop words: only the vectors find it.
@@ -140,11 +144,7 @@ func TestEmbeddingsFuseWithLexicalSearch(t *testing.T) {
 	s.Close()
 
 	calls, _ := es.inputs()
-	s2, err := Open(ctx, dir, &Options{Embedder: emb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := open(t, &Options{Embedder: emb})
 	if now, _ := es.inputs(); now != calls {
 		t.Errorf("reopening embedded again: %d requests, had %d", now, calls)
 	}
@@ -155,11 +155,7 @@ func TestEmbeddingsFuseWithLexicalSearch(t *testing.T) {
 
 	// Another model's vectors are not compared with this one's queries.
 	_, before := es.inputs()
-	s3, err := Open(ctx, dir, &Options{Embedder: NewOpenAIEmbedder(es.URL+"/v1", "k", "other-embed", nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Close()
+	open(t, &Options{Embedder: NewOpenAIEmbedder(es.URL+"/v1", "k", "other-embed", nil)})
 	if _, after := es.inputs(); after-before != len(sample())+1 {
 		t.Errorf("a new model embedded %d entries, want all %d", after-before, len(sample())+1)
 	}
@@ -167,6 +163,10 @@ func TestEmbeddingsFuseWithLexicalSearch(t *testing.T) {
 
 // An embeddings endpoint that fails leaves the store as it was, and says so.
 func TestEmbeddingErrorLeavesTheStore(t *testing.T) {
+	eachStore(t, testEmbeddingErrorLeavesTheStore)
+}
+
+func testEmbeddingErrorLeavesTheStore(t *testing.T, open opener) {
 	ctx := testCtx(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -174,16 +174,12 @@ func TestEmbeddingErrorLeavesTheStore(t *testing.T) {
 		w.Write([]byte(`{"error":{"message":"model \"nomic\" not found","type":"not_found"}}`))
 	}))
 	defer srv.Close()
-	s, err := Open(ctx, t.TempDir(), &Options{Embedder: NewOpenAIEmbedder(srv.URL+"/v1", "", "nomic", nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	err = s.Add(ctx, sample()...)
+	s := open(t, &Options{Embedder: NewOpenAIEmbedder(srv.URL+"/v1", "", "nomic", nil)})
+	err := s.Add(ctx, sample()...)
 	if err == nil || !strings.Contains(err.Error(), "nomic") || !strings.Contains(err.Error(), "base_url") {
 		t.Fatalf("add: %v", err)
 	}
-	if s.Len() != 0 {
-		t.Errorf("%d entries kept after the embedder failed", s.Len())
+	if n := count(t, s); n != 0 {
+		t.Errorf("%d entries kept after the embedder failed", n)
 	}
 }

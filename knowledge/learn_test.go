@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/saucerhq/saucer/agent"
 	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/record"
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/llm/scripted"
 	"github.com/saucerhq/saucer/local"
@@ -285,6 +288,44 @@ func TestLearnedEntriesHoldNoPlantedSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	searchHoldsNoSecret(t, s, all, planted)
+
+	// A fleet's PostgreSQL store: not in the table either, in any column.
+	t.Run("postgres", func(t *testing.T) {
+		url := storetest.Postgres(t)
+		s, err := knowledge.OpenPostgres(ctx, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		searchHoldsNoSecret(t, s, all, planted)
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var table string
+		if err := conn.QueryRow(ctx, `SELECT string_agg(k::text, E'\n') FROM knowledge_entries k`).Scan(&table); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(table, "cat deploy-notes.txt") || !strings.Contains(table, "deploy-planted.service") {
+			t.Fatalf("the table does not hold the runs' entries:\n%s", table)
+		}
+		for _, sec := range planted {
+			if strings.Contains(table, sec) {
+				t.Errorf("the table holds the planted %q", sec)
+			}
+		}
+	})
+}
+
+// searchHoldsNoSecret adds the entries to s and searches them for what
+// the runs did and for the secrets themselves: no hit and no prompt text
+// holds a planted secret, and the failed run is found first for its own
+// request.
+func searchHoldsNoSecret(t *testing.T, s knowledge.Store, all []knowledge.Entry, planted []string) {
+	t.Helper()
+	ctx := ctxFor(t)
 	if err := s.Add(ctx, all...); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,14 @@ const promptLimit = 5
 // The same store, request and budget give the same text, byte for byte,
 // so a replayed prompt is the recorded one. With no entries that fit it
 // returns "" and no sources.
-func (s *Store) ForPrompt(ctx context.Context, request, app string, budgetTokens int) (string, []Source, error) {
+func (s *DirStore) ForPrompt(ctx context.Context, request, app string, budgetTokens int) (string, []Source, error) {
+	return forPrompt(ctx, s, request, app, budgetTokens)
+}
+
+// forPrompt is every store's ForPrompt, over its Search.
+func forPrompt(ctx context.Context, s interface {
+	Search(context.Context, Query) ([]Hit, error)
+}, request, app string, budgetTokens int) (string, []Source, error) {
 	if strings.TrimSpace(request) == "" || budgetTokens <= 0 {
 		return "", nil, nil
 	}

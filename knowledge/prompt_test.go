@@ -12,9 +12,12 @@ import (
 // same text for the same store and request (a replayed prompt is the
 // recorded one).
 func TestForPromptIsStableAndNamesSources(t *testing.T) {
+	eachStore(t, testForPromptIsStableAndNamesSources)
+}
+
+func testForPromptIsStableAndNamesSources(t *testing.T, open opener) {
 	ctx := testCtx(t)
-	dir := t.TempDir()
-	s := openSample(t, dir, nil)
+	s := withSample(t, open(t, nil))
 	text, used, err := s.ForPrompt(ctx, "count the lines of data.csv", "", 400)
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +40,7 @@ func TestForPromptIsStableAndNamesSources(t *testing.T) {
 	s.Close()
 
 	// Reopened (as a replay would), the same text, byte for byte.
-	s2, err := Open(ctx, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := open(t, nil)
 	for range 3 {
 		again, used2, err := s2.ForPrompt(ctx, "count the lines of data.csv", "", 400)
 		if err != nil || again != text || !slices.EqualFunc(used, used2, func(a, b Source) bool { return a.String() == b.String() }) {

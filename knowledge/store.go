@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +20,6 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 	bbolt "go.etcd.io/bbolt"
-
-	"github.com/saucerhq/saucer/internal/tokens"
 )
 
 // The files of a store's directory.
@@ -45,11 +40,12 @@ type Options struct {
 	Embedder Embedder
 }
 
-// Store holds entries in a directory: entries.jsonl (the entries, one a
-// line, the store's truth), index.bleve (the lexical index, rebuilt from
+// DirStore holds entries in a directory: entries.jsonl (the entries, one
+// a line, the store's truth), index.bleve (the lexical index, rebuilt from
 // the entries when missing) and vectors.jsonl (the embeddings, when an
-// Embedder was given). It is safe for concurrent use within one process.
-type Store struct {
+// Embedder was given). It is safe for concurrent use within one process;
+// one process at a time holds it (a fleet shares a PostgresStore).
+type DirStore struct {
 	dir string
 	emb Embedder
 
@@ -65,14 +61,14 @@ type Store struct {
 // Open opens (or creates) the store in dir. A missing index is built from
 // the entries; a damaged entries file or an index that will not open is
 // an error that says what to do.
-func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, dir string, opts *Options) (*DirStore, error) {
 	if dir == "" {
 		return nil, errors.New("knowledge: no store directory: set knowledge.dir in the config or give --dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("knowledge: cannot create the store directory: %w", err)
 	}
-	s := &Store{dir: dir, entries: map[string]Entry{}, vectors: map[string][]float32{}}
+	s := &DirStore{dir: dir, entries: map[string]Entry{}, vectors: map[string][]float32{}}
 	if opts != nil {
 		s.emb = opts.Embedder
 	}
@@ -121,10 +117,13 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 }
 
 // Dir is the store's directory.
-func (s *Store) Dir() string { return s.dir }
+func (s *DirStore) Dir() string { return s.dir }
+
+// Name is the store's directory.
+func (s *DirStore) Name() string { return s.dir }
 
 // Close closes the index; closing again does nothing.
-func (s *Store) Close() error {
+func (s *DirStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -135,14 +134,14 @@ func (s *Store) Close() error {
 }
 
 // Len is how many entries the store holds.
-func (s *Store) Len() int {
+func (s *DirStore) Len(context.Context) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.entries)
+	return len(s.entries), nil
 }
 
 // Get returns the entry with the id.
-func (s *Store) Get(id string) (Entry, bool) {
+func (s *DirStore) Get(id string) (Entry, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e, ok := s.entries[id]
@@ -150,15 +149,10 @@ func (s *Store) Get(id string) (Entry, bool) {
 }
 
 // Entries returns every entry, by id.
-func (s *Store) Entries() []Entry {
+func (s *DirStore) Entries(context.Context) ([]Entry, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Entry, 0, len(s.entries))
-	for _, e := range s.entries {
-		out = append(out, e)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return s.sorted(), nil
 }
 
 func indexMapping() mapping.IndexMapping {
@@ -195,7 +189,7 @@ func doc(e Entry) map[string]any {
 // Add stores entries, replacing those with the same ids, and indexes
 // them. With an Embedder, they are embedded first: an embedding error
 // leaves the store as it was.
-func (s *Store) Add(ctx context.Context, entries ...Entry) error {
+func (s *DirStore) Add(ctx context.Context, entries ...Entry) error {
 	for _, e := range entries {
 		if err := e.check(); err != nil {
 			return err
@@ -204,7 +198,7 @@ func (s *Store) Add(ctx context.Context, entries ...Entry) error {
 	var vecs [][]float32
 	if s.emb != nil && len(entries) > 0 {
 		var err error
-		if vecs, err = s.embed(ctx, entries); err != nil {
+		if vecs, err = embedEntries(ctx, s.emb, entries); err != nil {
 			return err
 		}
 	}
@@ -238,7 +232,7 @@ func (s *Store) Add(ctx context.Context, entries ...Entry) error {
 }
 
 // reindex indexes every entry anew.
-func (s *Store) reindex() error {
+func (s *DirStore) reindex() error {
 	ids := make([]string, 0, len(s.entries))
 	for id := range s.entries {
 		ids = append(ids, id)
@@ -277,61 +271,14 @@ func (s *Store) reindex() error {
 	return nil
 }
 
-// Query is what to search for.
-type Query struct {
-	// Text is the request or subtask, in words.
-	Text string
-	// App keeps entries about that app (a whole run counts for each of
-	// its apps); empty keeps all.
-	App string
-	// Kinds keeps entries of these kinds; empty keeps all.
-	Kinds []Kind
-	// Limit bounds the hits (0: 5).
-	Limit int
-	// TokenBudget bounds the hits' tokens as ForPrompt renders them (0:
-	// no bound). The last hit that does not fit whole is cut to fit.
-	TokenBudget int
-}
-
-// Hit is an entry found, with its score and ranks.
-type Hit struct {
-	Entry Entry
-	// Score is the BM25 score, or with embeddings the reciprocal rank
-	// fusion of the lexical and vector ranks.
-	Score float64
-	// Lexical and Vector are the entry's ranks (from 1) in each ranking,
-	// 0 when it was not in one.
-	Lexical, Vector int
-	// Cut says the text was shortened to fit the token budget.
-	Cut bool
-}
-
-// rrfK is the rank constant of reciprocal rank fusion (Cormack et al.).
-const rrfK = 60
-
 // Search finds the entries that fit the query, best first; ties go by id,
 // so the same store and query give the same hits in the same order.
-func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
-	if strings.TrimSpace(q.Text) == "" {
-		return nil, errors.New("knowledge: empty search: give the request or subtask to search for")
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 5
-	}
-	pool := max(4*limit, 20)
-	var qvec []float32
-	if s.emb != nil {
-		vs, err := s.emb.Embed(ctx, []string{q.Text})
-		if err != nil {
-			return nil, fmt.Errorf("knowledge: embedding the query: %w", err)
-		}
-		if len(vs) != 1 {
-			return nil, fmt.Errorf("knowledge: the embedder gave %d vectors for one query", len(vs))
-		}
-		qvec = vs[0]
-	}
+func (s *DirStore) Search(ctx context.Context, q Query) ([]Hit, error) {
+	return search(ctx, s.emb, q, s)
+}
 
+// lexical is the BM25 ranking of the entries that pass q's filters.
+func (s *DirStore) lexical(ctx context.Context, q Query, pool int) ([]Hit, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	words := []query.Query{field(bleve.NewMatchQuery(q.Text), "text", 1), field(bleve.NewMatchQuery(q.Text), "title", 2)}
@@ -352,51 +299,13 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: searching %s: %w", s.dir, err)
 	}
-	byID := map[string]*Hit{}
-	var hits []*Hit
-	for i, h := range res.Hits {
-		e, ok := s.entries[h.ID]
-		if !ok {
-			continue
-		}
-		hit := &Hit{Entry: e, Score: h.Score, Lexical: i + 1}
-		byID[h.ID] = hit
-		hits = append(hits, hit)
-	}
-	if qvec != nil && len(s.vectors) > 0 {
-		for i, id := range s.nearest(qvec, q, pool) {
-			hit := byID[id]
-			if hit == nil {
-				hit = &Hit{Entry: s.entries[id]}
-				byID[id] = hit
-				hits = append(hits, hit)
-			}
-			hit.Vector = i + 1
-		}
-		for _, h := range hits {
-			h.Score = 0
-			if h.Lexical > 0 {
-				h.Score += 1 / float64(rrfK+h.Lexical)
-			}
-			if h.Vector > 0 {
-				h.Score += 1 / float64(rrfK+h.Vector)
-			}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		if e, ok := s.entries[h.ID]; ok {
+			hits = append(hits, Hit{Entry: e, Score: h.Score})
 		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].Entry.ID < hits[j].Entry.ID
-	})
-	out := make([]Hit, 0, min(limit, len(hits)))
-	for _, h := range hits[:min(limit, len(hits))] {
-		out = append(out, *h)
-	}
-	if q.TokenBudget > 0 {
-		out = fit(out, q.TokenBudget)
-	}
-	return out, nil
+	return hits, nil
 }
 
 func field(q *query.MatchQuery, name string, boost float64) query.Query {
@@ -412,108 +321,25 @@ func term(t, name string) query.Query {
 }
 
 // nearest ranks the entries that pass the query's filters by cosine
-// similarity to v and returns the first n ids.
-func (s *Store) nearest(v []float32, q Query, n int) []string {
-	type scored struct {
-		id  string
-		sim float64
-	}
+// similarity to v and returns the first n.
+func (s *DirStore) nearest(_ context.Context, v []float32, q Query, n int) ([]Entry, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var all []scored
 	vn := norm(v)
 	for id, w := range s.vectors {
 		e, ok := s.entries[id]
-		if !ok || len(w) != len(v) || !passes(e, q) {
+		if !ok || !passes(e, q) {
 			continue
 		}
-		var dot float64
-		for i := range v {
-			dot += float64(v[i]) * float64(w[i])
+		if sim, ok := cosine(v, vn, w); ok {
+			all = append(all, scored{e, sim})
 		}
-		d := vn * norm(w)
-		if d == 0 || dot <= 0 {
-			continue // nothing in common
-		}
-		all = append(all, scored{id, dot / d})
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].sim != all[j].sim {
-			return all[i].sim > all[j].sim
-		}
-		return all[i].id < all[j].id
-	})
-	ids := make([]string, 0, min(n, len(all)))
-	for _, sc := range all[:min(n, len(all))] {
-		ids = append(ids, sc.id)
-	}
-	return ids
+	return best(all, n), nil
 }
 
-func norm(v []float32) float64 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	return math.Sqrt(s)
-}
-
-// passes says whether an entry passes a query's kind and app filters.
-func passes(e Entry, q Query) bool {
-	if len(q.Kinds) > 0 && !slices.Contains(q.Kinds, e.Kind) {
-		return false
-	}
-	if q.App != "" && e.App != q.App && !(e.App == "" && slices.Contains(e.Apps, q.App)) {
-		return false
-	}
-	return true
-}
-
-// tokenModel is the model whose tokenizer counts budgets (o200k_base).
-const tokenModel = "gpt-4o"
-
-// fit keeps the hits whose rendered text fits budget tokens; the first
-// that does not fit whole is cut to what is left (when that is worth
-// having) and ends the list.
-func fit(hits []Hit, budget int) []Hit {
-	used := 0
-	for i := range hits {
-		n := tokens.Count(tokenModel, render(i+1, hits[i]))
-		if used+n <= budget {
-			used += n
-			continue
-		}
-		left := budget - used
-		head := tokens.Count(tokenModel, render(i+1, Hit{Entry: Entry{Kind: hits[i].Entry.Kind, Outcome: hits[i].Entry.Outcome, Title: hits[i].Entry.Title, Source: hits[i].Entry.Source}}))
-		if left-head < 40 {
-			return hits[:i]
-		}
-		h := hits[i]
-		h.Entry.Text = cutTokens(h.Entry.Text, left-head-2)
-		h.Cut = true
-		return append(hits[:i:i], h)
-	}
-	return hits
-}
-
-// cutTokens shortens text to about n tokens, at a line or word end. It
-// guesses the cut from the text's tokens per byte and counts again only
-// to step back: two or three counts, not a search.
-func cutTokens(text string, n int) string {
-	total := tokens.Count(tokenModel, text)
-	if total <= n {
-		return text
-	}
-	at := len(text) * n / total
-	for at > 0 && tokens.Count(tokenModel, text[:at]) > n {
-		at = at * 9 / 10
-	}
-	cut := strings.ToValidUTF8(text[:at], "")
-	if i := strings.LastIndexAny(cut, "\n "); i > len(cut)/2 {
-		cut = cut[:i]
-	}
-	return cut + " …"
-}
-
-func (s *Store) readEntries() error {
+func (s *DirStore) readEntries() error {
 	path := filepath.Join(s.dir, EntriesFile)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -550,7 +376,7 @@ type vectorLine struct {
 	Vector []float32 `json:"vector"`
 }
 
-func (s *Store) readVectors() error {
+func (s *DirStore) readVectors() error {
 	path := filepath.Join(s.dir, VectorsFile)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -582,9 +408,9 @@ func (s *Store) readVectors() error {
 
 // embedMissing embeds the entries that have no vector of the embedder's
 // model (added without an embedder, or with another model).
-func (s *Store) embedMissing(ctx context.Context) error {
+func (s *DirStore) embedMissing(ctx context.Context) error {
 	var missing []Entry
-	for _, e := range s.Entries() {
+	for _, e := range s.sorted() {
 		if _, ok := s.vectors[e.ID]; !ok {
 			missing = append(missing, e)
 		}
@@ -592,7 +418,7 @@ func (s *Store) embedMissing(ctx context.Context) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	vecs, err := s.embed(ctx, missing)
+	vecs, err := embedEntries(ctx, s.emb, missing)
 	if err != nil {
 		return err
 	}
@@ -603,30 +429,7 @@ func (s *Store) embedMissing(ctx context.Context) error {
 	return s.writeVectors()
 }
 
-// embedBatch is how many texts go in one embeddings request.
-const embedBatch = 64
-
-func (s *Store) embed(ctx context.Context, entries []Entry) ([][]float32, error) {
-	out := make([][]float32, 0, len(entries))
-	for i := 0; i < len(entries); i += embedBatch {
-		part := entries[i:min(i+embedBatch, len(entries))]
-		texts := make([]string, len(part))
-		for j, e := range part {
-			texts[j] = e.Title + "\n" + e.Text
-		}
-		vs, err := s.emb.Embed(ctx, texts)
-		if err != nil {
-			return nil, fmt.Errorf("knowledge: embedding entries with %s: %w", s.emb.Model(), err)
-		}
-		if len(vs) != len(texts) {
-			return nil, fmt.Errorf("knowledge: %s gave %d vectors for %d texts", s.emb.Model(), len(vs), len(texts))
-		}
-		out = append(out, vs...)
-	}
-	return out, nil
-}
-
-func (s *Store) writeEntries() error {
+func (s *DirStore) writeEntries() error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -638,7 +441,7 @@ func (s *Store) writeEntries() error {
 	return writeFile(filepath.Join(s.dir, EntriesFile), buf.Bytes())
 }
 
-func (s *Store) writeVectors() error {
+func (s *DirStore) writeVectors() error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, e := range s.sorted() {
@@ -652,7 +455,7 @@ func (s *Store) writeVectors() error {
 }
 
 // sorted is the entries by id; the caller holds mu.
-func (s *Store) sorted() []Entry {
+func (s *DirStore) sorted() []Entry {
 	out := make([]Entry, 0, len(s.entries))
 	for _, e := range s.entries {
 		out = append(out, e)

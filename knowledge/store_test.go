@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/saucerhq/saucer/internal/storetest"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -48,7 +50,7 @@ func ids(hits []Hit) []string {
 	return out
 }
 
-func openSample(t *testing.T, dir string, opts *Options) *Store {
+func openSample(t *testing.T, dir string, opts *Options) *DirStore {
 	t.Helper()
 	s, err := Open(testCtx(t), dir, opts)
 	if err != nil {
@@ -61,10 +63,67 @@ func openSample(t *testing.T, dir string, opts *Options) *Store {
 	return s
 }
 
-// The index ranks by BM25 and filters by kind and app; a whole run counts
-// for each of its apps.
-func TestSearchRanksAndFilters(t *testing.T) {
-	s := openSample(t, t.TempDir(), nil)
+// opener gives a handle on a test's one store (its directory, or its
+// database), closed when the test ends. A DirStore's next handle is
+// opened once the last is closed (one process at a time holds it);
+// PostgreSQL handles may be open at once, as a fleet's servers are.
+type opener func(t *testing.T, opts *Options) Store
+
+// eachStore runs f on a directory store and on a PostgreSQL store (a
+// real server in a temporary directory; skipped where PostgreSQL is not
+// installed, failed under CI), so both behave the same.
+func eachStore(t *testing.T, f func(t *testing.T, open opener)) {
+	t.Run("dir", func(t *testing.T) {
+		dir := t.TempDir()
+		f(t, func(t *testing.T, opts *Options) Store {
+			t.Helper()
+			s, err := Open(testCtx(t), dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := storetest.Postgres(t)
+		f(t, func(t *testing.T, opts *Options) Store {
+			t.Helper()
+			s, err := OpenPostgres(testCtx(t), url, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+// withSample is s with the sample entries added.
+func withSample(t *testing.T, s Store) Store {
+	t.Helper()
+	if err := s.Add(testCtx(t), sample()...); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func count(t *testing.T, s Store) int {
+	t.Helper()
+	n, err := s.Len(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The lexical ranking (BM25, or PostgreSQL's ts_rank_cd) puts the
+// entries that share the most words first, and the search filters by
+// kind and app; a whole run counts for each of its apps.
+func TestSearchRanksAndFilters(t *testing.T) { eachStore(t, testSearchRanksAndFilters) }
+
+func testSearchRanksAndFilters(t *testing.T, open opener) {
+	s := withSample(t, open(t, nil))
 	ctx := testCtx(t)
 
 	hits, err := s.Search(ctx, Query{Text: "count the lines of data.csv"})
@@ -119,8 +178,8 @@ func TestStorePersistsAndRebuilds(t *testing.T) {
 	if err := s.Add(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
-	if s.Len() != len(sample()) {
-		t.Fatalf("%d entries after replacing one, want %d", s.Len(), len(sample()))
+	if n := count(t, s); n != len(sample()) {
+		t.Fatalf("%d entries after replacing one, want %d", n, len(sample()))
 	}
 	s.Close()
 
@@ -182,13 +241,11 @@ func TestDamagedStoreIsAClearError(t *testing.T) {
 }
 
 // The hits fit the token budget: whole ones first, the next cut to fit.
-func TestSearchFitsTheTokenBudget(t *testing.T) {
+func TestSearchFitsTheTokenBudget(t *testing.T) { eachStore(t, testSearchFitsTheTokenBudget) }
+
+func testSearchFitsTheTokenBudget(t *testing.T, open opener) {
 	ctx := testCtx(t)
-	s, err := Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := open(t, nil)
 	long := strings.Repeat("The backup script copies the reports folder to the archive disk and checks the sums. ", 40)
 	var es []Entry
 	for i, id := range []string{"a", "b", "c"} {
@@ -240,9 +297,11 @@ func TestStoreHeldElsewhere(t *testing.T) {
 }
 
 // Agents search at once while entries are added.
-func TestConcurrentSearchAndAdd(t *testing.T) {
+func TestConcurrentSearchAndAdd(t *testing.T) { eachStore(t, testConcurrentSearchAndAdd) }
+
+func testConcurrentSearchAndAdd(t *testing.T, open opener) {
 	ctx := testCtx(t)
-	s := openSample(t, t.TempDir(), nil)
+	s := withSample(t, open(t, nil))
 	want, _, err := s.ForPrompt(ctx, "count the lines of data.csv", "shell", 500)
 	if err != nil || want == "" {
 		t.Fatal(want, err)
@@ -279,7 +338,7 @@ func TestConcurrentSearchAndAdd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s.Len() != len(sample())+20 {
-		t.Errorf("%d entries", s.Len())
+	if n := count(t, s); n != len(sample())+20 {
+		t.Errorf("%d entries", n)
 	}
 }

@@ -24,6 +24,7 @@ func init() { commands = append(commands, newLearnCmd) }
 
 type learnFlags struct {
 	dir      string
+	store    string
 	as       string
 	helpDocs []string
 	helpCmds []string
@@ -51,7 +52,9 @@ func newLearnCmd(g *globalFlags) *cobra.Command {
 Each run gives one entry for the whole run and one per app agent's subtask;
 a failed run is kept as what not to do. Secrets (the config's and the
 environment's, record.redact) are removed again from everything kept. The
-store is knowledge.dir (default: ~/.local/share/saucer/knowledge).`,
+store is knowledge.store (a PostgreSQL database a fleet of servers shares,
+postgres://USER:PASSWORD@HOST/DB) or knowledge.dir (default:
+~/.local/share/saucer/knowledge); --store and --dir override them.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
@@ -61,7 +64,8 @@ store is knowledge.dir (default: ~/.local/share/saucer/knowledge).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dir, "dir", "", "the knowledge store's directory (default: knowledge.dir, SAUCER_KNOWLEDGE or ~/.local/share/saucer/knowledge)")
+	fl.StringVar(&f.dir, "dir", "", "the knowledge store's directory (default: SAUCER_KNOWLEDGE, knowledge.store, knowledge.dir or ~/.local/share/saucer/knowledge)")
+	fl.StringVar(&f.store, "store", "", "the knowledge store: a PostgreSQL URL (postgres://USER:PASSWORD@HOST/DB) that a fleet of servers shares, or a directory (default: as --dir)")
 	fl.StringVar(&f.as, "as", "experience", "what recorded runs teach: experience or demonstration")
 	fl.StringArrayVar(&f.helpDocs, "help-doc", nil, "index a help file for an app: APP=PATH (HTML, Markdown, XML or text; repeatable)")
 	fl.StringArrayVar(&f.helpCmds, "help-cmd", nil, `index a command's help for an app: APP=COMMAND ("man tar", "ls --help"; repeatable)`)
@@ -85,7 +89,10 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 	if err != nil || kind == knowledge.Help {
 		return fmt.Errorf("--as %q: give experience or demonstration (help comes from --help-doc and --help-cmd)", f.as)
 	}
-	dir, err := cfg.KnowledgeDir(f.dir, nil)
+	if f.store != "" && f.dir != "" {
+		return errors.New("--store and --dir both name the store: give one")
+	}
+	where, err := cfg.KnowledgeStore(f.store+f.dir, nil)
 	if err != nil {
 		return err
 	}
@@ -94,7 +101,7 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 		return err
 	}
 	ctx := cmd.Context()
-	store, err := knowledge.Open(ctx, dir, &knowledge.Options{Embedder: emb})
+	store, err := knowledge.OpenStore(ctx, where, &knowledge.Options{Embedder: emb})
 	if err != nil {
 		return err
 	}
@@ -170,17 +177,21 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 	for _, e := range learned {
 		counts[string(e.Kind)]++
 	}
+	all, err := store.Entries(ctx)
+	if err != nil {
+		return err
+	}
 	byKind := map[knowledge.Kind]int{}
-	for _, e := range store.Entries() {
+	for _, e := range all {
 		byKind[e.Kind]++
 	}
 	fmt.Fprintf(out, "added %d entr%s (experience %d, demonstration %d, help %d; %d run%s skipped) to %s, which holds %d (experience %d, demonstration %d, help %d)\n",
 		len(learned), pluralY(len(learned)), counts["experience"], counts["demonstration"], counts["help"], counts["skipped"], plural(counts["skipped"]),
-		dir, store.Len(), byKind[knowledge.Experience], byKind[knowledge.Demonstration], byKind[knowledge.Help])
+		store.Name(), len(all), byKind[knowledge.Experience], byKind[knowledge.Demonstration], byKind[knowledge.Help])
 	return nil
 }
 
-func learnSearch(cmd *cobra.Command, store *knowledge.Store, f *learnFlags) error {
+func learnSearch(cmd *cobra.Command, store knowledge.Store, f *learnFlags) error {
 	out := cmd.OutOrStdout()
 	if f.budget > 0 {
 		text, _, err := store.ForPrompt(cmd.Context(), f.search, f.app, f.budget)
@@ -207,7 +218,11 @@ func learnSearch(cmd *cobra.Command, store *knowledge.Store, f *learnFlags) erro
 		return err
 	}
 	if len(hits) == 0 {
-		fmt.Fprintf(out, "no entries of %s (%d) fit %q\n", store.Dir(), store.Len(), f.search)
+		n, err := store.Len(cmd.Context())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "no entries of %s (%d) fit %q\n", store.Name(), n, f.search)
 		return nil
 	}
 	for i, h := range hits {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/saucerhq/saucer/internal/storetest"
 	"github.com/saucerhq/saucer/knowledge"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -76,8 +77,8 @@ func TestLearnCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Len() != 9 {
-		t.Errorf("the store holds %d entries, the command said 9", s.Len())
+	if n, _ := s.Len(t.Context()); n != 9 {
+		t.Errorf("the store holds %d entries, the command said 9", n)
 	}
 	s.Close()
 	out, _ = saucer(t, "learn", "--dir", t.TempDir(), "../../evals/suites/recordings/count-lines")
@@ -174,5 +175,37 @@ func TestLearnCommandEmbeds(t *testing.T) {
 		if out, code := saucer(t, "-c", cfg, "learn", "--dir", t.TempDir(), "--search", "x"); code == 0 || !strings.Contains(out, c.want) {
 			t.Errorf("%s: exit %d, want %q:\n%s", c.yaml, code, c.want, out)
 		}
+	}
+}
+
+// saucer learn --store URL learns into a fleet's PostgreSQL and searches
+// it; a second learn (another server) replaces rather than copies; the
+// URL's password is not printed.
+func TestLearnCommandPostgres(t *testing.T) {
+	// Trust authentication takes any password: the URL carries one to
+	// show that it is not printed.
+	url := strings.Replace(storetest.Postgres(t), "saucer@", "saucer:Planted-Learn-Pw@", 1)
+	t.Setenv("SAUCER_KNOWLEDGE", "")
+	out, code := saucer(t, "learn", "--store", url, "../../evals/suites/recordings/count-lines")
+	if code != 0 || !strings.Contains(out, "added 2 entries (experience 2,") || !strings.Contains(out, "to postgres://saucer:xxxxx@127.0.0.1:") || !strings.Contains(out, "which holds 2 (experience 2,") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "Planted-Learn-Pw") {
+		t.Errorf("the password is printed:\n%s", out)
+	}
+	// Through the config, as a fleet's servers have it.
+	cfgFile := filepath.Join(t.TempDir(), "saucer.yaml")
+	os.WriteFile(cfgFile, []byte("knowledge:\n  store: \""+url+"\"\n"), 0o600)
+	out, code = saucer(t, "--config", cfgFile, "learn", "../../evals/suites/recordings/count-lines")
+	if code != 0 || !strings.Contains(out, "which holds 2 (experience 2,") {
+		t.Fatalf("learning again through the config: exit %d:\n%s", code, out)
+	}
+	abs, _ := filepath.Abs("../../evals/suites/recordings/count-lines")
+	out, code = saucer(t, "--config", cfgFile, "learn", "--search", "how many lines has report.csv", "--budget", "300")
+	if code != 0 || !strings.HasPrefix(out, "## What was learned before\n") || !strings.Contains(out, "Source: "+abs) {
+		t.Errorf("--budget: exit %d:\n%s", code, out)
+	}
+	if out, code := saucer(t, "learn", "--store", url, "--dir", t.TempDir(), "--search", "x"); code == 0 || !strings.Contains(out, "--store and --dir both name the store") {
+		t.Errorf("--store and --dir: exit %d:\n%s", code, out)
 	}
 }
