@@ -35,6 +35,7 @@ func TestAnswerFormatSections(t *testing.T) {
 			}},
 			{"host_system", host, withFormat(host), func(p string) string {
 				p = strings.Replace(p, finish+".", finish+", in the answer format.", 1)
+				p = strings.Replace(p, "for exactly that answer, not for", "for exactly that answer, in the answer format, not for", 1)
 				i := strings.Index(p, "\n- FINISH when the notes show")
 				end := i + 1 + strings.Index(p[i+1:], "\n")
 				return p[:end] + "\n- The request gives an answer format: the FINISH result is the answer alone, written exactly as that format says, with no words around it." + p[end:]
