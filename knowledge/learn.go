@@ -64,7 +64,7 @@ func (e *SkipError) Error() string { return "knowledge: skipped " + e.Dir + ": "
 const (
 	maxSteps    = 20  // steps listed in one entry
 	maxFailed   = 5   // failed steps listed (the rest are counted)
-	maxArgChars = 200 // a command's arguments
+	maxArgChars = 600 // a command's arguments: a one-liner that worked is the lesson, kept whole
 	maxOutChars = 160 // a result's output
 	maxAnswer   = 600 // an answer or a note's result
 )
