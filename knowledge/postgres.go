@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"sort"
@@ -20,10 +21,11 @@ import (
 // PostgresStore keeps entries in a PostgreSQL database that a fleet of
 // servers shares: the table knowledge_entries (the Entry fields, kind and
 // app indexed), a generated tsvector of title (weight A) and text (B)
-// with a GIN index for the lexical ranking (ts_rank, the English
-// configuration, the title counting twice), knowledge_terms (how many
-// entries hold each word: a search's candidates are the entries holding
-// one of its rarer words, see pgLexical), and with an Embedder each
+// with a GIN index for the lexical ranking (ts_rank weighted by inverse
+// document frequency, the English configuration, the title counting
+// twice), knowledge_terms (how many entries hold each word, for that
+// frequency and to take a search's candidates from its rarer words, see
+// pgTerms), and with an Embedder each
 // entry's vector as real[] beside its model, ranked by cosine in Go over
 // the entries that pass the filters. Several processes may Add and Search
 // at once: an Add is one transaction of upserts by id, in id order, and
@@ -331,39 +333,91 @@ func (s *PostgresStore) Retriever(budget int) strategy.Retriever { return retrie
 const pgFilter = `(cardinality($2::text[]) = 0 OR kind = ANY($2::text[]))
 	AND ($3::text = '' OR app = $3::text OR (app = '' AND apps @> ARRAY[$3::text]))`
 
-// pgLexical ranks by ts_rank: any of the query's words (its English
-// lexemes, joined by OR, as the directory store's match query does), the
-// title (weight A, 1.0) counting twice the text (B, 0.5), the rank
-// divided by 1 + the log of the entry's length. Its candidates are the
-// entries that hold one of the query's rarer words: those in at most a
-// fifth of the entries (or 200), and, rarest first, as many more as it
-// takes to reach $4 entries between them. A word most entries hold (a
-// request's "count" or "file") adds to the rank of the entries found but
-// finds none by itself: ranking every entry it holds cost 115 ms at
-// 10,000 entries, and like BM25's inverse document frequency it says
-// little about which fit. The counts are exact (knowledge_terms), so the
-// same store and query give the same hits.
-const pgLexical = `
-WITH terms AS (
-	SELECT t.l, '''' || replace(replace(t.l, '\', '\\'), '''', '\''') || '''' AS quoted, coalesce(k.ndoc, 0) AS df
-	FROM unnest(tsvector_to_array(to_tsvector('english', $1::text))) AS t(l)
-	LEFT JOIN knowledge_terms k ON k.lexeme = t.l
-), ranked AS (
-	SELECT quoted, df, coalesce(sum(df) OVER (ORDER BY df, l ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-	FROM terms
-), q AS (
-	SELECT (SELECT string_agg(quoted, ' | ') FROM terms)::tsquery AS q,
-		(SELECT string_agg(quoted, ' | ') FROM ranked
-			WHERE before < $4 OR df <= greatest(200, (SELECT ndoc FROM knowledge_terms WHERE lexeme = '') / 5))::tsquery AS found
-)
-SELECT ` + pgColumns + `, ts_rank('{0.1, 0.2, 0.5, 1.0}', words, q.q, 1)::float8 AS score
-FROM knowledge_entries, q
-WHERE words @@ q.found AND ` + pgFilter + `
-ORDER BY score DESC, id
-LIMIT $4`
+// The lexical ranking, as BM25 does in the directory store: the query's
+// English lexemes (pgTerms, with how many entries hold each), and for
+// each entry that holds one, the sum over the words of its ts_rank (the
+// title, weight A 1.0, counting twice the text, B 0.5; divided by 1 + the
+// log of the entry's length) times the word's inverse document frequency
+// (BM25's, ln(1 + (N - n + 0.5) / (n + 0.5)), from the exact counts in
+// knowledge_terms), so that a rare word (a file's name) outweighs common
+// ones ("count", "file").
+//
+// The candidates are the entries that hold one of the query's rarer
+// words: those in at most a fifth of the entries (or 200), and, rarest
+// first, as many more as it takes to reach the pool between them. A word
+// most entries hold adds to the rank of the entries found but finds none
+// by itself: ranking every entry that holds one cost 115 ms for the
+// host's search at 10,000 entries. When the filters (an app, kinds) leave
+// fewer than the pool, every entry holding any of the words is a
+// candidate. The counts are exact, so the same store and query give the
+// same hits.
+const pgTerms = `
+SELECT t.l, coalesce(k.ndoc, 0), coalesce((SELECT ndoc FROM knowledge_terms WHERE lexeme = ''), 0)
+FROM unnest(tsvector_to_array(to_tsvector('english', $1::text))) AS t(l)
+LEFT JOIN knowledge_terms k ON k.lexeme = t.l
+ORDER BY t.l`
+
+// pgTerm is a word of a query: its lexeme and how many entries hold it.
+type pgTerm struct {
+	lexeme string
+	df     int
+}
 
 func (s *PostgresStore) lexical(ctx context.Context, q Query, pool int) ([]Hit, error) {
-	rows, err := s.pool.Query(ctx, pgLexical, q.Text, kindNames(q.Kinds), q.App, pool)
+	rows, err := s.pool.Query(ctx, pgTerms, q.Text)
+	if err != nil {
+		return nil, s.errorf("knowledge: searching %s: %w", s.name, err)
+	}
+	var terms []pgTerm
+	var n int
+	var t pgTerm
+	if _, err := pgx.ForEachRow(rows, []any{&t.lexeme, &t.df, &n}, func() error {
+		terms = append(terms, t)
+		return nil
+	}); err != nil {
+		return nil, s.errorf("knowledge: searching %s: %w", s.name, err)
+	}
+	if len(terms) == 0 {
+		return nil, nil // stop words only
+	}
+	// The rarer words, rarest first (ties by lexeme).
+	byDF := slices.Clone(terms)
+	sort.SliceStable(byDF, func(i, j int) bool { return byDF[i].df < byDF[j].df })
+	var found []pgTerm
+	before := 0
+	for _, t := range byDF {
+		if before < pool || t.df <= max(200, n/5) {
+			found = append(found, t)
+		}
+		before += t.df
+	}
+	hits, err := s.rank(ctx, q, pool, terms, found, n)
+	if err != nil || len(hits) >= pool || len(found) == len(terms) {
+		return hits, err
+	}
+	return s.rank(ctx, q, pool, terms, terms, n)
+}
+
+// rank ranks the entries holding one of found that pass q's filters by
+// the sum of each term's ts_rank times its inverse document frequency
+// among n entries.
+func (s *PostgresStore) rank(ctx context.Context, q Query, pool int, terms, found []pgTerm, n int) ([]Hit, error) {
+	args := []any{tsOr(found), kindNames(q.Kinds), q.App, pool}
+	var score strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			score.WriteString(" + ")
+		}
+		idf := math.Log(1 + (float64(max(n-t.df, 0))+0.5)/(float64(t.df)+0.5))
+		fmt.Fprintf(&score, "$%d::float8 * ts_rank('{0.1, 0.2, 0.5, 1.0}', words, $%d::tsquery, 1)", len(args)+1, len(args)+2)
+		args = append(args, idf, tsOr([]pgTerm{t}))
+	}
+	sql := `SELECT ` + pgColumns + `, (` + score.String() + `)::float8 AS score
+FROM knowledge_entries
+WHERE words @@ $1::tsquery AND ` + pgFilter + `
+ORDER BY score DESC, id
+LIMIT $4`
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, s.errorf("knowledge: searching %s: %w", s.name, err)
 	}
@@ -380,6 +434,21 @@ func (s *PostgresStore) lexical(ctx context.Context, q Query, pool int) ([]Hit, 
 		return nil, s.errorf("knowledge: searching %s: %w", s.name, err)
 	}
 	return hits, nil
+}
+
+// tsOr is a tsquery of the terms' lexemes joined by OR, each quoted (a
+// quote or backslash in one escaped), so that PostgreSQL takes them as
+// they are, not parsed again.
+func tsOr(terms []pgTerm) string {
+	var b strings.Builder
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString("'" + r.Replace(t.lexeme) + "'")
+	}
+	return b.String()
 }
 
 func kindNames(ks []Kind) []string {

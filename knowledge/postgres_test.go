@@ -187,3 +187,58 @@ func TestPostgresURLPasswordStaysOut(t *testing.T) {
 		t.Errorf("errorf kept it: %v", err)
 	}
 }
+
+// A search's candidates are the entries holding one of its rarer words:
+// a word in more than 200 entries (and a fifth of them) finds none by
+// itself once the rarer words found the pool, but it does when they did
+// not, so a rare word still gives a full page.
+func TestPostgresCandidatesComeFromRarerWords(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := OpenPostgres(ctx, storetest.Postgres(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var es []Entry
+	for i := range 300 {
+		es = append(es, Entry{ID: fmt.Sprintf("h-%03d", i), Kind: Help, App: "wc", Title: "count the report lines",
+			Text: fmt.Sprintf("wc counts the lines of report %d.", i), Source: Source{Path: "wc --help"}})
+	}
+	for i := range 25 {
+		es = append(es, Entry{ID: fmt.Sprintf("q-%02d", i), Kind: Experience, App: "shell", Title: "feed the quokka",
+			Text: "The quokka report was written.", Source: Source{Recording: fmt.Sprintf("runs/q%d", i)}})
+	}
+	es = append(es, Entry{ID: "z-1", Kind: Experience, App: "shell", Title: "Sail to zanzibar", Text: "The zanzibar report.", Source: Source{Recording: "runs/z"}})
+	if err := s.Add(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	// "quokka" is in 25 entries, more than the pool of 20: the entries
+	// found by "count" and "report" alone (in 300 and 326) are not
+	// ranked, and a rare word outweighs common ones.
+	hits, err := s.Search(ctx, Query{Text: "count the quokka report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 5 || !slices.ContainsFunc(hits, func(h Hit) bool { return strings.HasPrefix(h.Entry.ID, "q-") }) ||
+		slices.ContainsFunc(hits, func(h Hit) bool { return !strings.HasPrefix(h.Entry.ID, "q-") }) {
+		t.Errorf("the quokka search: %v, want five quokka entries", ids(hits))
+	}
+	// "zanzibar" is in one: the next rarest word ("count") fills the page,
+	// and the one entry with the rare word comes first.
+	hits, err = s.Search(ctx, Query{Text: "count the zanzibar report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 5 || hits[0].Entry.ID != "z-1" {
+		t.Errorf("the zanzibar search: %v, want z-1 first and four more", ids(hits))
+	}
+	// An app none of whose entries holds the rare word: its entries with
+	// the common ones are still found.
+	hits, err = s.Search(ctx, Query{Text: "count the quokka report", App: "wc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 5 || !strings.HasPrefix(hits[0].Entry.ID, "h-") {
+		t.Errorf("the quokka search for wc: %v, want five wc entries", ids(hits))
+	}
+}
