@@ -53,6 +53,16 @@ const desktopGuide = "The window's controls, one per line: [id] role \"name\" te
 	"A long list comes in pages: call observe with page, or narrow it with role, name or region. " +
 	"An id stays valid while its control exists; after a window closes or changes, use the ids of the latest observation.\n\n"
 
+// pixelGuide says how to act where there is no id: with the desktop's
+// pixel tools, or with the model's own computer tool when it is offered
+// one (the pixel tools are then not offered).
+func pixelGuide(pc *Context) string {
+	if offersComputer(pc) {
+		return "Where what you need has no id (a canvas, an image, a chart), act with your computer tool on the screen's screenshot.\n\n"
+	}
+	return "Where what you need has no id (a canvas, an image, a chart), click_at, drag and scroll_at act at x,y in the screenshot's pixels, as its scale line says.\n\n"
+}
+
 // minObserveChars is the smallest page the desktop tools give.
 const minObserveChars = 1000
 
@@ -67,7 +77,8 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	}
 	// A page of the control list that fits the result's limit with the
 	// guide: a long list is paged by the tool, never cut here.
-	if room := pc.limits.MaxResultChars - len(desktopGuide) - 100; pc.limits.MaxResultChars > 0 && room >= minObserveChars {
+	guide := desktopGuide + pixelGuide(pc)
+	if room := pc.limits.MaxResultChars - len(guide) - 100; pc.limits.MaxResultChars > 0 && room >= minObserveChars {
 		args["max_chars"] = room
 	}
 	c := command.Command{ToolName: "observe", Namespace: ns, Parameters: args, ToolType: command.DataCollection}
@@ -99,7 +110,7 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	} else {
 		text.WriteString(ResultText(r, pc.limits.MaxResultChars))
 	}
-	obs.Content = desktopGuide + truncate(text.String(), pc.limits.MaxResultChars)
+	obs.Content = guide + truncate(text.String(), pc.limits.MaxResultChars)
 	pc.Observe(obs)
 	pc.Attach(ResultImages(r)...)
 	return nil

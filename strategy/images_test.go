@@ -61,8 +61,12 @@ func TestDesktopObservePagesToTheLimit(t *testing.T) {
 	if err := s.Execute(context.Background(), pc); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := stub.args["max_chars"], 16000-len(desktopGuide)-100; got != want {
+	if got, want := stub.args["max_chars"], 16000-len(desktopGuide+pixelGuide(pc))-100; got != want {
 		t.Fatalf("observe was asked for pages of %v characters, want %d", got, want)
+	}
+	// Without a computer tool, the pixel tools are named for what has no id.
+	if obs := pc.Observations()[0].Content; !strings.Contains(obs, "click_at, drag and scroll_at act at x,y") {
+		t.Errorf("the observation does not say how to act where there is no id:\n%.600s", obs)
 	}
 	// The observation is named for the model, without Saucer's page size.
 	if name := pc.Observations()[0].Name; strings.Contains(name, "max_chars") || !strings.Contains(name, "desktop.observe") {
