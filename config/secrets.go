@@ -45,6 +45,11 @@ func URLPassword(s string) string {
 // redactURL hides a URL's password and the values of its query
 // parameters that name a credential (?token=, as UFO's servers take their
 // key, ?api_key=, ...: see SecretName), keeping the rest readable.
+// RedactURL is s with its password and its credential query parameters
+// (token=, api_key=, ...) replaced by [redacted], for what logs and
+// errors repeat of a URL.
+func RedactURL(s string) string { return redactURL(s) }
+
 func redactURL(s string) string {
 	if p := URLPassword(s); p != "" {
 		s = strings.Replace(s, ":"+p+"@", ":[redacted]@", 1)

@@ -80,7 +80,7 @@ func TestFromConfigOpensThePostgresStore(t *testing.T) {
 		done()
 	}
 	_, _, err := FromConfig(ctx, cfg, "on", &warn)
-	if err == nil || !strings.Contains(err.Error(), "has no entries") || !strings.Contains(err.Error(), "saucer:xxxxx@") || strings.Contains(err.Error(), pw) {
+	if err == nil || !strings.Contains(err.Error(), "has no entries") || !strings.Contains(err.Error(), "saucer:[redacted]@") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("on, empty database: %v", err)
 	}
 	s, err := OpenPostgres(ctx, url, nil)
@@ -104,7 +104,7 @@ func TestFromConfigOpensThePostgresStore(t *testing.T) {
 	if r, _, err := FromConfig(ctx, cfg, "auto", &warn); r != nil || err != nil || !strings.Contains(warn.String(), "cannot connect") {
 		t.Fatalf("auto, no database: %v, %v, warned %q", r, err, warn.String())
 	}
-	if _, _, err := FromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "cannot connect to the store postgres://saucer:xxxxx@127.0.0.1:1") || strings.Contains(err.Error(), pw) {
+	if _, _, err := FromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "cannot connect to the store postgres://saucer:[redacted]@127.0.0.1:1") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("on, no database: %v", err)
 	}
 	if strings.Contains(warn.String(), pw) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/strategy"
 )
 
@@ -76,7 +77,7 @@ CREATE TABLE IF NOT EXISTS knowledge_terms (
 // of its model are embedded first (as Open does). The URL's password is
 // in no error and not in Name.
 func OpenPostgres(ctx context.Context, url string, opts *Options) (*PostgresStore, error) {
-	s := &PostgresStore{name: redactURL(url), pws: passwords(url)}
+	s := &PostgresStore{name: config.RedactURL(url), pws: passwords(url)}
 	if opts != nil {
 		s.emb = opts.Embedder
 	}
@@ -128,7 +129,7 @@ func (s *PostgresStore) errorf(format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	msg := err.Error()
 	for _, pw := range s.pws {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		msg = strings.ReplaceAll(msg, pw, "[redacted]")
 	}
 	if msg != err.Error() {
 		return errors.New(msg)
@@ -528,21 +529,6 @@ func (s *PostgresStore) embedMissing(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// redactURL hides a password in a store URL, for logs and errors
-// (postgres://saucer:xxxxx@db/knowledge), as server/store does.
-func redactURL(s string) string {
-	at := strings.LastIndex(s, "@")
-	scheme := strings.Index(s, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return s
-	}
-	userinfo := s[scheme+3 : at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return s[:scheme+3] + userinfo[:i] + ":xxxxx" + s[at:]
-	}
-	return s
 }
 
 // passwords is the URL's password as written and decoded; none when it

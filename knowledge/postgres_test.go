@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/saucerhq/saucer/config"
 	"github.com/saucerhq/saucer/internal/storetest"
 )
 
@@ -170,16 +171,16 @@ func TestPostgresURLPasswordStaysOut(t *testing.T) {
 	} {
 		_, err := OpenStore(ctx, url, nil)
 		if err == nil {
-			t.Fatalf("%s opened", redactURL(url))
+			t.Fatalf("%s opened", config.RedactURL(url))
 		}
 		if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "%2D") {
 			t.Errorf("the error repeats the password: %v", err)
 		}
-		if !strings.Contains(err.Error(), "saucer:xxxxx@127.0.0.1") {
+		if !strings.Contains(err.Error(), "saucer:[redacted]@127.0.0.1") {
 			t.Errorf("the error does not name the store: %v", err)
 		}
 	}
-	if got := redactURL("postgres://saucer:" + pw + "@db/k"); got != "postgres://saucer:xxxxx@db/k" {
+	if got := config.RedactURL("postgres://saucer:" + pw + "@db/k"); got != "postgres://saucer:[redacted]@db/k" {
 		t.Errorf("redacted: %s", got)
 	}
 	s := &PostgresStore{pws: passwords("postgres://u:" + pw + "@h/d")}

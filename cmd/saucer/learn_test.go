@@ -187,7 +187,7 @@ func TestLearnCommandPostgres(t *testing.T) {
 	url := strings.Replace(storetest.Postgres(t), "saucer@", "saucer:Planted-Learn-Pw@", 1)
 	t.Setenv("SAUCER_KNOWLEDGE", "")
 	out, code := saucer(t, "learn", "--store", url, "../../evals/suites/recordings/count-lines")
-	if code != 0 || !strings.Contains(out, "added 2 entries (experience 2,") || !strings.Contains(out, "to postgres://saucer:xxxxx@127.0.0.1:") || !strings.Contains(out, "which holds 2 (experience 2,") {
+	if code != 0 || !strings.Contains(out, "added 2 entries (experience 2,") || !strings.Contains(out, "to postgres://saucer:[redacted]@127.0.0.1:") || !strings.Contains(out, "which holds 2 (experience 2,") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if strings.Contains(out, "Planted-Learn-Pw") {

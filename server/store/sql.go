@@ -22,6 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"modernc.org/sqlite"             // registers "sqlite", pure Go
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/saucerhq/saucer/config"
 )
 
 // SQL is a Store in an SQL database: SQLite or PostgreSQL. Both speak the
@@ -572,7 +574,7 @@ func (s *SQL) checkpointer(ck *sql.DB) {
 
 // OpenPostgres connects to the PostgreSQL database at url and migrates it.
 func OpenPostgres(ctx context.Context, url string) (*SQL, error) {
-	name := redactURL(url)
+	name := config.RedactURL(url)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, err)

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/saucerhq/saucer/config"
 )
 
 // Task is a task's record.
@@ -160,22 +162,8 @@ func Parse(spec string) (kind, target string, err error) {
 	case spec == "":
 		return "", "", fmt.Errorf("store: none given (%s)", specHelp)
 	}
-	return "", "", fmt.Errorf("store %q is not one this server knows (%s)", redactURL(spec), specHelp)
+	return "", "", fmt.Errorf("store %q is not one this server knows (%s)", config.RedactURL(spec), specHelp)
 }
 
 // Redact hides a password in a store spec, for logs.
-func Redact(spec string) string { return redactURL(spec) }
-
-// redactURL hides a password in what an error message repeats.
-func redactURL(s string) string {
-	at := strings.LastIndex(s, "@")
-	scheme := strings.Index(s, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return s
-	}
-	userinfo := s[scheme+3 : at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return s[:scheme+3] + userinfo[:i] + ":xxxxx" + s[at:]
-	}
-	return s
-}
+func Redact(spec string) string { return config.RedactURL(spec) }

@@ -208,7 +208,7 @@ func TestOpenRefusesBadSpecs(t *testing.T) {
 	for spec, want := range map[string]string{
 		"":                              "none given",
 		"sqlite:":                       "no file after sqlite:",
-		"mysql://u:hunter2@h/db":        "u:xxxxx@h",
+		"mysql://u:hunter2@h/db":        "u:[redacted]@h",
 		"redis":                         "not one this server knows",
 		"postgres://u:pw@127.0.0.1:1/x": "cannot connect",
 	} {
