@@ -46,7 +46,10 @@ func forPrompt(ctx context.Context, s interface {
 	return b.String(), used, nil
 }
 
-const promptHead = "## What was learned before\nFrom earlier runs and help documents, best match first. Check them against what you see; a failed run shows what not to do.\n"
+// promptHead opens what an agent is given. The answers in experience were
+// for that run's data: a model in the seat warned that a weaker model
+// might reuse one for a near-identical question.
+const promptHead = "## What was learned before\nFrom earlier runs and help documents, best match first. They show where things are and what worked; their values and answers were for that run's data, so find yours again. Check them against what you see; a failed run shows what not to do.\n"
 
 func tokensOf(s string) int { return tokens.Count(tokenModel, s) }
 
