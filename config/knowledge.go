@@ -16,6 +16,12 @@ type Knowledge struct {
 	// default, "" too) once the store has entries, on (a missing or empty
 	// store is an error), off.
 	Use string `yaml:"use"`
+	// Learn learns each recorded run as it ends (saucer run, and each
+	// task of saucer serve), as saucer learn would: later runs are given
+	// its experience. A run whose answer was wrong is learned as a
+	// success unless checks said otherwise: learn eval results with
+	// saucer learn, which reads their checks.
+	Learn bool `yaml:"learn"`
 	// Store is a PostgreSQL database that a fleet of servers shares
 	// (postgres://USER:PASSWORD@HOST:PORT/DATABASE); empty means the
 	// directory store at Dir. SAUCER_KNOWLEDGE (a URL or a directory),

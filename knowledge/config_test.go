@@ -2,6 +2,10 @@ package knowledge
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,20 +28,20 @@ func TestFromConfigFollowsTheMode(t *testing.T) {
 	ask := strategy.Query{Agent: "app:shell#1", Request: "how long is data.csv?", Subtask: "count the lines of data.csv", App: "shell"}
 	var warn bytes.Buffer
 	for _, mode := range []string{"", "auto", "off"} {
-		if r, done, err := FromConfig(ctx, cfg, mode, &warn); r != nil || err != nil {
+		if r, done, err := fromConfig(ctx, cfg, mode, &warn); r != nil || err != nil {
 			t.Fatalf("mode %q, empty store: %v, %v; want no retriever", mode, r, err)
 		} else {
 			done()
 		}
 	}
-	if _, _, err := FromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "saucer learn") {
+	if _, _, err := fromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "saucer learn") {
 		t.Fatalf("on, empty store: %v; want an error that says how to fill it", err)
 	}
-	if _, _, err := FromConfig(ctx, cfg, "always", &warn); err == nil || !strings.Contains(err.Error(), "auto (once the store has entries), on or off") {
+	if _, _, err := fromConfig(ctx, cfg, "always", &warn); err == nil || !strings.Contains(err.Error(), "auto (once the store has entries), on or off") {
 		t.Fatalf("a mode that is none: %v", err)
 	}
 	openSample(t, dir, nil).Close()
-	r, done, err := FromConfig(ctx, cfg, "", &warn)
+	r, done, err := fromConfig(ctx, cfg, "", &warn)
 	if err != nil || r == nil {
 		t.Fatalf("auto with entries: %v, %v", r, err)
 	}
@@ -49,10 +53,10 @@ func TestFromConfigFollowsTheMode(t *testing.T) {
 	// error.
 	defer func(w time.Duration) { lockWait = w }(lockWait)
 	lockWait = 50 * time.Millisecond
-	if r2, _, err := FromConfig(ctx, cfg, "auto", &warn); r2 != nil || err != nil || !strings.Contains(warn.String(), "go without what was learned") {
+	if r2, _, err := fromConfig(ctx, cfg, "auto", &warn); r2 != nil || err != nil || !strings.Contains(warn.String(), "go without what was learned") {
 		t.Fatalf("auto, store held: %v, %v, warned %q", r2, err, warn.String())
 	}
-	if _, _, err := FromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "open in another process") {
+	if _, _, err := fromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "open in another process") {
 		t.Fatalf("on, store held: %v", err)
 	}
 	done()
@@ -74,12 +78,12 @@ func TestFromConfigOpensThePostgresStore(t *testing.T) {
 	cfg := config.Default()
 	cfg.Knowledge.Store = url
 	var warn bytes.Buffer
-	if r, done, err := FromConfig(ctx, cfg, "auto", &warn); r != nil || err != nil {
+	if r, done, err := fromConfig(ctx, cfg, "auto", &warn); r != nil || err != nil {
 		t.Fatalf("auto, empty database: %v, %v; want no retriever", r, err)
 	} else {
 		done()
 	}
-	_, _, err := FromConfig(ctx, cfg, "on", &warn)
+	_, _, err := fromConfig(ctx, cfg, "on", &warn)
 	if err == nil || !strings.Contains(err.Error(), "has no entries") || !strings.Contains(err.Error(), "saucer:[redacted]@") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("on, empty database: %v", err)
 	}
@@ -88,7 +92,7 @@ func TestFromConfigOpensThePostgresStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	withSample(t, s).Close()
-	r, done, err := FromConfig(ctx, cfg, "", &warn)
+	r, done, err := fromConfig(ctx, cfg, "", &warn)
 	if err != nil || r == nil {
 		t.Fatalf("auto with entries: %v, %v", r, err)
 	}
@@ -101,13 +105,76 @@ func TestFromConfigOpensThePostgresStore(t *testing.T) {
 	// A database that does not answer: a warning under auto, the error
 	// under on, neither with the password.
 	cfg.Knowledge.Store = "postgres://saucer:" + pw + "@127.0.0.1:1/knowledge?sslmode=disable&connect_timeout=2"
-	if r, _, err := FromConfig(ctx, cfg, "auto", &warn); r != nil || err != nil || !strings.Contains(warn.String(), "cannot connect") {
+	if r, _, err := fromConfig(ctx, cfg, "auto", &warn); r != nil || err != nil || !strings.Contains(warn.String(), "cannot connect") {
 		t.Fatalf("auto, no database: %v, %v, warned %q", r, err, warn.String())
 	}
-	if _, _, err := FromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "cannot connect to the store postgres://saucer:[redacted]@127.0.0.1:1") || strings.Contains(err.Error(), pw) {
+	if _, _, err := fromConfig(ctx, cfg, "on", &warn); err == nil || !strings.Contains(err.Error(), "cannot connect to the store postgres://saucer:[redacted]@127.0.0.1:1") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("on, no database: %v", err)
 	}
 	if strings.Contains(warn.String(), pw) {
 		t.Errorf("the warning holds the password: %s", warn.String())
+	}
+}
+
+// fromConfig is FromConfig as the mode tests read it: the agents'
+// retriever, and the store's release.
+func fromConfig(ctx context.Context, cfg *config.Config, mode string, warn io.Writer) (strategy.Retriever, func(), error) {
+	u, err := FromConfig(ctx, cfg, mode, warn)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return u.Retriever, u.Close, nil
+}
+
+// With knowledge.learn, each run is learned as it ends: the store is made
+// for it even under off, the agents are given nothing under off, and
+// under auto they are given what the store holds as it fills.
+func TestLearnAsRunsEnd(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	t.Setenv("SAUCER_KNOWLEDGE", dir)
+	cfg := config.Default()
+	cfg.Knowledge.Learn = true
+	run, err := filepath.Abs("../evals/suites/recordings/count-lines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warn bytes.Buffer
+	off, err := FromConfig(ctx, cfg, "off", &warn)
+	if err != nil || off.Retriever != nil {
+		t.Fatalf("off with learn: %+v, %v; want a store to learn into and no retriever", off, err)
+	}
+	n, err := off.Learned(ctx, run)
+	if err != nil || n != 2 {
+		t.Fatalf("learned %d entries, %v; want the run's and its subtask's", n, err)
+	}
+	off.Close()
+	auto, err := FromConfig(ctx, cfg, "auto", &warn)
+	if err != nil || auto.Retriever == nil {
+		t.Fatalf("auto with learn: %+v, %v", auto, err)
+	}
+	defer auto.Close()
+	got, err := auto.Retriever.Retrieve(ctx, strategy.Query{Agent: "host", Request: "How many lines does data.csv have?"})
+	if err != nil || !strings.Contains(got.Text, "count-lines") {
+		t.Fatalf("retrieved %+v, %v; want the learned run", got, err)
+	}
+	// A run that did not end teaches nothing and is no error.
+	cut := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join(run, "trajectory.jsonl"))
+	os.WriteFile(filepath.Join(cut, "trajectory.jsonl"), []byte(strings.SplitAfterN(string(data), "\n", 3)[0]), 0o644)
+	if n, err := auto.Learned(ctx, cut); n != 0 || err != nil {
+		t.Fatalf("a cut run: %d, %v", n, err)
+	}
+	// Without knowledge.learn, Learned does nothing.
+	cfg.Knowledge.Learn = false
+	plain, err := FromConfig(ctx, config.Default(), "off", &warn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := plain.Learned(ctx, run); n != 0 || err != nil {
+		t.Fatalf("without learn: %d, %v", n, err)
+	}
+	if warn.Len() != 0 {
+		t.Errorf("warnings: %s", warn.String())
 	}
 }

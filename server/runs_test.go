@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/server"
@@ -137,5 +139,31 @@ func TestReviewIsInjected(t *testing.T) {
 		if code := f.api(t, c.method, c.path, nil, &e); code != http.StatusNotFound || !strings.Contains(e["error"], "server.Options.Review is not set") {
 			t.Errorf("%s %s without a Review: %d %v", c.method, c.path, code, e)
 		}
+	}
+}
+
+// RecordToThen tells of each task's run directory once its recording is
+// finished: saucer serve learns it there (knowledge.learn).
+func TestRecordToThenTellsOfFinishedRuns(t *testing.T) {
+	runs := t.TempDir()
+	cfg := scriptedConfig(t, writeScript)
+	done := make(chan string, 1)
+	f := newFixture(t, server.Options{RunsDir: runs,
+		NewSession: server.RecordToThen(runs, cfg, trajectory.Options{}, server.Sessions(cfg, session.Options{}),
+			func(_ context.Context, runDir string) { done <- runDir })})
+	connect(t, f.wsURL, "box", realDevice(t, t.TempDir()), nil)
+	var d server.DispatchResponse
+	f.api(t, "POST", "/api/dispatch", map[string]string{"client_id": "box", "request": "Write 'Hello over AIP' to notes/hello.txt"}, &d)
+	select {
+	case dir := <-done:
+		if dir != filepath.Join(runs, d.TaskID) {
+			t.Fatalf("told of %s, want %s", dir, filepath.Join(runs, d.TaskID))
+		}
+		tr, err := trajectory.Read(dir)
+		if err != nil || tr.End() == nil {
+			t.Fatalf("the recording was not finished when told: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("not told of the finished run in a minute")
 	}
 }

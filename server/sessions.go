@@ -54,6 +54,13 @@ var _ Runner = (*agent.Session)(nil)
 // run: saucer replay and saucer eval work on remote sessions too. The
 // directory is named by the task's id, never by anything a client sent.
 func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func(SessionSpec) (Runner, error)) func(SessionSpec) (Runner, error) {
+	return RecordToThen(dir, cfg, opts, next, nil)
+}
+
+// RecordToThen is RecordTo that tells then of each task's run directory
+// once its recording is finished (saucer serve learns it there, with
+// knowledge.learn). then runs on the task's own goroutine.
+func RecordToThen(dir string, cfg *config.Config, opts trajectory.Options, next func(SessionSpec) (Runner, error), then func(ctx context.Context, runDir string)) func(SessionSpec) (Runner, error) {
 	// Every task runs with the same config: encode it once, as the
 	// string every task's session_start holds.
 	configYAML := sync.OnceValues(func() (string, error) {
@@ -83,7 +90,12 @@ func RecordTo(dir string, cfg *config.Config, opts trajectory.Options, next func
 		if err != nil {
 			return nil, fmt.Errorf("record task %s: %w", spec.TaskID, err)
 		}
-		return watched(spec, next, rec.Observe, func(_ context.Context, out *agent.Outcome) { rec.Finish(out) })
+		return watched(spec, next, rec.Observe, func(ctx context.Context, out *agent.Outcome) {
+			rec.Finish(out)
+			if then != nil {
+				then(context.WithoutCancel(ctx), runDir)
+			}
+		})
 	}
 }
 

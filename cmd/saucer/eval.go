@@ -106,12 +106,16 @@ func runEval(cmd *cobra.Command, g *globalFlags, f *evalFlags, file string) erro
 		return provider.Open(spec, cfg.Providers, os.Getenv)
 	}
 	errw := cmd.ErrOrStderr()
-	retriever, closeKnowledge, err := knowledge.FromConfig(cmd.Context(), cfg, f.knowledge, errw)
+	// Trials are not learned as they end (knowledge.learn): an eval
+	// measures; saucer learn reads its results with their checks.
+	noLearn := *cfg
+	noLearn.Knowledge.Learn = false
+	known, err := knowledge.FromConfig(cmd.Context(), &noLearn, f.knowledge, errw)
 	if err != nil {
 		return err
 	}
-	defer closeKnowledge()
-	opts.Session.Retriever = retriever
+	defer known.Close()
+	opts.Session.Retriever = known.Retriever
 	if opts.Trace, err = exporterFor(cmd.Context(), cfg); err != nil {
 		return err
 	} else if opts.Trace != nil {

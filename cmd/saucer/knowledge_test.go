@@ -138,3 +138,34 @@ cases:
 		t.Fatalf("search: exit %d, want the failed check named in the entry\n%s", code, out)
 	}
 }
+
+// knowledge.learn: saucer run learns its run as it ends, and the next run
+// is given it.
+func TestRunLearnsAsItEnds(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SAUCER_KNOWLEDGE", filepath.Join(dir, "store"))
+	cfgFile := filepath.Join(dir, "saucer.yaml")
+	os.WriteFile(cfgFile, []byte("knowledge: {learn: true}\n"), 0o644)
+	first, second := filepath.Join(dir, "runs1"), filepath.Join(dir, "runs2")
+	out, code := saucer(t, append([]string{"--config", cfgFile}, demoArgs(t.TempDir(), "--runs", first)...)...)
+	if code != 0 || !strings.Contains(out, "learned 3 entries from this run (knowledge.learn)") {
+		t.Fatalf("first run: exit %d, want it learned\n%s", code, out)
+	}
+	if out, code := saucer(t, append([]string{"--config", cfgFile}, demoArgs(t.TempDir(), "--runs", second)...)...); code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	tr, err := trajectory.Read(onlyRun(t, second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstRun := onlyRun(t, first)
+	for _, e := range tr.Events {
+		if e.Type == trajectory.TypeStep && e.Agent == "host" && e.Knowledge != nil {
+			if len(e.Knowledge.Sources) == 0 || !strings.HasPrefix(e.Knowledge.Sources[0], firstRun) {
+				t.Fatalf("the host was given %q, want the first run first", e.Knowledge.Sources)
+			}
+			return
+		}
+	}
+	t.Fatal("the second run's host was given nothing of the first")
+}

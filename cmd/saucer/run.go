@@ -118,12 +118,12 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 	lines := newLineReader(cmd.InOrStdin())
 	opts := session.Options{Device: dev, Abort: sigs.Abort, AnswerFormat: f.answerFormat, Confirmer: confirmer(f.yes, cmd.InOrStdin(), lines, sigs.Stop, out),
 		Asker: asker(cmd.InOrStdin(), lines, sigs.Stop, out)}
-	retriever, closeKnowledge, err := knowledge.FromConfig(ctx, cfg, f.knowledge, cmd.ErrOrStderr())
+	known, err := knowledge.FromConfig(ctx, cfg, f.knowledge, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
-	defer closeKnowledge()
-	opts.Retriever = retriever
+	defer known.Close()
+	opts.Retriever = known.Retriever
 	if !f.quiet {
 		opts.Observers = append(opts.Observers, p.event)
 		if f.stream || (!f.noStream && isTerminal(cmd.OutOrStdout())) {
@@ -187,6 +187,14 @@ func runTask(cmd *cobra.Command, g *globalFlags, f *runFlags, task string) error
 		cancel()
 	}
 	finishRecording(rec, o, cmd.ErrOrStderr())
+	if rec != nil && recordErr.Load() == nil {
+		// knowledge.learn: later runs are given what this one did.
+		if n, err := known.Learned(context.WithoutCancel(ctx), rec.Dir()); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "saucer: warning: the run was not learned: %v\n", err)
+		} else if n > 0 && !f.quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "saucer: learned %d entries from this run (knowledge.learn)\n", n)
+		}
+	}
 	if f.quiet {
 		fmt.Fprintln(out, o.Answer)
 	} else {

@@ -40,7 +40,6 @@ import (
 	"github.com/saucerhq/saucer/server"
 	"github.com/saucerhq/saucer/server/store"
 	"github.com/saucerhq/saucer/session"
-	"github.com/saucerhq/saucer/strategy"
 	"github.com/saucerhq/saucer/telemetry"
 	"github.com/saucerhq/saucer/trajectory"
 )
@@ -165,19 +164,20 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	// The agents are given what `saucer learn` stored (knowledge.use);
 	// the store is the server's, one for all its tasks.
-	retriever, closeKnowledge, err := knowledge.FromConfig(ctx, cfg, "", logLines(logf))
+	// With knowledge.learn, each task is learned as its recording ends.
+	known, err := knowledge.FromConfig(ctx, cfg, "", logLines(logf))
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	sessions := opts.NewSession
 	if sessions == nil {
-		if sessions, err = sessionsFrom(cfg, runs, red, retriever); err != nil {
-			closeKnowledge()
+		if sessions, err = sessionsFrom(cfg, runs, red, known, logf); err != nil {
+			known.Close()
 			return nil, err
 		}
 	}
 	s := &Server{logf: logf, memory: r.Store == "memory", serveErr: make(chan error, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		closeKnowledge: closeKnowledge}
+		closeKnowledge: known.Close}
 	defer func() {
 		if err != nil {
 			s.close() // what was opened, in reverse
@@ -393,7 +393,7 @@ func (l logLines) Write(p []byte) (int, error) {
 // sessionsFrom builds each task's agents from the config through the one
 // assembly, with the server's dispatcher for the task's device, and
 // records each task under runs when the config says so.
-func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor, retriever strategy.Retriever) (func(server.SessionSpec) (server.Runner, error), error) {
+func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor, known *knowledge.Use, logf func(string, ...any)) (func(server.SessionSpec) (server.Runner, error), error) {
 	set, err := session.Prompts(cfg.Prompts)
 	if err != nil {
 		return nil, err
@@ -404,13 +404,20 @@ func sessionsFrom(cfg *config.Config, runs string, red *trajectory.Redactor, ret
 	if err := session.CheckBudget(cfg, cfg.PriceTable()); err != nil {
 		return nil, err // and so is a budget that could not be enforced
 	}
-	sessions := server.Sessions(cfg, session.Options{Prompts: set, Retriever: retriever})
+	sessions := server.Sessions(cfg, session.Options{Prompts: set, Retriever: known.Retriever})
 	if !cfg.Record.Enabled {
 		return sessions, nil
 	}
 	// Every task is recorded, as a local run is: runs/<task id>/ (the
 	// server prunes them: record.keep).
-	return server.RecordTo(runs, cfg, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold}, sessions), nil
+	learned := func(ctx context.Context, runDir string) {
+		if n, err := known.Learned(ctx, runDir); err != nil {
+			logf("warning: task %s was not learned: %v", filepath.Base(runDir), err)
+		} else if n > 0 {
+			logf("learned %d entries from task %s (knowledge.learn)", n, filepath.Base(runDir))
+		}
+	}
+	return server.RecordToThen(runs, cfg, trajectory.Options{Redactor: red, ArtifactThreshold: cfg.Record.ArtifactThreshold}, sessions, learned), nil
 }
 
 // defaultServerID names a server by its host and a random suffix: unique
