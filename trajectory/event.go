@@ -85,7 +85,7 @@ type Event struct {
 	// its prompts, on the step that asked for it (its first); a replay
 	// gives the agent the same.
 	Knowledge *Knowledge `json:"knowledge,omitempty"`
-	Usage        *llm.Usage    `json:"usage,omitempty"`
+	Usage     *llm.Usage `json:"usage,omitempty"`
 	// Attempts counts a step's model calls, re-asks included.
 	Attempts   int     `json:"attempts,omitempty"`
 	DurationMS float64 `json:"duration_ms,omitempty"`
