@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -298,17 +297,12 @@ func (m *Model) completeComputer(ctx context.Context, req *llm.Request, stream f
 	hreq.Header.Set("X-Api-Key", m.native.apiKey)
 	hreq.Header.Set("Anthropic-Version", m.native.version)
 	hreq.Header.Set("Anthropic-Beta", beta)
-	resp, err := m.native.doer.Do(hreq)
+	status, data, err := m.native.doer.Send(hreq)
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, m.mapError(ctx, err, meta)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, m.statusError(resp.StatusCode, data, meta)
+	if status/100 != 2 {
+		return nil, m.statusError(status, data, meta)
 	}
 	var ar apiResponse
 	if err := json.Unmarshal(data, &ar); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -310,17 +309,12 @@ func (m *Model) completeResponses(ctx context.Context, req *llm.Request, onChunk
 	if m.responses.org != "" {
 		hreq.Header.Set("OpenAI-Organization", m.responses.org)
 	}
-	resp, err := m.responses.doer.Do(hreq)
+	status, data, err := m.responses.doer.Send(hreq)
 	if err != nil {
 		return nil, m.mapError(ctx, err, meta)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, m.mapError(ctx, err, meta)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, m.responsesError(resp.StatusCode, data, meta)
+	if status/100 != 2 {
+		return nil, m.responsesError(status, data, meta)
 	}
 	var rr rResponse
 	if err := json.Unmarshal(data, &rr); err != nil {

@@ -77,6 +77,20 @@ func (d *Doer) Do(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// Send sends req as Do does and reads the whole reply: its status and
+// body, or the error of the exchange, for the provider's own mapping.
+// The native computer-use clients (llm/langchain's Messages API,
+// llm/openai's Responses API) send this way.
+func (d *Doer) Send(req *http.Request) (status int, body []byte, err error) {
+	resp, err := d.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err = readBody(resp.Body, resp.ContentLength)
+	return resp.StatusCode, body, err
+}
+
 // readBody reads a body of n bytes (-1: unknown) in one allocation when
 // its length is known: a reply is read whole before the SDK sees it.
 func readBody(r io.Reader, n int64) ([]byte, error) {
