@@ -341,33 +341,20 @@ func (s *DirStore) nearest(_ context.Context, v []float32, q Query, n int) ([]En
 
 func (s *DirStore) readEntries() error {
 	path := filepath.Join(s.dir, EntriesFile)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("knowledge: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
+	return readLines(path, func(n int, line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
 		}
 		var e Entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(line, &e); err != nil {
 			return fmt.Errorf("knowledge: %s line %d is not an entry (%v): mend or remove the line, or remove the store directory and learn again", path, n, err)
 		}
 		if err := e.check(); err != nil {
 			return fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 		s.entries[e.ID] = e
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("knowledge: reading %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 type vectorLine struct {
@@ -378,6 +365,27 @@ type vectorLine struct {
 
 func (s *DirStore) readVectors() error {
 	path := filepath.Join(s.dir, VectorsFile)
+	return readLines(path, func(n int, line []byte) error {
+		var v vectorLine
+		if err := json.Unmarshal(line, &v); err != nil {
+			return fmt.Errorf("knowledge: %s line %d is not a vector (%v): remove the file and the store embeds its entries again", path, n, err)
+		}
+		// Vectors of another model than the embedder's do not compare
+		// with its queries: they are embedded again.
+		if s.emb != nil && v.Model != s.emb.Model() {
+			return nil
+		}
+		if _, ok := s.entries[v.ID]; ok {
+			s.vectors[v.ID] = v.Vector
+			s.vecModel = v.Model
+		}
+		return nil
+	})
+}
+
+// readLines calls line with each line of the JSON Lines file at path,
+// numbered from 1; a missing file has none.
+func readLines(path string, line func(n int, b []byte) error) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -389,21 +397,14 @@ func (s *DirStore) readVectors() error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
-		var v vectorLine
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			return fmt.Errorf("knowledge: %s line %d is not a vector (%v): remove the file and the store embeds its entries again", path, n, err)
-		}
-		// Vectors of another model than the embedder's do not compare
-		// with its queries: they are embedded again.
-		if s.emb != nil && v.Model != s.emb.Model() {
-			continue
-		}
-		if _, ok := s.entries[v.ID]; ok {
-			s.vectors[v.ID] = v.Vector
-			s.vecModel = v.Model
+		if err := line(n, sc.Bytes()); err != nil {
+			return err
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("knowledge: reading %s: %w", path, err)
+	}
+	return nil
 }
 
 // embedMissing embeds the entries that have no vector of the embedder's
