@@ -11,78 +11,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/jsoncassette"
 	"github.com/saucerhq/saucer/llm/langchain"
 )
-
-// cassette serves recorded replies in order and checks that each request
-// is the recorded one, as JSON, with the headers computer use needs.
-type cassette struct {
-	t     *testing.T
-	dir   string
-	turns []string // file prefixes: NAME-request.json, NAME-response.json
-	beta  string
-	path  string
-
-	mu sync.Mutex
-	n  int
-}
-
-func (c *cassette) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.mu.Lock()
-	i := c.n
-	c.n++
-	c.mu.Unlock()
-	if i >= len(c.turns) {
-		c.t.Errorf("request %d: the cassette has %d turns", i+1, len(c.turns))
-		http.Error(w, "no more turns", http.StatusInternalServerError)
-		return
-	}
-	if r.Method != http.MethodPost || r.URL.Path != c.path {
-		c.t.Errorf("request %s %s, want POST %s", r.Method, r.URL.Path, c.path)
-	}
-	if c.beta != "" {
-		if got := r.Header.Get("Anthropic-Beta"); got != c.beta {
-			c.t.Errorf("anthropic-beta = %q, want %q", got, c.beta)
-		}
-		if r.Header.Get("X-Api-Key") != testKey || r.Header.Get("Anthropic-Version") != "2023-06-01" {
-			c.t.Errorf("x-api-key %q, anthropic-version %q", r.Header.Get("X-Api-Key"), r.Header.Get("Anthropic-Version"))
-		}
-	}
-	got, _ := io.ReadAll(r.Body)
-	want := readJSON(c.t, filepath.Join(c.dir, c.turns[i]+"-request.json"))
-	var gotV any
-	if err := json.Unmarshal(got, &gotV); err != nil {
-		c.t.Errorf("request %d is not JSON: %v", i+1, err)
-	}
-	if !reflect.DeepEqual(gotV, want) {
-		wantB, _ := json.MarshalIndent(want, "", " ")
-		gotB, _ := json.MarshalIndent(gotV, "", " ")
-		c.t.Errorf("request %d differs from %s-request.json:\ngot  %s\nwant %s", i+1, c.turns[i], gotB, wantB)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	b, err := os.ReadFile(filepath.Join(c.dir, c.turns[i]+"-response.json"))
-	if err != nil {
-		c.t.Error(err)
-	}
-	w.Write(b)
-}
-
-func readJSON(t *testing.T, path string) any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return v
-}
 
 var finishTool = llm.Tool{Name: "finish_task", Description: "Say the subtask is done, with its result.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"result":{"type":"string"}},"required":["result"]}`)}
@@ -105,7 +39,8 @@ func computerCalls(t *testing.T, m llm.Message) []llm.ComputerAction {
 
 func TestAnthropicComputerUseCassette(t *testing.T) {
 	dir := "testdata/computer-use"
-	api := &cassette{t: t, dir: dir, turns: []string{"anthropic-1", "anthropic-2"}, beta: "computer-use-2025-01-24", path: "/v1/messages"}
+	api := &jsoncassette.Server{T: t, Dir: dir, Turns: []string{"anthropic-1", "anthropic-2"}, Path: "/v1/messages",
+		Headers: map[string]string{"Anthropic-Beta": "computer-use-2025-01-24", "X-Api-Key": testKey, "Anthropic-Version": "2023-06-01"}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	m, err := langchain.NewAnthropic(langchain.Config{APIKey: testKey, BaseURL: srv.URL, Model: testModel})
@@ -164,8 +99,8 @@ func TestAnthropicComputerUseCassette(t *testing.T) {
 	if len(chunks) != 5 || chunks[0].Text == "" || chunks[4].ToolCall == nil || chunks[4].ToolCall.ID != "toolu_01E" {
 		t.Errorf("stream chunks %+v: want the text, then the four calls", chunks)
 	}
-	if api.n != 2 {
-		t.Errorf("%d requests, want 2", api.n)
+	if n := api.Served(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }
 

@@ -12,66 +12,18 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/saucerhq/saucer/llm"
+	"github.com/saucerhq/saucer/llm/internal/jsoncassette"
 	"github.com/saucerhq/saucer/llm/openai"
 )
 
 const cuDir = "testdata/computer-use"
 
-// responsesAPI serves recorded Responses API replies in order and checks
-// that each request is the recorded one, as JSON.
-type responsesAPI struct {
-	t     *testing.T
-	turns []string
-
-	mu sync.Mutex
-	n  int
-}
-
-func (a *responsesAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	i := a.n
-	a.n++
-	a.mu.Unlock()
-	if i >= len(a.turns) {
-		a.t.Errorf("request %d: the cassette has %d turns", i+1, len(a.turns))
-		http.Error(w, "no more turns", http.StatusInternalServerError)
-		return
-	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		a.t.Errorf("request %s %s, want POST /v1/responses", r.Method, r.URL.Path)
-	}
-	if got := r.Header.Get("Authorization"); got != "Bearer sk-test" {
-		a.t.Errorf("authorization %q", got)
-	}
-	body, _ := io.ReadAll(r.Body)
-	var got, want any
-	if err := json.Unmarshal(body, &got); err != nil {
-		a.t.Errorf("request %d is not JSON: %v", i+1, err)
-	}
-	wb, err := os.ReadFile(filepath.Join(cuDir, a.turns[i]+"-request.json"))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	json.Unmarshal(wb, &want)
-	if !reflect.DeepEqual(got, want) {
-		gb, _ := json.MarshalIndent(got, "", " ")
-		a.t.Errorf("request %d differs from %s-request.json:\ngot  %s\nwant %s", i+1, a.turns[i], gb, wb)
-	}
-	reply, err := os.ReadFile(filepath.Join(cuDir, a.turns[i]+"-response.json"))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(reply)
-}
-
-func serveResponses(t *testing.T, model string, turns ...string) (*openai.Model, *responsesAPI) {
+func serveResponses(t *testing.T, model string, turns ...string) (*openai.Model, *jsoncassette.Server) {
 	t.Helper()
-	api := &responsesAPI{t: t, turns: turns}
+	api := &jsoncassette.Server{T: t, Dir: cuDir, Turns: turns, Path: "/v1/responses", Headers: map[string]string{"Authorization": "Bearer sk-test"}}
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	m, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL + "/v1", Model: model})
@@ -162,8 +114,8 @@ func TestResponsesComputerUseCassette(t *testing.T) {
 	if resp.Message.Content != "Done: the calculator shows 7." || resp.FinishReason != "stop" || len(resp.Message.ToolCalls) != 0 {
 		t.Errorf("last reply %+v", resp)
 	}
-	if api.n != 3 {
-		t.Errorf("%d requests, want 3", api.n)
+	if n := api.Served(); n != 3 {
+		t.Errorf("%d requests, want 3", n)
 	}
 }
 
