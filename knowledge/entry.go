@@ -73,14 +73,15 @@ type Source struct {
 	// the agent's steps that the entry lists.
 	Events [2]int `json:"events,omitzero"`
 	Steps  []int  `json:"steps,omitempty"`
-	// Path and Section name a help document and the part of it (help).
+	// Path and Section name a help document and the part of it (help),
+	// or a Steps Recorder file and its steps (a demonstration).
 	Path    string `json:"path,omitempty"`
 	Section string `json:"section,omitempty"`
 }
 
 // String names the source as an agent or a person reads it:
-// "runs/2025…/ events 6-17 (app:shell#1 steps 1,2)" or
-// "man tar § OPTIONS".
+// "runs/2025…/ events 6-17 (app:shell#1 steps 1,2)", "man tar §
+// OPTIONS" or "save-note.zip § steps 1-5".
 func (s Source) String() string {
 	if s.Recording != "" {
 		out := s.Recording

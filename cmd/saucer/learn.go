@@ -28,6 +28,8 @@ type learnFlags struct {
 	as       string
 	helpDocs []string
 	helpCmds []string
+	psrs     []string
+	requests []string
 	search   string
 	app      string
 	kinds    []string
@@ -47,14 +49,18 @@ func newLearnCmd(g *globalFlags) *cobra.Command {
   saucer learn --as demonstration runs/ID             a run a person drove, as an example
   saucer learn --help-cmd tar="man tar" --help-cmd ls="ls --help"
   saucer learn --help-doc gimp=/usr/share/help/C/gimp/index.html
+  saucer learn --psr save-note.zip --request "save a note as notes.txt in Notepad"
   saucer learn --search "count the lines of a csv" [--app shell]
 
 Each run gives one entry for the whole run and one per app agent's subtask;
-a failed run is kept as what not to do. Secrets (the config's and the
-environment's, record.redact) are removed again from everything kept. The
-store is knowledge.store (a PostgreSQL database a fleet of servers shares,
-postgres://USER:PASSWORD@HOST/DB) or knowledge.dir (default:
-~/.local/share/saucer/knowledge); --store and --dir override them.`,
+a failed run is kept as what not to do. A Windows Steps Recorder recording
+(--psr, the .zip it saves, as UFO reads demonstrations) becomes a
+demonstration titled with its --request; its screenshots are not kept.
+Secrets (the config's and the environment's, record.redact) are removed
+again from everything kept. The store is knowledge.store (a PostgreSQL
+database a fleet of servers shares, postgres://USER:PASSWORD@HOST/DB) or
+knowledge.dir (default: ~/.local/share/saucer/knowledge); --store and
+--dir override them.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.load()
 			if err != nil {
@@ -69,6 +75,8 @@ postgres://USER:PASSWORD@HOST/DB) or knowledge.dir (default:
 	fl.StringVar(&f.as, "as", "experience", "what recorded runs teach: experience or demonstration")
 	fl.StringArrayVar(&f.helpDocs, "help-doc", nil, "index a help file for an app: APP=PATH (HTML, Markdown, XML or text; repeatable)")
 	fl.StringArrayVar(&f.helpCmds, "help-cmd", nil, `index a command's help for an app: APP=COMMAND ("man tar", "ls --help"; repeatable)`)
+	fl.StringArrayVar(&f.psrs, "psr", nil, "learn a demonstration from a Windows Steps Recorder recording (the .zip it saves, or its .mht); each --psr needs a --request (repeatable, in pairs)")
+	fl.StringArrayVar(&f.requests, "request", nil, "with --psr: what the person did in the recording, in the order of the --psr files")
 	fl.StringVar(&f.search, "search", "", "search the store for this request instead of learning")
 	fl.StringVar(&f.app, "app", "", "with --search: only entries about this app")
 	fl.StringSliceVar(&f.kinds, "kind", nil, "with --search: only these kinds (experience, demonstration, help)")
@@ -79,11 +87,14 @@ postgres://USER:PASSWORD@HOST/DB) or knowledge.dir (default:
 
 func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []string) error {
 	out := cmd.OutOrStdout()
-	if f.search == "" && len(args) == 0 && len(f.helpDocs) == 0 && len(f.helpCmds) == 0 {
-		return errors.New("nothing to learn: give recorded runs (runs/<id>, or runs for all of them), --help-doc APP=PATH, --help-cmd APP=COMMAND, or --search TEXT")
+	if f.search == "" && len(args) == 0 && len(f.helpDocs) == 0 && len(f.helpCmds) == 0 && len(f.psrs) == 0 && len(f.requests) == 0 {
+		return errors.New("nothing to learn: give recorded runs (runs/<id>, or runs for all of them), --help-doc APP=PATH, --help-cmd APP=COMMAND, --psr FILE.zip --request TEXT, or --search TEXT")
 	}
-	if f.search != "" && (len(args) > 0 || len(f.helpDocs) > 0 || len(f.helpCmds) > 0) {
+	if f.search != "" && (len(args) > 0 || len(f.helpDocs) > 0 || len(f.helpCmds) > 0 || len(f.psrs) > 0) {
 		return errors.New("--search reads the store; learn and search in two commands")
+	}
+	if len(f.psrs) != len(f.requests) {
+		return fmt.Errorf("--psr and --request come in pairs, and %d Steps Recorder file%s came with %d request%s: give each --psr FILE.zip a --request saying what the person did in it", len(f.psrs), plural(len(f.psrs)), len(f.requests), plural(len(f.requests)))
 	}
 	kind, err := knowledge.ParseKind(f.as)
 	if err != nil || kind == knowledge.Help {
@@ -170,6 +181,18 @@ func runLearn(cmd *cobra.Command, cfg *config.Config, f *learnFlags, args []stri
 		}
 		fmt.Fprintf(out, "help for %s from %q: %d passage%s\n", app, command, len(es), plural(len(es)))
 		learned = append(learned, es...)
+	}
+	for i, file := range f.psrs {
+		e, err := knowledge.DemonstrationFromPSR(file, f.requests[i], red)
+		if err != nil {
+			return err
+		}
+		in := ""
+		if e.App != "" {
+			in = " in " + e.App
+		}
+		fmt.Fprintf(out, "learned %s: %s, %s (Steps Recorder, %s%s)\n", file, e.Label(), oneLine(e.Title, 70), e.Source.Section, in)
+		learned = append(learned, e)
 	}
 	if err := store.Add(ctx, learned...); err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -207,5 +209,79 @@ func TestLearnCommandPostgres(t *testing.T) {
 	}
 	if out, code := saucer(t, "learn", "--store", url, "--dir", t.TempDir(), "--search", "x"); code == 0 || !strings.Contains(out, "--store and --dir both name the store") {
 		t.Errorf("--store and --dir: exit %d:\n%s", code, out)
+	}
+}
+
+// saucer learn --psr reads a Windows Steps Recorder .zip as a
+// demonstration titled with its --request, with the environment's secrets
+// and the built-in patterns redacted, and --search finds it with its
+// source. Pairs that do not match, and a file that is no recording, are
+// errors that change nothing.
+func TestLearnCommandPSR(t *testing.T) {
+	const secret = "correct-horse-battery-staple" // in the fixture's step 4 comment
+	t.Setenv("FILESHARE_PASSWORD", secret)
+	mht, err := os.ReadFile("../../knowledge/testdata/psr/save-note.mht")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("Recording_20261207_1002.mht")
+	w.Write(mht)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "save-note.zip")
+	os.WriteFile(rec, buf.Bytes(), 0o644)
+	notZip := filepath.Join(t.TempDir(), "notes.zip")
+	os.WriteFile(notZip, []byte("not an archive"), 0o644)
+	store := t.TempDir()
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--psr", rec}, "--psr and --request come in pairs, and 1 Steps Recorder file came with 0 requests"},
+		{[]string{"--psr", rec, "--request", "a", "--request", "b"}, "came with 2 requests"},
+		{[]string{"--psr", rec, "--request", "a", "--psr", notZip, "--request", "b"}, notZip + " is not a zip archive"},
+		{[]string{"--psr", rec, "--request", "a", "--search", "x"}, "learn and search in two commands"},
+	} {
+		out, code := saucer(t, append([]string{"learn", "--dir", store}, c.args...)...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%q: exit %d, want an error saying %q:\n%s", c.args, code, c.want, out)
+		}
+	}
+	if out, _ := saucer(t, "learn", "--dir", store, "--search", "save a note in notepad"); !strings.Contains(out, "no entries of") {
+		t.Errorf("the store took a demonstration from a command that failed:\n%s", out)
+	}
+
+	out, code := saucer(t, "learn", "--dir", store, "--psr", rec, "--request", "Save the note as notes.txt in Documents")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"learned " + rec + ": demonstration, Save the note as notes.txt in Documents (Steps Recorder, steps 1-5 in notepad)\n",
+		"added 1 entry (experience 0, demonstration 1, help 0; 0 runs skipped) to " + store + ", which holds 1 (experience 0, demonstration 1, help 0)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	out, code = saucer(t, "learn", "--dir", store, "--search", "save a note as a txt file with notepad", "--app", "notepad", "--kind", "demonstration")
+	if code != 0 || !strings.HasPrefix(out, "1. [") || !strings.Contains(out, "demonstration: Save the note as notes.txt in Documents\n") ||
+		!strings.Contains(out, "   source: "+rec+" § steps 1-5\n") || !strings.Contains(out, `1. notepad: Left click on "File (menu item)" in "Untitled - Notepad"`) {
+		t.Errorf("search: exit %d:\n%s", code, out)
+	}
+	s, err := knowledge.Open(t.Context(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all, err := s.Entries(t.Context())
+	if err != nil || len(all) != 1 {
+		t.Fatalf("entries %d, %v", len(all), err)
+	}
+	if text := all[0].Text; strings.Contains(text, secret) || strings.Contains(text, "Hunter2-Plaice-77") || !strings.Contains(text, "signed in as [REDACTED]") {
+		t.Errorf("the stored demonstration:\n%s", text)
 	}
 }
