@@ -2,6 +2,8 @@ package desktop
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +146,39 @@ func TestLibreOfficeBoxesWhereDrawn(t *testing.T) {
 	}
 	if nb, ok := after.Control(nameBox.ID); !ok || nb.Text != "C2" {
 		t.Fatalf("a click at C2's centre selected %q (the name box): the cells' boxes are not where they are drawn", nb.Text)
+	}
+}
+
+// TestWriterParagraphsShowTheirText: a Writer paragraph shorter than the
+// text the tree asks for (its first 2,000 characters) is listed with its
+// words. LibreOffice answers such a request with an empty string, not an
+// error, so the paragraphs showed as `paragraph {editable}` and nothing
+// else. A LibreOffice of its own, so that launching Writer does not join
+// the shared Calc.
+func TestWriterParagraphsShowTheirText(t *testing.T) {
+	s, d := start(t, "lowriter")
+	if err := s.PrepareLibreOffice(); err != nil {
+		t.Fatal(err)
+	}
+	d.opts.LaunchTimeout = 90 * time.Second
+	doc := filepath.Join(t.TempDir(), "report.txt")
+	if err := os.WriteFile(doc, []byte("Quarterly report\nRevenue rose 12 percent in the north.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := launch(t, d, "lowriter", "--norestore", doc)
+	obs, err := d.Observe(context.Background(), w.ID, ObserveOptions{Page: Page{Role: "paragraph"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, listed, err := obs.Page(Page{Role: "paragraph"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range listed {
+		found = found || strings.Contains(c.Text, "Revenue rose 12 percent in the north.")
+	}
+	if !found {
+		t.Fatalf("no paragraph reads the document's second line:\n%s", text)
 	}
 }

@@ -437,7 +437,11 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 		return nil, err
 	}
 	out := make([]details, len(nodes))
-	var retry []int // texts refused for an end past theirs (LibreOffice)
+	// Texts asked again whole: LibreOffice refuses an end past a text's
+	// (an error), or, for a Writer paragraph, answers it with "" (asked
+	// again only for a document's paragraphs and headings, so that empty
+	// fields cost no second call).
+	var retry []int
 	for i, p := range ps {
 		d := &out[i]
 		d.box = nodes[i].box
@@ -456,7 +460,7 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 				d.actions = userActions(acts)
 			}
 		}
-		if p.text.c != nil && p.text.store(&d.text) != nil {
+		if p.text.c != nil && (p.text.store(&d.text) != nil || d.text == "" && documentText[roleName(nodes[i].role)]) {
 			retry = append(retry, i)
 		}
 		if p.val.c != nil {
@@ -483,6 +487,10 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 	}
 	return out, nil
 }
+
+// documentText are the roles of a document's text, which LibreOffice
+// Writer gives as "" when asked for more than it holds.
+var documentText = map[string]bool{"paragraph": true, "heading": true}
 
 // inEmptyMenuBars are the objects under a menu bar of no size, which
 // shows nothing: LibreOffice keeps its own menu bar, hidden behind GTK's
