@@ -333,15 +333,9 @@ func (m *Model) statusError(status int, body []byte, meta *httpmeta.Meta) error 
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message + " [" + e.Error.Type + "]"
 	}
-	out := &llm.Error{Provider: m.provider, Status: status, Kind: llm.KindForStatus(status), Message: msg}
-	if (out.Kind == llm.KindBadRequest || out.Kind == llm.KindUnknown) && httpmeta.MentionsContextLength(msg) {
-		out.Kind = llm.KindContextLength
-	}
-	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
-		out.RetryAfter = meta.RetryAfter
-	}
-	httpmeta.ScrubKey(out, m.apiKey)
-	return out
+	kind := llm.KindForStatus(status)
+	contextLength := (kind == llm.KindBadRequest || kind == llm.KindUnknown) && httpmeta.MentionsContextLength(msg)
+	return httpmeta.StatusError(m.provider, status, msg, contextLength, meta, m.apiKey)
 }
 
 // computerResponse reads a Messages API reply: text, tool calls, and the

@@ -356,15 +356,7 @@ func (m *Model) responsesError(status int, body []byte, meta *httpmeta.Meta) err
 			msg += " [" + c + "]"
 		}
 	}
-	out := &llm.Error{Provider: m.provider, Status: status, Kind: llm.KindForStatus(status), Message: msg}
-	if isContextLength(e.Error.Code, msg) {
-		out.Kind = llm.KindContextLength
-	}
-	if out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer {
-		out.RetryAfter = meta.RetryAfter
-	}
-	httpmeta.ScrubKey(out, m.apiKey)
-	return out
+	return httpmeta.StatusError(m.provider, status, msg, isContextLength(e.Error.Code, msg), meta, m.apiKey)
 }
 
 // responsesReply reads a Responses API reply: its text, function calls and

@@ -91,6 +91,22 @@ func (d *Doer) Send(req *http.Request) (status int, body []byte, err error) {
 	return resp.StatusCode, body, err
 }
 
+// StatusError is the error of a failed status whose message the
+// provider's body gave: its kind from the status (KindContextLength when
+// contextLength says the message means it), the wait the server asked
+// for on a retryable kind, and the API key scrubbed from the message.
+func StatusError(provider string, status int, msg string, contextLength bool, meta *Meta, key string) *llm.Error {
+	out := &llm.Error{Provider: provider, Status: status, Kind: llm.KindForStatus(status), Message: msg}
+	if contextLength {
+		out.Kind = llm.KindContextLength
+	}
+	if meta != nil && (out.Kind == llm.KindRateLimit || out.Kind == llm.KindServer) {
+		out.RetryAfter = meta.RetryAfter
+	}
+	ScrubKey(out, key)
+	return out
+}
+
 // readBody reads a body of n bytes (-1: unknown) in one allocation when
 // its length is known: a reply is read whole before the SDK sees it.
 func readBody(r io.Reader, n int64) ([]byte, error) {
