@@ -12,6 +12,7 @@ import (
 
 	"github.com/saucerhq/saucer/evals"
 	"github.com/saucerhq/saucer/internal/desktoptest"
+	"github.com/saucerhq/saucer/internal/display"
 )
 
 var (
@@ -19,6 +20,7 @@ var (
 	desktopCases = flag.String("desktop-cases", "", "TestDesktopSuite runs these tasks (comma-separated ids) and their negative controls")
 	desktopJobs  = flag.Int("desktop-jobs", 1, "trials TestDesktopSuite runs in parallel")
 	desktopOut   = flag.String("desktop-results", "", "TestDesktopSuite keeps its results (reports, trajectories) in this directory")
+	desktopKind  = flag.String("desktop-display", "xvfb", "TestDesktopSuite runs on this display server: xvfb or sway")
 )
 
 // desktopApps are the programs suites/desktop.yaml runs (and checks with).
@@ -31,8 +33,12 @@ var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-
 // the tasks labelled ci and their controls;
 // -desktop-suite runs them all.
 func TestDesktopSuite(t *testing.T) {
-	desktoptest.Require(t, desktopApps...)
-	s := desktoptest.Start(t)
+	kind, err := display.ParseKind(*desktopKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desktoptest.RequireKind(t, kind, desktopApps...)
+	s := desktoptest.StartKind(t, kind)
 	// One LibreOffice profile for the whole run, made once: each task
 	// starts LibreOffice on it without first-run dialogs.
 	if err := s.PrepareLibreOffice(); err != nil {

@@ -114,7 +114,15 @@ func (d *display) freeKeys() string {
 
 // place moves windows whose toolkit gives boxes relative to the window
 // onto the screen, by where the display server shows them; their
-// controls' boxes follow (Window.dx, dy).
+// controls' boxes follow (Window.dx, dy). A window that draws its own
+// frame under Wayland (GTK 3's header bars, Chromium) gives boxes
+// relative to its whole surface, shadow included, which is larger than
+// the window the compositor places. Shadows fall below: the side's
+// shadow is half the extra width, the top's that less half of what the
+// extra height has more (GTK 3: 21 a side, 21 on top of 43, to a pixel;
+// Chromium: 16 a side, 11 on top of 42, measured on its links). The
+// window is what the compositor shows, so its screenshot is the same on
+// X11 and Wayland.
 func (d *Desktop) place(ws []Window) {
 	if !d.x.windowRelative() || len(ws) == 0 {
 		return
@@ -125,8 +133,18 @@ func (d *Desktop) place(ws []Window) {
 	}
 	for i := range ws {
 		if xw, ok := matchWindow(xs, ws[i]); ok && !xw.box.empty() {
-			ws[i].dx, ws[i].dy = xw.box.X-ws[i].Bounds.X, xw.box.Y-ws[i].Bounds.Y
-			ws[i].Bounds = ws[i].Bounds.add(ws[i].dx, ws[i].dy)
+			b := ws[i].Bounds
+			ws[i].dx, ws[i].dy = xw.box.X-b.X, xw.box.Y-b.Y
+			ws[i].Bounds = b.add(ws[i].dx, ws[i].dy)
+			if ew, eh := b.W-xw.box.W, b.H-xw.box.H; ew > 0 && eh > 0 {
+				side, top := ew/2, eh/2
+				if eh > ew {
+					top = side - (eh-ew)/2
+				}
+				ws[i].dx -= side
+				ws[i].dy -= max(top, 0)
+				ws[i].Bounds = xw.box
+			}
 		}
 	}
 }
@@ -146,29 +164,41 @@ func matchWindow(xs []xwin, w Window) (xwin, bool) {
 	if len(same) == 1 {
 		return same[0], true
 	}
+	// A window without a title for the display server (GTK 3's dialogs
+	// under sway): the only one of that process whose size is the
+	// window's, or smaller by a shadow under 100 pixels a side.
+	var sized []xwin
+	for _, x := range same {
+		dw, dh := w.Bounds.W-x.box.W, w.Bounds.H-x.box.H
+		if x.title == "" && dw >= 0 && dh >= 0 && dw < 200 && dh < 200 {
+			sized = append(sized, x)
+		}
+	}
+	if len(sized) == 1 {
+		return sized[0], true
+	}
 	return xwin{}, false
 }
 
 // AT-SPI's SINGLE_LINE state.
 const stSingleLine = 26
 
-// insertText types text under Wayland, where a compositor may offer no
-// keyboard to a client, into control c (or, when c is zero, the control
-// that has the focus in window w) through AT-SPI's EditableText, at the
-// caret. A line break means Return, as on X11: text with one is typed
-// whole with the compositor's keyboard (ok false: a key pressed after an
-// insert through AT-SPI may reach the application after the next insert,
-// and one channel keeps the order). With no keyboard (weston), the text
-// between breaks is inserted, a one-line field is activated for each
-// break (what Return does there) and a multi-line one gets the line
-// break, and the result says so. ok is false when that cannot be done
-// (X11, no such control, no editable text): type with the keyboard
-// instead.
+// insertText types text under a Wayland compositor that offers no
+// keyboard to a client (weston) into control c (or, when c is zero, the
+// control that has the focus in window w) through AT-SPI's EditableText,
+// at the caret, replacing a selection. The text between line breaks is
+// inserted, a one-line field is activated for each break (what Return
+// does there) and a multi-line one gets the line break, and the result
+// says so. ok is false where there is a keyboard (X11, sway: typed keys
+// mean the same there, a file list's type-ahead and an entry's
+// completion included; an insert went into the one text field of a
+// Thunar window whose file list had the focus) and where there is no
+// such control or no editable text: type with the keyboard instead.
 func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text string) (did string, ok bool, err error) {
 	if _, x11 := d.x.(*display); x11 {
 		return "", false, nil
 	}
-	if wl, ok := d.x.(*wayland); ok && strings.ContainsAny(text, "\r\n") {
+	if wl, ok := d.x.(*wayland); ok {
 		if _, _, keyboard := wl.scr.Has(); keyboard {
 			return "", false, nil
 		}
@@ -232,7 +262,8 @@ func (d *Desktop) insertText(ctx context.Context, c Control, w Window, text stri
 }
 
 // insertAtCaret inserts text at control c's caret and puts the caret
-// after it.
+// after it. Selected text is replaced, as typed keys replace it: ctrl+a
+// and then type_text means the same on X11 and under Wayland.
 func (d *Desktop) insertAtCaret(ctx context.Context, c Control, text string) error {
 	var caret int32
 	if err := d.a.get(ctx, c.ref, ifText, "CaretOffset", &caret); err != nil {
@@ -242,6 +273,12 @@ func (d *Desktop) insertAtCaret(ctx context.Context, c Control, text string) err
 		caret = 0
 	}
 	var done bool
+	if start, end, ok := d.selection(ctx, c); ok {
+		if err := d.a.do(ctx, c.ref, ifEditableText+".DeleteText", &done, start, end); err != nil || !done {
+			return fmt.Errorf("control %d (%s) kept its selected text (characters %d to %d), which typing replaces: %v", c.ID, describe(c), start, end, err)
+		}
+		caret = start
+	}
 	// InsertText's length counts bytes (of UTF-8), the caret characters.
 	if err := d.a.do(ctx, c.ref, ifEditableText+".InsertText", &done, caret, text, int32(len(text))); err != nil {
 		return d.controlErr(c, "insert text", err)
@@ -251,6 +288,24 @@ func (d *Desktop) insertAtCaret(ctx context.Context, c Control, text string) err
 	}
 	_ = d.a.do(ctx, c.ref, ifText+".SetCaretOffset", &done, caret+int32(len([]rune(text))))
 	return nil
+}
+
+// selection is the first selected range of control c's text, if it has
+// a selection that is not empty.
+func (d *Desktop) selection(ctx context.Context, c Control) (start, end int32, ok bool) {
+	var n int32
+	if d.a.do(ctx, c.ref, ifText+".GetNSelections", &n) != nil || n < 1 {
+		return 0, 0, false
+	}
+	b := d.a.batch(ctx)
+	call := b.call(c.ref, ifText+".GetSelection", int32(0))
+	if b.wait() != nil || call.store(&start, &end) != nil {
+		return 0, 0, false
+	}
+	if start > end {
+		start, end = end, start
+	}
+	return start, end, start < end
 }
 
 // pressReturn gives control c a Return: the key, through the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	owndisplay "github.com/saucerhq/saucer/internal/display"
 )
@@ -107,6 +108,52 @@ func TestLaunchFocusesNewWindow(t *testing.T) {
 				if got != c.want {
 					t.Errorf("window %q holds %q, want %q:\n%s", c.w.Title, got, c.want, obs.Text())
 				}
+			}
+		})
+	}
+}
+
+// TestOwnFrameBoxes clicks, by pixels, at the middle of the boxes that
+// observe gives for the buttons of a GTK 3 window with a header bar
+// (testdata/headerbar.py), and of the dialog it opens, on X11 and under
+// sway. Under sway such a window draws its shadow around itself, and its
+// boxes came 21 pixels right and down of its buttons; its dialog, which
+// has no title for sway, was placed at the screen's corner.
+func TestOwnFrameBoxes(t *testing.T) {
+	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			d := desktopOf(t, kind)
+			ctx := context.Background()
+			w := launch(t, d, "/usr/bin/python3", "testdata/headerbar.py", "dialog")
+			var dialog Window
+			for deadline := time.Now().Add(10 * time.Second); dialog.ID == ""; {
+				ws, err := d.Windows(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range ws {
+					if x.PID == w.PID && x.ID != w.ID {
+						dialog = x
+					}
+				}
+				if dialog.ID == "" && time.Now().After(deadline) {
+					t.Fatalf("the dialog did not open: %+v", ws)
+				}
+			}
+			for _, c := range []struct {
+				win          Window
+				button, want string
+			}{{dialog, "OK", "Dialog: clicked OK"}, {w, "C", "Header: clicked C"}, {w, "B", "Header: clicked B"}} {
+				obs, err := d.Observe(ctx, c.win.ID, ObserveOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := mustFind(t, obs, "push button", c.button)
+				at := At{Window: c.win.ID, X: b.Bounds.X - obs.Window.Bounds.X + b.Bounds.W/2, Y: b.Bounds.Y - obs.Window.Bounds.Y + b.Bounds.H/2, Scale: 1}
+				if _, err := d.ClickAt(ctx, at, "", 1); err != nil {
+					t.Fatal(err)
+				}
+				waitTitle(t, d, w, c.want)
 			}
 		})
 	}

@@ -52,12 +52,14 @@ type Screen struct {
 	ptr     uint32
 	kbdMgr  uint32
 	kbd     uint32
-	// syms are the keymap's keys, by evdev code less one; codes the
-	// reverse. A key keeps its code for the keyboard's life, and the
+	// syms are the keymap's keys, by evdev code less one (0: none),
+	// upper what they type with shift (0: the same); codes the reverse,
+	// shifted the keysyms typed with shift. A key keeps its code for the keyboard's life, and the
 	// keymap grows only when a new keysym is typed, so that a client
 	// that reads a key before the newest keymap still reads it right.
-	syms  []uint32
-	codes map[uint32]uint32
+	syms, upper []uint32
+	codes       map[uint32]uint32
+	shifted     map[uint32]bool
 }
 
 // Open connects to the compositor and binds what it offers of the
@@ -457,6 +459,9 @@ func (s *Screen) Type(keys []Key) error {
 		if err := s.keyboard([]uint32{k.Sym}); err != nil { // a character the keymap lacks
 			return err
 		}
+		if s.shifted[k.Sym] {
+			k.Mods |= ModShift // A is shift and the a key, as on a keyboard
+		}
 		var held uint32
 		for _, m := range modKeys {
 			if k.Mods&m.mask != 0 {
@@ -492,15 +497,94 @@ func (s *Screen) lacks(syms []uint32) int {
 	return n
 }
 
-// add gives the keymap's next keys to the keysyms it lacks.
+// add gives the keysyms the keymap lacks their keys: a key of a US
+// keyboard where it has one (the shifted level of it for A or !), else
+// the highest free code. Applications that read a key's code and not
+// only its keysym see the keys a person's keyboard sends: Chromium
+// matches ctrl+d by the key's code, and drops a key whose code it does
+// not know.
 func (s *Screen) add(syms []uint32) {
 	for _, sym := range syms {
-		if _, ok := s.codes[sym]; !ok {
-			s.syms = append(s.syms, sym)
-			s.codes[sym] = uint32(len(s.syms)) // evdev code; XKB's is 8 more
+		if _, ok := s.codes[sym]; ok {
+			continue
 		}
+		if code, ok := usShifted[sym]; ok && int(code) <= len(s.syms) && s.syms[code-1] != 0 && s.upper[code-1] == 0 {
+			s.upper[code-1] = sym
+			s.codes[sym], s.shifted[sym] = code, true
+			continue
+		}
+		code, ok := usKeys[sym]
+		if !ok || int(code) <= len(s.syms) && s.syms[code-1] != 0 {
+			code = s.freeCode()
+		}
+		if code == 0 {
+			return // full: keyboard starts a new keymap before this
+		}
+		for len(s.syms) < int(code) {
+			s.syms, s.upper = append(s.syms, 0), append(s.upper, 0)
+		}
+		s.syms[code-1] = sym
+		s.codes[sym] = code // evdev code; XKB's is 8 more
 	}
 }
+
+// maxCode is the highest evdev code a keymap can use: XKB's keycodes end
+// at 255, 8 more.
+const maxCode = 247
+
+// freeCode is a code no key has, or 0: first the codes of keys no US
+// keyboard has that Chromium knows (F13 to F24, the international keys),
+// then the highest free code.
+func (s *Screen) freeCode() uint32 {
+	free := func(code uint32) bool { return int(code) > len(s.syms) || s.syms[code-1] == 0 }
+	for _, code := range spareCodes {
+		if free(code) {
+			return code
+		}
+	}
+	for code := uint32(maxCode); code > 0; code-- {
+		if free(code) && !usCodes[code] {
+			return code
+		}
+	}
+	return 0
+}
+
+// spareCodes are keys that type nothing on a US keyboard: F13-F24, the
+// 102nd key, Ro, Yen.
+var spareCodes = []uint32{183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 86, 89, 124}
+
+// usKeys are the evdev codes of a US keyboard's keys by the keysym they
+// type without shift, usShifted with it; usCodes the codes they take.
+var usKeys, usShifted, usCodes = func() (map[uint32]uint32, map[uint32]uint32, map[uint32]bool) {
+	keys := map[uint32]uint32{
+		0xffe3: 29, 0xffe1: 42, 0xffe9: 56, 0xffeb: 125, // Control_L, Shift_L, Alt_L, Super_L
+		0xff08: 14, 0xff09: 15, 0xff0d: 28, 0xff1b: 1, 0xffff: 111, 0xff50: 102, 0xff51: 105, 0xff52: 103,
+		0xff53: 106, 0xff54: 108, 0xff55: 104, 0xff56: 109, 0xff57: 107, 0xff63: 110, 0xff67: 127,
+		0xffc8: 87, 0xffc9: 88, // F11, F12 (F1-F10 below)
+		' ': 57,
+	}
+	for i := range uint32(10) {
+		keys[0xffbe+i] = 59 + i // F1-F10
+	}
+	shifted := map[uint32]uint32{}
+	for _, row := range []struct {
+		first       uint32
+		plain, with string
+	}{{2, "1234567890-=", "!@#$%^&*()_+"}, {16, "qwertyuiop[]", "QWERTYUIOP{}"}, {30, "asdfghjkl;'`", "ASDFGHJKL:\"~"},
+		{43, "\\zxcvbnm,./", "|ZXCVBNM<>?"}} {
+		with := []rune(row.with)
+		for i, c := range row.plain {
+			keys[uint32(c)] = row.first + uint32(i)
+			shifted[uint32(with[i])] = row.first + uint32(i)
+		}
+	}
+	codes := map[uint32]bool{}
+	for _, code := range keys {
+		codes[code] = true
+	}
+	return keys, shifted, codes
+}()
 
 // baseKeys are the keys every keymap has: modifiers, named keys and
 // printable ASCII.
@@ -513,8 +597,13 @@ func baseKeys() []uint32 {
 		syms = append(syms, sym)
 	}
 	slices.Sort(syms)
-	for c := uint32(0x20); c <= 0x7e; c++ {
-		syms = append(syms, c)
+	// The unshifted characters first: a shifted one goes on their key.
+	for _, shifted := range []bool{false, true} {
+		for c := uint32(0x20); c <= 0x7e; c++ {
+			if _, ok := usShifted[c]; ok == shifted {
+				syms = append(syms, c)
+			}
+		}
 	}
 	return syms
 }
@@ -565,14 +654,14 @@ func (s *Screen) keyboard(more []uint32) error {
 		}
 		s.kbd = id
 	}
-	if fresh || s.lacks(more) > 247-len(s.syms) { // XKB's keycodes end at 255: start again
-		s.syms, s.codes = nil, map[uint32]uint32{}
+	if fresh || s.lacks(more) > maxCode-len(s.codes) { // XKB's keycodes end at 255: start again
+		s.syms, s.upper, s.codes, s.shifted = nil, nil, map[uint32]uint32{}, map[uint32]bool{}
 		s.add(baseKeys())
 	} else if s.lacks(more) == 0 {
 		return nil
 	}
 	s.add(more)
-	keymap := Keymap(s.syms)
+	keymap := Keymap(s.syms, s.upper)
 	fd, err := unix.MemfdCreate("saucer-keymap", unix.MFD_CLOEXEC)
 	if err != nil {
 		return err
@@ -588,17 +677,39 @@ func (s *Screen) keyboard(more []uint32) error {
 }
 
 // Keymap is an XKB keymap with key i+1 (evdev code; XKB keycode i+9)
-// typing syms[i] at every level.
-func Keymap(syms []uint32) string {
+// typing syms[i], or upper[i] with shift where that is not zero; a zero
+// sym is no key.
+func Keymap(syms, upper []uint32) string {
 	var b strings.Builder
 	b.WriteString("xkb_keymap {\nxkb_keycodes \"saucer\" {\nminimum = 8;\n")
 	fmt.Fprintf(&b, "maximum = %d;\n", max(len(syms)+9, 255))
-	for i := range syms {
-		fmt.Fprintf(&b, "<K%d> = %d;\n", i+1, i+9)
-	}
-	b.WriteString("};\nxkb_types \"saucer\" {};\nxkb_compatibility \"saucer\" {};\nxkb_symbols \"saucer\" {\n")
 	for i, sym := range syms {
-		fmt.Fprintf(&b, "key <K%d> {[ %s ]};\n", i+1, keysymName(sym))
+		if sym != 0 {
+			fmt.Fprintf(&b, "<K%d> = %d;\n", i+1, i+9)
+		}
+	}
+	// The lock keys' lights, all off: GTK under Wayland reads a light the
+	// keymap lacks as lit, and LibreOffice Calc with Scroll Lock lit
+	// scrolls the sheet on Right instead of moving to the next cell.
+	b.WriteString("indicator 1 = \"Caps Lock\";\nindicator 2 = \"Num Lock\";\nindicator 3 = \"Scroll Lock\";\n")
+	// Every key names its type: a key of one level given no type would
+	// take the first type there is, and shift+Home would type nothing.
+	b.WriteString("};\nxkb_types \"saucer\" {\ntype \"ONE_LEVEL\" {\nmodifiers = none;\nlevel_name[Level1] = \"Any\";\n};\n" +
+		"type \"TWO_LEVEL\" {\nmodifiers = Shift;\nmap[Shift] = Level2;\n" +
+		"level_name[Level1] = \"Base\";\nlevel_name[Level2] = \"Shift\";\n};\n};\n" +
+		"xkb_compatibility \"saucer\" {\n" +
+		"indicator \"Caps Lock\" { whichModState = locked; modifiers = Lock; };\n" +
+		"indicator \"Num Lock\" { whichModState = locked; modifiers = Mod2; };\n" +
+		"indicator \"Scroll Lock\" { whichModState = locked; modifiers = Mod3; };\n" +
+		"};\nxkb_symbols \"saucer\" {\n")
+	for i, sym := range syms {
+		switch {
+		case sym == 0:
+		case i < len(upper) && upper[i] != 0:
+			fmt.Fprintf(&b, "key <K%d> { type = \"TWO_LEVEL\", [ %s, %s ] };\n", i+1, keysymName(sym), keysymName(upper[i]))
+		default:
+			fmt.Fprintf(&b, "key <K%d> { type = \"ONE_LEVEL\", [ %s ] };\n", i+1, keysymName(sym))
+		}
 	}
 	b.WriteString("};\n};\n")
 	return b.String()
