@@ -285,6 +285,13 @@ func (d *Desktop) Click(ctx context.Context, t Target, button string, count int)
 	eff, err := d.act(ctx, w, t, func() (string, error) {
 		if btn == 1 && count == 1 && c.Cell == nil {
 			if i := actionIndex(c.Actions, clickActions...); i >= 0 {
+				// An item that can be selected and activated (a colour
+				// swatch, an icon) is selected by a click; activating it is
+				// what a double click does (a GTK swatch's "activate" does
+				// not pick its colour).
+				if j := actionIndex(c.Actions, "select"); j >= 0 && strings.EqualFold(c.Actions[i], "activate") {
+					i = j
+				}
 				at = c.Bounds
 				return d.doAction(ctx, c, i)
 			}

@@ -158,3 +158,26 @@ func TestOwnFrameBoxes(t *testing.T) {
 		})
 	}
 }
+
+// TestClickPicksASwatch: a click on a colour swatch picks its colour, as
+// a person's click does (testdata/swatches.py). The swatch offers
+// "select" and "activate"; its "activate" (a double click's meaning)
+// picked nothing, and a paint program kept drawing in red.
+func TestClickPicksASwatch(t *testing.T) {
+	d := desktopOf(t, owndisplay.Xvfb)
+	ctx := context.Background()
+	w := launch(t, d, "/usr/bin/python3", "testdata/swatches.py")
+	obs, err := d.Observe(ctx, w.ID, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blue := mustFind(t, obs, "radio button", "Blue")
+	eff, err := d.Click(ctx, Target{ID: blue.ID}, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTitle(t, d, w, "Swatches: rgb(53,132,228)")
+	if !strings.Contains(eff.Did, `"Select" action`) {
+		t.Errorf("the click on a swatch did not select it: %s", eff.Did)
+	}
+}

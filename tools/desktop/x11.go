@@ -173,7 +173,10 @@ func (d *display) click(x, y int, button byte, count int) error {
 	if err := d.fake(evMotion, 0, x, y); err != nil {
 		return d.xerr("move the pointer", err)
 	}
-	for range count {
+	for i := range count {
+		if i > 0 {
+			time.Sleep(clickGap)
+		}
 		if err := d.fake(evButtonPress, button, 0, 0); err != nil {
 			return d.xerr("press a mouse button", err)
 		}
@@ -184,6 +187,13 @@ func (d *display) click(x, y int, button byte, count int) error {
 	xproto.GetInputFocus(d.conn).Reply() // a round trip: the events have been processed
 	return nil
 }
+
+// clickGap is the pause between the clicks of a double or triple click:
+// clicks sent at once reach the application in the same millisecond, and
+// Chromium counts a press with the last one's time stamp as that press
+// again, not as a second click (a person's double click takes a tenth of
+// a second; the toolkits' limit is 400 ms or more).
+const clickGap = 30 * time.Millisecond
 
 // move puts the pointer at (x, y).
 func (d *display) move(x, y int) error {

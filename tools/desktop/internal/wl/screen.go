@@ -378,7 +378,10 @@ func (s *Screen) button(ptr, button uint32, down bool) error {
 // Click moves the pointer to (x, y) and clicks button count times.
 func (s *Screen) Click(x, y int, button uint32, count int) error {
 	return s.withPointer(true, x, y, func(ptr uint32) error {
-		for range count {
+		for i := range count {
+			if i > 0 {
+				time.Sleep(30 * time.Millisecond) // distinct time stamps, or a client counts one click (see desktop's clickGap)
+			}
 			if err := errors.Join(s.button(ptr, button, true), s.button(ptr, button, false)); err != nil {
 				return err
 			}
