@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/saucerhq/saucer/command"
@@ -53,6 +54,37 @@ const desktopGuide = "The window's controls, one per line: [id] role \"name\" te
 	"A long list comes in pages: call observe with page, or narrow it with role, name or region. " +
 	"An id stays valid while its control exists; after a window closes or changes, use the ids of the latest observation.\n\n"
 
+// idTools are the desktop tools that act on a control by its id.
+var idTools = []string{"click", "type_text", "set_value", "select", "scroll"}
+
+// guideFor is desktopGuide for the tools the model is offered: a config
+// that denies the tools acting by id (mcp.servers.desktop.deny) leaves the
+// ids and boxes to read, and says so, rather than name tools the model
+// does not have.
+func guideFor(pc *Context, ns string) string {
+	var offered []string
+	for _, name := range idTools {
+		if offers(pc, ns, name) {
+			offered = append(offered, name)
+		}
+	}
+	if len(offered) == len(idTools) || pc.tools == nil {
+		return desktopGuide
+	}
+	g := strings.Replace(desktopGuide, "(click, type_text, set_value, select, scroll)", "("+strings.Join(offered, ", ")+")", 1)
+	if !offers(pc, ns, "click") && !offers(pc, ns, "set_value") {
+		g = strings.Replace(g, "Act on a control by passing its id to the tools ("+strings.Join(offered, ", ")+"). ",
+			"The tools that act on a control by its id are not offered here: read the list for what is where, and act at points of the screenshot. ", 1)
+		g = strings.Replace(g, "; act on any of its cells by the table's id with row and column (or cell, as in B7)", "", 1)
+	}
+	return g
+}
+
+// offers reports whether the model is offered tool name of namespace ns.
+func offers(pc *Context, ns, name string) bool {
+	return slices.ContainsFunc(pc.tools, func(t command.ToolInfo) bool { return t.Name == name && t.Namespace == ns })
+}
+
 // pixelGuide says how to act where there is no id: with the desktop's
 // pixel tools, or with the model's own computer tool when it is offered
 // one (the pixel tools are then not offered).
@@ -77,7 +109,7 @@ func (s desktopObserve) Execute(ctx context.Context, pc *Context) error {
 	}
 	// A page of the control list that fits the result's limit with the
 	// guide: a long list is paged by the tool, never cut here.
-	guide := desktopGuide + pixelGuide(pc)
+	guide := guideFor(pc, ns) + pixelGuide(pc)
 	if room := pc.limits.MaxResultChars - len(guide) - 100; pc.limits.MaxResultChars > 0 && room >= minObserveChars {
 		args["max_chars"] = room
 	}

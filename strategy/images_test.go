@@ -86,3 +86,35 @@ func TestDesktopObservePagesToTheLimit(t *testing.T) {
 		t.Fatalf("max_chars sent without a limit: %v", stub.args)
 	}
 }
+
+// TestDesktopGuideNamesOnlyOfferedTools: with the tools that act by id
+// denied (mcp.servers.desktop.deny), the observation does not tell the
+// model to pass ids to tools it lacks; with them all, it is the guide.
+func TestDesktopGuideNamesOnlyOfferedTools(t *testing.T) {
+	s, _ := newDesktopObserve(nil)
+	observe := func(names ...string) string {
+		pc := NewContext(Setup{Dispatcher: &observeStub{}, Agent: Agent{App: "desktop"}})
+		var tools []command.ToolInfo
+		for _, n := range names {
+			tools = append(tools, command.ToolInfo{Name: n, Namespace: "desktop"})
+		}
+		pc.Learn(command.DeviceInfo{}, tools)
+		if err := s.Execute(context.Background(), pc); err != nil {
+			t.Fatal(err)
+		}
+		return pc.Observations()[0].Content
+	}
+	all := observe("observe", "click", "type_text", "set_value", "select", "scroll", "click_at", "drag", "scroll_at")
+	if !strings.HasPrefix(all, desktopGuide) {
+		t.Errorf("with every tool offered the guide changed:\n%.400s", all)
+	}
+	pixels := observe("observe", "type_text", "click_at", "drag", "scroll_at")
+	for _, gone := range []string{"(click,", "set_value", "act on any of its cells"} {
+		if strings.Contains(pixels, gone) {
+			t.Errorf("with only pixel tools the observation still says %q:\n%.700s", gone, pixels)
+		}
+	}
+	if !strings.Contains(pixels, "are not offered here: read the list for what is where, and act at points of the screenshot") {
+		t.Errorf("with only pixel tools the observation does not say how to act:\n%.700s", pixels)
+	}
+}

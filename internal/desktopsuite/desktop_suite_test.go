@@ -6,6 +6,7 @@ package desktopsuite
 import (
 	"context"
 	"flag"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,24 +20,30 @@ var (
 	desktopAll   = flag.Bool("desktop-suite", false, "TestDesktopSuite runs every case of suites/desktop.yaml, not only its CI subset")
 	desktopCases = flag.String("desktop-cases", "", "TestDesktopSuite runs these tasks (comma-separated ids) and their negative controls")
 	desktopJobs  = flag.Int("desktop-jobs", 1, "trials TestDesktopSuite runs in parallel")
-	desktopOut   = flag.String("desktop-results", "", "TestDesktopSuite keeps its results (reports, trajectories) in this directory")
-	desktopKind  = flag.String("desktop-display", "xvfb", "TestDesktopSuite runs on this display server: xvfb or sway")
+	desktopOut   = flag.String("desktop-results", "", "TestDesktopSuite keeps its results (reports, trajectories) in this directory, a folder per display server")
+	desktopKind  = flag.String("desktop-display", "xvfb,sway", "TestDesktopSuite runs on these display servers (comma-separated): xvfb, sway")
 )
 
 // desktopApps are the programs suites/desktop.yaml runs (and checks with).
-var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-text-editor", "gnome-calculator", "chromium", "thunar", "python3"}
+var desktopApps = []string{"localc", "lowriter", "loimpress", "soffice", "gnome-text-editor", "gnome-calculator", "chromium", "thunar", "drawing", "gsettings", "python3"}
 
-// TestDesktopSuite runs the desktop suite on a private X11 desktop: every
-// task's scripted run passes its checks, which read what the application
-// saved (or, for the calculator, shows), and every negative control (a
+// TestDesktopSuite runs the desktop suite on a private X11 desktop and on
+// a headless sway: every task's scripted run passes its checks, which
+// read what the application saved (or, for the calculator, shows, and for
+// a page, the browser's history), and every negative control (a
 // plausible wrong run, the same checks) fails them. By default it runs
-// the tasks labelled ci and their controls;
-// -desktop-suite runs them all.
+// the tasks labelled ci and their controls; -desktop-suite runs them all.
 func TestDesktopSuite(t *testing.T) {
-	kind, err := display.ParseKind(*desktopKind)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range strings.Split(*desktopKind, ",") {
+		kind, err := display.ParseKind(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(string(kind), func(t *testing.T) { runSuite(t, kind) })
 	}
+}
+
+func runSuite(t *testing.T, kind display.Kind) {
 	desktoptest.RequireKind(t, kind, desktopApps...)
 	s := desktoptest.StartKind(t, kind)
 	// One LibreOffice profile for the whole run, made once: each task
@@ -72,8 +79,8 @@ func TestDesktopSuite(t *testing.T) {
 		}
 		suite.Cases = cases
 	}
-	out := *desktopOut
-	if out == "" {
+	out := filepath.Join(*desktopOut, string(kind))
+	if *desktopOut == "" {
 		out = t.TempDir()
 	}
 	rep, err := evals.Run(context.Background(), suite, evals.Options{Results: out, Jobs: *desktopJobs})
