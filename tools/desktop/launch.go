@@ -63,6 +63,17 @@ func (p *launched) owns(pid int) bool {
 	return false
 }
 
+// startTime is when process pid started, in clock ticks since boot (0 if
+// it is gone).
+func startTime(pid int) uint64 {
+	f := procStat(pid) // state ppid ... starttime is the 20th
+	if len(f) < 20 {
+		return 0
+	}
+	t, _ := strconv.ParseUint(f[19], 10, 64)
+	return t
+}
+
 // parentPID reads a process's parent from /proc (0 if it is gone).
 func parentPID(pid int) int {
 	f := procStat(pid) // state ppid ...
@@ -143,6 +154,16 @@ func isChromium(program string) bool {
 // request to its running instance). An application that shows no window
 // in time is stopped and reported.
 func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile string) (*Effect, error) {
+	return d.LaunchWithin(ctx, command, desktopFile, 0)
+}
+
+// LaunchWithin is Launch waiting up to timeout for the window (0: the
+// desktop's launch timeout): a model that knows an application is slow
+// to start (LibreOffice's first start on a loaded machine) says so.
+func (d *Desktop) LaunchWithin(ctx context.Context, command []string, desktopFile string, timeout time.Duration) (*Effect, error) {
+	if timeout <= 0 {
+		timeout = d.opts.LaunchTimeout
+	}
 	if desktopFile != "" {
 		if len(command) > 0 {
 			return nil, errors.New("give a command or a desktop file, not both")
@@ -171,6 +192,12 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	browser := isChromium(command[0])
 	if browser && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
 		args = append([]string{chromiumFlag}, args...)
+	}
+	// A run that ends stops the applications it launched, and LibreOffice
+	// stopped so opens its next start on the Document Recovery dialog,
+	// which took the next task's keys and then hung: --norestore.
+	if isLibreOffice(command[0]) && !slices.Contains(args, "--norestore") {
+		args = append([]string{"--norestore"}, args...)
 	}
 	startupID := fmt.Sprintf("saucer-%d-%d_TIME0", os.Getpid(), launches.Add(1))
 	var cmd *exec.Cmd
@@ -204,9 +231,10 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", command[0], err)
 	}
+	started := startTime(cmd.Process.Pid)
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	d.launched = append(d.launched, p)
-	deadline := time.NewTimer(d.opts.LaunchTimeout)
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(d.opts.Settle)
 	defer tick.Stop()
@@ -221,9 +249,9 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		case <-deadline.C:
 			if !exited {
 				p.stop()
-				return nil, fmt.Errorf("%s showed no window within %s; it was stopped%s", command[0], d.opts.LaunchTimeout, stderrNote(p))
+				return nil, fmt.Errorf("%s showed no window within %s; it was stopped%s (if it is only slow to start, launch it again with a longer timeout)", command[0], timeout, stderrNote(p))
 			}
-			return nil, fmt.Errorf("%s exited (%s) and no window of it appeared within %s%s", command[0], cmd.ProcessState, d.opts.LaunchTimeout, stderrNote(p))
+			return nil, fmt.Errorf("%s exited (%s) and no new window appeared within %s%s (a program that hands its files to a running instance may have shown them in a window that was open already: list_windows)", command[0], cmd.ProcessState, timeout, stderrNote(p))
 		case <-done:
 			// A launcher that forks and exits, or hands over to a
 			// running instance: its windows are found by process group,
@@ -240,7 +268,7 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 		}
 		opened, _ := diffWindows(before, now)
 		var xs []xwin
-		var mine []Window
+		var mine, handed []Window
 		for _, w := range opened {
 			if p.owns(w.PID) {
 				mine = append(mine, w)
@@ -251,14 +279,26 @@ func (d *Desktop) Launch(ctx context.Context, command []string, desktopFile stri
 			}
 			if xw, ok := matchWindow(xs, w); ok && xw.startupID == p.startupID {
 				mine = append(mine, w)
+			} else if exited && started > 0 && startTime(w.PID) > 0 && startTime(w.PID) < started {
+				handed = append(handed, w)
 			}
+		}
+		// A launcher that handed its files to an instance already running
+		// (LibreOffice, a GApplication such as Drawing) and exited: the
+		// windows that instance opened since are the launch's.
+		handedTo := 0
+		if len(mine) == 0 && len(handed) > 0 {
+			mine, handedTo = handed, handed[0].PID
 		}
 		// Some applications replace their first window at once
 		// (LibreOffice's document window): a window counts once it is
 		// still there a settle time later.
 		if len(mine) > 0 && sameWindows(mine, prev) {
-			mine, ready := d.ready(ctx, mine, browser, d.opts.LaunchTimeout)
+			mine, ready := d.ready(ctx, mine, browser, timeout)
 			did := fmt.Sprintf("launched %s (pid %d)", strings.Join(command, " "), cmd.Process.Pid)
+			if handedTo > 0 {
+				did += fmt.Sprintf(", which handed over to %s already running (pid %d): it opened the new window", mine[0].App, handedTo)
+			}
 			if focus := d.focusNew(ctx, mine); focus != "" {
 				did += "; " + focus
 			}

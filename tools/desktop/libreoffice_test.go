@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,6 +40,11 @@ func TestSpreadsheetCells(t *testing.T) {
 	}
 	if sheet.ID == 0 {
 		t.Fatalf("no sheet with its size in:\n%s", obs.Text())
+	}
+	// The status bar's labels have no name: their text is what they
+	// show, and LibreOffice answers a request past its end with "".
+	if !slices.ContainsFunc(obs.Controls, func(c Control) bool { return c.Role == "label" && c.Text == "Sheet 1 of 1" }) {
+		t.Errorf("the status bar's \"Sheet 1 of 1\" is not listed:\n%s", obs.Text())
 	}
 	tab := sheet.Table
 	if tab.FirstRow != 1 || tab.FirstColumn != 1 || tab.LastRow < 10 || tab.LastColumn < 5 || tab.Columns != 1<<14 {
@@ -180,5 +187,81 @@ func TestWriterParagraphsShowTheirText(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no paragraph reads the document's second line:\n%s", text)
+	}
+}
+
+// TestLaunchIntoRunningLibreOffice: launch_app of a second document while
+// LibreOffice runs returns its window at once. The second soffice hands
+// the document to the running one and exits; launch_app waited for a
+// window of its own until the launch timeout (90 s in the issue) and
+// reported a failure although the window had opened, and a model would
+// launch again and open the document twice.
+func TestLaunchIntoRunningLibreOffice(t *testing.T) {
+	s, d := start(t, "lowriter")
+	if err := s.PrepareLibreOffice(); err != nil {
+		t.Fatal(err)
+	}
+	d.opts.LaunchTimeout = 90 * time.Second
+	dir := t.TempDir()
+	for _, name := range []string{"first.txt", "second.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launch(t, d, "lowriter", "--norestore", filepath.Join(dir, "first.txt"))
+	eff, err := d.LaunchWithin(context.Background(), []string{"lowriter", "--norestore", filepath.Join(dir, "second.txt")}, "", 30*time.Second)
+	if err != nil {
+		t.Fatalf("the second launch: %v", err)
+	}
+	if eff.Window == nil || !strings.Contains(eff.Window.Title, "second") || !strings.Contains(eff.Did, "handed over to soffice already running") {
+		t.Fatalf("the second launch did not return the second document's window and say how: %+v", eff)
+	}
+}
+
+// TestLibreOfficeStartsWithoutRecovery: LibreOffice stopped with a
+// modified document (as a run's end stops what it launched) opens its
+// next start on the Document Recovery dialog, which took the next task's
+// keys and then hung; launch_app starts it with --norestore, and the
+// document opens. The profile keeps recovery on, as a person's does.
+func TestLibreOfficeStartsWithoutRecovery(t *testing.T) {
+	s, d := start(t, "lowriter")
+	user := filepath.Join(s.Dir(), "config", "libreoffice", "4", "user")
+	if err := os.MkdirAll(user, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const xcu = `<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+`
+	if err := os.WriteFile(filepath.Join(user, "registrymodifications.xcu"), []byte(xcu), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.opts.LaunchTimeout = 90 * time.Second
+	doc := filepath.Join(t.TempDir(), "draft.txt")
+	if err := os.WriteFile(doc, []byte("draft\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w := launch(t, d, "lowriter", doc)
+	if _, err := d.Type(ctx, Target{}, w.ID, "more ", false); err != nil {
+		t.Fatal(err)
+	}
+	if w.PID <= 0 {
+		t.Fatalf("LibreOffice's window has no process: %+v", w)
+	}
+	if err := syscall.Kill(w.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); syscall.Kill(w.PID, 0) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("LibreOffice (pid %d) outlived SIGKILL", w.PID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again := launch(t, d, "lowriter", doc)
+	if strings.Contains(again.Title, "Recovery") || !strings.Contains(again.Title, "draft") {
+		t.Fatalf("LibreOffice started again on %q, want the document", again.Title)
 	}
 }

@@ -147,6 +147,7 @@ type moveArgs struct {
 type launchArgs struct {
 	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
 	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
+	Timeout     float64  `json:"timeout,omitempty" jsonschema_description:"Seconds to wait for its window (default: the desktop's launch timeout); more for an application slow to start."`
 }
 
 type waitArgs struct {
@@ -295,7 +296,10 @@ func NewServer(d *Desktop) *tools.Server {
 		}))
 	s.Add(tools.New("launch_app", "Start an application by command or desktop file and wait for its first window to be ready (a page or document loaded, its controls settled); returns the new windows, and in ready what it waited for. A named desktop app starts its own application when neither is given.",
 		titled(destructive, "Launch an application"), func(ctx context.Context, a launchArgs) (json.RawMessage, error) {
-			return effect(d.Launch(ctx, a.Command, a.DesktopFile))
+			if a.Timeout < 0 || a.Timeout > 1800 {
+				return nil, fmt.Errorf("timeout %g: give seconds from 1 to 1800, or none for the desktop's launch timeout", a.Timeout)
+			}
+			return effect(d.LaunchWithin(ctx, a.Command, a.DesktopFile, time.Duration(a.Timeout*float64(time.Second))))
 		}))
 	return s
 }

@@ -438,9 +438,9 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 	}
 	out := make([]details, len(nodes))
 	// Texts asked again whole: LibreOffice refuses an end past a text's
-	// (an error), or, for a Writer paragraph, answers it with "" (asked
-	// again only for a document's paragraphs and headings, so that empty
-	// fields cost no second call).
+	// (an error), or, for a Writer paragraph or a status bar's label,
+	// answers it with "" (asked again only for those, so that empty fields
+	// cost no second call).
 	var retry []int
 	for i, p := range ps {
 		d := &out[i]
@@ -460,7 +460,7 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 				d.actions = userActions(acts)
 			}
 		}
-		if p.text.c != nil && (p.text.store(&d.text) != nil || d.text == "" && documentText[roleName(nodes[i].role)]) {
+		if p.text.c != nil && (p.text.store(&d.text) != nil || d.text == "" && emptyMayHoldText(nodes[i])) {
 			retry = append(retry, i)
 		}
 		if p.val.c != nil {
@@ -491,6 +491,15 @@ func (a *a11y) details(ctx context.Context, nodes []*node, boxes map[ref]Rect) (
 // documentText are the roles of a document's text, which LibreOffice
 // Writer gives as "" when asked for more than it holds.
 var documentText = map[string]bool{"paragraph": true, "heading": true}
+
+// emptyMayHoldText reports whether a text read as "" is asked again whole:
+// a document's paragraph or heading, or a label with no name, whose text
+// is all it shows (LibreOffice's status bar: "Sheet 1 of 1", "Sum: 60",
+// the zoom, in labels it answers the same way).
+func emptyMayHoldText(n *node) bool {
+	role := roleName(n.role)
+	return documentText[role] || role == "label" && cleanName(n.name) == ""
+}
 
 // inEmptyMenuBars are the objects under a menu bar of no size, which
 // shows nothing: LibreOffice keeps its own menu bar, hidden behind GTK's
