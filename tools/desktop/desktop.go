@@ -118,6 +118,9 @@ type Desktop struct {
 	// screen, maps to the screen: the pixel tools take points in them.
 	frames      map[ref]Frame
 	screenFrame Frame
+	// held are the mouse buttons mouse_button pressed and has not
+	// released.
+	held map[byte]bool
 }
 
 type readTree struct {
@@ -165,6 +168,9 @@ func New(opts Options) *Desktop {
 func (d *Desktop) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.x != nil {
+		d.releaseHeld()
+	}
 	for _, p := range d.launched {
 		p.stop()
 	}

@@ -515,3 +515,112 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// fromScreen maps screen pixel p to the image pixel that shows it, and
+// reports whether the image shows it at all.
+func (f Frame) fromScreen(p image.Point) (image.Point, bool) {
+	if !p.In(image.Rect(f.Area.X, f.Area.Y, f.Area.X+f.Area.W, f.Area.Y+f.Area.H)) {
+		return image.Point{}, false
+	}
+	return image.Pt((p.X-f.Area.X)*f.Width/f.Area.W, (p.Y-f.Area.Y)*f.Height/f.Area.H), true
+}
+
+// MouseButton presses (down) or releases a mouse button, at a point of a
+// screenshot or, with at nil, where the pointer is: the parts of a drag a
+// model makes itself (press, move_to, release), as computer-use models
+// do. A button left pressed turns later clicks into drags: Close releases
+// what is still held, and each result says what is held.
+func (d *Desktop) MouseButton(ctx context.Context, at *At, button string, down bool) (*Effect, error) {
+	btn, err := buttonOf(button)
+	if err != nil {
+		return nil, err
+	}
+	verb := map[bool]string{true: "pressed", false: "released"}[down]
+	press := func() error {
+		if err := d.x.button(btn, down); err != nil {
+			return err
+		}
+		if d.held == nil {
+			d.held = map[byte]bool{}
+		}
+		if down {
+			d.held[btn] = true
+		} else {
+			delete(d.held, btn)
+		}
+		return nil
+	}
+	name := orDefault(button, "left")
+	if at == nil {
+		unlock, err := d.lockConnected(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		return d.actOnScreen(ctx, func() (string, error) {
+			if err := press(); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s the %s button where the pointer is%s", verb, name, d.heldNote()), nil
+		})
+	}
+	return d.pointer(ctx, *at, []image.Point{{at.X, at.Y}}, func(f Frame, on []image.Point) (string, error) {
+		if err := d.x.move(on[0].X, on[0].Y); err != nil {
+			return "", err
+		}
+		if err := press(); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s the %s button %s%s", verb, name, where(f, at.X, at.Y, on[0]), d.heldNote()), nil
+	})
+}
+
+// heldNote says which mouse buttons are still pressed, if any.
+func (d *Desktop) heldNote() string {
+	var names []string
+	for _, b := range []struct {
+		n    byte
+		name string
+	}{{1, "left"}, {2, "middle"}, {3, "right"}} {
+		if d.held[b.n] {
+			names = append(names, b.name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; still pressed: the " + strings.Join(names, " and ") + " button (release it with mouse_button)"
+}
+
+// releaseHeld releases the mouse buttons MouseButton left pressed.
+func (d *Desktop) releaseHeld() {
+	for b := range d.held {
+		_ = d.x.button(b, false)
+	}
+	d.held = nil
+}
+
+// PointerPosition is where the pointer is, in a window's screenshot or
+// the screen's (window empty) at its scale (0: that of the last one): the
+// point click_at would take to click there. Under Wayland it is where
+// Saucer last put the pointer.
+func (d *Desktop) PointerPosition(ctx context.Context, window string, scale float64) (image.Point, Frame, error) {
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return image.Point{}, Frame{}, err
+	}
+	defer unlock()
+	f, _, err := d.frame(ctx, window, scale)
+	if err != nil {
+		return image.Point{}, Frame{}, err
+	}
+	on, ok := d.x.pointerAt()
+	if !ok {
+		return image.Point{}, f, errors.New("where the pointer is is not known: it has not been moved since the desktop connected (a Wayland compositor tells no client); move it with move_to")
+	}
+	p, ok := f.fromScreen(on)
+	if !ok {
+		return image.Point{}, f, fmt.Errorf("the pointer is at %d,%d on the screen, outside %s", on.X, on.Y, f)
+	}
+	return p, f, nil
+}

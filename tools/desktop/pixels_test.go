@@ -302,3 +302,61 @@ func changedTitle(eff *Effect) bool {
 	}
 	return false
 }
+
+// TestPressMoveRelease drags in parts, as computer-use models do: a press
+// at a point, a move with the button held, a release where the pointer
+// is; and pointer_position says where the pointer is in the window's
+// screenshot. On X11 and under sway (where it is where Saucer put it).
+func TestPressMoveRelease(t *testing.T) {
+	python := "/usr/bin/python3"
+	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			var d *Desktop
+			if kind == owndisplay.Xvfb {
+				_, d = start(t, python)
+			} else {
+				_, d = startWayland(t, kind, python)
+			}
+			requireGICairo(t, python)
+			ctx := context.Background()
+			w := launch(t, d, python, "testdata/pointer.py", "Canvas", "400", "300")
+			w = whiteCanvas(t, d, w)
+			from, to := image.Pt(40, 50), image.Pt(200, 150)
+			eff, err := d.MouseButton(ctx, &At{Window: w.ID, X: from.X, Y: from.Y, Scale: 1}, "", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(eff.Did, "still pressed: the left button") {
+				t.Errorf("the press does not say the button is held: %s", eff.Did)
+			}
+			waitTitle(t, d, w, "press 1 x1 at 40,50")
+			if _, err := d.MoveTo(ctx, At{Window: w.ID, X: 120, Y: 100}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.MoveTo(ctx, At{Window: w.ID, X: to.X, Y: to.Y}); err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := d.PointerPosition(ctx, w.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p != to {
+				t.Errorf("pointer_position says %v, want %v", p, to)
+			}
+			eff, err = d.MouseButton(ctx, nil, "left", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(eff.Did, "still pressed") {
+				t.Errorf("after the release a button is still said to be held: %s", eff.Did)
+			}
+			title := waitTitle(t, d, w, "release 1, moves")
+			if strings.Contains(title, "moves 0,") {
+				t.Fatalf("the moves with the button held were not felt: %q", title)
+			}
+			if got := dots(t, d, w); got[red] != from || got[blue] != to {
+				t.Fatalf("pressed at %v and released at %v, want %v and %v", got[red], got[blue], from, to)
+			}
+		})
+	}
+}

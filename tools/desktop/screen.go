@@ -53,6 +53,9 @@ type screen interface {
 	hold(mods []xproto.Keysym, down bool) error
 	press(mods []xproto.Keysym, key xproto.Keysym) error
 	typeText(s string) error
+	// pointerAt is where the pointer is on the screen (under Wayland,
+	// where Saucer last put it); ok false when that is unknown.
+	pointerAt() (p image.Point, ok bool)
 	// canType reports whether s can be typed whole through the keyboard;
 	// freeKeys says, for the message when it cannot, how many keys it has
 	// free for characters outside its map.
@@ -98,6 +101,14 @@ func dialScreen(o Options) (screen, error) {
 }
 
 func (d *display) kind() string { return "X11" }
+
+func (d *display) pointerAt() (image.Point, bool) {
+	r, err := xproto.QueryPointer(d.conn, d.root()).Reply()
+	if err != nil || !r.SameScreen {
+		return image.Point{}, false
+	}
+	return image.Pt(int(r.RootX), int(r.RootY)), true
+}
 
 // On X11 every box is a screen position.
 func (d *display) windowRelative() bool { return false }

@@ -125,6 +125,20 @@ type dragArgs struct {
 	Button string `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button held (default left)."`
 }
 
+type mouseButtonArgs struct {
+	Window string   `json:"window,omitempty" jsonschema_description:"Window id (w1, ...): x and y are in that window's screenshot. Empty: in the screen's (screenshot with screen true)."`
+	X      *int     `json:"x,omitempty" jsonschema_description:"Pixels from the screenshot's left edge; with y, the pointer moves there first. Neither: where the pointer is."`
+	Y      *int     `json:"y,omitempty" jsonschema_description:"Pixels from the screenshot's top edge."`
+	Scale  float64  `json:"scale,omitempty" jsonschema_description:"The screenshot's scale, as it said; default: that of the last screenshot of this window (or the screen), else 1."`
+	Button string   `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
+	Action string   `json:"action" jsonschema:"enum=press,enum=release" jsonschema_description:"press holds the button down; release lets it go."`
+}
+
+type pointerArgs struct {
+	Window string  `json:"window,omitempty" jsonschema_description:"Window id (w1, ...): the position in that window's screenshot. Empty: in the screen's."`
+	Scale  float64 `json:"scale,omitempty" jsonschema_description:"The screenshot's scale; default: that of the last screenshot of this window (or the screen), else 1."`
+}
+
 type scrollAtArgs struct {
 	pointArgs
 	holdArgs
@@ -228,6 +242,28 @@ func NewServer(d *Desktop) *tools.Server {
 	s.Add(tools.New("drag", "Press a mouse button at x,y, move to to_x,to_y and release there, both in the same screenshot: drag and drop, draw, select, move a slider. Returns what changed.",
 		titled(write, "Drag"), func(ctx context.Context, a dragArgs) (json.RawMessage, error) {
 			return effect(d.Drag(ctx, a.holding(a.holdArgs), image.Pt(a.ToX, a.ToY), a.Button))
+		}))
+	s.Add(tools.New("mouse_button", "Press or release a mouse button, at a point of a screenshot or where the pointer is: a drag made of its parts (press, move_to, release), a long press. Release what you press. Returns what changed.",
+		titled(write, "Press or release a mouse button"), func(ctx context.Context, a mouseButtonArgs) (json.RawMessage, error) {
+			var at *At
+			switch {
+			case a.X != nil && a.Y != nil:
+				at = &At{Window: a.Window, X: *a.X, Y: *a.Y, Scale: a.Scale}
+			case a.X != nil || a.Y != nil:
+				return nil, errors.New("give both x and y, or neither (where the pointer is)")
+			}
+			if a.Action != "press" && a.Action != "release" {
+				return nil, fmt.Errorf("action %q: press or release", a.Action)
+			}
+			return effect(d.MouseButton(ctx, at, a.Button, a.Action == "press"))
+		}))
+	s.Add(tools.New("pointer_position", "Where the mouse pointer is, as x,y of a window's screenshot or the screen's: the point click_at would take there.",
+		titled(read, "Where the pointer is"), func(ctx context.Context, a pointerArgs) (json.RawMessage, error) {
+			p, f, err := d.PointerPosition(ctx, a.Window, a.Scale)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(map[string]any{"x": p.X, "y": p.Y, "of": f.String(), "scale": f.Scale})
 		}))
 	s.Add(tools.New("scroll_at", "Turn the mouse wheel at a point of a screenshot: dy notches down (negative up), dx right (negative left). Returns what changed.",
 		titled(write, "Scroll at a point"), func(ctx context.Context, a scrollAtArgs) (json.RawMessage, error) {

@@ -199,6 +199,8 @@ func (w *wayland) pointerErr(err error) error {
 
 func (w *wayland) move(x, y int) error { return w.pointerErr(w.scr.Move(x, y)) }
 
+func (w *wayland) pointerAt() (image.Point, bool) { return w.scr.Position() }
+
 func (w *wayland) button(b byte, down bool) error {
 	btn, ok := wlButtons[b]
 	if !ok {

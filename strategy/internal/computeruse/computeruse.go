@@ -2,7 +2,8 @@
 // normalized llm.ComputerCall that llm/langchain and llm/openai read from
 // Anthropic's computer tool and OpenAI's computer-use tool) onto the
 // desktop server's pixel tools, as ordinary Saucer commands: click_at,
-// move_to, drag, scroll_at, type_text, press_keys and screenshot. The
+// move_to, drag, scroll_at, mouse_button, pointer_position, type_text,
+// press_keys and screenshot. The
 // commands then go through the dispatcher like any other, so approvals,
 // the recording, replay and evals apply unchanged.
 //
@@ -32,6 +33,8 @@ const (
 	ToolType       = "type_text"
 	ToolKeys       = "press_keys"
 	ToolScreenshot = "screenshot"
+	ToolButton     = "mouse_button"
+	ToolPointer    = "pointer_position"
 )
 
 // PixelTools are the desktop tools computer use needs: an app whose tools
@@ -238,8 +241,23 @@ func step(a llm.ComputerAction, d Display) Step {
 			s = 1
 		}
 		return Step{Tool: Wait, Args: map[string]any{"seconds": min(s, MaxWait)}}
-	case llm.ActMouseDown, llm.ActMouseUp, llm.ActHoldKey, llm.ActCursor, llm.ActZoom:
-		return invalid("the %s action is not supported by Saucer's desktop yet: use click, drag (for a press, move and release), keys, or look at the screenshot", a.Action)
+	case llm.ActMouseDown, llm.ActMouseUp:
+		button, err := buttonOf(a.Button)
+		if err != "" {
+			return invalid("%s", err)
+		}
+		args := map[string]any{"button": button, "action": map[bool]string{true: "press", false: "release"}[a.Action == llm.ActMouseDown]}
+		if _, _, ok := a.Point(); ok {
+			var bad string
+			if args, bad = point(args); bad != "" {
+				return invalid("%s", bad)
+			}
+		}
+		return held(Step{Tool: ToolButton, Args: args})
+	case llm.ActCursor:
+		return Step{Tool: ToolPointer, Args: map[string]any{"scale": d.Scale}}
+	case llm.ActHoldKey, llm.ActZoom:
+		return invalid("the %s action is not supported by Saucer's desktop yet: use keys (a chord holds its modifiers), or look at the screenshot", a.Action)
 	}
 	if strings.HasPrefix(a.Action, "invalid: ") {
 		return invalid("%s", strings.TrimPrefix(a.Action, "invalid: "))

@@ -24,6 +24,9 @@ func TestStepsMapEachAction(t *testing.T) {
 		{Action: llm.ActType, Text: "12+30\n"},
 		{Action: llm.ActKeys, Keys: []string{"ctrl+a", "KP_Enter", "ctrl++", "Prior"}},
 		{Action: llm.ActWait, Seconds: 60},
+		at(llm.ComputerAction{Action: llm.ActMouseDown}, 7, 8),
+		{Action: llm.ActMouseUp, Button: "right"},
+		{Action: llm.ActCursor},
 	}}
 	s := d.Scale
 	want := []computeruse.Step{
@@ -35,6 +38,9 @@ func TestStepsMapEachAction(t *testing.T) {
 		{Tool: "type_text", Args: map[string]any{"text": "12+30\n"}},
 		{Tool: "press_keys", Args: map[string]any{"keys": []any{"ctrl+a", "Return", "ctrl++", "Page_Up"}}},
 		{Tool: computeruse.Wait, Args: map[string]any{"seconds": float64(computeruse.MaxWait)}},
+		{Tool: "mouse_button", Args: map[string]any{"x": 7, "y": 8, "scale": s, "button": "left", "action": "press"}},
+		{Tool: "mouse_button", Args: map[string]any{"button": "right", "action": "release"}},
+		{Tool: "pointer_position", Args: map[string]any{"scale": s}},
 		{Tool: "screenshot", Args: map[string]any{"screen": true, "scale": s}},
 	}
 	if got := computeruse.Steps(call, d); !reflect.DeepEqual(got, want) {
@@ -56,7 +62,8 @@ func TestStepsRefuseWhatTheDesktopCannotDo(t *testing.T) {
 		{llm.ComputerAction{Action: llm.ActScroll}, "0 notches"},
 		{llm.ComputerAction{Action: llm.ActKeys}, "no keys"},
 		{llm.ComputerAction{Action: llm.ActType}, "no text"},
-		{llm.ComputerAction{Action: llm.ActMouseDown}, "mouse_down action is not supported"},
+		{at(llm.ComputerAction{Action: llm.ActMouseDown}, 2000, 5), "outside the display"},
+		{llm.ComputerAction{Action: llm.ActHoldKey, Keys: []string{"shift"}, Seconds: 1}, "hold_key action is not supported"},
 		{llm.ComputerAction{Action: llm.ActZoom}, "zoom action is not supported"},
 		{llm.ComputerAction{Action: "teleport"}, `unknown computer action "teleport"`},
 		{llm.ComputerAction{Action: "invalid: scroll: scroll_direction \"x\""}, "scroll_direction"},

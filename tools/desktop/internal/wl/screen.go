@@ -60,6 +60,9 @@ type Screen struct {
 	syms, upper []uint32
 	codes       map[uint32]uint32
 	shifted     map[uint32]bool
+	// at is where the virtual pointer was last put (atKnown: it has been).
+	at      image.Point
+	atKnown bool
 }
 
 // Open connects to the compositor and binds what it offers of the
@@ -340,9 +343,22 @@ func (s *Screen) move(ptr uint32, x, y int) error {
 	if !image.Pt(x, y).In(l) {
 		return fmt.Errorf("the point %d,%d is outside the screen %v", x, y, l)
 	}
-	return errors.Join(
+	err := errors.Join(
 		s.c.Request(ptr, 1, now(), Uint(uint32(x-l.Min.X)), Uint(uint32(y-l.Min.Y)), Uint(uint32(l.Dx())), Uint(uint32(l.Dy()))),
 		s.c.Request(ptr, 4)) // frame
+	if err == nil {
+		s.at, s.atKnown = image.Pt(x, y), true
+	}
+	return err
+}
+
+// Position is where the virtual pointer was last put, in the layout's
+// pixels; ok is false before it has moved. A compositor tells no client
+// where the pointer is: this is where Saucer put it.
+func (s *Screen) Position() (p image.Point, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at, s.atKnown
 }
 
 // withPointer sends what do sends through the virtual pointer, after
