@@ -126,12 +126,12 @@ type dragArgs struct {
 }
 
 type mouseButtonArgs struct {
-	Window string   `json:"window,omitempty" jsonschema_description:"Window id (w1, ...): x and y are in that window's screenshot. Empty: in the screen's (screenshot with screen true)."`
-	X      *int     `json:"x,omitempty" jsonschema_description:"Pixels from the screenshot's left edge; with y, the pointer moves there first. Neither: where the pointer is."`
-	Y      *int     `json:"y,omitempty" jsonschema_description:"Pixels from the screenshot's top edge."`
-	Scale  float64  `json:"scale,omitempty" jsonschema_description:"The screenshot's scale, as it said; default: that of the last screenshot of this window (or the screen), else 1."`
-	Button string   `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
-	Action string   `json:"action" jsonschema:"enum=press,enum=release" jsonschema_description:"press holds the button down; release lets it go."`
+	Window string  `json:"window,omitempty" jsonschema_description:"Window id (w1, ...): x and y are in that window's screenshot. Empty: in the screen's (screenshot with screen true)."`
+	X      *int    `json:"x,omitempty" jsonschema_description:"Pixels from the screenshot's left edge; with y, the pointer moves there first. Neither: where the pointer is."`
+	Y      *int    `json:"y,omitempty" jsonschema_description:"Pixels from the screenshot's top edge."`
+	Scale  float64 `json:"scale,omitempty" jsonschema_description:"The screenshot's scale, as it said; default: that of the last screenshot of this window (or the screen), else 1."`
+	Button string  `json:"button,omitempty" jsonschema:"enum=left,enum=right,enum=middle" jsonschema_description:"Mouse button (default left)."`
+	Action string  `json:"action" jsonschema:"enum=press,enum=release" jsonschema_description:"press holds the button down; release lets it go."`
 }
 
 type pointerArgs struct {
