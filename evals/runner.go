@@ -855,9 +855,16 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 		t.live = live
 		scripts := t.scripts()
 		for i, sc := range c.Device.Setup {
-			res := scripts.Execute(ctx, []command.Command{scriptCommand(sc, nil, t.timeout)})
+			cmd := scriptCommand(sc.Script, nil, t.timeout)
+			run := scripts
+			if sc.Tool != "" {
+				// Through the device, as the agent's calls go: a desktop
+				// tool's windows are the agent's desktop's.
+				cmd, run = command.Command{ToolName: sc.Tool, Namespace: sc.Namespace, Parameters: sc.Arguments, ToolType: command.Action}, t.device
+			}
+			res := run.Execute(ctx, []command.Command{cmd})
 			if err := setupFailed(res[0]); err != "" {
-				return nil, nil, fmt.Errorf("setup script %d (%s) %s", i+1, cutText(oneLine(sc.Code, 80), 80), err)
+				return nil, nil, fmt.Errorf("setup step %d (%s) %s", i+1, sc.label(), err)
 			}
 		}
 		if c.Device.Start != "" {

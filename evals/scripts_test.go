@@ -174,3 +174,45 @@ cases:
 		t.Errorf("hangs: %s %s %+v; fine: %v %s", hangs.Failure, hangs.Detail, hangs.Checks, fine.Success, fine.Detail)
 	}
 }
+
+// A setup step may call one of the device's tools, as an environment's
+// setup opens what a task starts in: the file the tool wrote is there
+// for the check, and a step whose tool fails stops the trial with the
+// step named.
+func TestSetupCallsADeviceTool(t *testing.T) {
+	suite := writeSuite(t, `
+name: tool-setup
+model: scripted:scripts/count.yaml
+defaults: {max_steps: 4, max_rounds: 3, timeout: 20s}
+cases:
+  - id: written-by-the-tool
+    task: "How many files are in this folder?"
+    device:
+      setup:
+        - {tool: write_file, namespace: files, arguments: {path: made-by-tool.txt, content: "tool\n"}}
+        - "test -s made-by-tool.txt"
+    checks:
+      - {state: {run: "cat made-by-tool.txt", output: tool}}
+  - id: tool-fails
+    task: "How many files are in this folder?"
+    device:
+      setup: [{tool: read_file, namespace: files, arguments: {path: no-such-file.txt}}]
+`)
+	rep, err := runSuite(t, suite, t.TempDir(), evals.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Cases {
+		tr := c.Trials[0]
+		switch c.ID {
+		case "written-by-the-tool":
+			if !tr.Success {
+				t.Errorf("%s: %s %s", c.ID, tr.Failure, tr.Detail)
+			}
+		case "tool-fails":
+			if tr.Success || !strings.Contains(tr.Detail, "setup step 1 (tool read_file) failed") {
+				t.Errorf("%s: success %v, %s %s; want the setup step named as failed", c.ID, tr.Success, tr.Failure, tr.Detail)
+			}
+		}
+	}
+}

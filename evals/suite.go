@@ -143,7 +143,7 @@ type Device struct {
 	Files map[string]string `yaml:"files,omitempty" json:"files,omitempty" jsonschema_description:"Files (path: content) to create in the live device's fresh directory."`
 	// Setup are scripts run there before the agent starts, each in a shell
 	// of its own.
-	Setup []Script `yaml:"setup,omitempty" json:"setup,omitempty" jsonschema_description:"Scripts run in the live device's directory before the agent starts, each in a shell of its own: a shell command line, or {language: python, code: ...}."`
+	Setup []SetupStep `yaml:"setup,omitempty" json:"setup,omitempty" jsonschema_description:"Steps run on the live device before the agent starts: scripts in its directory, each in a shell of its own (a shell command line, or {language: python, code: ...}), or tool calls ({tool: launch_app, namespace: desktop, arguments: {...}}), in order."`
 	// Start is a shell script run in the agent's own shell just before the
 	// agent starts: the device's shell is then one persistent shell, so
 	// what Start leaves (variables, the directory, background jobs, a user
@@ -164,6 +164,83 @@ type Device struct {
 type Script struct {
 	Language string `yaml:"language,omitempty" json:"language,omitempty" jsonschema:"enum=bash,enum=python" jsonschema_description:"bash (the default) or python."`
 	Code     string `yaml:"code" json:"code"`
+}
+
+// SetupStep is one step of a case's setup: a script, or a call of one of
+// the device's tools, as an environment's setup opens the application a
+// task starts in (OSWorld's "launch" and "open" steps): the agent then
+// meets the window, a browser on its profile, as a person would.
+type SetupStep struct {
+	Script `yaml:",inline"`
+	// Tool is the device tool to call (launch_app), in Namespace, with
+	// Arguments; a tool step has no code.
+	Tool      string         `yaml:"tool,omitempty" json:"tool,omitempty"`
+	Namespace string         `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Arguments map[string]any `yaml:"arguments,omitempty" json:"arguments,omitempty"`
+}
+
+// UnmarshalYAML reads a step as a script (text, or {language, code}) or as
+// {tool, namespace, arguments}.
+func (s *SetupStep) UnmarshalYAML(n *yaml.Node) error {
+	*s = SetupStep{}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "tool" {
+				for j := 0; j+1 < len(n.Content); j += 2 {
+					switch k := n.Content[j].Value; k {
+					case "tool", "namespace", "arguments":
+					default:
+						return fmt.Errorf("line %d: a tool step has tool, namespace and arguments, not %q", n.Content[j].Line, k)
+					}
+				}
+				type plain struct {
+					Tool      string         `yaml:"tool"`
+					Namespace string         `yaml:"namespace"`
+					Arguments map[string]any `yaml:"arguments"`
+				}
+				var p plain
+				if err := n.Decode(&p); err != nil {
+					return err
+				}
+				s.Tool, s.Namespace, s.Arguments = p.Tool, p.Namespace, p.Arguments
+				return nil
+			}
+		}
+	}
+	return n.Decode(&s.Script)
+}
+
+// MarshalYAML writes a script step as its script.
+func (s SetupStep) MarshalYAML() (any, error) {
+	if s.Tool == "" {
+		return s.Script.MarshalYAML()
+	}
+	return map[string]any{"tool": s.Tool, "namespace": s.Namespace, "arguments": s.Arguments}, nil
+}
+
+// JSONSchema: a script, or a tool call.
+func (SetupStep) JSONSchema() *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	props.Set("tool", &jsonschema.Schema{Type: "string", Description: "The device tool to call, e.g. launch_app."})
+	props.Set("namespace", &jsonschema.Schema{Type: "string", Description: "The tool's server (app), e.g. desktop; empty: the first that has the tool."})
+	props.Set("arguments", &jsonschema.Schema{Type: "object", Description: "The tool's arguments."})
+	return &jsonschema.Schema{AnyOf: append(Script{}.JSONSchema().AnyOf,
+		&jsonschema.Schema{Type: "object", Properties: props, Required: []string{"tool"}, AdditionalProperties: jsonschema.FalseSchema})}
+}
+
+func (s SetupStep) validate() error {
+	if s.Tool != "" {
+		return nil
+	}
+	return s.Script.validate()
+}
+
+// label names the step in errors: its code's start, or its tool call.
+func (s SetupStep) label() string {
+	if s.Tool != "" {
+		return "tool " + s.Tool
+	}
+	return cutText(oneLine(s.Code, 80), 80)
 }
 
 // Script languages.

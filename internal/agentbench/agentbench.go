@@ -383,7 +383,7 @@ func convert(t task, id string, dirs []string) (c evals.Case, example *string, w
 			if s == nil || strings.TrimSpace(s.Code) == "" {
 				continue // nothing to run
 			}
-			c.Device.Setup = append(c.Device.Setup, *s)
+			c.Device.Setup = append(c.Device.Setup, evals.SetupStep{Script: *s})
 			all = append(all, s.Code)
 			scripts = append(scripts, placed{what: fmt.Sprintf("create.init %d", j+1), script: *s})
 		}

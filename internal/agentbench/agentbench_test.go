@@ -127,7 +127,7 @@ func TestImportBenchmarkLayout(t *testing.T) {
 	}
 	// init as a list: python code, then bash text; a python check in code.
 	c := cases["7-lines-000"]
-	if len(c.Device.Setup) != 2 || c.Device.Setup[0].Language != evals.LangPython || c.Device.Setup[1] != (evals.Script{Code: "touch data/extra.txt"}) ||
+	if len(c.Device.Setup) != 2 || c.Device.Setup[0].Language != evals.LangPython || c.Device.Setup[1].Script != (evals.Script{Code: "touch data/extra.txt"}) || c.Device.Setup[1].Tool != "" ||
 		c.Checks[0].State.Pipeline[1].Language != evals.LangPython {
 		t.Errorf("7-lines-000: %+v", c)
 	}
