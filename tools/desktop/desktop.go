@@ -691,7 +691,7 @@ func (d *Desktop) pickWindow(ws []Window, id string) (Window, error) {
 			ws = mine
 		}
 		if len(ws) == 0 {
-			return Window{}, errors.New("no application window is open: launch one with launch_app")
+			return Window{}, errors.New("no application window is open: launch one with launch_app" + d.installedNote())
 		}
 		// A dialog comes first: it blocks its application until answered.
 		for i := len(ws) - 1; i >= 0; i-- {

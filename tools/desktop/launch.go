@@ -193,6 +193,12 @@ func (d *Desktop) LaunchWithin(ctx context.Context, command []string, desktopFil
 	if browser && !strings.Contains(strings.Join(args, " "), chromiumFlag) {
 		args = append([]string{chromiumFlag}, args...)
 	}
+	// Chromium refuses to run as root without --no-sandbox ("Running as
+	// root without --no-sandbox is not supported"): a model learnt that
+	// only from a failed launch.
+	if browser && os.Geteuid() == 0 && d.opts.Launcher == nil && !slices.Contains(args, "--no-sandbox") {
+		args = append([]string{"--no-sandbox"}, args...)
+	}
 	// A run that ends stops the applications it launched, and LibreOffice
 	// stopped so opens its next start on the Document Recovery dialog,
 	// which took the next task's keys and then hung: --norestore.
@@ -516,14 +522,88 @@ func stderrNote(p *launched) string {
 
 // desktopExec reads the Exec line of a desktop file: a path, or a name
 // looked up in the XDG application folders.
+// appDirs are where desktop files are, most personal first.
+func appDirs() []string {
+	return []string{filepath.Join(os.Getenv("HOME"), ".local/share/applications"), "/usr/local/share/applications", "/usr/share/applications"}
+}
+
+// installedNote lists the applications installed here (their desktop
+// files' names, with the desktop file to launch), for a model that must
+// choose one: a model in the seat, told no window was open, spent a step
+// asking the shell which paint programs there were. Empty where the
+// desktop runs in a sandbox (the host's list is not what it has) or
+// nothing is found.
+func (d *Desktop) installedNote() string {
+	if d.opts.Launcher != nil {
+		return ""
+	}
+	apps := installedApps(appDirs())
+	if len(apps) == 0 {
+		return ""
+	}
+	const most = 60
+	more := ""
+	if len(apps) > most {
+		more = fmt.Sprintf(", and %d more", len(apps)-most)
+		apps = apps[:most]
+	}
+	return ". Installed applications (launch_app with desktop_file, or their program): " + strings.Join(apps, "; ") + more
+}
+
+// installedApps reads the desktop files in dirs (the first of a name
+// wins): "Name (desktop file id)" for each application shown in menus,
+// sorted by name.
+func installedApps(dirs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, dir := range dirs {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			id, ok := strings.CutSuffix(e.Name(), ".desktop")
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			var name string
+			show, inEntry := true, false
+			for _, line := range strings.Split(string(b), "\n") {
+				line = strings.TrimSpace(line)
+				if strings.HasPrefix(line, "[") {
+					inEntry = line == "[Desktop Entry]"
+					continue
+				}
+				if !inEntry {
+					continue
+				}
+				switch {
+				case strings.HasPrefix(line, "Name="):
+					if name == "" {
+						name = strings.TrimPrefix(line, "Name=")
+					}
+				case line == "NoDisplay=true", line == "Hidden=true", strings.HasPrefix(line, "Type=") && line != "Type=Application":
+					show = false
+				}
+			}
+			if show && name != "" {
+				out = append(out, name+" ("+id+")")
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	return out
+}
+
 func desktopExec(name string) ([]string, error) {
 	path := name
 	if !strings.Contains(name, "/") {
 		if !strings.HasSuffix(name, ".desktop") {
 			name += ".desktop"
 		}
-		dirs := []string{filepath.Join(os.Getenv("HOME"), ".local/share/applications"), "/usr/local/share/applications", "/usr/share/applications"}
-		for _, dir := range dirs {
+		for _, dir := range appDirs() {
 			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 				path = filepath.Join(dir, name)
 				break

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,5 +165,27 @@ func TestSubtract(t *testing.T) {
 		if got := area(subtract(r, c.cut)); got != c.left {
 			t.Errorf("%+v minus %+v leaves %d pixels, want %d", r, c.cut, got, c.left)
 		}
+	}
+}
+
+// TestInstalledAppsAreListed: the applications a model may launch are
+// read from desktop files, the first of a name winning, without those
+// hidden from menus.
+func TestInstalledAppsAreListed(t *testing.T) {
+	mine, system := t.TempDir(), t.TempDir()
+	write := func(dir, name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(system, "drawing.desktop", "[Desktop Entry]\nType=Application\nName=Drawing\nName[fr]=Dessin\nExec=drawing %U\n")
+	write(system, "calc.desktop", "[Desktop Entry]\nType=Application\nName=Calculator\nExec=galculator\n")
+	write(mine, "calc.desktop", "[Desktop Entry]\nType=Application\nName=My calculator\nExec=bc\n")
+	write(system, "helper.desktop", "[Desktop Entry]\nType=Application\nName=Helper\nNoDisplay=true\n")
+	write(system, "link.desktop", "[Desktop Entry]\nType=Link\nName=A link\n")
+	write(system, "notes.txt", "[Desktop Entry]\nName=Not a desktop file\n")
+	got := installedApps([]string{mine, system})
+	if want := []string{"Drawing (drawing)", "My calculator (calc)"}; !slices.Equal(got, want) {
+		t.Fatalf("installed apps %q, want %q", got, want)
 	}
 }
