@@ -99,3 +99,65 @@ func BenchmarkObserveDisplays(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTypeSway times typing 100 characters into mousepad under sway
+// two ways: through the virtual keyboard, as type_text now types wherever
+// the compositor offers one (keys mean what they mean on X11), and the
+// baseline, an insert at the caret through AT-SPI's EditableText, as
+// type_text did under sway before (and still does under weston).
+//
+//	go test -run '^$' -bench TypeSway -benchtime 20x ./tools/desktop/
+func BenchmarkTypeSway(b *testing.B) {
+	desktoptest.RequireKind(b, owndisplay.Sway, "mousepad")
+	s := desktoptest.StartKind(b, owndisplay.Sway)
+	d := New(Options{Wayland: s.Wayland, SwaySock: s.SwaySock, Bus: s.BusAddr, Env: s.Env})
+	b.Cleanup(func() { d.Close() })
+	ctx := context.Background()
+	eff, err := d.Launch(ctx, []string{"mousepad"}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := eff.NewWindows[0]
+	text := editable(b, d, w)
+	line := "The quick brown fox jumps over the lazy dog, 0123456789; THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG!"[:100]
+	// The whole type_text call, with the effect it reports (the window
+	// read before and after), for scale.
+	b.Run("type_text", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := d.Type(ctx, Target{ID: text.ID}, "", line, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("atspi-insert", func(b *testing.B) {
+		text := editable(b, d, w)
+		for b.Loop() {
+			if err := d.insertAtCaret(ctx, text, line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("keyboard", func(b *testing.B) {
+		for b.Loop() {
+			if err := d.x.typeText(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// editable is the editable text of window w, observed now.
+func editable(b *testing.B, d *Desktop, w Window) Control {
+	b.Helper()
+	obs, err := d.Observe(context.Background(), w.ID, ObserveOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range obs.Controls {
+		if c.Role == "text" && c.st.has(stEditable) {
+			return c
+		}
+	}
+	b.Fatalf("no editable text in:\n%s", obs.Text())
+	return Control{}
+}
