@@ -864,7 +864,11 @@ func (r *runner) setup(ctx context.Context, c Case, n int, spec string, lim Limi
 			}
 			res := run.Execute(ctx, []command.Command{cmd})
 			if err := setupFailed(res[0]); err != "" {
-				return nil, nil, fmt.Errorf("setup step %d (%s) %s", i+1, sc.label(), err)
+				kind := "script"
+				if sc.Tool != "" {
+					kind = "step"
+				}
+				return nil, nil, fmt.Errorf("setup %s %d (%s) %s", kind, i+1, sc.label(), err)
 			}
 		}
 		if c.Device.Start != "" {
