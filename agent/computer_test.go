@@ -263,7 +263,7 @@ func TestComputerUseSafetyChecksAndRefusals(t *testing.T) {
 		computerReply("c1", map[string]any{"actions": []any{click}, "safety_checks": []any{check}}),
 		computerReply("c2", map[string]any{"actions": []any{click}, "safety_checks": []any{check}}),
 		computerReply("c3", map[string]any{"actions": []any{map[string]any{"action": "wait", "seconds": 0.01},
-			map[string]any{"action": "hold_key", "keys": []any{"shift"}, "seconds": 1}, map[string]any{"action": "keys", "keys": []any{"ctrl+a"}}}}),
+			map[string]any{"action": "zoom", "region": []any{0, 0, 10, 10}}, map[string]any{"action": "keys", "keys": []any{"ctrl+a"}}}}),
 		{ToolCalls: []scripted.ToolCall{{Name: "finish_task", Arguments: map[string]any{"result": "done"}}}},
 	}})
 	var clicks []pointIn
@@ -309,10 +309,10 @@ func TestComputerUseSafetyChecksAndRefusals(t *testing.T) {
 	if len(r.Acknowledged) != 1 || r.Acknowledged[0].ID != "cu_sc_1" || len(r.Images) != 1 {
 		t.Errorf("the approved call's result: %+v", r)
 	}
-	// The wait is the agent's own; hold_key is refused as the model's
+	// The wait is the agent's own; zoom is refused as the model's
 	// error, and what follows it does not run.
 	r = toolTurn(calls[3], "c3")
-	if !strings.Contains(r.Content, "computer_wait: ") || !strings.Contains(r.Content, "hold_key action is not supported") ||
+	if !strings.Contains(r.Content, "computer_wait: ") || !strings.Contains(r.Content, "zoom action is not supported") ||
 		!strings.Contains(r.Content, "press_keys: skipped") {
 		t.Errorf("the third call's result: %s", r.Content)
 	}

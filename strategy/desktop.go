@@ -73,8 +73,14 @@ func guideFor(pc *Context, ns string) string {
 	}
 	g := strings.Replace(desktopGuide, "(click, type_text, set_value, select, scroll)", "("+strings.Join(offered, ", ")+")", 1)
 	if !offers(pc, ns, "click") && !offers(pc, ns, "set_value") {
+		var denied []string
+		for _, name := range idTools {
+			if !slices.Contains(offered, name) {
+				denied = append(denied, name)
+			}
+		}
 		g = strings.Replace(g, "Act on a control by passing its id to the tools ("+strings.Join(offered, ", ")+"). ",
-			"The tools that act on a control by its id are not offered here: read the list for what is where, and act at points of the screenshot. ", 1)
+			"The tools that act on a control by its id ("+strings.Join(denied, ", ")+") are not offered here: read the list for what is where, and act at points of the screenshot. ", 1)
 		g = strings.Replace(g, "; act on any of its cells by the table's id with row and column (or cell, as in B7)", "", 1)
 	}
 	return g

@@ -109,12 +109,12 @@ func TestDesktopGuideNamesOnlyOfferedTools(t *testing.T) {
 		t.Errorf("with every tool offered the guide changed:\n%.400s", all)
 	}
 	pixels := observe("observe", "type_text", "click_at", "drag", "scroll_at")
-	for _, gone := range []string{"(click,", "set_value", "act on any of its cells"} {
+	for _, gone := range []string{"passing its id to the tools", "act on any of its cells"} {
 		if strings.Contains(pixels, gone) {
 			t.Errorf("with only pixel tools the observation still says %q:\n%.700s", gone, pixels)
 		}
 	}
-	if !strings.Contains(pixels, "are not offered here: read the list for what is where, and act at points of the screenshot") {
+	if !strings.Contains(pixels, "The tools that act on a control by its id (click, set_value, select, scroll) are not offered here: read the list for what is where, and act at points of the screenshot") {
 		t.Errorf("with only pixel tools the observation does not say how to act:\n%.700s", pixels)
 	}
 }

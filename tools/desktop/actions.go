@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jezek/xgb/xproto"
+
 	"github.com/godbus/dbus/v5"
 )
 
@@ -592,6 +594,82 @@ func (d *Desktop) Keys(ctx context.Context, t Target, window string, chords []st
 		}
 		return "pressed " + strings.Join(chords, ", "), nil
 	})
+}
+
+// MaxHold bounds how long HoldKeys holds a chord, in seconds.
+const MaxHold = 10
+
+// HoldKeys holds each chord down for seconds (at most MaxHold), one after
+// another: its modifiers, then its key, released in reverse order (a
+// long press, a game's movement, shift held while something else acts).
+func (d *Desktop) HoldKeys(ctx context.Context, t Target, window string, chords []string, seconds float64) (*Effect, error) {
+	if seconds <= 0 || seconds > MaxHold {
+		return nil, fmt.Errorf("hold %g s: give seconds above 0 and at most %d", seconds, MaxHold)
+	}
+	for _, ch := range chords {
+		if _, _, err := parseChord(ch); err != nil {
+			return nil, err
+		}
+	}
+	if len(chords) == 0 {
+		return nil, errors.New("no keys given: pass chords such as [\"shift\"] or [\"Right\"]")
+	}
+	unlock, err := d.lockConnected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	w, _, err := d.focusFor(ctx, t, window, false)
+	if err != nil {
+		return nil, err
+	}
+	return d.act(ctx, w, t, func() (string, error) {
+		for _, ch := range chords {
+			mods, key, _ := parseChord(ch)
+			if err := d.holdChord(ctx, mods, key, time.Duration(seconds*float64(time.Second))); err != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("held %s for %g s", strings.Join(chords, ", "), seconds), nil
+	})
+}
+
+// holdChord holds a chord's modifiers and key for d, and releases them
+// whatever failed (a key left held changes every later key and click).
+func (d *Desktop) holdChord(ctx context.Context, mods []xproto.Keysym, key xproto.Keysym, hold time.Duration) error {
+	for _, m := range modifierKeys {
+		if key == m { // a modifier held alone ("shift"): held as one
+			mods, key = append(mods, key), 0
+			break
+		}
+	}
+	if len(mods) > 0 {
+		if err := d.x.hold(mods, true); err != nil {
+			return err
+		}
+		defer d.x.hold(mods, false)
+	}
+	if key == 0 { // a chord of modifiers alone ("shift")
+		return sleepCtx(ctx, hold)
+	}
+	if err := d.x.key(mods, key, true); err != nil {
+		return err
+	}
+	err := sleepCtx(ctx, hold)
+	if e := d.x.key(mods, key, false); err == nil {
+		err = e
+	}
+	return err
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // SetValue sets a control's text (editable text) or number (a value). An

@@ -547,12 +547,13 @@ func (d *Desktop) installedNote() string {
 		more = fmt.Sprintf(", and %d more", len(apps)-most)
 		apps = apps[:most]
 	}
-	return ". Installed applications (launch_app with desktop_file, or their program): " + strings.Join(apps, "; ") + more
+	return ". Installed applications, as name: program (launch_app with command [program, file]): " + strings.Join(apps, "; ") + more
 }
 
 // installedApps reads the desktop files in dirs (the first of a name
-// wins): "Name (desktop file id)" for each application shown in menus,
-// sorted by name.
+// wins): "Name: program" for each application shown in menus, sorted by
+// name. The program, not the desktop file's id: a model in the seat took
+// "com.github.maoschanz.drawing" for a program.
 func installedApps(dirs []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -568,7 +569,7 @@ func installedApps(dirs []string) []string {
 			if err != nil {
 				continue
 			}
-			var name string
+			var name, program string
 			show, inEntry := true, false
 			for _, line := range strings.Split(string(b), "\n") {
 				line = strings.TrimSpace(line)
@@ -584,12 +585,19 @@ func installedApps(dirs []string) []string {
 					if name == "" {
 						name = strings.TrimPrefix(line, "Name=")
 					}
+				case strings.HasPrefix(line, "Exec="):
+					if args, err := execArgs(strings.TrimPrefix(line, "Exec=")); err == nil && len(args) > 0 && program == "" {
+						program = args[0]
+						if filepath.Base(program) == program || strings.HasPrefix(program, "/usr/bin/") {
+							program = filepath.Base(program)
+						}
+					}
 				case line == "NoDisplay=true", line == "Hidden=true", strings.HasPrefix(line, "Type=") && line != "Type=Application":
 					show = false
 				}
 			}
-			if show && name != "" {
-				out = append(out, name+" ("+id+")")
+			if show && name != "" && program != "" {
+				out = append(out, name+": "+program)
 			}
 		}
 	}

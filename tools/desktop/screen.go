@@ -51,6 +51,9 @@ type screen interface {
 	// hold presses (down) or releases modifier keys, held while the
 	// pointer acts (a ctrl+click).
 	hold(mods []xproto.Keysym, down bool) error
+	// key presses (down) or releases the key of keysym key alone, the
+	// modifiers held (hold) staying as they are: a key held a while.
+	key(mods []xproto.Keysym, key xproto.Keysym, down bool) error
 	press(mods []xproto.Keysym, key xproto.Keysym) error
 	typeText(s string) error
 	// pointerAt is where the pointer is on the screen (under Wayland,

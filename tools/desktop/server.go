@@ -8,6 +8,7 @@ import (
 	"image"
 	"time"
 
+	"github.com/invopop/jsonschema"
 	"github.com/saucerhq/saucer/tools"
 )
 
@@ -68,6 +69,8 @@ type keysArgs struct {
 	ID   int      `json:"id,omitempty" jsonschema_description:"Control to focus first; 0 or absent: where the keyboard focus is."`
 	cellArgs
 	Window string `json:"window,omitempty" jsonschema_description:"Window when no id is given; empty: the open dialog if any, else the active window."`
+	// Hold is only press_keys'.
+	Hold float64 `json:"hold,omitempty" jsonschema_description:"Seconds to hold each chord down before releasing it (up to 10): a long press, a game's key; default: pressed and released at once."`
 }
 
 type setValueArgs struct {
@@ -159,9 +162,37 @@ type moveArgs struct {
 }
 
 type launchArgs struct {
-	Command     []string `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"]."`
-	DesktopFile string   `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
-	Timeout     float64  `json:"timeout,omitempty" jsonschema_description:"Seconds to wait for its window (default: the desktop's launch timeout); more for an application slow to start."`
+	Command     argv    `json:"command,omitempty" jsonschema_description:"Program and arguments, e.g. [\"mousepad\", \"notes.txt\"] (a string is split as a desktop file's Exec line is)."`
+	DesktopFile string  `json:"desktop_file,omitempty" jsonschema_description:"Instead of command: a desktop file's name (galculator) or path; its Exec line is run."`
+	Timeout     float64 `json:"timeout,omitempty" jsonschema_description:"Seconds to wait for its window (default: the desktop's launch timeout); more for an application slow to start."`
+}
+
+// argv is a command: program and arguments. A model sends it as one
+// string often enough (a model in the seat's first launch_app did) that
+// a string is taken too, split with quotes as a desktop file's Exec line
+// is; the schema asks for the array.
+type argv []string
+
+func (a *argv) UnmarshalJSON(b []byte) error {
+	var line string
+	if json.Unmarshal(b, &line) == nil {
+		args, err := execArgs(line)
+		if err != nil {
+			return fmt.Errorf("command %q: %w", line, err)
+		}
+		*a = args
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return errors.New("command: give the program and its arguments as an array of strings, e.g. [\"mousepad\", \"notes.txt\"]")
+	}
+	*a = list
+	return nil
+}
+
+func (argv) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}}
 }
 
 type waitArgs struct {
@@ -213,7 +244,7 @@ func NewServer(d *Desktop) *tools.Server {
 			}
 			out := tools.Content{tools.Text(text)}
 			if shot && len(obs.PNG) > 0 { // none where the compositor offers no capture: the text says so
-				out[0] = tools.Text(text + shotText(obs.Frame) + "\n")
+				out[0] = tools.Text(text + shotText(obs.Frame) + boxesNote(obs.Frame) + "\n")
 				out = append(out, tools.Image(obs.PNG, "image/png"))
 			}
 			return out, nil
@@ -287,6 +318,9 @@ func NewServer(d *Desktop) *tools.Server {
 		}))
 	s.Add(tools.New("press_keys", "Press key chords in order (ctrl+s, Return, alt+F4, ...), into a control (focused first) or where the focus is. Refused in a terminal. Returns what changed.",
 		titled(write, "Press keys"), func(ctx context.Context, a keysArgs) (json.RawMessage, error) {
+			if a.Hold != 0 {
+				return effect(d.HoldKeys(ctx, a.at(a.ID), a.Window, a.Keys, a.Hold))
+			}
 			return effect(d.Keys(ctx, a.at(a.ID), a.Window, a.Keys, false))
 		}))
 	s.Add(tools.New("set_value", "Replace the text of an editable field, or set the number of a slider or spin button. Returns what changed.",
@@ -342,6 +376,20 @@ func NewServer(d *Desktop) *tools.Server {
 
 // shotText says what a screenshot shows and how its pixels map to the
 // screen's.
+// boxesNote says how the list's boxes, in the screen's pixels, map onto
+// a window's screenshot that does not start at the screen's corner:
+// models in the seat clicked at listed boxes in a window at 10,10 and
+// were 10 pixels off, or had to work it out from the drawn marks.
+func boxesNote(f Frame) string {
+	if f.Window == "" || f.Area.X == 0 && f.Area.Y == 0 {
+		return ""
+	}
+	if f.Scale == 1 {
+		return fmt.Sprintf(" The boxes listed above (@x,y) count the screen's pixels: in this image, subtract the window's corner, so @x,y is at x-%d,y-%d.", f.Area.X, f.Area.Y)
+	}
+	return fmt.Sprintf(" The boxes listed above (@x,y) count the screen's pixels: in this image @x,y is at (x-%d)*%g,(y-%d)*%g.", f.Area.X, f.Scale, f.Area.Y, f.Scale)
+}
+
 func shotText(f Frame) string {
 	of, tools := "the screen", ""
 	if f.Window != "" {

@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"encoding/json"
 	"image"
 	"image/color"
 	"os"
@@ -178,14 +179,51 @@ func TestInstalledAppsAreListed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(system, "drawing.desktop", "[Desktop Entry]\nType=Application\nName=Drawing\nName[fr]=Dessin\nExec=drawing %U\n")
+	write(system, "com.github.maoschanz.drawing.desktop", "[Desktop Entry]\nType=Application\nName=Drawing\nName[fr]=Dessin\nExec=/usr/bin/drawing %U\n")
 	write(system, "calc.desktop", "[Desktop Entry]\nType=Application\nName=Calculator\nExec=galculator\n")
 	write(mine, "calc.desktop", "[Desktop Entry]\nType=Application\nName=My calculator\nExec=bc\n")
 	write(system, "helper.desktop", "[Desktop Entry]\nType=Application\nName=Helper\nNoDisplay=true\n")
 	write(system, "link.desktop", "[Desktop Entry]\nType=Link\nName=A link\n")
 	write(system, "notes.txt", "[Desktop Entry]\nName=Not a desktop file\n")
 	got := installedApps([]string{mine, system})
-	if want := []string{"Drawing (drawing)", "My calculator (calc)"}; !slices.Equal(got, want) {
+	if want := []string{"Drawing: drawing", "My calculator: bc"}; !slices.Equal(got, want) {
 		t.Fatalf("installed apps %q, want %q", got, want)
+	}
+}
+
+// TestCommandTakesAString: launch_app's command is an array, and a string
+// is split as a desktop file's Exec line is (a model in the seat sent
+// one, and lost a step to the error).
+func TestCommandTakesAString(t *testing.T) {
+	var a launchArgs
+	if err := json.Unmarshal([]byte(`{"command": "mtpaint \"my dots.png\""}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Command, argv{"mtpaint", "my dots.png"}) {
+		t.Fatalf("command %q", a.Command)
+	}
+	if err := json.Unmarshal([]byte(`{"command": ["drawing", "dots.png"]}`), &a); err != nil || !slices.Equal(a.Command, argv{"drawing", "dots.png"}) {
+		t.Fatalf("command %q, %v", a.Command, err)
+	}
+	if err := json.Unmarshal([]byte(`{"command": 7}`), &a); err == nil || !strings.Contains(err.Error(), "array of strings") {
+		t.Fatalf("a number was taken: %v", err)
+	}
+}
+
+// TestBoxesNote: an observation of a window that does not start at the
+// screen's corner says how its listed boxes (the screen's pixels) map
+// onto its screenshot; models in the seat met both and were unsure.
+func TestBoxesNote(t *testing.T) {
+	if n := boxesNote(Frame{Window: "w1", Area: Rect{0, 0, 600, 400}, Scale: 1, Width: 600, Height: 400}); n != "" {
+		t.Errorf("a window at 0,0: %q", n)
+	}
+	if n := boxesNote(Frame{Window: "w2", Area: Rect{175, 237, 560, 81}, Scale: 1, Width: 560, Height: 81}); !strings.Contains(n, "@x,y is at x-175,y-237") {
+		t.Errorf("a window at 175,237: %q", n)
+	}
+	if n := boxesNote(Frame{Window: "w2", Area: Rect{10, 10, 1000, 800}, Scale: 0.5, Width: 500, Height: 400}); !strings.Contains(n, "(x-10)*0.5,(y-10)*0.5") {
+		t.Errorf("a half-size screenshot: %q", n)
+	}
+	if n := boxesNote(Frame{Area: Rect{10, 10, 1000, 800}, Scale: 1}); n != "" {
+		t.Errorf("the screen's screenshot: %q", n)
 	}
 }

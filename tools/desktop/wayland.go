@@ -209,6 +209,18 @@ func (w *wayland) button(b byte, down bool) error {
 	return w.pointerErr(w.scr.Button(btn, down))
 }
 
+func (w *wayland) key(mods []xproto.Keysym, key xproto.Keysym, down bool) error {
+	var mask uint32
+	for _, m := range mods {
+		mask |= modMasks[m]
+	}
+	err := w.scr.Key(uint32(key), mask, down)
+	if errors.Is(err, wl.ErrUnsupported) {
+		return w.cannot("hold a key", "virtual keyboard (zwp-virtual-keyboard)")
+	}
+	return err
+}
+
 func (w *wayland) hold(mods []xproto.Keysym, down bool) error {
 	var mask uint32
 	for _, m := range mods {

@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,32 @@ func TestClickPicksASwatch(t *testing.T) {
 	waitTitle(t, d, w, "Swatches: rgb(53,132,228)")
 	if !strings.Contains(eff.Did, `"Select" action`) {
 		t.Errorf("the click on a swatch did not select it: %s", eff.Did)
+	}
+}
+
+// TestHoldKeys: press_keys with hold keeps a key down that long, with the
+// chord's modifiers, on X11 and under sway (testdata/keys.py times it).
+func TestHoldKeys(t *testing.T) {
+	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
+		t.Run(string(kind), func(t *testing.T) {
+			d := desktopOf(t, kind)
+			ctx := context.Background()
+			w := launch(t, d, "/usr/bin/python3", "testdata/keys.py")
+			eff, err := d.HoldKeys(ctx, Target{}, w.ID, []string{"shift+Right"}, 0.5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if eff.Did != "held shift+Right for 0.5 s" {
+				t.Errorf("did %q", eff.Did)
+			}
+			title := waitTitle(t, d, w, "Keys: up Right after")
+			var ms int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(title, "Keys: up Right after "), "%d ms", &ms); err != nil || ms < 450 || ms > 3000 || !strings.HasSuffix(title, "+shift") {
+				t.Fatalf("the window felt %q: want Right held about 500 ms with shift", title)
+			}
+			if _, err := d.HoldKeys(ctx, Target{}, w.ID, []string{"Right"}, 11); err == nil {
+				t.Error("a hold of 11 s was taken")
+			}
+		})
 	}
 }

@@ -238,6 +238,26 @@ func (d *display) hold(mods []xproto.Keysym, down bool) error {
 	return nil
 }
 
+// key presses or releases the key that types key (its keycode; the
+// modifiers are held by hold).
+func (d *display) key(_ []xproto.Keysym, key xproto.Keysym, down bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	code, _, ok := d.keycode(key)
+	if !ok {
+		return fmt.Errorf("the keyboard map of %s has no key for %#x to hold: only keys of its map can be held", d.name, key)
+	}
+	typ := byte(evKeyRelease)
+	if down {
+		typ = evKeyPress
+	}
+	if err := d.fake(typ, byte(code), 0, 0); err != nil {
+		return d.xerr("hold a key", err)
+	}
+	xproto.GetInputFocus(d.conn).Reply()
+	return nil
+}
+
 func (d *display) loadKeymap(maxKey xproto.Keycode) error {
 	n := int(maxKey) - int(d.minKey) + 1
 	rep, err := xproto.GetKeyboardMapping(d.conn, d.minKey, byte(n)).Reply()

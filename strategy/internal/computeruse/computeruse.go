@@ -49,6 +49,10 @@ const Wait = "computer_wait"
 // MaxWait bounds one wait action, in seconds.
 const MaxWait = 10
 
+// MaxHold bounds one hold_key action, in seconds, as the desktop's
+// press_keys hold does.
+const MaxHold = 10
+
 // DefaultMaxWidth and DefaultMaxHeight bound the screenshots the model
 // sees (and so the display size it is told): XGA, the size Anthropic's
 // guide recommends (larger images are shrunk by the API, and the model's
@@ -256,8 +260,20 @@ func step(a llm.ComputerAction, d Display) Step {
 		return held(Step{Tool: ToolButton, Args: args})
 	case llm.ActCursor:
 		return Step{Tool: ToolPointer, Args: map[string]any{"scale": d.Scale}}
-	case llm.ActHoldKey, llm.ActZoom:
-		return invalid("the %s action is not supported by Saucer's desktop yet: use keys (a chord holds its modifiers), or look at the screenshot", a.Action)
+	case llm.ActHoldKey:
+		if len(a.Keys) == 0 {
+			return invalid("hold_key with no keys: give a key or chord such as shift or Right")
+		}
+		if a.Seconds <= 0 || a.Seconds > MaxHold {
+			return invalid("hold_key for %g s: give a duration above 0 and at most %d s", a.Seconds, MaxHold)
+		}
+		chords := make([]any, len(a.Keys))
+		for i, k := range a.Keys {
+			chords[i] = Chord(k)
+		}
+		return Step{Tool: ToolKeys, Args: map[string]any{"keys": chords, "hold": a.Seconds}}
+	case llm.ActZoom:
+		return invalid("the zoom action is not supported by Saucer's desktop yet: look at the screenshot")
 	}
 	if strings.HasPrefix(a.Action, "invalid: ") {
 		return invalid("%s", strings.TrimPrefix(a.Action, "invalid: "))

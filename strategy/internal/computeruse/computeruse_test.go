@@ -27,6 +27,7 @@ func TestStepsMapEachAction(t *testing.T) {
 		at(llm.ComputerAction{Action: llm.ActMouseDown}, 7, 8),
 		{Action: llm.ActMouseUp, Button: "right"},
 		{Action: llm.ActCursor},
+		{Action: llm.ActHoldKey, Keys: []string{"shift"}, Seconds: 1.5},
 	}}
 	s := d.Scale
 	want := []computeruse.Step{
@@ -41,6 +42,7 @@ func TestStepsMapEachAction(t *testing.T) {
 		{Tool: "mouse_button", Args: map[string]any{"x": 7, "y": 8, "scale": s, "button": "left", "action": "press"}},
 		{Tool: "mouse_button", Args: map[string]any{"button": "right", "action": "release"}},
 		{Tool: "pointer_position", Args: map[string]any{"scale": s}},
+		{Tool: "press_keys", Args: map[string]any{"keys": []any{"shift"}, "hold": 1.5}},
 		{Tool: "screenshot", Args: map[string]any{"screen": true, "scale": s}},
 	}
 	if got := computeruse.Steps(call, d); !reflect.DeepEqual(got, want) {
@@ -63,7 +65,7 @@ func TestStepsRefuseWhatTheDesktopCannotDo(t *testing.T) {
 		{llm.ComputerAction{Action: llm.ActKeys}, "no keys"},
 		{llm.ComputerAction{Action: llm.ActType}, "no text"},
 		{at(llm.ComputerAction{Action: llm.ActMouseDown}, 2000, 5), "outside the display"},
-		{llm.ComputerAction{Action: llm.ActHoldKey, Keys: []string{"shift"}, Seconds: 1}, "hold_key action is not supported"},
+		{llm.ComputerAction{Action: llm.ActHoldKey, Keys: []string{"shift"}, Seconds: 60}, "at most 10 s"},
 		{llm.ComputerAction{Action: llm.ActZoom}, "zoom action is not supported"},
 		{llm.ComputerAction{Action: "teleport"}, `unknown computer action "teleport"`},
 		{llm.ComputerAction{Action: "invalid: scroll: scroll_direction \"x\""}, "scroll_direction"},

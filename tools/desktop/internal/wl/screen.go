@@ -661,6 +661,34 @@ func (s *Screen) Hold(mods uint32, down bool) error {
 	return errors.Join(s.c.Request(s.kbd, 2, Uint(held), Uint(0), Uint(0), Uint(0)), s.c.Roundtrip(timeout))
 }
 
+// Key presses (down) or releases the key that types sym, the modifiers
+// held (Hold) staying as they are: half of a key press, for a key held a
+// while. A keysym on a key's shifted level is pressed with shift.
+func (s *Screen) Key(sym, held uint32, down bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kbdMgr == 0 || s.seat == 0 {
+		return fmt.Errorf("keyboard input: %s %w (wlroots compositors such as sway offer it; weston does not)", ifVirtualKbd, ErrUnsupported)
+	}
+	if err := s.keyboard([]uint32{sym}); err != nil {
+		return err
+	}
+	state := uint32(0)
+	if down {
+		state = 1
+	}
+	if s.shifted[sym] {
+		mask := held
+		if down {
+			mask |= ModShift
+		}
+		if err := errors.Join(s.c.Request(s.kbd, 2, Uint(mask), Uint(0), Uint(0), Uint(0)), s.c.Roundtrip(timeout)); err != nil {
+			return err
+		}
+	}
+	return errors.Join(s.c.Request(s.kbd, 1, now(), Uint(s.codes[sym]), Uint(state)), s.c.Roundtrip(timeout))
+}
+
 // keyboard makes the virtual keyboard if there is none yet, with a keymap
 // of the modifiers, the named keys and printable ASCII, and adds the
 // keysyms of more that it lacks.
