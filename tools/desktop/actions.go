@@ -568,6 +568,20 @@ func (d *Desktop) editable(ctx context.Context, rv resolved, w Window) (ref, err
 
 // Keys presses key chords in order ("ctrl+s", "Return").
 func (d *Desktop) Keys(ctx context.Context, t Target, window string, chords []string, terminal bool) (*Effect, error) {
+	return d.withChords(ctx, t, window, chords, terminal, func() (string, error) {
+		for _, ch := range chords {
+			mods, key, _ := parseChord(ch)
+			if err := d.x.press(mods, key); err != nil {
+				return "", err
+			}
+		}
+		return "pressed " + strings.Join(chords, ", "), nil
+	})
+}
+
+// withChords checks chords, focuses the target (or the window) and runs
+// do there as an action with its effect: Keys and HoldKeys.
+func (d *Desktop) withChords(ctx context.Context, t Target, window string, chords []string, terminal bool, do func() (string, error)) (*Effect, error) {
 	for _, ch := range chords {
 		if _, _, err := parseChord(ch); err != nil {
 			return nil, err
@@ -585,15 +599,7 @@ func (d *Desktop) Keys(ctx context.Context, t Target, window string, chords []st
 	if err != nil {
 		return nil, err
 	}
-	return d.act(ctx, w, t, func() (string, error) {
-		for _, ch := range chords {
-			mods, key, _ := parseChord(ch)
-			if err := d.x.press(mods, key); err != nil {
-				return "", err
-			}
-		}
-		return "pressed " + strings.Join(chords, ", "), nil
-	})
+	return d.act(ctx, w, t, do)
 }
 
 // MaxHold bounds how long HoldKeys holds a chord, in seconds.
@@ -606,24 +612,7 @@ func (d *Desktop) HoldKeys(ctx context.Context, t Target, window string, chords 
 	if seconds <= 0 || seconds > MaxHold {
 		return nil, fmt.Errorf("hold %g s: give seconds above 0 and at most %d", seconds, MaxHold)
 	}
-	for _, ch := range chords {
-		if _, _, err := parseChord(ch); err != nil {
-			return nil, err
-		}
-	}
-	if len(chords) == 0 {
-		return nil, errors.New("no keys given: pass chords such as [\"shift\"] or [\"Right\"]")
-	}
-	unlock, err := d.lockConnected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	w, _, err := d.focusFor(ctx, t, window, false)
-	if err != nil {
-		return nil, err
-	}
-	return d.act(ctx, w, t, func() (string, error) {
+	return d.withChords(ctx, t, window, chords, false, func() (string, error) {
 		for _, ch := range chords {
 			mods, key, _ := parseChord(ch)
 			if err := d.holdChord(ctx, mods, key, time.Duration(seconds*float64(time.Second))); err != nil {

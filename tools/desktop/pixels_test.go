@@ -62,19 +62,10 @@ func TestFrameMapsBackExactly(t *testing.T) {
 // right, double and triple clicks, a drag, the wheel and a hover reach it
 // as the canvas reports in its title.
 func TestPixelActions(t *testing.T) {
-	python := "/usr/bin/python3"
 	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
 		t.Run(string(kind), func(t *testing.T) {
-			var d *Desktop
-			if kind == owndisplay.Xvfb {
-				_, d = start(t, python)
-			} else {
-				_, d = startWayland(t, kind, python)
-			}
-			requireGICairo(t, python)
+			d, w := canvasOn(t, kind)
 			ctx := context.Background()
-			w := launch(t, d, python, "testdata/pointer.py", "Canvas", "400", "300")
-			w = whiteCanvas(t, d, w)
 
 			// A click at a point of a half-size screenshot.
 			half, err := d.Screenshot(ctx, w.ID, false, Fit{Scale: 0.5})
@@ -308,19 +299,10 @@ func changedTitle(eff *Effect) bool {
 // is; and pointer_position says where the pointer is in the window's
 // screenshot. On X11 and under sway (where it is where Saucer put it).
 func TestPressMoveRelease(t *testing.T) {
-	python := "/usr/bin/python3"
 	for _, kind := range []owndisplay.Kind{owndisplay.Xvfb, owndisplay.Sway} {
 		t.Run(string(kind), func(t *testing.T) {
-			var d *Desktop
-			if kind == owndisplay.Xvfb {
-				_, d = start(t, python)
-			} else {
-				_, d = startWayland(t, kind, python)
-			}
-			requireGICairo(t, python)
+			d, w := canvasOn(t, kind)
 			ctx := context.Background()
-			w := launch(t, d, python, "testdata/pointer.py", "Canvas", "400", "300")
-			w = whiteCanvas(t, d, w)
 			from, to := image.Pt(40, 50), image.Pt(200, 150)
 			eff, err := d.MouseButton(ctx, &At{Window: w.ID, X: from.X, Y: from.Y, Scale: 1}, "", true)
 			if err != nil {
@@ -359,4 +341,20 @@ func TestPressMoveRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// canvasOn starts a desktop of kind with testdata/pointer.py's 400x300
+// canvas on it, painted white, and gives the desktop and its window.
+func canvasOn(t *testing.T, kind owndisplay.Kind) (*Desktop, Window) {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	var d *Desktop
+	if kind == owndisplay.Xvfb {
+		_, d = start(t, python)
+	} else {
+		_, d = startWayland(t, kind, python)
+	}
+	requireGICairo(t, python)
+	w := launch(t, d, python, "testdata/pointer.py", "Canvas", "400", "300")
+	return d, whiteCanvas(t, d, w)
 }

@@ -145,19 +145,3 @@ func BenchmarkTypeSway(b *testing.B) {
 		}
 	})
 }
-
-// editable is the editable text of window w, observed now.
-func editable(b *testing.B, d *Desktop, w Window) Control {
-	b.Helper()
-	obs, err := d.Observe(context.Background(), w.ID, ObserveOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range obs.Controls {
-		if c.Role == "text" && c.st.has(stEditable) {
-			return c
-		}
-	}
-	b.Fatalf("no editable text in:\n%s", obs.Text())
-	return Control{}
-}

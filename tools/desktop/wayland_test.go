@@ -163,17 +163,23 @@ func TestSwayFocusesAndClosesWindows(t *testing.T) {
 // editorText is the text of the editor's one text control.
 func editorText(t *testing.T, d *Desktop, w Window) string {
 	t.Helper()
+	return editable(t, d, w).Text
+}
+
+// editable is the editable text of window w, observed now.
+func editable(t testing.TB, d *Desktop, w Window) Control {
+	t.Helper()
 	obs, err := d.Observe(context.Background(), w.ID, ObserveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range obs.Controls {
 		if c.Role == "text" && c.st.has(stEditable) {
-			return c.Text
+			return c
 		}
 	}
 	t.Fatalf("no editable text in:\n%s", obs.Text())
-	return ""
+	return Control{}
 }
 
 // Under sway type_text types with the virtual keyboard, as on X11 (a

@@ -26,35 +26,13 @@ if [ -n "$shard" ]; then
 fi
 mkdir -p "$root" "$dir"
 
-[ -f "$seat" ] || { echo "run.sh: no model seat at $seat: set MODEL_SEAT to model_seat.py's path" >&2; exit 2; }
-
+. "$here/../seat.sh"
 bin=${SAUCER_BIN:-$root/saucer-pixels}
-if [ ! -x "$bin" ]; then
-  repo=$(git -C "$here" rev-parse --show-toplevel)
-  src=$(mktemp -d)
-  echo "run.sh: building saucer from $(git -C "$repo" rev-parse --short HEAD) (committed HEAD) into $bin"
-  git -C "$repo" archive HEAD | tar -x -C "$src"
-  (cd "$src" && go build -o "$bin" ./cmd/saucer)
-  rm -rf "$src"
-fi
-
-if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $port)) != 0)"; then
-  echo "run.sh: port $port is already in use (another seat?): stop it first" >&2; exit 2
-fi
-python3 "$seat" serve "$port" "$dir" &
-seat_pid=$!
-trap 'kill "$seat_pid" 2>/dev/null || true' EXIT INT TERM
-i=0
-until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=1)" 2>/dev/null; do
-  i=$((i + 1))
-  if [ $i -gt 50 ] || ! kill -0 "$seat_pid" 2>/dev/null; then
-    echo "run.sh: the seat did not start on port $port" >&2; exit 3
-  fi
-  sleep 0.2
-done
+seat_build "$bin"
+seat_start "$seat" "$port" "$dir"
 echo "run.sh: seat on 127.0.0.1:$port; answer with: python3 $seat next $dir / python3 $seat reply $dir ...; images: $here/images.py $dir"
 
-export OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_API_KEY=seat SAUCER_RUNS=$root/runs
+export SAUCER_RUNS=$root/runs
 rc=0
 "$bin" eval "$here/../desktop.yaml" --label seat ${shard:+--shard "$shard"} -m openai:seat -c "$here/config.yaml" -o "$out" -j 1 || rc=$?
 echo "run.sh: saucer eval exited $rc; results in $out"
