@@ -126,22 +126,30 @@ func TestOwnFrameBoxes(t *testing.T) {
 			d := desktopOf(t, kind)
 			ctx := context.Background()
 			w := launch(t, d, "/usr/bin/python3", "testdata/headerbar.py", "dialog")
-			var dialog Window
-			for deadline := time.Now().Add(10 * time.Second); dialog.ID == ""; {
+			// The dialog counts once it holds still: under sway it is
+			// listed first at 0,0 with its shadow, then placed, and placed
+			// again a few tens of milliseconds later when its size is
+			// committed; a click computed before lands where it was. As
+			// launch_app does with a new window, the dialog is taken when
+			// two reads a settle time apart agree.
+			var dialog, seen Window
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for deadline := time.Now().Add(10 * time.Second); dialog.ID == ""; <-tick.C {
 				ws, err := d.Windows(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, x := range ws {
-					// Under sway, once sway has placed it (before, it is
-					// listed at 0,0 with its shadow, and a click computed
-					// then lands by the shadow's width off).
-					if x.PID == w.PID && x.ID != w.ID && (kind == owndisplay.Xvfb || x.Bounds.X != 0 || x.Bounds.Y != 0) {
-						dialog = x
+					if x.PID == w.PID && x.ID != w.ID {
+						if x.ID == seen.ID && x.Bounds == seen.Bounds {
+							dialog = x
+						}
+						seen = x
 					}
 				}
 				if dialog.ID == "" && time.Now().After(deadline) {
-					t.Fatalf("the dialog did not open: %+v", ws)
+					t.Fatalf("the dialog did not open and hold still: %+v", ws)
 				}
 			}
 			for _, c := range []struct {
