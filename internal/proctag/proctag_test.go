@@ -32,6 +32,15 @@ func TestKillFindsWhatLeftTheGroup(t *testing.T) {
 			t.Fatalf("the shell printed %q, not a PID", out)
 		}
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		// The shell can end while its child is still between setsid and
+		// sleep: a process in the middle of exec shows no environment
+		// (a fresh machine's CI saw one missing). Its tag is looked for
+		// once it runs sleep.
+		for deadline := time.Now().Add(5 * time.Second); Command(pid) != "sleep 600"; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d runs %q, not sleep 600", pid, Command(pid))
+			}
+		}
 		return pid
 	}
 	mine, other := start(tag), start(tag+"-other")
