@@ -131,7 +131,7 @@ func rawEcho(b *testing.B) (*websocket.Conn, func()) {
 // dispatcher → device client → results matched back) against a raw
 // coder/websocket JSON echo of the same command frame, in the same run.
 // Metrics: aip-ns/op, raw-ns/op and their ratio (issue 21's goal ≤ 1.2;
-// CI fails above 1.45: the machines CI runs on read 1.32-1.36).
+// CI fails above 1.45: a later machine of the same kind read 1.32-1.37).
 func BenchmarkRoundTrip(b *testing.B) {
 	feed, took, stop := roundsServer(b)
 	defer stop()

@@ -133,7 +133,7 @@ func TestOwnFrameBoxes(t *testing.T) {
 			// launch_app does with a new window, the dialog is taken when
 			// two reads a settle time apart agree.
 			var dialog, seen Window
-			tick := time.NewTicker(250 * time.Millisecond)
+			tick := time.NewTicker(d.opts.Settle)
 			defer tick.Stop()
 			for deadline := time.Now().Add(10 * time.Second); dialog.ID == ""; <-tick.C {
 				ws, err := d.Windows(ctx)
